@@ -1,0 +1,297 @@
+//! The typed configuration tree. Every struct has defaults; unknown keys are load errors.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Secret;
+
+/// The schema version this binary writes and understands.
+pub const CONFIG_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AppConfig {
+    pub config_version: u32,
+    /// `error|warn|info|debug|trace` or a full `tracing` filter (`antler=debug,info`).
+    pub log_level: String,
+    pub log_format: LogFormat,
+    /// Where threads, agents and uploads live. Default: `$ANTLER_HOME`, else `./.antler`.
+    pub data_dir: Option<PathBuf>,
+    /// User ids allowed to bootstrap and manage agents for anyone.
+    pub admins: Vec<String>,
+    /// The first entry is the default model.
+    pub models: Vec<ModelConfig>,
+    /// Default `recursion_limit` of a run.
+    pub recursion_limit: u32,
+    /// Upper clamp for a client-requested `recursion_limit`.
+    pub max_recursion_limit: u32,
+    pub llm_call: LlmCallConfig,
+    pub loop_detection: LoopDetectionConfig,
+    pub token_usage: EnabledConfig,
+    pub token_budget: TokenBudgetConfig,
+    pub title: TitleConfig,
+    pub safety_finish_reason: EnabledConfig,
+    pub gateway: GatewayConfig,
+    pub uploads: UploadsConfig,
+    pub agents: AgentsConfig,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        Self {
+            config_version: CONFIG_VERSION,
+            log_level: "info".into(),
+            log_format: LogFormat::Text,
+            data_dir: None,
+            admins: Vec::new(),
+            models: Vec::new(),
+            recursion_limit: 100,
+            max_recursion_limit: 1000,
+            llm_call: LlmCallConfig::default(),
+            loop_detection: LoopDetectionConfig::default(),
+            token_usage: EnabledConfig { enabled: true },
+            token_budget: TokenBudgetConfig::default(),
+            title: TitleConfig::default(),
+            safety_finish_reason: EnabledConfig { enabled: true },
+            gateway: GatewayConfig::default(),
+            uploads: UploadsConfig::default(),
+            agents: AgentsConfig::default(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provider {
+    /// Chat Completions: OpenAI, Ollama, vLLM, DeepSeek, OpenRouter, llama.cpp …
+    #[default]
+    Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    pub name: String,
+    pub display_name: Option<String>,
+    pub provider: Provider,
+    /// The provider's model id (`gpt-4o`, `qwen2.5:7b`, `claude-sonnet-4-5`).
+    pub model: String,
+    /// API root, e.g. `https://api.openai.com/v1` (OpenAI) or `https://api.anthropic.com` (Anthropic).
+    pub base_url: String,
+    pub api_key: Option<Secret>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    /// Seconds for the whole request (connect + first byte + stream).
+    pub timeout: f64,
+    pub supports_thinking: bool,
+    pub supports_vision: bool,
+    pub context_window: Option<u64>,
+    /// Another model's `name`, tried after this one's retries fail.
+    pub fallback: Option<String>,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            display_name: None,
+            provider: Provider::Openai,
+            model: String::new(),
+            base_url: String::new(),
+            api_key: None,
+            max_tokens: None,
+            temperature: None,
+            timeout: 600.0,
+            supports_thinking: false,
+            supports_vision: false,
+            context_window: None,
+            fallback: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmCallConfig {
+    /// Attempts per model call including the first (connect errors, 408/409/425/429/5xx).
+    pub retry_max_attempts: u32,
+    pub retry_base_delay_ms: u64,
+    pub retry_cap_delay_ms: u64,
+}
+
+impl Default for LlmCallConfig {
+    fn default() -> Self {
+        Self {
+            retry_max_attempts: 3,
+            retry_base_delay_ms: 1000,
+            retry_cap_delay_ms: 8000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EnabledConfig {
+    pub enabled: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoopDetectionConfig {
+    pub enabled: bool,
+    pub warn_threshold: u32,
+    pub hard_limit: u32,
+    pub window_size: usize,
+    pub max_tracked_threads: usize,
+    pub tool_freq_warn: u32,
+    pub tool_freq_hard_limit: u32,
+    pub tool_freq_overrides: BTreeMap<String, ToolFreqOverride>,
+}
+
+impl Default for LoopDetectionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            warn_threshold: 3,
+            hard_limit: 5,
+            window_size: 20,
+            max_tracked_threads: 100,
+            tool_freq_warn: 30,
+            tool_freq_hard_limit: 50,
+            tool_freq_overrides: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFreqOverride {
+    pub warn: u32,
+    pub hard_limit: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TokenBudgetConfig {
+    pub enabled: bool,
+    pub max_tokens: u64,
+    pub max_input_tokens: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    pub warn_threshold: f64,
+    pub hard_stop_threshold: f64,
+}
+
+impl Default for TokenBudgetConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            max_tokens: 200_000,
+            max_input_tokens: None,
+            max_output_tokens: None,
+            warn_threshold: 0.8,
+            hard_stop_threshold: 1.0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TitleConfig {
+    pub enabled: bool,
+    pub max_words: u32,
+    pub max_chars: usize,
+    /// A model name to write titles with; unset = local fallback (first user message).
+    pub model_name: Option<String>,
+}
+
+impl Default for TitleConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_words: 6,
+            max_chars: 60,
+            model_name: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GatewayConfig {
+    pub listen: String,
+    pub api_tokens: Vec<ApiToken>,
+    pub shutdown_grace_seconds: u64,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8787".into(),
+            api_tokens: Vec::new(),
+            shutdown_grace_seconds: 10,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiToken {
+    pub token: Secret,
+    pub user: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UploadsConfig {
+    pub max_files: usize,
+    pub max_file_size: u64,
+    pub max_total_size: u64,
+    pub auto_convert_documents: bool,
+}
+
+impl Default for UploadsConfig {
+    fn default() -> Self {
+        Self {
+            max_files: 10,
+            max_file_size: 50 * 1024 * 1024,
+            max_total_size: 100 * 1024 * 1024,
+            auto_convert_documents: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentsConfig {
+    /// Let ordinary users bootstrap their own agents.
+    pub self_service: bool,
+}
+
+impl AppConfig {
+    pub fn model(&self, name: &str) -> Option<&ModelConfig> {
+        self.models.iter().find(|m| m.name == name)
+    }
+
+    pub fn default_model(&self) -> Option<&ModelConfig> {
+        self.models.first()
+    }
+
+    /// The effective recursion limit for a requested value, clamped to `[1, max_recursion_limit]`.
+    pub fn recursion_limit_for(&self, requested: Option<u32>) -> u32 {
+        requested
+            .unwrap_or(self.recursion_limit)
+            .clamp(1, self.max_recursion_limit.max(1))
+    }
+}

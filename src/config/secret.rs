@@ -1,0 +1,47 @@
+//! Secrets (API keys, bot tokens) that never appear in logs or debug output.
+
+use serde::{Deserialize, Serialize};
+
+/// A secret string. `Debug` and `Display` print `***`; read it with [`Secret::expose`].
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_and_display_redact() {
+        let s = Secret::new("sk-live-123");
+        assert_eq!(format!("{s:?}"), "Secret(***)");
+        assert_eq!(s.to_string(), "***");
+        assert_eq!(s.expose(), "sk-live-123");
+    }
+}

@@ -1,0 +1,128 @@
+//! Chat models behind one trait: providers (OpenAI-compatible, Anthropic), retries and fallback.
+//!
+//! A provider turns a [`ModelRequest`] into a stream of [`ModelEvent`]s: text and reasoning
+//! deltas as they arrive, then exactly one [`ModelEvent::Completed`] carrying the assembled
+//! [`AiMessage`] (tool calls reassembled, usage, finish reason). Errors are values, never panics.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde_json::Value;
+
+use crate::messages::{AiMessage, Message};
+
+/// A model the agent loop can call.
+#[async_trait]
+pub trait ChatModel: Send + Sync {
+    /// The configured name (`models[].name`), used in logs, events and errors.
+    fn name(&self) -> &str;
+
+    /// Starts one completion. Connection and HTTP-status errors are returned here (so retry and
+    /// fallback can act before anything was streamed); later problems arrive inside the stream.
+    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
+}
+
+pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelEvent {
+    TextDelta(String),
+    ReasoningDelta(String),
+    Completed(AiMessage),
+}
+
+/// What one model call sends: the system prompt, the conversation and the tool schemas.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ModelRequest {
+    pub system: Option<String>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub tool_choice: Option<ToolChoice>,
+    pub thinking_enabled: bool,
+    pub reasoning_effort: Option<String>,
+    /// Per-request overrides of the model's configured sampling settings.
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolChoice {
+    Auto,
+    None,
+    Required,
+    Named(String),
+}
+
+/// Why a model call failed. Callers branch on the variant, never on the text.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error(
+        "could not reach model '{model}' at {base_url}: {detail}. Start the server there, or point \
+         models[].base_url at a reachable OpenAI-compatible endpoint (the shipped config reads \
+         ANTLER_MODEL_URL, ANTLER_MODEL and ANTLER_MODEL_API_KEY)"
+    )]
+    Connect {
+        model: String,
+        base_url: String,
+        detail: String,
+    },
+    #[error("model '{model}' did not answer within {timeout:?}; raise models[].timeout or try again")]
+    Timeout { model: String, timeout: Duration },
+    #[error("model '{model}' is rate limited (HTTP 429); retry after {retry_after:?}")]
+    RateLimited {
+        model: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("model '{model}' answered HTTP {status}: {body}")]
+    Status {
+        model: String,
+        status: u16,
+        body: String,
+        retry_after: Option<Duration>,
+    },
+    #[error("model '{model}' rejected the API key (HTTP {status}); check models[].api_key")]
+    Unauthorized { model: String, status: u16 },
+    #[error("the stream from model '{model}' broke: {detail}")]
+    Stream { model: String, detail: String },
+    #[error("model '{model}' sent a malformed chunk: {detail}")]
+    Malformed { model: String, detail: String },
+    #[error("model '{model}' reported an error: {detail}")]
+    Provider { model: String, detail: String },
+    #[error("the model call was cancelled")]
+    Cancelled,
+    #[error("model configuration error: {0}")]
+    Config(String),
+}
+
+impl ModelError {
+    /// Transient failures worth retrying: connect errors, 408/409/425/429/5xx, timeouts.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::Connect { .. } | ModelError::Timeout { .. } => true,
+            ModelError::RateLimited { .. } => true,
+            ModelError::Status { status, .. } => {
+                matches!(status, 408 | 409 | 425 | 429) || (500..=599).contains(status)
+            }
+            _ => false,
+        }
+    }
+
+    /// The delay the server asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::RateLimited { retry_after, .. } | ModelError::Status { retry_after, .. } => {
+                *retry_after
+            }
+            _ => None,
+        }
+    }
+}

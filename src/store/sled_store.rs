@@ -1,0 +1,2 @@
+//! PLACEHOLDER (owned by the store work).
+pub struct SledStore;
