@@ -8,6 +8,7 @@ pub mod config;
 pub mod messages;
 pub mod middleware;
 pub mod model;
+pub mod sandbox;
 pub mod state;
 pub mod store;
 pub mod tools;

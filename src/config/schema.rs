@@ -280,6 +280,14 @@ pub struct AgentsConfig {
 }
 
 impl AppConfig {
+    /// The data directory in force. The loader fills `data_dir` with the resolved path
+    /// (`$ANTLER_HOME`, else `./.antler`); this default only applies to hand-built configs.
+    pub fn data_dir(&self) -> PathBuf {
+        self.data_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(".antler"))
+    }
+
     pub fn model(&self, name: &str) -> Option<&ModelConfig> {
         self.models.iter().find(|m| m.name == name)
     }

@@ -126,3 +126,7 @@ impl ModelError {
         }
     }
 }
+
+pub mod scripted;
+
+pub use scripted::{ModelErrorKind, ScriptedModel, ScriptedTurn};
