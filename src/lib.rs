@@ -4,11 +4,22 @@
 //! [`tools::Tool`], [`middleware::Middleware`], [`store::Store`].
 
 pub mod agent;
+pub mod agents;
+pub mod artifacts;
+pub mod bench;
+pub mod chat;
+pub mod client;
 pub mod config;
+pub mod daemon;
+pub mod harness;
+pub mod http;
+pub mod lead_agent;
 pub mod messages;
 pub mod middleware;
 pub mod model;
+pub mod paths;
 pub mod sandbox;
 pub mod state;
 pub mod store;
 pub mod tools;
+pub mod uploads;

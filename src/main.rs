@@ -1,1 +1,228 @@
-fn main() {}
+//! The `antler` binary: the composition root. Parses the command line, loads and validates the
+//! configuration (exit 64 listing every problem), sets up logging and signals, and hands over
+//! to the library. No behaviour lives here.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use antler::config::{
+    ConfigHandle, ConfigOrigin, EXIT_CONFIG_INVALID, LoadedConfig, LogFormat, ProcessEnv,
+    load_config, run_check,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "antler",
+    version,
+    about = "Self-hosted AI agent daemon for team chats"
+)]
+struct Cli {
+    /// Config file (else $ANTLER_CONFIG, ./config.yaml, $ANTLER_HOME/config.yaml, embedded default).
+    #[arg(long, global = true, value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon (the default when no command is given).
+    Run,
+    /// Chat with the agent on the console.
+    Chat {
+        /// Resume this thread.
+        #[arg(long, value_name = "ID")]
+        thread: Option<String>,
+    },
+    /// Inspect the configuration.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Measure the harness (figures are printed, nothing is asserted).
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Test support: runs a turn against a slow scripted model and waits to be killed.
+    #[command(name = "__crash-child", hide = true)]
+    CrashChild { data_dir: PathBuf },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Validate a config file: exit 0, or print every problem and exit 64.
+    Check { path: Option<PathBuf> },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// One turn (1 message → 2 tool calls → answer) with a checkpoint per step; prints p50/p99.
+    Turn {
+        #[arg(long, default_value_t = 2000)]
+        iterations: usize,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprintln!("error: cannot read the current directory: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Some(Command::Config {
+        command: ConfigCommand::Check { path },
+    }) = &cli.command
+    {
+        let path = path.as_deref().or(cli.config.as_deref());
+        let code = run_check(path, &ProcessEnv, &cwd, &mut std::io::stdout());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        match dispatch(cli, cwd).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
+    if let Some(Command::CrashChild { data_dir }) = &cli.command {
+        antler::harness::testing::crash_child(data_dir).await?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let loaded = match load_config(cli.config.as_deref(), &ProcessEnv, &cwd) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("error: the configuration is invalid:\n{e}");
+            return Ok(ExitCode::from(EXIT_CONFIG_INVALID as u8));
+        }
+    };
+    let quiet = !matches!(cli.command, None | Some(Command::Run));
+    init_tracing(&loaded, quiet);
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    match cli.command {
+        None | Some(Command::Run) => run_daemon(loaded).await,
+        Some(Command::Chat { thread }) => chat(loaded, thread).await,
+        Some(Command::Bench {
+            command: BenchCommand::Turn { iterations },
+        }) => {
+            let report = antler::bench::turn(iterations).await?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Config { .. }) | Some(Command::CrashChild { .. }) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Logs go to stderr; `quiet` (interactive commands) shows only warnings unless `RUST_LOG` says
+/// otherwise, so the console stays readable.
+fn init_tracing(loaded: &LoadedConfig, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = if quiet {
+        "warn".to_string()
+    } else {
+        loaded.config.log_level.clone()
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match loaded.config.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    if let Err(e) = result {
+        eprintln!("warning: logging is not available: {e}");
+    }
+}
+
+async fn run_daemon(loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
+    let config_path = match &loaded.origin {
+        ConfigOrigin::File(path) => Some(path.clone()),
+        ConfigOrigin::Embedded => None,
+    };
+    if let Err(e) = antler::daemon::listen_address(&loaded.config) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(EXIT_CONFIG_INVALID as u8));
+    }
+    let config = ConfigHandle::fixed(loaded.config);
+    let shutdown = antler::daemon::Shutdown::default();
+    spawn_signal_handler(shutdown.clone())?;
+    let options = antler::daemon::DaemonOptions {
+        config_path,
+        env: Arc::new(ProcessEnv),
+        on_ready: Some(Box::new(|addr| {
+            // Scripts and tests read the bound address (the port may be 0 in the config).
+            println!("antler listening on http://{addr}");
+        })),
+    };
+    antler::daemon::run(config, options, shutdown)
+        .await
+        .context("the daemon stopped with an error")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// First SIGTERM/SIGINT starts the graceful drain; a second one cuts it short.
+fn spawn_signal_handler(shutdown: antler::daemon::Shutdown) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    tokio::spawn(async move {
+        let mut seen = 0;
+        loop {
+            tokio::select! {
+                _ = term.recv() => {},
+                _ = int.recv() => {},
+            }
+            seen += 1;
+            if seen == 1 {
+                tracing::info!("Signal received: draining (send it again to stop now)");
+                shutdown.graceful.cancel();
+            } else {
+                shutdown.force.cancel();
+                break;
+            }
+        }
+    });
+    Ok(())
+}
+
+async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let grace = std::time::Duration::from_secs(loaded.config.gateway.shutdown_grace_seconds);
+    let client =
+        antler::client::Client::new(loaded.config).context("cannot open the data directory")?;
+    let options = antler::chat::ChatOptions {
+        thread_id: thread,
+        interactive: std::io::stdin().is_terminal(),
+        run_options: Default::default(),
+    };
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut stdout = std::io::stdout();
+    antler::chat::run_repl(&client, stdin, &mut stdout, options).await?;
+    client.shutdown(grace).await?;
+    Ok(ExitCode::SUCCESS)
+}

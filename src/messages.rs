@@ -298,8 +298,14 @@ mod tests {
     #[test]
     fn finish_reason_maps_both_providers() {
         assert_eq!(FinishReason::from_provider("end_turn"), FinishReason::Stop);
-        assert_eq!(FinishReason::from_provider("tool_use"), FinishReason::ToolCalls);
-        assert_eq!(FinishReason::from_provider("max_tokens"), FinishReason::Length);
+        assert_eq!(
+            FinishReason::from_provider("tool_use"),
+            FinishReason::ToolCalls
+        );
+        assert_eq!(
+            FinishReason::from_provider("max_tokens"),
+            FinishReason::Length
+        );
         assert!(FinishReason::from_provider("refusal").is_safety());
         assert_eq!(
             FinishReason::from_provider("pause_turn"),

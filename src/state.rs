@@ -53,7 +53,11 @@ pub struct ThreadData {
 pub struct Todo {
     pub content: String,
     pub status: TodoStatus,
-    #[serde(default, rename = "activeForm", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "activeForm",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub active_form: Option<String>,
 }
 

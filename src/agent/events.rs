@@ -13,21 +13,46 @@ use crate::state::ThreadState;
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
 pub enum RunEvent {
     /// First event of every run.
-    Started { run_id: String, thread_id: String },
+    Started {
+        run_id: String,
+        thread_id: String,
+    },
     /// A fragment of assistant text, keyed by the AI message it belongs to.
-    TextDelta { message_id: String, delta: String },
-    ReasoningDelta { message_id: String, delta: String },
+    TextDelta {
+        message_id: String,
+        delta: String,
+    },
+    ReasoningDelta {
+        message_id: String,
+        delta: String,
+    },
     /// A message was added to the thread (AI answers, tool results, injected notes).
-    Message { message: Message },
-    ToolStarted { call: ToolCall },
-    ToolFinished { result: ToolMessage },
+    Message {
+        message: Message,
+    },
+    ToolStarted {
+        call: ToolCall,
+    },
+    ToolFinished {
+        result: ToolMessage,
+    },
     /// Middleware- or tool-defined progress (todos, sub-agent events, …).
-    Custom { name: String, data: Value },
+    Custom {
+        name: String,
+        data: Value,
+    },
     /// The state after a completed step.
-    Values { state: Arc<ThreadState> },
-    Error { code: String, message: String },
+    Values {
+        state: Arc<ThreadState>,
+    },
+    Error {
+        code: String,
+        message: String,
+    },
     /// Last event of every run.
-    Finished { stop_reason: String },
+    Finished {
+        stop_reason: String,
+    },
 }
 
 /// Sender side of a run's event stream. Emitting never blocks and never fails the run: a
@@ -49,7 +74,13 @@ impl EventSink {
     /// A sink and its receiver. `values` asks for state snapshots after every step.
     pub fn channel(values: bool) -> (Self, mpsc::UnboundedReceiver<RunEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Self { tx: Some(tx), values }, rx)
+        (
+            Self {
+                tx: Some(tx),
+                values,
+            },
+            rx,
+        )
     }
 
     pub fn emit(&self, event: RunEvent) {

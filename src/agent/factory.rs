@@ -1,14 +1,29 @@
 //! `create_agent`: the SDK-level factory (no config file, no globals).
-//! PLACEHOLDER (owned by the middleware-chain work): signature only.
+//!
+//! Builds the middleware chain from [`RuntimeFeatures`] in the fixed order of
+//! [`CHAIN_ORDER`](crate::agent::features::CHAIN_ORDER), places extra middlewares by their
+//! anchors (DeerFlow's `@Next` / `@Prev`), and adds the tools the middlewares bring.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::agent::{Agent, RuntimeFeatures};
+use crate::agent::features::{CHAIN_ORDER, Slot};
+use crate::agent::{Agent, Feature, RuntimeFeatures};
 use crate::config::AppConfig;
-use crate::middleware::MiddlewareRef;
+use crate::middleware::{
+    ClarificationMiddleware, DanglingToolCallMiddleware, LoopDetectionMiddleware, Middleware,
+    MiddlewareRef, SafetyFinishReasonMiddleware, SandboxMiddleware, SubagentLimitMiddleware,
+    SystemMessageCoalescingMiddleware, TerminalResponseMiddleware, ThreadDataMiddleware,
+    TitleMiddleware, TodoMiddleware, TokenBudgetMiddleware, TokenUsageMiddleware,
+    ToolErrorHandlingMiddleware, UploadsMiddleware, ViewImageMiddleware,
+};
 use crate::model::ChatModel;
+use crate::sandbox::SandboxProvider;
 use crate::store::Checkpointer;
-use crate::tools::ToolRef;
+use crate::tools::{ToolRef, dedupe_tools};
+
+/// Name of the middleware that always closes the chain.
+pub const CLARIFICATION: &str = "ClarificationMiddleware";
 
 #[derive(Clone, Default)]
 pub struct AgentOptions {
@@ -23,12 +38,38 @@ pub struct AgentOptions {
     pub recursion_limit: Option<u32>,
     /// Settings for the built-in middlewares (defaults when absent).
     pub config: Option<Arc<AppConfig>>,
+    /// Where the built-in `SandboxMiddleware` gets sandboxes; none ⇒ it does nothing.
+    pub sandbox_provider: Option<Arc<dyn SandboxProvider>>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentBuildError {
-    #[error("{0}")]
-    Invalid(String),
+    #[error(
+        "both an explicit middleware list and runtime features were given; pass only one of them"
+    )]
+    MiddlewareAndFeatures,
+    #[error(
+        "extra middleware {middleware} only applies to the feature-assembled chain; add it to your explicit middleware list instead"
+    )]
+    ExtrasWithExplicitMiddleware { middleware: String },
+    #[error(
+        "feature '{feature}' has no built-in middleware; pass a custom instance (Feature::Custom) or leave it off"
+    )]
+    NoBuiltIn { feature: &'static str },
+    #[error("extra middleware {middleware} sets both a next and a prev anchor; keep only one")]
+    BothAnchors { middleware: String },
+    #[error(
+        "extra middlewares {first} and {second} both claim the position {position}; anchor one of them elsewhere"
+    )]
+    AnchorConflict {
+        first: String,
+        second: String,
+        position: String,
+    },
+    #[error(
+        "extra middleware {middleware} is anchored to {anchor}, which is not in the chain; enable that middleware or fix the anchor"
+    )]
+    UnresolvedAnchor { middleware: String, anchor: String },
 }
 
 pub fn create_agent(
@@ -36,6 +77,243 @@ pub fn create_agent(
     tools: Vec<ToolRef>,
     options: AgentOptions,
 ) -> Result<Agent, AgentBuildError> {
-    let _ = (model, tools, options);
-    Err(AgentBuildError::Invalid("not assembled yet".into()))
+    let config = options.config.clone().unwrap_or_default();
+    let middleware = match (options.middleware, options.features) {
+        (Some(_), Some(_)) => return Err(AgentBuildError::MiddlewareAndFeatures),
+        (Some(list), None) => {
+            if let Some(extra) = options.extra_middleware.first() {
+                return Err(AgentBuildError::ExtrasWithExplicitMiddleware {
+                    middleware: extra.name().to_string(),
+                });
+            }
+            list
+        }
+        (None, features) => {
+            let chain = assemble_from_features(
+                &features.unwrap_or_default(),
+                options.plan_mode,
+                &config,
+                options.sandbox_provider.clone(),
+            )?;
+            insert_extras(chain, options.extra_middleware)?
+        }
+    };
+    // User tools first: on a name clash the user's tool wins over an injected one.
+    let injected: Vec<ToolRef> = middleware.iter().flat_map(|m| m.tools()).collect();
+    let tools = dedupe_tools(tools.into_iter().chain(injected));
+    Ok(Agent {
+        name: options.name.unwrap_or_else(|| "default".to_string()),
+        model,
+        tools,
+        middleware,
+        system_prompt: options.system_prompt,
+        recursion_limit: config.recursion_limit_for(options.recursion_limit),
+        checkpointer: options.checkpointer,
+    })
+}
+
+/// The fixed chain for `features`, without extras (the `Extras` slot is empty).
+pub fn assemble_from_features(
+    features: &RuntimeFeatures,
+    plan_mode: bool,
+    config: &AppConfig,
+    sandbox_provider: Option<Arc<dyn SandboxProvider>>,
+) -> Result<Vec<MiddlewareRef>, AgentBuildError> {
+    let mut chain = Vec::with_capacity(CHAIN_ORDER.len());
+    for slot in CHAIN_ORDER {
+        if let Some(middleware) =
+            slot_middleware(slot, features, plan_mode, config, &sandbox_provider)?
+        {
+            chain.push(middleware);
+        }
+    }
+    Ok(chain)
+}
+
+fn slot_middleware(
+    slot: Slot,
+    features: &RuntimeFeatures,
+    plan_mode: bool,
+    config: &AppConfig,
+    sandbox_provider: &Option<Arc<dyn SandboxProvider>>,
+) -> Result<Option<MiddlewareRef>, AgentBuildError> {
+    let on = |enabled: bool, make: &dyn Fn() -> MiddlewareRef| enabled.then(make);
+    let middleware = match slot {
+        Slot::ThreadData => on(features.sandbox.is_on(), &|| {
+            arc(ThreadDataMiddleware::new(config.data_dir()))
+        }),
+        Slot::Uploads => on(features.sandbox.is_on(), &|| arc(UploadsMiddleware)),
+        Slot::Sandbox => from_feature(&features.sandbox, "sandbox", || {
+            Some(arc(SandboxMiddleware::new(sandbox_provider.clone())))
+        })?,
+        Slot::DanglingToolCall => Some(arc(DanglingToolCallMiddleware)),
+        Slot::Guardrail => from_feature(&features.guardrail, "guardrail", || None)?,
+        Slot::ToolErrorHandling => Some(arc(ToolErrorHandlingMiddleware)),
+        Slot::Summarization => from_feature(&features.summarization, "summarization", || None)?,
+        Slot::Todo => on(plan_mode, &|| arc(TodoMiddleware)),
+        Slot::TokenUsage => on(config.token_usage.enabled, &|| arc(TokenUsageMiddleware)),
+        Slot::Title => from_feature(&features.auto_title, "auto_title", || {
+            Some(arc(TitleMiddleware::new(config.title.clone())))
+        })?,
+        Slot::Memory => from_feature(&features.memory, "memory", || None)?,
+        Slot::ViewImage => from_feature(&features.vision, "vision", || {
+            Some(arc(ViewImageMiddleware))
+        })?,
+        Slot::SystemMessageCoalescing => Some(arc(SystemMessageCoalescingMiddleware)),
+        Slot::SubagentLimit => from_feature(&features.subagent, "subagent", || {
+            Some(arc(SubagentLimitMiddleware::default()))
+        })?,
+        Slot::LoopDetection => from_feature(&features.loop_detection, "loop_detection", || {
+            Some(arc(LoopDetectionMiddleware::new(
+                config.loop_detection.clone(),
+            )))
+        })?,
+        Slot::TokenBudget => from_feature(&features.token_budget, "token_budget", || {
+            Some(arc(TokenBudgetMiddleware::new(config.token_budget.clone())))
+        })?,
+        Slot::Extras => None,
+        Slot::TerminalResponse => Some(arc(TerminalResponseMiddleware)),
+        Slot::SafetyFinishReason => on(config.safety_finish_reason.enabled, &|| {
+            arc(SafetyFinishReasonMiddleware)
+        }),
+        Slot::Clarification => Some(arc(ClarificationMiddleware)),
+    };
+    Ok(middleware)
+}
+
+fn arc(middleware: impl Middleware + 'static) -> MiddlewareRef {
+    Arc::new(middleware)
+}
+
+/// Resolves one feature; `built_in` returns `None` when the feature has no built-in middleware.
+fn from_feature(
+    feature: &Feature,
+    name: &'static str,
+    built_in: impl FnOnce() -> Option<MiddlewareRef>,
+) -> Result<Option<MiddlewareRef>, AgentBuildError> {
+    match feature {
+        Feature::Off => Ok(None),
+        Feature::Custom(middleware) => Ok(Some(middleware.clone())),
+        Feature::BuiltIn => built_in()
+            .map(Some)
+            .ok_or(AgentBuildError::NoBuiltIn { feature: name }),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Direction {
+    Next,
+    Prev,
+}
+
+/// Places `extras` into `chain`: unanchored ones in the `Extras` slot (ahead of the closing
+/// `TerminalResponse` / `SafetyFinishReason` / `Clarification` tail), anchored ones next to their
+/// anchor, resolved repeatedly so extras may anchor to each other. Clarification ends up last.
+pub fn insert_extras(
+    mut chain: Vec<MiddlewareRef>,
+    extras: Vec<MiddlewareRef>,
+) -> Result<Vec<MiddlewareRef>, AgentBuildError> {
+    let mut anchored: Vec<(MiddlewareRef, Direction, String)> = Vec::new();
+    let mut unanchored = Vec::new();
+    for extra in extras {
+        let anchors = extra.anchors();
+        match (anchors.next, anchors.prev) {
+            (Some(_), Some(_)) => {
+                return Err(AgentBuildError::BothAnchors {
+                    middleware: extra.name().to_string(),
+                });
+            }
+            (Some(target), None) => anchored.push((extra, Direction::Next, target)),
+            (None, Some(target)) => anchored.push((extra, Direction::Prev, target)),
+            (None, None) => unanchored.push(extra),
+        }
+    }
+    let tail = [
+        "TerminalResponseMiddleware",
+        "SafetyFinishReasonMiddleware",
+        CLARIFICATION,
+    ];
+    let slot = chain
+        .iter()
+        .position(|m| tail.contains(&m.name()))
+        .unwrap_or(chain.len());
+    chain.splice(slot..slot, unanchored);
+    check_conflicts(&chain, &anchored)?;
+
+    loop {
+        let before = anchored.len();
+        let mut waiting = Vec::new();
+        for (extra, direction, target) in anchored {
+            match chain.iter().position(|m| m.name() == target) {
+                Some(at) => {
+                    let at = if direction == Direction::Next {
+                        at + 1
+                    } else {
+                        at
+                    };
+                    chain.insert(at, extra);
+                }
+                None => waiting.push((extra, direction, target)),
+            }
+        }
+        anchored = waiting;
+        if anchored.is_empty() || anchored.len() == before {
+            break;
+        }
+    }
+    if let Some((extra, _, target)) = anchored.first() {
+        return Err(AgentBuildError::UnresolvedAnchor {
+            middleware: extra.name().to_string(),
+            anchor: target.clone(),
+        });
+    }
+    if let Some(at) = chain.iter().position(|m| m.name() == CLARIFICATION)
+        && at != chain.len() - 1
+    {
+        let clarification = chain.remove(at);
+        chain.push(clarification);
+    }
+    Ok(chain)
+}
+
+/// Two extras may not claim one gap: the same anchor in the same direction, or "after X" and
+/// "before Y" where Y directly follows X in the chain.
+fn check_conflicts(
+    chain: &[MiddlewareRef],
+    anchored: &[(MiddlewareRef, Direction, String)],
+) -> Result<(), AgentBuildError> {
+    let mut claimed: HashMap<(Direction, &str), &str> = HashMap::new();
+    for (extra, direction, target) in anchored {
+        if let Some(first) = claimed.insert((*direction, target.as_str()), extra.name()) {
+            let side = if *direction == Direction::Next {
+                "after"
+            } else {
+                "before"
+            };
+            return Err(AgentBuildError::AnchorConflict {
+                first: first.to_string(),
+                second: extra.name().to_string(),
+                position: format!("{side} {target}"),
+            });
+        }
+    }
+    for (extra, direction, target) in anchored {
+        if *direction != Direction::Next {
+            continue;
+        }
+        let Some(at) = chain.iter().position(|m| m.name() == target) else {
+            continue;
+        };
+        let Some(following) = chain.get(at + 1) else {
+            continue;
+        };
+        if let Some(other) = claimed.get(&(Direction::Prev, following.name())) {
+            return Err(AgentBuildError::AnchorConflict {
+                first: extra.name().to_string(),
+                second: other.to_string(),
+                position: format!("between {target} and {}", following.name()),
+            });
+        }
+    }
+    Ok(())
 }

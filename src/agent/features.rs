@@ -1,5 +1,5 @@
-//! `RuntimeFeatures`: declarative switches for the optional middlewares of the SDK factory.
-//! PLACEHOLDER (owned by the middleware-chain work): types only.
+//! `RuntimeFeatures`: declarative switches for the optional middlewares of the SDK factory, and
+//! the fixed order the factory assembles them in.
 
 use crate::middleware::MiddlewareRef;
 
@@ -12,10 +12,19 @@ pub enum Feature {
     Custom(MiddlewareRef),
 }
 
+impl Feature {
+    pub fn is_on(&self) -> bool {
+        !matches!(self, Feature::Off)
+    }
+}
+
 /// Defaults as in the seed: sandbox and loop detection on, the rest off.
 #[derive(Clone)]
 pub struct RuntimeFeatures {
+    /// Also switches the sandbox infrastructure (`ThreadData`, `Uploads`), which stays built-in
+    /// when a custom sandbox middleware takes the `Sandbox` slot.
     pub sandbox: Feature,
+    /// No built-in implementation yet: `Off` or `Custom` only.
     pub memory: Feature,
     /// No built-in implementation: `Off` or `Custom` only.
     pub summarization: Feature,
@@ -43,3 +52,80 @@ impl Default for RuntimeFeatures {
         }
     }
 }
+
+impl RuntimeFeatures {
+    /// Everything off except what the chain always has.
+    pub fn none() -> Self {
+        Self {
+            sandbox: Feature::Off,
+            loop_detection: Feature::Off,
+            ..Self::default()
+        }
+    }
+}
+
+/// A position in the assembled chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Slot {
+    ThreadData,
+    Uploads,
+    Sandbox,
+    DanglingToolCall,
+    Guardrail,
+    ToolErrorHandling,
+    Summarization,
+    Todo,
+    TokenUsage,
+    Title,
+    Memory,
+    ViewImage,
+    SystemMessageCoalescing,
+    SubagentLimit,
+    LoopDetection,
+    TokenBudget,
+    /// Where unanchored `extra_middleware` go.
+    Extras,
+    TerminalResponse,
+    SafetyFinishReason,
+    Clarification,
+}
+
+/// The fixed chain order (list order: `before_*` hooks run top-down, `after_model` bottom-up,
+/// and for `wrap_*` hooks the first is outermost).
+///
+/// It is the seed's `_assemble_from_features` list (`[0]`–`[14]`: ThreadData, Uploads, Sandbox,
+/// DanglingToolCall, Guardrail, ToolErrorHandling, Summarization, Todo, Title, Memory, ViewImage,
+/// SubagentLimit, LoopDetection, TokenBudget, …, Clarification), with four middlewares the seed's
+/// SDK list lacks placed where the reference's production chain (`build_middlewares`, §3.1)
+/// puts them:
+/// - `TokenUsage` after `Todo`, before `Title` (reference #20);
+/// - `SystemMessageCoalescing` after `ViewImage`, before `SubagentLimit` (reference #25, the
+///   seed's principle 1 "消息合并 → subagent");
+/// - `TerminalResponse` and `SafetyFinishReason` after the custom middlewares and before
+///   `Clarification` (reference #30 and #32, the seed's "自定义中间件 → safety → clarification").
+///
+/// `Extras` is the seed's "unanchored ⇒ just before Clarification": the seed's SDK chain ends
+/// `TokenBudget, Clarification`, so that spot is here, ahead of the closing tail
+/// (`TerminalResponse`, `SafetyFinishReason`, `Clarification`) which must see the answer first.
+pub const CHAIN_ORDER: [Slot; 20] = [
+    Slot::ThreadData,
+    Slot::Uploads,
+    Slot::Sandbox,
+    Slot::DanglingToolCall,
+    Slot::Guardrail,
+    Slot::ToolErrorHandling,
+    Slot::Summarization,
+    Slot::Todo,
+    Slot::TokenUsage,
+    Slot::Title,
+    Slot::Memory,
+    Slot::ViewImage,
+    Slot::SystemMessageCoalescing,
+    Slot::SubagentLimit,
+    Slot::LoopDetection,
+    Slot::TokenBudget,
+    Slot::Extras,
+    Slot::TerminalResponse,
+    Slot::SafetyFinishReason,
+    Slot::Clarification,
+];

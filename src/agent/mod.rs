@@ -65,7 +65,11 @@ pub struct RunSlots {
 
 impl RunContext {
     /// A context with fresh ids and no event consumer; handy for tests and benches.
-    pub fn new(thread_id: impl Into<String>, user_id: impl Into<String>, config: Arc<AppConfig>) -> Self {
+    pub fn new(
+        thread_id: impl Into<String>,
+        user_id: impl Into<String>,
+        config: Arc<AppConfig>,
+    ) -> Self {
         Self {
             thread_id: thread_id.into(),
             run_id: uuid::Uuid::new_v4().to_string(),

@@ -28,7 +28,10 @@ pub struct RunOptions {
 
 impl RunOptions {
     /// Merges `configurable` and `context` (context wins), as DeerFlow's `_get_runtime_config`.
-    pub fn merge(configurable: &Map<String, Value>, context: &Map<String, Value>) -> Result<Self, serde_json::Error> {
+    pub fn merge(
+        configurable: &Map<String, Value>,
+        context: &Map<String, Value>,
+    ) -> Result<Self, serde_json::Error> {
         let mut merged = configurable.clone();
         for (k, v) in context {
             merged.insert(k.clone(), v.clone());

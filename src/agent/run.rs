@@ -1,8 +1,25 @@
-//! The agent loop. PLACEHOLDER (owned by the loop work): types only.
+//! The agent loop: model call → tool calls → repeat, with hooks, checkpoints and run events.
+//!
+//! A *step* is one model call (with its `before_model`/`after_model` hooks) or one tool batch.
+//! After every step the state is checkpointed, so a crash or a cancellation loses at most the
+//! step in flight. The whole turn runs behind a panic boundary: a panicking tool or middleware
+//! ends the run with an error, never the process.
 
-use crate::state::ThreadState;
+use std::panic::AssertUnwindSafe;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+use futures::FutureExt;
+use futures::future::join_all;
+
+use crate::agent::next::{ModelNext, ToolNext};
+use crate::agent::{Agent, RunContext, RunEvent};
+use crate::messages::{Message, ToolCall, ToolMessage};
+use crate::middleware::{Flow, HookResult, MiddlewareError, ToolResult};
+use crate::model::{ModelError, ModelRequest, ToolSpec};
+use crate::state::{StateUpdate, ThreadState};
+use crate::store::Checkpoint;
+use crate::tools::{ToolContext, ToolError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopReason {
     /// The model gave a final answer.
     Completed,
@@ -13,8 +30,403 @@ pub enum StopReason {
     Error,
 }
 
+impl StopReason {
+    /// The snake_case name used in `RunEvent::Finished` and thread status.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::Interrupted => "interrupted",
+            StopReason::RecursionLimit => "recursion_limit",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Error => "error",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
 pub struct RunOutcome {
+    /// The state after the last completed step (what the last checkpoint holds).
     pub state: ThreadState,
     pub stop: StopReason,
+    /// Why the run failed, for `Error` and `RecursionLimit`.
     pub error: Option<String>,
+    /// Completed steps (model calls and tool batches) in this run.
+    pub steps: u32,
 }
+
+/// How the inner loop ended; `after_agent` and the final events are handled by the caller.
+struct Stop {
+    reason: StopReason,
+    /// Error code and message for `RunEvent::Error`.
+    error: Option<(&'static str, String)>,
+}
+
+impl Stop {
+    fn new(reason: StopReason) -> Self {
+        Self {
+            reason,
+            error: None,
+        }
+    }
+
+    fn error(code: &'static str, message: String) -> Self {
+        Self {
+            reason: StopReason::Error,
+            error: Some((code, message)),
+        }
+    }
+}
+
+impl From<MiddlewareError> for Stop {
+    fn from(error: MiddlewareError) -> Self {
+        Stop::error("middleware_error", error.to_string())
+    }
+}
+
+/// Mutable bookkeeping of one run, kept outside the panic boundary so a panic keeps the state of
+/// the last applied update.
+struct Turn {
+    state: ThreadState,
+    steps: u32,
+}
+
+impl Agent {
+    /// Runs one turn: `input` is appended to `state`, then the model and tools alternate until a
+    /// final answer, an interrupt, the recursion limit, cancellation or an error.
+    pub async fn run(
+        &self,
+        state: ThreadState,
+        input: Vec<Message>,
+        ctx: &RunContext,
+    ) -> RunOutcome {
+        ctx.events.emit(RunEvent::Started {
+            run_id: ctx.run_id.clone(),
+            thread_id: ctx.thread_id.clone(),
+        });
+        let mut turn = Turn { state, steps: 0 };
+        let body = AssertUnwindSafe(self.run_steps(&mut turn, input, ctx)).catch_unwind();
+        let mut stop = match body.await {
+            Ok(stop) => stop,
+            Err(panic) => Stop::error(
+                "panic",
+                format!(
+                    "the run stopped because a tool or middleware panicked: {}; the thread keeps \
+                     the last completed step",
+                    panic_message(panic.as_ref())
+                ),
+            ),
+        };
+        let panicked = matches!(&stop.error, Some(("panic", _)));
+        if stop.reason != StopReason::Cancelled && !panicked {
+            let after = AssertUnwindSafe(self.after_agent(&mut turn, ctx)).catch_unwind();
+            match after.await {
+                Ok(Ok(())) => {}
+                Ok(Err(failed)) if stop.error.is_none() => stop = failed,
+                Ok(Err(_)) => {}
+                Err(panic) => {
+                    stop = Stop::error(
+                        "panic",
+                        format!(
+                            "an after_agent hook panicked: {}",
+                            panic_message(panic.as_ref())
+                        ),
+                    )
+                }
+            }
+        }
+        if let Some((code, message)) = &stop.error {
+            ctx.events.emit(RunEvent::Error {
+                code: (*code).to_string(),
+                message: message.clone(),
+            });
+        }
+        let stop_reason = ctx
+            .stop_reason()
+            .unwrap_or_else(|| stop.reason.as_str().to_string());
+        ctx.events.emit(RunEvent::Finished { stop_reason });
+        RunOutcome {
+            state: turn.state,
+            stop: stop.reason,
+            error: stop.error.map(|(_, message)| message),
+            steps: turn.steps,
+        }
+    }
+
+    async fn run_steps(&self, turn: &mut Turn, input: Vec<Message>, ctx: &RunContext) -> Stop {
+        if !input.is_empty() {
+            let update = StateUpdate {
+                messages: input,
+                ..Default::default()
+            };
+            if let Err(e) = turn.state.apply(update) {
+                return Stop::error("state_error", e.to_string());
+            }
+        }
+        for middleware in &self.middleware {
+            let result = match middleware.before_agent(&turn.state, ctx).await {
+                Ok(result) => result,
+                Err(e) => return e.into(),
+            };
+            match apply_hook(&mut turn.state, result) {
+                Ok(Flow::End) => return self.end_early(turn, ctx, StopReason::Interrupted).await,
+                Ok(_) => {}
+                Err(stop) => return stop,
+            }
+        }
+        let tool_specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
+        loop {
+            if let Some(stop) = self.check_limits(turn, ctx) {
+                return stop;
+            }
+            match self.model_step(turn, &tool_specs, ctx).await {
+                StepEnd::Continue => {}
+                StepEnd::Retry => continue,
+                StepEnd::Stop(stop) => return stop,
+            }
+            let calls = match turn.state.last_ai() {
+                Some(ai) if !ai.tool_calls.is_empty() => ai.tool_calls.clone(),
+                _ => return Stop::new(StopReason::Completed),
+            };
+            if let Some(stop) = self.check_limits(turn, ctx) {
+                return stop;
+            }
+            if let Some(stop) = self.tool_step(turn, &calls, ctx).await {
+                return stop;
+            }
+        }
+    }
+
+    fn check_limits(&self, turn: &Turn, ctx: &RunContext) -> Option<Stop> {
+        if ctx.cancel.is_cancelled() {
+            return Some(Stop::new(StopReason::Cancelled));
+        }
+        if turn.steps >= self.recursion_limit {
+            return Some(Stop {
+                reason: StopReason::RecursionLimit,
+                error: Some((
+                    "recursion_limit",
+                    format!(
+                        "the run stopped after {} steps without a final answer (recursion_limit); \
+                         raise recursion_limit in the run options or config, or split the task",
+                        self.recursion_limit
+                    ),
+                )),
+            });
+        }
+        None
+    }
+
+    /// `before_model` hooks, the model call through the wrap chain, then `after_model` hooks.
+    async fn model_step(
+        &self,
+        turn: &mut Turn,
+        tool_specs: &[ToolSpec],
+        ctx: &RunContext,
+    ) -> StepEnd {
+        for middleware in &self.middleware {
+            let result = match middleware.before_model(&turn.state, ctx).await {
+                Ok(result) => result,
+                Err(e) => return StepEnd::Stop(e.into()),
+            };
+            match apply_hook(&mut turn.state, result) {
+                Ok(Flow::End) => {
+                    return StepEnd::Stop(self.end_early(turn, ctx, StopReason::Interrupted).await);
+                }
+                Ok(_) => {}
+                Err(stop) => return StepEnd::Stop(stop),
+            }
+        }
+        let request = ModelRequest {
+            system: self.system_prompt.clone(),
+            messages: turn.state.messages.clone(),
+            tools: tool_specs.to_vec(),
+            thinking_enabled: ctx.options.thinking(),
+            reasoning_effort: ctx.options.reasoning_effort.clone(),
+            ..Default::default()
+        };
+        let call =
+            ModelNext::new(&self.middleware, self.model.as_ref(), &turn.state, ctx).call(request);
+        let answer = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => return StepEnd::Stop(Stop::new(StopReason::Cancelled)),
+            answer = call => answer,
+        };
+        let message = match answer {
+            Ok(ai) => Message::Ai(ai),
+            Err(ModelError::Cancelled) => return StepEnd::Stop(Stop::new(StopReason::Cancelled)),
+            Err(e) => return StepEnd::Stop(Stop::error("model_error", e.to_string())),
+        };
+        if let Err(e) = turn.state.apply(StateUpdate::message(message.clone())) {
+            return StepEnd::Stop(Stop::error("state_error", e.to_string()));
+        }
+        ctx.events.emit(RunEvent::Message { message });
+        let mut flow = Flow::Continue;
+        for middleware in self.middleware.iter().rev() {
+            let result = match middleware.after_model(&turn.state, ctx).await {
+                Ok(result) => result,
+                Err(e) => return StepEnd::Stop(e.into()),
+            };
+            match apply_hook(&mut turn.state, result) {
+                Ok(Flow::Continue) => {}
+                Ok(jump) => {
+                    flow = jump;
+                    break;
+                }
+                Err(stop) => return StepEnd::Stop(stop),
+            }
+        }
+        if let Some(stop) = self.complete_step(turn, ctx).await {
+            return StepEnd::Stop(stop);
+        }
+        match flow {
+            Flow::End => StepEnd::Stop(Stop::new(StopReason::Interrupted)),
+            Flow::RetryModel => StepEnd::Retry,
+            Flow::Continue => StepEnd::Continue,
+        }
+    }
+
+    /// Runs one batch of tool calls concurrently; results are appended in call order.
+    async fn tool_step(
+        &self,
+        turn: &mut Turn,
+        calls: &[ToolCall],
+        ctx: &RunContext,
+    ) -> Option<Stop> {
+        for call in calls {
+            ctx.events
+                .emit(RunEvent::ToolStarted { call: call.clone() });
+        }
+        let state = &turn.state;
+        let batch = join_all(calls.iter().map(|call| async move {
+            let tool_ctx = ToolContext {
+                run: ctx,
+                state,
+                tool_call_id: &call.id,
+            };
+            let result = ToolNext::new(&self.middleware, &self.tools)
+                .call(call, &tool_ctx)
+                .await;
+            result.unwrap_or_else(|error| ToolResult::message(tool_error_message(call, &error)))
+        }));
+        let results = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => return Some(Stop::new(StopReason::Cancelled)),
+            results = batch => results,
+        };
+        let mut update = StateUpdate::default();
+        let mut end_run = false;
+        for result in &results {
+            end_run |= result.end_run;
+            update.merge(StateUpdate::message(Message::Tool(result.message.clone())));
+            update.merge(result.update.clone());
+        }
+        if let Err(e) = turn.state.apply(update) {
+            return Some(Stop::error("state_error", e.to_string()));
+        }
+        for result in results {
+            ctx.events.emit(RunEvent::ToolFinished {
+                result: result.message.clone(),
+            });
+            ctx.events.emit(RunEvent::Message {
+                message: Message::Tool(result.message),
+            });
+        }
+        if let Some(stop) = self.complete_step(turn, ctx).await {
+            return Some(stop);
+        }
+        end_run.then(|| Stop::new(StopReason::Interrupted))
+    }
+
+    /// Ends the run from a `before_*` hook: what the hooks changed is still checkpointed.
+    async fn end_early(&self, turn: &mut Turn, ctx: &RunContext, reason: StopReason) -> Stop {
+        match self.checkpoint(turn, ctx).await {
+            Some(stop) => stop,
+            None => Stop::new(reason),
+        }
+    }
+
+    /// Counts the step, checkpoints it and publishes the new state.
+    async fn complete_step(&self, turn: &mut Turn, ctx: &RunContext) -> Option<Stop> {
+        turn.steps += 1;
+        self.checkpoint(turn, ctx).await
+    }
+
+    async fn checkpoint(&self, turn: &Turn, ctx: &RunContext) -> Option<Stop> {
+        if let Some(checkpointer) = &self.checkpointer {
+            let checkpoint = Checkpoint {
+                thread_id: ctx.thread_id.clone(),
+                run_id: ctx.run_id.clone(),
+                step: u64::from(turn.steps),
+                state: turn.state.clone(),
+                created_at: chrono::Utc::now(),
+            };
+            if let Err(e) = checkpointer.save(&checkpoint).await {
+                return Some(Stop::error(
+                    "checkpoint_error",
+                    format!("could not save the thread state: {e}"),
+                ));
+            }
+        }
+        if ctx.events.wants_values() {
+            ctx.events.emit(RunEvent::Values {
+                state: std::sync::Arc::new(turn.state.clone()),
+            });
+        }
+        None
+    }
+
+    async fn after_agent(&self, turn: &mut Turn, ctx: &RunContext) -> Result<(), Stop> {
+        let mut changed = false;
+        for middleware in self.middleware.iter().rev() {
+            let result = middleware.after_agent(&turn.state, ctx).await?;
+            changed |= !result.update.is_empty();
+            apply_hook(&mut turn.state, result)?;
+        }
+        if changed && let Some(stop) = self.checkpoint(turn, ctx).await {
+            return Err(stop);
+        }
+        Ok(())
+    }
+}
+
+enum StepEnd {
+    Continue,
+    Retry,
+    Stop(Stop),
+}
+
+fn apply_hook(state: &mut ThreadState, result: HookResult) -> Result<Flow, Stop> {
+    if !result.update.is_empty() {
+        state
+            .apply(result.update)
+            .map_err(|e| Stop::error("state_error", e.to_string()))?;
+    }
+    Ok(result.flow)
+}
+
+/// The error text the model reads when a tool failed and no middleware handled it.
+fn tool_error_message(call: &ToolCall, error: &ToolError) -> ToolMessage {
+    ToolMessage::error(
+        call,
+        format!(
+            "Error: Tool '{}' failed with {}: {error}. Continue with available context, or choose \
+             an alternative tool.",
+            call.name,
+            error.kind()
+        ),
+    )
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "unknown panic payload".to_string()
+    }
+}
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

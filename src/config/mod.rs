@@ -1,10 +1,23 @@
 //! Configuration: one typed tree (`schema`), loaded from YAML with `$ENV` resolution, validated
 //! with every problem reported by key path, and hot-reloaded when the file changes.
 
+pub mod check;
+mod decode;
+pub mod env;
 pub mod handle;
+pub mod load;
 pub mod schema;
 pub mod secret;
+pub mod validate;
+pub mod watch;
 
+pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
+pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::ConfigHandle;
+pub use load::{
+    CONFIG_FILE_NAME, ConfigError, ConfigOrigin, ConfigProblem, DEFAULT_CONFIG_YAML, LoadedConfig,
+    load_config, load_embedded_default, load_from_file, load_from_str, resolve_config_path,
+};
 pub use schema::*;
 pub use secret::Secret;
+pub use watch::{ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome};

@@ -1,4 +1,8 @@
-//! The typed configuration tree. Every struct has defaults; unknown keys are load errors.
+//! The typed configuration tree. Every struct has defaults.
+//!
+//! Unknown keys are load errors, but they are collected by the loader (`serde_ignored`) rather
+//! than by `deny_unknown_fields`, which would stop at the first one: the operator should see
+//! every typo at once, each with its key path.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,8 +14,16 @@ use crate::config::Secret;
 /// The schema version this binary writes and understands.
 pub const CONFIG_VERSION: u32 = 1;
 
+/// What changed in each schema version, newest last. When bumping [`CONFIG_VERSION`], add a line
+/// saying what an operator must change; the loader prints every entry newer than a file's version.
+pub const CONFIG_CHANGELOG: &[(u32, &str)] = &[(
+    1,
+    "first versioned schema: `models` entries with `provider: openai|anthropic` and `fallback`, \
+     `gateway.api_tokens`, `loop_detection`, `token_budget`, `title`, `uploads`, `agents`",
+)];
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct AppConfig {
     pub config_version: u32,
     /// `error|warn|info|debug|trace` or a full `tracing` filter (`antler=debug,info`).
@@ -36,6 +48,16 @@ pub struct AppConfig {
     pub gateway: GatewayConfig,
     pub uploads: UploadsConfig,
     pub agents: AgentsConfig,
+    /// Where tool commands and file operations run (`auto`, `bwrap`, `local`) and their limits.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+    /// Configured tools; empty = the built-in defaults (ls, read_file, glob, grep, write_file,
+    /// str_replace, bash).
+    #[serde(default)]
+    pub tools: Vec<ToolConfig>,
+    /// Named tool groups agents can whitelist (`web`, `file:read`, `file:write`, `bash`).
+    #[serde(default)]
+    pub tool_groups: Vec<ToolGroupConfig>,
 }
 
 impl Default for AppConfig {
@@ -58,6 +80,9 @@ impl Default for AppConfig {
             gateway: GatewayConfig::default(),
             uploads: UploadsConfig::default(),
             agents: AgentsConfig::default(),
+            sandbox: SandboxConfig::default(),
+            tools: Vec::new(),
+            tool_groups: Vec::new(),
         }
     }
 }
@@ -81,7 +106,7 @@ pub enum Provider {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct ModelConfig {
     pub name: String,
     pub display_name: Option<String>,
@@ -123,7 +148,7 @@ impl Default for ModelConfig {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct LlmCallConfig {
     /// Attempts per model call including the first (connect errors, 408/409/425/429/5xx).
     pub retry_max_attempts: u32,
@@ -142,13 +167,13 @@ impl Default for LlmCallConfig {
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct EnabledConfig {
     pub enabled: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct LoopDetectionConfig {
     pub enabled: bool,
     pub warn_threshold: u32,
@@ -176,14 +201,13 @@ impl Default for LoopDetectionConfig {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ToolFreqOverride {
     pub warn: u32,
     pub hard_limit: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct TokenBudgetConfig {
     pub enabled: bool,
     pub max_tokens: u64,
@@ -207,7 +231,7 @@ impl Default for TokenBudgetConfig {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct TitleConfig {
     pub enabled: bool,
     pub max_words: u32,
@@ -228,7 +252,7 @@ impl Default for TitleConfig {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct GatewayConfig {
     pub listen: String,
     pub api_tokens: Vec<ApiToken>,
@@ -246,14 +270,13 @@ impl Default for GatewayConfig {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ApiToken {
     pub token: Secret,
     pub user: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct UploadsConfig {
     pub max_files: usize,
     pub max_file_size: u64,
@@ -273,10 +296,102 @@ impl Default for UploadsConfig {
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default)]
 pub struct AgentsConfig {
     /// Let ordinary users bootstrap their own agents.
     pub self_service: bool,
+}
+
+/// Which sandbox provider runs tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxProviderKind {
+    /// bubblewrap when it works on this host, else `local` with bash disabled.
+    #[default]
+    Auto,
+    Bwrap,
+    Local,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxConfig {
+    pub provider: SandboxProviderKind,
+    /// Let the `local` provider run shell commands on the host (no isolation besides paths).
+    pub allow_host_bash: bool,
+    /// Give bwrap commands network access.
+    pub network: bool,
+    /// Acquire the sandbox before the first model call instead of on the first tool call.
+    pub eager: bool,
+    /// Extra host directories visible at `container_path`.
+    pub mounts: Vec<SandboxMountConfig>,
+    /// Host directory shown read-only at `/mnt/skills`; unset = `skills/public` beside the config.
+    pub skills_path: Option<PathBuf>,
+    /// Wall-clock seconds before a command's process group is killed.
+    pub bash_command_timeout: u64,
+    /// Characters of bash output kept (middle-truncated); 0 disables.
+    pub bash_output_max_chars: usize,
+    /// Characters of `ls` output kept (head-truncated); 0 disables.
+    pub ls_output_max_chars: usize,
+    /// Characters of `read_file` output kept (head-truncated); 0 disables.
+    pub read_file_output_max_chars: usize,
+    /// Largest non-append `write_file` payload in bytes; 0 disables the cap.
+    pub write_file_max_bytes: usize,
+    /// CPU seconds per command (RLIMIT_CPU).
+    pub cpu_seconds: u64,
+    /// Address-space cap per process in MiB (RLIMIT_AS).
+    pub memory_mb: u64,
+    /// Process cap (RLIMIT_NPROC).
+    pub max_processes: u64,
+    /// Largest file a command may write, in MiB (RLIMIT_FSIZE).
+    pub max_file_size_mb: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            provider: SandboxProviderKind::Auto,
+            allow_host_bash: false,
+            network: false,
+            eager: false,
+            mounts: Vec::new(),
+            skills_path: None,
+            bash_command_timeout: 600,
+            bash_output_max_chars: 20_000,
+            ls_output_max_chars: 20_000,
+            read_file_output_max_chars: 50_000,
+            write_file_max_bytes: 80 * 1024,
+            cpu_seconds: 600,
+            memory_mb: 4096,
+            max_processes: 1024,
+            max_file_size_mb: 1024,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SandboxMountConfig {
+    pub host_path: PathBuf,
+    pub container_path: String,
+    #[serde(default)]
+    pub read_only: bool,
+}
+
+/// One configured tool: `use` names a built-in kind, the other keys are its parameters.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolConfig {
+    pub name: String,
+    #[serde(default)]
+    pub group: Option<String>,
+    #[serde(rename = "use")]
+    pub use_kind: String,
+    #[serde(flatten)]
+    pub params: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolGroupConfig {
+    pub name: String,
 }
 
 impl AppConfig {

@@ -15,6 +15,44 @@ use crate::tools::{ToolContext, ToolError, ToolRef};
 
 pub use crate::agent::next::{ModelNext, ToolNext};
 
+pub mod clarification;
+pub mod dangling_tool_call;
+pub mod dynamic_context;
+pub mod loop_detection;
+pub mod safety_finish_reason;
+pub mod sandbox;
+pub mod subagent_limit;
+pub mod system_message_coalescing;
+pub mod terminal_response;
+pub mod thread_data;
+pub mod title;
+pub mod todo;
+pub mod token_budget;
+pub mod token_usage;
+pub mod tool_error_handling;
+pub mod uploads;
+pub mod view_image;
+
+pub(crate) mod support;
+
+pub use clarification::{AskClarificationTool, ClarificationMiddleware};
+pub use dangling_tool_call::DanglingToolCallMiddleware;
+pub use dynamic_context::DynamicContextMiddleware;
+pub use loop_detection::LoopDetectionMiddleware;
+pub use safety_finish_reason::SafetyFinishReasonMiddleware;
+pub use sandbox::SandboxMiddleware;
+pub use subagent_limit::SubagentLimitMiddleware;
+pub use system_message_coalescing::SystemMessageCoalescingMiddleware;
+pub use terminal_response::TerminalResponseMiddleware;
+pub use thread_data::ThreadDataMiddleware;
+pub use title::TitleMiddleware;
+pub use todo::{TodoMiddleware, WriteTodosTool};
+pub use token_budget::TokenBudgetMiddleware;
+pub use token_usage::TokenUsageMiddleware;
+pub use tool_error_handling::ToolErrorHandlingMiddleware;
+pub use uploads::UploadsMiddleware;
+pub use view_image::ViewImageMiddleware;
+
 /// What the loop does after a hook.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Flow {
@@ -93,10 +131,7 @@ pub struct Anchors {
 #[derive(Debug, thiserror::Error)]
 pub enum MiddlewareError {
     #[error("middleware {middleware} failed: {detail}")]
-    Failed {
-        middleware: String,
-        detail: String,
-    },
+    Failed { middleware: String, detail: String },
     #[error(transparent)]
     State(#[from] crate::state::StateError),
 }

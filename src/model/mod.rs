@@ -26,6 +26,8 @@ pub trait ChatModel: Send + Sync {
 pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
 
 #[derive(Clone, Debug, PartialEq)]
+// `Completed` is large but sent once per call; boxing it would cost an allocation for nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum ModelEvent {
     TextDelta(String),
     ReasoningDelta(String),
@@ -75,7 +77,9 @@ pub enum ModelError {
         base_url: String,
         detail: String,
     },
-    #[error("model '{model}' did not answer within {timeout:?}; raise models[].timeout or try again")]
+    #[error(
+        "model '{model}' did not answer within {timeout:?}; raise models[].timeout or try again"
+    )]
     Timeout { model: String, timeout: Duration },
     #[error("model '{model}' is rate limited (HTTP 429); retry after {retry_after:?}")]
     RateLimited {
@@ -119,9 +123,8 @@ impl ModelError {
     /// The delay the server asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            ModelError::RateLimited { retry_after, .. } | ModelError::Status { retry_after, .. } => {
-                *retry_after
-            }
+            ModelError::RateLimited { retry_after, .. }
+            | ModelError::Status { retry_after, .. } => *retry_after,
             _ => None,
         }
     }
@@ -130,3 +133,16 @@ impl ModelError {
 pub mod scripted;
 
 pub use scripted::{ModelErrorKind, ScriptedModel, ScriptedTurn};
+
+pub mod anthropic;
+pub mod fallback;
+pub(crate) mod http;
+pub mod openai;
+pub mod registry;
+pub mod retry;
+
+pub use anthropic::AnthropicModel;
+pub use fallback::FallbackModel;
+pub use openai::OpenAiModel;
+pub use registry::ModelRegistry;
+pub use retry::{RetryPolicy, RetryingModel};

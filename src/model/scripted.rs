@@ -29,7 +29,10 @@ pub enum ScriptedTurn {
     /// `stream()` fails with this error.
     Fail(ModelErrorKind),
     /// Stream the chunks slowly (per-chunk delay), for cancellation and shutdown tests.
-    Slow { chunks: Vec<String>, delay: Duration },
+    Slow {
+        chunks: Vec<String>,
+        delay: Duration,
+    },
 }
 
 /// Cloneable description of an error to inject.

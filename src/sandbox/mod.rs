@@ -1,24 +1,140 @@
 //! The `Sandbox` / `SandboxProvider` seam: where tool commands and file operations run.
 //!
-//! Only the lifecycle lives here so far (acquire lazily per thread, release, shutdown); the
-//! execution and file methods and the providers (`local`, `bwrap`, `docker`) arrive with the
-//! sandbox work.
+//! Every provider shows the model the same virtual file system (`/mnt/user-data/*`,
+//! `/mnt/skills`, configured mounts) and maps every path it prints back to that view, so the
+//! model never learns a host path. Providers here: `bwrap` (bubblewrap namespaces; the default
+//! where it works) and `local` (host execution, path mapping only, shell off by default).
+
+mod bench;
+mod exec;
+mod fs;
+mod path_mapper;
+mod provider;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
-/// An isolated environment bound to one (user, thread).
-pub trait Sandbox: Send + Sync {
-    fn id(&self) -> &str;
+pub use bench::{BashOverhead, bench_bash_overhead};
+pub use exec::scrub_env;
+pub use fs::{GrepMatch, GrepOptions, slice_lines};
+pub use path_mapper::{MountPoint, PathMapper, ResolvedPath, VIRTUAL_SKILLS};
+pub use provider::{
+    ExecMode, HostSandbox, HostSandboxProvider, ProviderSettings, bwrap_available, select_provider,
+};
+
+/// What a finished (or killed) command left behind; every path in it is already virtual.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandOutput {
+    pub stdout: String,
+    pub stderr: String,
+    /// `None` when the process was killed by a signal (including at its timeout).
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
 }
 
+impl CommandOutput {
+    /// The text the model reads: stdout, then stderr and a non-zero exit code (reference format).
+    pub fn to_text(&self) -> String {
+        let mut text = self.stdout.clone();
+        if !self.stderr.is_empty() {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str("Std Error:\n");
+            text.push_str(&self.stderr);
+        }
+        match self.exit_code {
+            Some(0) => {}
+            Some(code) => text.push_str(&format!("\nExit Code: {code}")),
+            None if !self.timed_out => text.push_str("\nExit Code: killed by a signal"),
+            None => {}
+        }
+        if text.trim().is_empty() {
+            "(no output)".to_string()
+        } else {
+            text
+        }
+    }
+}
+
+/// An isolated environment bound to one (user, thread). Paths are virtual (`/mnt/user-data/…`).
+#[async_trait]
+pub trait Sandbox: Send + Sync {
+    fn id(&self) -> &str;
+
+    /// Runs `command` with `sh -c`. `env` adds variables (secret-looking names are dropped);
+    /// `timeout` defaults to the configured one.
+    async fn execute_command(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        timeout: Option<Duration>,
+    ) -> Result<CommandOutput, SandboxError>;
+
+    /// Text of a file; `start_line`/`end_line` are 1-indexed and inclusive.
+    async fn read_file(
+        &self,
+        path: &str,
+        start_line: Option<usize>,
+        end_line: Option<usize>,
+    ) -> Result<String, SandboxError>;
+
+    async fn download_file(&self, path: &str) -> Result<Vec<u8>, SandboxError>;
+
+    /// Creates parent directories as needed.
+    async fn write_file(&self, path: &str, content: &str, append: bool)
+    -> Result<(), SandboxError>;
+
+    /// Replaces a file's bytes.
+    async fn update_file(&self, path: &str, content: &[u8]) -> Result<(), SandboxError>;
+
+    /// Entries under `path` down to `max_depth` levels, directories with a trailing `/`.
+    async fn list_dir(&self, path: &str, max_depth: usize) -> Result<Vec<String>, SandboxError>;
+
+    /// Paths under `path` matching `pattern`; the flag says whether results were cut.
+    async fn glob(
+        &self,
+        path: &str,
+        pattern: &str,
+        include_dirs: bool,
+        max_results: usize,
+    ) -> Result<(Vec<String>, bool), SandboxError>;
+
+    async fn grep(
+        &self,
+        path: &str,
+        pattern: &str,
+        options: &GrepOptions,
+    ) -> Result<(Vec<GrepMatch>, bool), SandboxError>;
+}
+
+/// Why a sandbox operation failed. Messages only ever contain virtual paths.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
     #[error("no sandbox with id {0}; it may have been released")]
     NotFound(String),
     #[error("could not start a sandbox: {0}")]
     Unavailable(String),
+    #[error("{0}")]
+    PathRejected(String),
+    #[error("File not found: {0}")]
+    FileNotFound(String),
+    #[error("Permission denied accessing file: {0}")]
+    PermissionDenied(String),
+    #[error("{0} is read-only; write under /mnt/user-data/workspace or /mnt/user-data/outputs")]
+    ReadOnly(String),
+    #[error("{0} is a directory; give a file path")]
+    IsDirectory(String),
+    #[error("{0} is not a directory; give a directory path")]
+    NotDirectory(String),
+    #[error("{0}")]
+    InvalidArgument(String),
+    #[error("{0}")]
+    ShellDisabled(String),
+    #[error("{path}: {message}")]
+    Io { path: String, message: String },
 }
 
 /// Hands out sandboxes. `acquire` is idempotent per (user, thread).
@@ -28,4 +144,29 @@ pub trait SandboxProvider: Send + Sync {
     fn get(&self, sandbox_id: &str) -> Option<Arc<dyn Sandbox>>;
     async fn release(&self, sandbox_id: &str) -> Result<(), SandboxError>;
     async fn shutdown(&self);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_output_text_follows_the_reference_format() {
+        let out = CommandOutput {
+            stdout: "hi".into(),
+            stderr: "oops".into(),
+            exit_code: Some(2),
+            timed_out: false,
+        };
+        assert_eq!(out.to_text(), "hi\nStd Error:\noops\nExit Code: 2");
+        assert_eq!(
+            CommandOutput::default().to_text(),
+            "\nExit Code: killed by a signal"
+        );
+        let ok = CommandOutput {
+            exit_code: Some(0),
+            ..Default::default()
+        };
+        assert_eq!(ok.to_text(), "(no output)");
+    }
 }

@@ -3,6 +3,8 @@
 //! The trait is deliberately small (get / put / delete / prefix scan / atomic batch / flush) so a
 //! second backend (redb) is a few dozen lines; typed records live in concrete types on top.
 
+#[cfg(test)]
+mod conformance;
 pub mod memory;
 pub mod sled_store;
 pub mod threads;
@@ -24,7 +26,9 @@ pub enum StoreError {
     Io(String),
     #[error("stored record {key} is corrupt: {detail}")]
     Corrupt { key: String, detail: String },
-    #[error("could not open the store at {path}: {detail}; is another antler process using this data_dir?")]
+    #[error(
+        "could not open the store at {path}: {detail}; is another antler process using this data_dir?"
+    )]
     Open { path: String, detail: String },
 }
 
@@ -42,13 +46,16 @@ pub enum BatchOp {
     },
 }
 
+/// Key/value pairs in key order, as returned by [`Store::scan_prefix`].
+pub type KeyValues = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Key-value storage in named trees. Implementations must make `apply_batch` atomic.
 pub trait Store: Send + Sync {
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
     fn put(&self, tree: &str, key: &[u8], value: &[u8]) -> Result<(), StoreError>;
     fn delete(&self, tree: &str, key: &[u8]) -> Result<(), StoreError>;
     /// All entries of `tree` whose key starts with `prefix`, in key order.
-    fn scan_prefix(&self, tree: &str, prefix: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError>;
+    fn scan_prefix(&self, tree: &str, prefix: &[u8]) -> Result<KeyValues, StoreError>;
     fn apply_batch(&self, ops: Vec<BatchOp>) -> Result<(), StoreError>;
     /// Makes every completed write durable.
     fn flush(&self) -> Result<(), StoreError>;

@@ -1,5 +1,8 @@
 //! The `Tool` seam: what the model can call, with JSON-schema arguments and an explicit context.
 
+pub mod builtin;
+pub mod registry;
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -1,7 +1,10 @@
 //! The one integration-test binary (each extra test binary links the whole daemon again).
 
-mod config;
-mod providers;
+mod agents;
 mod chain;
-mod persistence;
 mod chat_cli;
+mod config;
+mod daemon;
+mod persistence;
+mod providers;
+mod sandbox;

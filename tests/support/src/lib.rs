@@ -1,1 +1,166 @@
+//! Test fakes that speak real wire protocols on 127.0.0.1 (OpenAI Chat Completions, Anthropic
+//! Messages), so tests drive the real HTTP clients end to end.
+//!
+//! ```
+//! # async fn demo() {
+//! use antler_test_support::{FakeOpenAi, Reply};
+//! use serde_json::json;
+//!
+//! let fake = FakeOpenAi::start().await;
+//! fake.push(Reply::tool_call("read_file", json!({"path": "a.txt"})).split_args(4))
+//!     .push(Reply::text("done"));
+//! // point models[].base_url at fake.base_url(), run the agent, then:
+//! assert_eq!(fake.requests().len(), 2);
+//! assert_eq!(fake.unscripted_calls(), 0);
+//! # }
+//! ```
+//!
+//! This crate must not depend on `antler`: it only knows the wire formats.
 
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::http::HeaderMap;
+use serde_json::Value;
+
+mod anthropic;
+mod openai;
+mod reply;
+mod sse;
+
+pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
+pub use openai::FakeOpenAi;
+pub use reply::Reply;
+
+/// Serves `router` on an ephemeral port of 127.0.0.1 for the rest of the test's runtime.
+pub async fn serve(router: Router) -> SocketAddr {
+    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+        Ok(listener) => listener,
+        Err(error) => panic!("test support: cannot bind 127.0.0.1:0: {error}"),
+    };
+    let addr = match listener.local_addr() {
+        Ok(addr) => addr,
+        Err(error) => panic!("test support: no local address: {error}"),
+    };
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    addr
+}
+
+/// One request received by a fake server.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    pub path: String,
+    /// Header names are lowercase; values that are not UTF-8 are dropped.
+    pub headers: BTreeMap<String, String>,
+    /// The JSON body (or the raw text as a JSON string when it was not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+    }
+}
+
+/// The queue of replies and the log of requests shared by a fake and its handler.
+#[derive(Default)]
+pub(crate) struct Script {
+    queue: VecDeque<Reply>,
+    recorded: Vec<RecordedRequest>,
+    unscripted: usize,
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct SharedScript(Arc<Mutex<Script>>);
+
+impl SharedScript {
+    fn lock(&self) -> MutexGuard<'_, Script> {
+        // A test that panicked while holding the lock already failed; keep serving the others.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn push(&self, reply: Reply) {
+        self.lock().queue.push_back(reply);
+    }
+
+    /// Records the request and takes the next reply; `None` counts an unscripted call.
+    pub(crate) fn take(&self, path: &str, headers: &HeaderMap, body: &[u8]) -> Option<Reply> {
+        let body = serde_json::from_slice(body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+        let headers = headers
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_string(), value.to_str().ok()?.to_string()))
+            })
+            .collect();
+        let mut script = self.lock();
+        script.recorded.push(RecordedRequest {
+            path: path.to_string(),
+            headers,
+            body,
+        });
+        let reply = script.queue.pop_front();
+        if reply.is_none() {
+            script.unscripted += 1;
+        }
+        reply
+    }
+
+    pub(crate) fn recorded(&self) -> Vec<RecordedRequest> {
+        self.lock().recorded.clone()
+    }
+
+    pub(crate) fn unscripted(&self) -> usize {
+        self.lock().unscripted
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.lock().queue.len()
+    }
+}
+
+/// The scripting API both fakes share.
+macro_rules! scripting_api {
+    ($fake:ty) => {
+        impl $fake {
+            /// Queues the answer to the next request.
+            pub fn push(&self, reply: $crate::Reply) -> &Self {
+                self.script.push(reply);
+                self
+            }
+
+            /// JSON bodies of every request received so far (scripted or not).
+            pub fn requests(&self) -> Vec<serde_json::Value> {
+                self.script.recorded().into_iter().map(|r| r.body).collect()
+            }
+
+            /// Every request received so far with its path and headers.
+            pub fn recorded(&self) -> Vec<$crate::RecordedRequest> {
+                self.script.recorded()
+            }
+
+            /// Requests that found the queue empty (answered HTTP 500 "unscripted call").
+            pub fn unscripted_calls(&self) -> usize {
+                self.script.unscripted()
+            }
+
+            /// Scripted replies not consumed yet.
+            pub fn remaining(&self) -> usize {
+                self.script.remaining()
+            }
+
+            pub fn addr(&self) -> std::net::SocketAddr {
+                self.addr
+            }
+        }
+    };
+}
+pub(crate) use scripting_api;

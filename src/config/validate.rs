@@ -1,0 +1,384 @@
+//! Semantic checks on a decoded [`AppConfig`] (ranges, references between keys, formats) and the
+//! `config_version` upgrade warnings. Every problem carries its key path.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+
+use crate::config::load::ConfigProblem;
+use crate::config::{AppConfig, CONFIG_CHANGELOG, CONFIG_VERSION, ModelConfig};
+
+/// Levels accepted as a bare `log_level`; anything with `=` or `,` is a full `tracing` filter.
+const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
+
+/// Every semantic problem in `config`, in key order.
+pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
+    let mut problems = Problems::default();
+    check_log_level(&config.log_level, &mut problems);
+    check_models(&config.models, &mut problems);
+    check_fallbacks(&config.models, &mut problems);
+    check_limits(config, &mut problems);
+    check_gateway(config, &mut problems);
+    for (index, admin) in config.admins.iter().enumerate() {
+        if !is_user_id(admin) {
+            problems.push(format!("admins[{index}]"), USER_ID_RULE);
+        }
+    }
+    problems.0
+}
+
+/// The upgrade notes for a file declaring `declared` (`None` = no `config_version` key).
+pub fn version_warnings(declared: Option<u32>) -> Vec<String> {
+    let changes_since = |version: u32| {
+        CONFIG_CHANGELOG
+            .iter()
+            .filter(|(changed_in, _)| *changed_in > version)
+            .map(|(changed_in, change)| format!("v{changed_in}: {change}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match declared {
+        None => vec![format!(
+            "config has no config_version; this antler uses version {CONFIG_VERSION} ({}). \
+             Compare your file with the shipped config.yaml, then add `config_version: {CONFIG_VERSION}`",
+            changes_since(0)
+        )],
+        Some(version) if version < CONFIG_VERSION => vec![format!(
+            "config_version {version} is older than this antler's {CONFIG_VERSION}; changed since: {}. \
+             Apply these changes from the shipped config.yaml, then set `config_version: {CONFIG_VERSION}`",
+            changes_since(version)
+        )],
+        Some(version) if version > CONFIG_VERSION => vec![format!(
+            "config_version {version} is newer than this antler's {CONFIG_VERSION}; keys added later \
+             are rejected or behave differently. Upgrade antler or use a config written for version {CONFIG_VERSION}"
+        )],
+        Some(_) => Vec::new(),
+    }
+}
+
+#[derive(Default)]
+struct Problems(Vec<ConfigProblem>);
+
+impl Problems {
+    fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(ConfigProblem::new(path, message));
+    }
+
+    /// Records `message` at `path` unless `ok`.
+    fn require(&mut self, ok: bool, path: impl Into<String>, message: impl Into<String>) {
+        if !ok {
+            self.push(path, message);
+        }
+    }
+}
+
+const USER_ID_RULE: &str = "must be 1 to 64 letters, digits, `_` or `-`";
+
+fn is_user_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn check_log_level(level: &str, problems: &mut Problems) {
+    let ok = if level.contains(['=', ',']) {
+        tracing_subscriber::EnvFilter::try_new(level).is_ok()
+    } else {
+        // A bare word would otherwise parse as a *target* name, so `inf` would silently log nothing.
+        LOG_LEVELS.contains(&level.to_ascii_lowercase().as_str())
+    };
+    problems.require(
+        ok,
+        "log_level",
+        "must be error, warn, info, debug, trace, off or a tracing filter like `antler=debug,info`",
+    );
+}
+
+fn check_models(models: &[ModelConfig], problems: &mut Problems) {
+    if models.is_empty() {
+        problems.push(
+            "models",
+            "at least one model is required; add an entry under `models:`",
+        );
+    }
+    let mut first_by_name: HashMap<&str, usize> = HashMap::new();
+    for (index, model) in models.iter().enumerate() {
+        let at = |key: &str| format!("models[{index}].{key}");
+        if model.name.trim().is_empty() {
+            problems.push(at("name"), "must not be empty");
+        } else if let Some(&first) = first_by_name.get(model.name.as_str()) {
+            problems.push(
+                at("name"),
+                format!(
+                    "duplicate model name `{}` (also models[{first}])",
+                    model.name
+                ),
+            );
+        } else {
+            first_by_name.insert(&model.name, index);
+        }
+        problems.require(
+            !model.model.trim().is_empty(),
+            at("model"),
+            "must not be empty; set the provider's model id, e.g. `gpt-4o` or `qwen2.5:7b`",
+        );
+        problems.require(
+            is_http_url(&model.base_url),
+            at("base_url"),
+            "must be an http:// or https:// url, e.g. `https://api.openai.com/v1`",
+        );
+        problems.require(
+            model.timeout.is_finite() && model.timeout > 0.0,
+            at("timeout"),
+            "must be a number of seconds greater than 0",
+        );
+        if let Some(temperature) = model.temperature {
+            problems.require(
+                (0.0..=2.0).contains(&temperature),
+                at("temperature"),
+                "must be between 0 and 2",
+            );
+        }
+        problems.require(
+            model.max_tokens != Some(0),
+            at("max_tokens"),
+            "must be at least 1 (or leave it unset)",
+        );
+    }
+}
+
+fn is_http_url(text: &str) -> bool {
+    reqwest::Url::parse(text)
+        .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+}
+
+fn check_fallbacks(models: &[ModelConfig], problems: &mut Problems) {
+    let index_of: HashMap<&str, usize> = models
+        .iter()
+        .enumerate()
+        .map(|(index, model)| (model.name.as_str(), index))
+        .rev() // the first of duplicate names wins, as in `AppConfig::model`
+        .collect();
+    for (index, model) in models.iter().enumerate() {
+        let Some(fallback) = &model.fallback else {
+            continue;
+        };
+        let path = format!("models[{index}].fallback");
+        match index_of.get(fallback.as_str()) {
+            None => problems.push(
+                path,
+                format!("names no model `{fallback}`; use another model's `name`"),
+            ),
+            Some(&target) if target == index => {
+                problems.push(path, "must name another model, not this one")
+            }
+            Some(_) => {
+                if let Some(cycle) = cycle_through(models, &index_of, index) {
+                    problems.push(path, format!("fallback chain forms a cycle: {cycle}"));
+                }
+            }
+        }
+    }
+}
+
+/// The cycle text (`a → b → a`) when following fallbacks from `start` returns to it and `start`
+/// is the cycle's first model in file order, so each cycle is reported once.
+fn cycle_through(
+    models: &[ModelConfig],
+    index_of: &HashMap<&str, usize>,
+    start: usize,
+) -> Option<String> {
+    let mut chain = vec![start];
+    let mut seen = HashSet::from([start]);
+    let mut current = start;
+    while let Some(&next) = models[current]
+        .fallback
+        .as_deref()
+        .and_then(|name| index_of.get(name))
+    {
+        if next == start {
+            if chain.iter().any(|&member| member < start) {
+                return None;
+            }
+            chain.push(start);
+            let names: Vec<&str> = chain.iter().map(|&i| models[i].name.as_str()).collect();
+            return Some(names.join(" → "));
+        }
+        if !seen.insert(next) {
+            return None; // a cycle that does not include `start`; reported from its own member
+        }
+        chain.push(next);
+        current = next;
+    }
+    None
+}
+
+fn check_limits(config: &AppConfig, problems: &mut Problems) {
+    problems.require(
+        config.max_recursion_limit >= 1,
+        "max_recursion_limit",
+        "must be at least 1",
+    );
+    problems.require(
+        (1..=config.max_recursion_limit.max(1)).contains(&config.recursion_limit),
+        "recursion_limit",
+        format!(
+            "must be between 1 and max_recursion_limit ({})",
+            config.max_recursion_limit
+        ),
+    );
+    problems.require(
+        config.llm_call.retry_max_attempts >= 1,
+        "llm_call.retry_max_attempts",
+        "must be at least 1 (it counts the first attempt)",
+    );
+
+    let loops = &config.loop_detection;
+    problems.require(
+        loops.hard_limit >= loops.warn_threshold,
+        "loop_detection.hard_limit",
+        format!("must be at least warn_threshold ({})", loops.warn_threshold),
+    );
+    problems.require(
+        loops.tool_freq_hard_limit >= loops.tool_freq_warn,
+        "loop_detection.tool_freq_hard_limit",
+        format!("must be at least tool_freq_warn ({})", loops.tool_freq_warn),
+    );
+    for (tool, limits) in &loops.tool_freq_overrides {
+        problems.require(
+            limits.hard_limit >= limits.warn,
+            format!("loop_detection.tool_freq_overrides.{tool}.hard_limit"),
+            format!("must be at least warn ({})", limits.warn),
+        );
+    }
+
+    let budget = &config.token_budget;
+    problems.require(
+        budget.max_tokens >= 1000,
+        "token_budget.max_tokens",
+        "must be at least 1000",
+    );
+    problems.require(
+        budget.warn_threshold > 0.0,
+        "token_budget.warn_threshold",
+        "must be greater than 0 (a fraction of the budget, e.g. 0.8)",
+    );
+    problems.require(
+        budget.hard_stop_threshold >= budget.warn_threshold,
+        "token_budget.hard_stop_threshold",
+        format!(
+            "must be at least warn_threshold ({})",
+            budget.warn_threshold
+        ),
+    );
+
+    let title = &config.title;
+    problems.require(
+        (1..=20).contains(&title.max_words),
+        "title.max_words",
+        "must be between 1 and 20",
+    );
+    problems.require(
+        (10..=200).contains(&title.max_chars),
+        "title.max_chars",
+        "must be between 10 and 200",
+    );
+    if let Some(name) = &title.model_name {
+        problems.require(
+            config.model(name).is_some(),
+            "title.model_name",
+            format!("names no model `{name}`; use a `name` from models or remove the key"),
+        );
+    }
+
+    let uploads = &config.uploads;
+    problems.require(
+        uploads.max_files > 0,
+        "uploads.max_files",
+        "must be greater than 0",
+    );
+    problems.require(
+        uploads.max_file_size > 0,
+        "uploads.max_file_size",
+        "must be greater than 0 (bytes)",
+    );
+    problems.require(
+        uploads.max_total_size > 0,
+        "uploads.max_total_size",
+        "must be greater than 0 (bytes)",
+    );
+}
+
+fn check_gateway(config: &AppConfig, problems: &mut Problems) {
+    let gateway = &config.gateway;
+    problems.require(
+        gateway.listen.parse::<SocketAddr>().is_ok(),
+        "gateway.listen",
+        "must be an ip address and port, e.g. `127.0.0.1:8787` or `0.0.0.0:8787`",
+    );
+    let mut first_by_token: HashMap<&str, usize> = HashMap::new();
+    for (index, api_token) in gateway.api_tokens.iter().enumerate() {
+        let token = api_token.token.expose();
+        if token.is_empty() {
+            problems.push(
+                format!("gateway.api_tokens[{index}].token"),
+                "must not be empty (an environment variable may be set to an empty string)",
+            );
+        } else if let Some(&first) = first_by_token.get(token) {
+            // Never print the token itself, only where its twin is.
+            problems.push(
+                format!("gateway.api_tokens[{index}].token"),
+                format!(
+                    "duplicates the token of gateway.api_tokens[{first}]; each token must be unique"
+                ),
+            );
+        } else {
+            first_by_token.insert(token, index);
+        }
+        problems.require(
+            is_user_id(&api_token.user),
+            format!("gateway.api_tokens[{index}].user"),
+            USER_ID_RULE,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_id_pattern() {
+        assert!(is_user_id("alice_01-x"));
+        assert!(!is_user_id(""));
+        assert!(!is_user_id("a b"));
+        assert!(!is_user_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn bare_log_level_must_be_a_level() {
+        for (level, ok) in [
+            ("info", true),
+            ("DEBUG", true),
+            ("antler=debug,info", true),
+            ("inf", false),
+        ] {
+            let mut problems = Problems::default();
+            check_log_level(level, &mut problems);
+            assert_eq!(problems.0.is_empty(), ok, "{level}");
+        }
+    }
+
+    #[test]
+    fn version_warnings_say_what_to_do() {
+        assert!(version_warnings(Some(CONFIG_VERSION)).is_empty());
+        let missing = version_warnings(None);
+        assert!(missing[0].contains("no config_version"));
+        assert!(missing[0].contains(&format!("config_version: {CONFIG_VERSION}")));
+        let older = version_warnings(Some(0));
+        assert!(older[0].contains("older"));
+        assert!(older[0].contains("v1:"));
+        let newer = version_warnings(Some(CONFIG_VERSION + 1));
+        assert!(newer[0].contains("newer"));
+    }
+}

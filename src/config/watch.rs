@@ -1,0 +1,200 @@
+//! Hot reload: polls the config file and swaps a valid new version into the [`ConfigHandle`].
+//!
+//! Why polling with a content hash instead of inotify: file-change notifications are not
+//! delivered for files on many container mounts (Docker Desktop and Kubernetes ConfigMap volumes,
+//! which swap a symlink; NFS; bind mounts edited from the host), and editors that save by rename
+//! break watches on the old inode. A `(mtime, size, sha256)` signature read every couple of
+//! seconds works everywhere, and the hash catches edits that keep the size and a coarse mtime.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use sha2::{Digest, Sha256};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use crate::config::ConfigHandle;
+use crate::config::env::EnvSource;
+use crate::config::load::{ConfigOrigin, load_from_str};
+
+/// How often the file is checked unless [`ConfigWatcher::with_interval`] says otherwise.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// What identifies one version of the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSignature {
+    pub modified: Option<SystemTime>,
+    pub size: u64,
+    pub sha256: [u8; 32],
+}
+
+impl FileSignature {
+    pub fn of(bytes: &[u8], modified: Option<SystemTime>) -> Self {
+        Self {
+            modified,
+            size: bytes.len() as u64,
+            sha256: Sha256::digest(bytes).into(),
+        }
+    }
+}
+
+/// The result of one check of the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PollOutcome {
+    Unchanged,
+    /// A valid new version now backs the handle.
+    Reloaded,
+    /// The new version is invalid; the running config stays.
+    Rejected,
+    /// The file could not be read (e.g. mid-replace); the running config stays.
+    Unreadable,
+}
+
+/// Reloads the config file into a handle when its signature changes.
+pub struct ConfigWatcher {
+    path: PathBuf,
+    handle: ConfigHandle,
+    env: Arc<dyn EnvSource + Send + Sync>,
+    cwd: PathBuf,
+    interval: Duration,
+    last_seen: Option<FileSignature>,
+    reported_unreadable: bool,
+}
+
+impl ConfigWatcher {
+    /// Watches `path`; the file's current content is the baseline, so create the watcher right
+    /// after loading the config the handle holds.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        handle: ConfigHandle,
+        env: Arc<dyn EnvSource + Send + Sync>,
+    ) -> Self {
+        let path = path.into();
+        let last_seen = std::fs::read(&path).ok().map(|bytes| {
+            let modified = std::fs::metadata(&path).and_then(|m| m.modified()).ok();
+            FileSignature::of(&bytes, modified)
+        });
+        Self {
+            path,
+            handle,
+            env,
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            interval: DEFAULT_POLL_INTERVAL,
+            last_seen,
+            reported_unreadable: false,
+        }
+    }
+
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+
+    /// The directory relative paths in the config are resolved against (default: process cwd).
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = cwd.into();
+        self
+    }
+
+    /// Checks the file once and reloads it if it changed.
+    pub async fn poll_once(&mut self) -> PollOutcome {
+        let read = async {
+            let modified = tokio::fs::metadata(&self.path).await?.modified().ok();
+            let bytes = tokio::fs::read(&self.path).await?;
+            Ok::<_, std::io::Error>((bytes, modified))
+        };
+        let (bytes, modified) = match read.await {
+            Ok(read) => read,
+            Err(error) => {
+                if !self.reported_unreadable {
+                    self.reported_unreadable = true;
+                    warn!(path = %self.path.display(), %error, "Cannot read the config file; keeping the running config");
+                }
+                return PollOutcome::Unreadable;
+            }
+        };
+        self.reported_unreadable = false;
+        let signature = FileSignature::of(&bytes, modified);
+        if self.last_seen.as_ref() == Some(&signature) {
+            return PollOutcome::Unchanged;
+        }
+        // Remember even a rejected version, so it is reported once rather than every poll.
+        self.last_seen = Some(signature);
+        self.reload(bytes)
+    }
+
+    /// Runs the polling loop until `cancel` fires.
+    pub fn spawn(mut self, cancel: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(self.interval);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            ticker.tick().await; // the first tick is immediate; the baseline is already known
+            loop {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => break,
+                    _ = ticker.tick() => {
+                        self.poll_once().await;
+                    }
+                }
+            }
+        })
+    }
+
+    fn reload(&mut self, bytes: Vec<u8>) -> PollOutcome {
+        let path = self.path.display().to_string();
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(_) => {
+                error!(
+                    path,
+                    "Rejected the changed config: it is not UTF-8 text; the running config stays"
+                );
+                return PollOutcome::Rejected;
+            }
+        };
+        let origin = ConfigOrigin::File(self.path.clone());
+        let loaded = match load_from_str(&text, origin, self.env.as_ref(), &self.cwd) {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                error!(path, %error, "Rejected the changed config; the running config stays");
+                return PollOutcome::Rejected;
+            }
+        };
+        for warning in &loaded.warnings {
+            warn!(path, "{warning}");
+        }
+        let mut config = loaded.config;
+        let running = self.handle.current();
+        if config.data_dir != running.data_dir {
+            // Stores and uploads are already open under the old directory.
+            warn!(path, "data_dir changed; it takes effect after a restart");
+            config.data_dir.clone_from(&running.data_dir);
+        }
+        if config.gateway.listen != running.gateway.listen {
+            warn!(
+                path,
+                "gateway.listen changed; it takes effect after a restart"
+            );
+        }
+        self.handle.replace(config);
+        info!(path, "Reloaded the config");
+        PollOutcome::Reloaded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signature_changes_with_content_of_same_size() {
+        let a = FileSignature::of(b"abc", None);
+        let b = FileSignature::of(b"abd", None);
+        assert_eq!(a.size, b.size);
+        assert_ne!(a, b);
+        assert_eq!(a, FileSignature::of(b"abc", None));
+    }
+}

@@ -1,0 +1,462 @@
+//! The in-process engine shared by the daemon and the embedded client: threads, runs, models.
+//!
+//! A [`Harness`] owns the thread store, a model registry rebuilt when the configuration changes,
+//! and the registry of active runs, which enforces one run per thread. Each run is a task
+//! tracked for shutdown; its events stream to the caller through the [`RunHandle`].
+
+pub mod testing;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::{EventSink, RunContext, RunEvent, RunOptions, RunOutcome, RunSlots, StopReason};
+use crate::config::{AppConfig, ConfigHandle};
+use crate::lead_agent::{LeadAgentError, make_lead_agent};
+use crate::messages::Message;
+use crate::model::{ModelError, ModelRegistry};
+use crate::state::ThreadState;
+use crate::store::threads::ThreadError;
+use crate::store::{
+    Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
+};
+
+/// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Thread(#[from] ThreadError),
+    #[error(
+        "could not create the data directory {path}: {detail}; set data_dir to a writable path"
+    )]
+    DataDir { path: String, detail: String },
+}
+
+/// Why a run could not start. Callers branch on the variant (HTTP 409, 404, 503, …).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("thread {thread_id} already has a run in progress; wait for it to finish or cancel it")]
+    Busy { thread_id: String },
+    #[error("thread {thread_id} not found; list your threads or start a new one")]
+    NotFound { thread_id: String },
+    #[error("antler is shutting down and accepts no new runs; retry after it restarts")]
+    ShuttingDown,
+    #[error("could not load the configured models: {0}")]
+    Models(#[from] ModelError),
+    #[error(transparent)]
+    Agent(#[from] LeadAgentError),
+    #[error(transparent)]
+    Thread(#[from] ThreadError),
+}
+
+/// What to run: `input` is appended to the thread's state.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    pub user_id: String,
+    pub thread_id: String,
+    pub input: Vec<Message>,
+    pub options: RunOptions,
+    /// Emit `RunEvent::Values` after every step (costs a state clone per step).
+    pub want_values: bool,
+}
+
+/// A started run: its events, its cancel switch and its final outcome.
+pub struct RunHandle {
+    pub run_id: String,
+    pub thread_id: String,
+    pub events: UnboundedReceiver<RunEvent>,
+    pub cancel: CancellationToken,
+    pub outcome: JoinHandle<RunOutcome>,
+}
+
+/// The engine. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Harness {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ConfigHandle,
+    threads: ThreadStore,
+    models: Models,
+    runs: Mutex<HashMap<String, ActiveRun>>,
+    tracker: TaskTracker,
+    accepting: AtomicBool,
+}
+
+struct ActiveRun {
+    run_id: String,
+    cancel: CancellationToken,
+}
+
+enum Models {
+    /// Given by the caller (tests, benches, embedded apps with in-process models).
+    Fixed(Arc<ModelRegistry>),
+    /// Built from the configuration, rebuilt when the configuration `Arc` changes.
+    FromConfig(Mutex<Option<(Arc<AppConfig>, Arc<ModelRegistry>)>>),
+}
+
+impl Harness {
+    /// Opens the sled store at `{data_dir}/store` and resets threads a crash left busy.
+    pub fn open(config: ConfigHandle) -> Result<Self, HarnessError> {
+        let data_dir = config.current().data_dir();
+        std::fs::create_dir_all(&data_dir).map_err(|e| HarnessError::DataDir {
+            path: data_dir.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        let store = SledStore::open(data_dir.join("store"))?;
+        Self::with_parts(config, Arc::new(store), None)
+    }
+
+    /// A harness over any store; `models` fixes the registry instead of building it from config.
+    pub fn with_parts(
+        config: ConfigHandle,
+        store: StoreRef,
+        models: Option<ModelRegistry>,
+    ) -> Result<Self, HarnessError> {
+        let threads = ThreadStore::new(store);
+        let reset = threads.reset_busy()?;
+        if !reset.is_empty() {
+            tracing::warn!(threads = ?reset, "Threads left busy by an unclean stop were marked interrupted");
+        }
+        let models = match models {
+            Some(registry) => Models::Fixed(Arc::new(registry)),
+            None => Models::FromConfig(Mutex::new(None)),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                threads,
+                models,
+                runs: Mutex::new(HashMap::new()),
+                tracker: TaskTracker::new(),
+                accepting: AtomicBool::new(true),
+            }),
+        })
+    }
+
+    pub fn config(&self) -> &ConfigHandle {
+        &self.inner.config
+    }
+
+    pub fn threads(&self) -> &ThreadStore {
+        &self.inner.threads
+    }
+
+    /// Starts a run on a thread, creating the thread for `user_id` if it does not exist.
+    pub async fn start_run(&self, request: RunRequest) -> Result<RunHandle, RunError> {
+        if !self.inner.accepting.load(Ordering::SeqCst) {
+            return Err(RunError::ShuttingDown);
+        }
+        let RunRequest {
+            user_id,
+            thread_id,
+            input,
+            options,
+            want_values,
+        } = request;
+        let record = self.owned_or_created(&user_id, &thread_id, &options)?;
+        let run_id = uuid::Uuid::new_v4().to_string();
+        let cancel = CancellationToken::new();
+        let guard = self.register(&thread_id, &run_id, &cancel)?;
+
+        let config = self.inner.config.current();
+        let models = self.models(&config)?;
+        let checkpointer: Arc<dyn Checkpointer> = Arc::new(self.inner.threads.clone());
+        let lead = make_lead_agent(&options, &config, &models, Some(checkpointer.clone()))?;
+        let state = match checkpointer.latest(&thread_id).await {
+            Ok(checkpoint) => checkpoint.map(|c| c.state).unwrap_or_default(),
+            Err(e) => return Err(RunError::Thread(ThreadError::Store(e))),
+        };
+        self.inner
+            .threads
+            .set_status(&thread_id, ThreadStatus::Busy)?;
+
+        let (events, receiver) = EventSink::channel(want_values);
+        let ctx = RunContext {
+            thread_id: thread_id.clone(),
+            run_id: run_id.clone(),
+            user_id,
+            agent_name: record
+                .agent_name
+                .clone()
+                .or_else(|| lead.options.agent_name.clone()),
+            options: lead.options,
+            cancel: cancel.clone(),
+            events,
+            config,
+            slots: Mutex::new(RunSlots::default()),
+        };
+        let threads = self.inner.threads.clone();
+        let agent = lead.agent;
+        let outcome = self.inner.tracker.spawn(async move {
+            let outcome = agent.run(state, input, &ctx).await;
+            let status = match outcome.stop {
+                StopReason::Completed | StopReason::Interrupted => ThreadStatus::Idle,
+                StopReason::Cancelled => ThreadStatus::Interrupted,
+                StopReason::RecursionLimit | StopReason::Error => ThreadStatus::Error,
+            };
+            finish_run(threads, ctx.thread_id.clone(), status).await;
+            drop(guard);
+            outcome
+        });
+        Ok(RunHandle {
+            run_id,
+            thread_id,
+            events: receiver,
+            cancel,
+            outcome,
+        })
+    }
+
+    /// Cancels the run `run_id` of `thread_id`; `false` if no such run is active.
+    pub fn cancel_run(&self, thread_id: &str, run_id: &str) -> bool {
+        match self.runs().get(thread_id) {
+            Some(active) if active.run_id == run_id => {
+                active.cancel.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The id of the run in progress on a thread, if any.
+    pub fn active_run(&self, thread_id: &str) -> Option<String> {
+        self.runs()
+            .get(thread_id)
+            .map(|active| active.run_id.clone())
+    }
+
+    /// The thread's state as of its last completed step. Callers check ownership first.
+    pub async fn thread_state(&self, thread_id: &str) -> Result<Option<ThreadState>, HarnessError> {
+        let latest = self.inner.threads.latest(thread_id).await?;
+        Ok(latest.map(|c| c.state))
+    }
+
+    pub fn create_thread(
+        &self,
+        user_id: &str,
+        thread_id: Option<String>,
+        metadata: Map<String, Value>,
+    ) -> Result<ThreadRecord, ThreadError> {
+        self.inner.threads.create(user_id, thread_id, metadata)
+    }
+
+    /// The thread if `user_id` owns it; another user's thread reads as absent.
+    pub fn get_thread(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+    ) -> Result<Option<ThreadRecord>, ThreadError> {
+        Ok(self
+            .inner
+            .threads
+            .get(thread_id)?
+            .filter(|record| record.user_id == user_id))
+    }
+
+    pub fn list_threads(&self, user_id: &str) -> Result<Vec<ThreadRecord>, ThreadError> {
+        self.inner.threads.list(user_id)
+    }
+
+    /// Deletes a thread of `user_id`. A thread with a run in progress is `Busy`.
+    pub fn delete_thread(&self, user_id: &str, thread_id: &str) -> Result<(), RunError> {
+        if self.get_thread(user_id, thread_id)?.is_none() {
+            return Err(RunError::NotFound {
+                thread_id: thread_id.to_string(),
+            });
+        }
+        let runs = self.runs();
+        if runs.contains_key(thread_id) {
+            return Err(RunError::Busy {
+                thread_id: thread_id.to_string(),
+            });
+        }
+        // Holding the run registry keeps a new run from starting on the thread mid-delete.
+        self.inner.threads.delete(thread_id)?;
+        drop(runs);
+        Ok(())
+    }
+
+    /// Stops accepting runs, waits up to `grace` for the ones in flight, cancels the rest
+    /// (their threads end `Interrupted`) and flushes the store.
+    pub async fn shutdown(&self, grace: Duration) -> Result<(), HarnessError> {
+        self.inner.accepting.store(false, Ordering::SeqCst);
+        self.inner.tracker.close();
+        if tokio::time::timeout(grace, self.inner.tracker.wait())
+            .await
+            .is_err()
+        {
+            let remaining: Vec<(String, CancellationToken)> = self
+                .runs()
+                .iter()
+                .map(|(thread_id, active)| (thread_id.clone(), active.cancel.clone()))
+                .collect();
+            tracing::warn!(
+                threads = ?remaining.iter().map(|(t, _)| t).collect::<Vec<_>>(),
+                "Runs still in flight after the shutdown grace period; cancelling them"
+            );
+            for (_, cancel) in &remaining {
+                cancel.cancel();
+            }
+            if tokio::time::timeout(CANCEL_GRACE, self.inner.tracker.wait())
+                .await
+                .is_err()
+            {
+                for (thread_id, _) in &remaining {
+                    if let Err(error) = self
+                        .inner
+                        .threads
+                        .set_status(thread_id, ThreadStatus::Interrupted)
+                    {
+                        tracing::warn!(%error, thread_id, "Could not mark a stuck run's thread interrupted");
+                    }
+                }
+            }
+        }
+        let threads = self.inner.threads.clone();
+        tokio::task::spawn_blocking(move || threads.flush())
+            .await
+            .map_err(|e| StoreError::Io(format!("the final flush did not finish: {e}")))??;
+        Ok(())
+    }
+
+    fn owned_or_created(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        options: &RunOptions,
+    ) -> Result<ThreadRecord, RunError> {
+        let not_found = || RunError::NotFound {
+            thread_id: thread_id.to_string(),
+        };
+        match self.inner.threads.get(thread_id)? {
+            Some(record) if record.user_id == user_id => Ok(record),
+            Some(_) => Err(not_found()),
+            None => {
+                match self
+                    .inner
+                    .threads
+                    .create(user_id, Some(thread_id.to_string()), Map::new())
+                {
+                    Ok(record) if options.agent_name.is_some() => {
+                        let agent_name = options.agent_name.clone();
+                        Ok(self
+                            .inner
+                            .threads
+                            .update(&record.thread_id, |r| r.agent_name = agent_name)?)
+                    }
+                    Ok(record) => Ok(record),
+                    // Another user created it between the two calls.
+                    Err(ThreadError::Unavailable { .. }) => Err(not_found()),
+                    Err(e) => Err(e.into()),
+                }
+            }
+        }
+    }
+
+    fn register(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<RunGuard, RunError> {
+        let mut runs = self.runs();
+        if runs.contains_key(thread_id) {
+            return Err(RunError::Busy {
+                thread_id: thread_id.to_string(),
+            });
+        }
+        runs.insert(
+            thread_id.to_string(),
+            ActiveRun {
+                run_id: run_id.to_string(),
+                cancel: cancel.clone(),
+            },
+        );
+        Ok(RunGuard {
+            inner: self.inner.clone(),
+            thread_id: thread_id.to_string(),
+            run_id: run_id.to_string(),
+        })
+    }
+
+    fn runs(&self) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
+        lock_runs(&self.inner)
+    }
+
+    fn models(&self, config: &Arc<AppConfig>) -> Result<Arc<ModelRegistry>, ModelError> {
+        match &self.inner.models {
+            Models::Fixed(registry) => Ok(registry.clone()),
+            Models::FromConfig(cache) => {
+                let mut cache = match cache.lock() {
+                    Ok(guard) => guard,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                if let Some((built_for, registry)) = cache.as_ref()
+                    && Arc::ptr_eq(built_for, config)
+                {
+                    return Ok(registry.clone());
+                }
+                let registry = Arc::new(ModelRegistry::from_config(config)?);
+                *cache = Some((config.clone(), registry.clone()));
+                Ok(registry)
+            }
+        }
+    }
+}
+
+fn lock_runs(inner: &Inner) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
+    match inner.runs.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Records the thread's final status and makes the run durable.
+async fn finish_run(threads: ThreadStore, thread_id: String, status: ThreadStatus) {
+    let result = tokio::task::spawn_blocking(move || {
+        threads.set_status(&thread_id, status)?;
+        threads.flush()
+    })
+    .await;
+    match result {
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "Could not record the end of a run"),
+        Err(error) => tracing::warn!(%error, "Recording the end of a run did not finish"),
+    }
+}
+
+/// Frees the thread for the next run when the run task ends, however it ends.
+struct RunGuard {
+    inner: Arc<Inner>,
+    thread_id: String,
+    run_id: String,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        let mut runs = lock_runs(&self.inner);
+        if runs
+            .get(&self.thread_id)
+            .is_some_and(|active| active.run_id == self.run_id)
+        {
+            runs.remove(&self.thread_id);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

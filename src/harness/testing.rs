@@ -1,0 +1,107 @@
+//! Test entry points that must run in a separate process (crash and restart scenarios).
+//!
+//! `antler __crash-child <data_dir>` calls [`crash_child`]; the persistence test kills that
+//! process with SIGKILL mid-run and checks what a fresh open of the same `data_dir` sees.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, json};
+
+use crate::agent::{Agent, EventSink, RunContext, RunEvent};
+use crate::config::AppConfig;
+use crate::messages::Message;
+use crate::model::{ScriptedModel, ScriptedTurn};
+use crate::store::{SledStore, ThreadStatus, ThreadStore};
+
+/// The thread the crash child runs on.
+pub const CRASH_THREAD_ID: &str = "crash-thread";
+/// The owner of [`CRASH_THREAD_ID`].
+pub const CRASH_USER_ID: &str = "crash-user";
+/// Printed on stdout once two steps are checkpointed and flushed; kill the child after it.
+pub const CRASH_READY_LINE: &str = "antler-crash-child: ready";
+/// The child gives up (and exits) if nobody kills it within this time.
+const SELF_DESTRUCT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, thiserror::Error)]
+pub enum CrashChildError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Thread(#[from] crate::store::threads::ThreadError),
+    #[error("the run ended before it could be killed: {0}")]
+    RunEnded(String),
+    #[error("could not write the ready line: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs a turn on a sled store in `data_dir/store`: a tool step completes (two checkpoints),
+/// then the model streams so slowly that the parent can kill the process mid-step.
+pub async fn crash_child(data_dir: &Path) -> Result<(), CrashChildError> {
+    let store = Arc::new(SledStore::open(data_dir.join("store"))?);
+    let threads = ThreadStore::new(store);
+    threads.create(CRASH_USER_ID, Some(CRASH_THREAD_ID.into()), Map::new())?;
+    threads.set_status(CRASH_THREAD_ID, ThreadStatus::Busy)?;
+    threads.flush()?;
+    let model = Arc::new(ScriptedModel::new(
+        "scripted",
+        [
+            ScriptedTurn::ToolCalls {
+                text: "checking".into(),
+                calls: vec![("lookup".into(), json!({"q": "x"}))],
+            },
+            ScriptedTurn::Slow {
+                chunks: vec!["never".into(), " finished".into()],
+                delay: SELF_DESTRUCT,
+            },
+        ],
+    ));
+    let agent = Agent {
+        name: "crash-child".into(),
+        model,
+        tools: Vec::new(),
+        middleware: Vec::new(),
+        system_prompt: None,
+        recursion_limit: 10,
+        checkpointer: Some(Arc::new(threads.clone())),
+    };
+    let (events, mut receiver) = EventSink::channel(true);
+    let mut ctx = RunContext::new(
+        CRASH_THREAD_ID,
+        CRASH_USER_ID,
+        Arc::new(AppConfig::default()),
+    );
+    ctx.events = events;
+    let run = agent.run(Default::default(), vec![Message::human("start")], &ctx);
+    let signal = async {
+        let mut completed_steps = 0;
+        while let Some(event) = receiver.recv().await {
+            // `Values` follows each step's checkpoint; after the second one the run is inside
+            // the slow model call.
+            if matches!(event, RunEvent::Values { .. }) {
+                completed_steps += 1;
+                if completed_steps == 2 {
+                    break;
+                }
+            }
+        }
+        let durable = {
+            let threads = threads.clone();
+            tokio::task::spawn_blocking(move || threads.wait_durable(Duration::from_secs(10)))
+                .await
+                .unwrap_or(false)
+        };
+        if durable {
+            let mut stdout = std::io::stdout().lock();
+            writeln!(stdout, "{CRASH_READY_LINE}")?;
+            stdout.flush()?;
+        }
+        std::future::pending::<Result<(), std::io::Error>>().await
+    };
+    tokio::select! {
+        outcome = run => Err(CrashChildError::RunEnded(format!("{:?}", outcome.stop))),
+        written = signal => written.map_err(CrashChildError::Io),
+    }
+}

@@ -1,0 +1,271 @@
+//! Run registry, ownership and shutdown behaviour of the harness.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+
+use super::*;
+use crate::client::Client;
+use crate::config::ModelConfig;
+use crate::model::{ScriptedModel, ScriptedTurn};
+use crate::store::MemoryStore;
+
+struct Fixture {
+    harness: Harness,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture(turns: Vec<ScriptedTurn>) -> Fixture {
+    fixture_on(Arc::new(MemoryStore::new()), turns)
+}
+
+fn fixture_on(store: StoreRef, turns: Vec<ScriptedTurn>) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let config = AppConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..AppConfig::default()
+    };
+    let models = ModelRegistry::new().with_model(
+        "scripted",
+        Arc::new(ScriptedModel::new("scripted", turns)),
+        ModelConfig::default(),
+    );
+    let harness = Harness::with_parts(ConfigHandle::fixed(config), store, Some(models)).unwrap();
+    Fixture { harness, _dir: dir }
+}
+
+fn request(user: &str, thread: &str, text: &str) -> RunRequest {
+    RunRequest {
+        user_id: user.into(),
+        thread_id: thread.into(),
+        input: vec![Message::human(text)],
+        options: RunOptions::default(),
+        want_values: false,
+    }
+}
+
+fn slow(answer: &str) -> ScriptedTurn {
+    ScriptedTurn::Slow {
+        chunks: vec![answer.to_string()],
+        delay: Duration::from_secs(30),
+    }
+}
+
+fn answer(text: &str) -> ScriptedTurn {
+    ScriptedTurn::Text(vec![text.to_string()])
+}
+
+#[tokio::test]
+async fn a_run_creates_the_thread_persists_and_frees_it() {
+    let f = fixture(vec![answer("hello"), answer("again")]);
+    let handle = f
+        .harness
+        .start_run(request("alice", "t1", "hi"))
+        .await
+        .unwrap();
+    let outcome = handle.outcome.await.unwrap();
+    assert_eq!(outcome.stop, StopReason::Completed, "{:?}", outcome.error);
+    let record = f.harness.get_thread("alice", "t1").unwrap().unwrap();
+    assert_eq!(record.status, ThreadStatus::Idle);
+    assert_eq!(
+        record.title.as_deref(),
+        Some("hi"),
+        "auto title reaches the record"
+    );
+    assert_eq!(f.harness.active_run("t1"), None);
+    let second = f
+        .harness
+        .start_run(request("alice", "t1", "more"))
+        .await
+        .unwrap();
+    let outcome = second.outcome.await.unwrap();
+    let contents: Vec<&str> = outcome
+        .state
+        .messages
+        .iter()
+        .filter(|m| !m.is_hidden())
+        .map(|m| m.content())
+        .collect();
+    assert_eq!(contents, ["hi", "hello", "more", "again"]);
+    let stored = f.harness.thread_state("t1").await.unwrap().unwrap();
+    assert_eq!(stored, outcome.state);
+}
+
+#[tokio::test]
+async fn a_second_concurrent_run_on_a_thread_is_busy() {
+    let f = fixture(vec![slow("slow"), answer("other thread")]);
+    let first = f
+        .harness
+        .start_run(request("alice", "t1", "one"))
+        .await
+        .unwrap();
+    let err = f
+        .harness
+        .start_run(request("alice", "t1", "two"))
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, RunError::Busy { thread_id } if thread_id == "t1"),
+        "{err}"
+    );
+    let other = f
+        .harness
+        .start_run(request("alice", "t2", "three"))
+        .await
+        .unwrap();
+    assert_eq!(other.outcome.await.unwrap().stop, StopReason::Completed);
+    assert!(f.harness.cancel_run("t1", &first.run_id));
+    assert_eq!(first.outcome.await.unwrap().stop, StopReason::Cancelled);
+    let record = f.harness.get_thread("alice", "t1").unwrap().unwrap();
+    assert_eq!(record.status, ThreadStatus::Interrupted);
+    assert!(
+        !f.harness.cancel_run("t1", &first.run_id),
+        "the run is gone"
+    );
+}
+
+#[tokio::test]
+async fn another_users_thread_is_not_found() {
+    let f = fixture(vec![answer("mine")]);
+    f.harness
+        .start_run(request("alice", "t1", "hi"))
+        .await
+        .unwrap()
+        .outcome
+        .await
+        .unwrap();
+    let err = f
+        .harness
+        .start_run(request("bob", "t1", "let me in"))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, RunError::NotFound { .. }), "{err}");
+    assert_eq!(f.harness.get_thread("bob", "t1").unwrap(), None);
+    assert!(f.harness.list_threads("bob").unwrap().is_empty());
+    assert!(matches!(
+        f.harness.delete_thread("bob", "t1"),
+        Err(RunError::NotFound { .. })
+    ));
+    f.harness.delete_thread("alice", "t1").unwrap();
+    assert_eq!(f.harness.thread_state("t1").await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn shutdown_cancels_runs_past_the_grace_period_and_refuses_new_ones() {
+    let f = fixture(vec![slow("never")]);
+    let handle = f
+        .harness
+        .start_run(request("alice", "t1", "hi"))
+        .await
+        .unwrap();
+    f.harness.shutdown(Duration::from_millis(20)).await.unwrap();
+    assert_eq!(handle.outcome.await.unwrap().stop, StopReason::Cancelled);
+    let record = f.harness.get_thread("alice", "t1").unwrap().unwrap();
+    assert_eq!(record.status, ThreadStatus::Interrupted);
+    let err = f
+        .harness
+        .start_run(request("alice", "t1", "again"))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, RunError::ShuttingDown));
+}
+
+#[tokio::test]
+async fn threads_left_busy_are_interrupted_at_open() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let threads = ThreadStore::new(store.clone());
+    threads
+        .create("alice", Some("t1".into()), Map::new())
+        .unwrap();
+    threads.set_status("t1", ThreadStatus::Busy).unwrap();
+    drop(threads);
+    let f = fixture_on(store, vec![]);
+    let record = f.harness.get_thread("alice", "t1").unwrap().unwrap();
+    assert_eq!(record.status, ThreadStatus::Interrupted);
+}
+
+#[tokio::test]
+async fn the_client_streams_events_and_reads_state() {
+    let f = fixture(vec![ScriptedTurn::Text(vec!["Hel".into(), "lo".into()])]);
+    let client = Client::from_harness(f.harness.clone());
+    let thread_id = client.new_thread().unwrap();
+    let events: Vec<RunEvent> = client
+        .stream(&thread_id, "hi", RunOptions::default())
+        .await
+        .unwrap()
+        .collect()
+        .await;
+    assert!(matches!(events.first(), Some(RunEvent::Started { .. })));
+    assert!(
+        matches!(events.last(), Some(RunEvent::Finished { stop_reason }) if stop_reason == "completed")
+    );
+    let text: String = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(text, "Hello");
+    let state = client.state(&thread_id).await.unwrap().unwrap();
+    assert_eq!(state.messages.last().unwrap().content(), "Hello");
+    assert_eq!(client.threads().unwrap().len(), 1);
+    assert_eq!(
+        Client::from_harness(f.harness.clone())
+            .state("nope")
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn the_model_registry_is_rebuilt_when_the_config_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_model = |name: &str| AppConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        models: vec![ModelConfig {
+            name: name.into(),
+            model: "m".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            ..ModelConfig::default()
+        }],
+        ..AppConfig::default()
+    };
+    let handle = ConfigHandle::fixed(with_model("first"));
+    let harness = Harness::with_parts(handle.clone(), Arc::new(MemoryStore::new()), None).unwrap();
+    let registry = harness.models(&handle.current()).unwrap();
+    assert_eq!(registry.names(), ["first"]);
+    assert!(
+        Arc::ptr_eq(&registry, &harness.models(&handle.current()).unwrap()),
+        "cached"
+    );
+    handle.replace(with_model("second"));
+    assert_eq!(
+        harness.models(&handle.current()).unwrap().names(),
+        ["second"]
+    );
+}
+
+#[tokio::test]
+async fn a_client_without_models_reports_how_to_configure_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::new(AppConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..AppConfig::default()
+    })
+    .unwrap();
+    let Err(err) = client.stream("t1", "hi", RunOptions::default()).await else {
+        panic!("a run without models must not start");
+    };
+    assert!(err.to_string().contains("models:"), "{err}");
+    assert_eq!(
+        client.harness().active_run("t1"),
+        None,
+        "the failed start frees the thread"
+    );
+}

@@ -1,0 +1,58 @@
+//! `GET /api/threads/{id}/artifacts/{virtual_path}`: serves a thread's output or upload with byte
+//! ranges; active content (HTML, XHTML, SVG) is always a download so it cannot run in our origin.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use tower::ServiceExt;
+use tower_http::services::ServeFile;
+
+use crate::artifacts::{content_disposition, must_download, resolve_artifact};
+use crate::http::threads::owned_thread;
+use crate::http::{ApiError, AppState, AuthUser};
+use crate::paths::ThreadPaths;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ArtifactQuery {
+    download: Option<String>,
+}
+
+pub(crate) async fn serve(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path((thread_id, virtual_path)): Path<(String, String)>,
+    Query(query): Query<ArtifactQuery>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    owned_thread(&state, &user, &thread_id)?;
+    let paths = ThreadPaths::new(&state.config.current().data_dir(), &user.0, &thread_id)?;
+    let file = resolve_artifact(&paths.outputs(), &paths.uploads(), &virtual_path)?;
+    let mime = mime_guess::from_path(&file).first_or_octet_stream();
+    let download = matches!(query.download.as_deref(), Some("true" | "1" | "yes"));
+    let attachment = must_download(mime.essence_str(), download);
+    let filename = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "artifact".into());
+    // ServeFile handles Range / If-Modified-Since and sets Content-Type from the extension.
+    let (parts, _) = request.into_parts();
+    let served = ServeFile::new(&file)
+        .oneshot(Request::from_parts(parts, Body::empty()))
+        .await
+        .map_err(ApiError::internal)?;
+    let mut response = served.map(Body::new).into_response();
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&content_disposition(&filename, attachment)) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    Ok(response)
+}

@@ -1,0 +1,111 @@
+//! API errors: every failure is `{"error": {"code", "message"}}` with a message saying what to do.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An error answered to an HTTP client. Conversion from domain errors happens here only.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing or invalid API token; send 'Authorization: Bearer <token>' with a token from gateway.api_tokens",
+        )
+    }
+
+    /// Used for ids the caller may not see too, so foreign ids are indistinguishable from absent.
+    pub fn thread_not_found(thread_id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "thread_not_found",
+            format!(
+                "no thread {thread_id}; create it with POST /api/threads or list yours with GET /api/threads"
+            ),
+        )
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
+    }
+
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        tracing::error!(%detail, "Request failed");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the server failed to handle this request; check the daemon log and retry",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<crate::paths::PathError> for ApiError {
+    fn from(e: crate::paths::PathError) -> Self {
+        ApiError::bad_request(e.to_string())
+    }
+}
+
+impl From<crate::uploads::UploadError> for ApiError {
+    fn from(e: crate::uploads::UploadError) -> Self {
+        use crate::uploads::UploadError as E;
+        match e {
+            E::NotFound(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, "upload_not_found", e.to_string())
+            }
+            E::Io(_) => ApiError::internal(e),
+            _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_filename", e.to_string()),
+        }
+    }
+}
+
+impl From<crate::artifacts::ArtifactError> for ApiError {
+    fn from(e: crate::artifacts::ArtifactError) -> Self {
+        use crate::artifacts::ArtifactError as E;
+        match e {
+            E::Forbidden => ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_artifact_path",
+                e.to_string(),
+            ),
+            E::NotFound(_) => {
+                ApiError::new(StatusCode::NOT_FOUND, "artifact_not_found", e.to_string())
+            }
+        }
+    }
+}
+
+/// Turns axum's own rejections (bad JSON, oversize bodies) into the same error shape.
+pub(crate) async fn fallback_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no such endpoint; see README.md for the HTTP API",
+    )
+}

@@ -1,0 +1,95 @@
+//! The HTTP API (axum): health, threads, streaming runs, uploads, artifacts, models.
+//!
+//! Route handlers only translate HTTP to harness calls and errors to `{"error": …}` bodies; the
+//! behaviour lives in the harness and the domain modules.
+
+mod artifacts;
+mod auth;
+mod error;
+mod health;
+mod models;
+mod runs;
+mod threads;
+mod uploads;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, post};
+use tower_http::timeout::TimeoutLayer;
+
+use crate::config::ConfigHandle;
+use crate::harness::Harness;
+
+pub use auth::{AuthUser, LOCAL_USER};
+pub use error::ApiError;
+
+/// Largest JSON body accepted by ordinary routes.
+const JSON_BODY_LIMIT: usize = 1024 * 1024;
+/// Time limit of ordinary requests; run routes get the run limit instead.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time limit of `/runs/stream` and `/runs/wait` (a run that long is cancelled by the client).
+const RUN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+
+/// Shared state of every handler.
+pub struct AppState {
+    pub harness: Arc<Harness>,
+    pub config: ConfigHandle,
+}
+
+/// Builds the full router.
+pub fn router(state: Arc<AppState>) -> Router {
+    let upload_limit = {
+        let config = state.config.current();
+        // The multipart framing adds a little on top of the files themselves.
+        usize::try_from(config.uploads.max_total_size)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1024 * 1024)
+    };
+    let runs = Router::new()
+        .route("/api/threads/{thread_id}/runs/stream", post(runs::stream))
+        .route("/api/threads/{thread_id}/runs/wait", post(runs::wait))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            RUN_REQUEST_TIMEOUT,
+        ));
+    let uploads = Router::new()
+        .route("/api/threads/{thread_id}/uploads", post(uploads::upload))
+        .layer(DefaultBodyLimit::max(upload_limit));
+    let rest = Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/api/models", get(models::list))
+        .route("/api/threads", post(threads::create).get(threads::list))
+        .route(
+            "/api/threads/{thread_id}",
+            get(threads::get).delete(threads::delete),
+        )
+        .route("/api/threads/{thread_id}/state", get(threads::state))
+        .route(
+            "/api/threads/{thread_id}/runs/{run_id}/cancel",
+            post(runs::cancel),
+        )
+        .route("/api/threads/{thread_id}/uploads/list", get(uploads::list))
+        .route(
+            "/api/threads/{thread_id}/uploads/{filename}",
+            delete(uploads::remove),
+        )
+        .route(
+            "/api/threads/{thread_id}/artifacts/{*path}",
+            get(artifacts::serve),
+        )
+        .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ));
+    Router::new()
+        .merge(runs)
+        .merge(uploads)
+        .merge(rest)
+        .fallback(error::fallback_not_found)
+        .with_state(state)
+}

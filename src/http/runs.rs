@@ -1,0 +1,254 @@
+//! Run routes: stream a run as Server-Sent Events, wait for its final state, cancel it.
+//!
+//! SSE event names follow LangGraph's so DeerFlow clients work: `metadata`, `messages`
+//! (`[chunk, metadata]` tuples of AI text deltas), `values`, `custom`, `error`, `end`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::agent::{RunEvent, RunOptions};
+use crate::harness::{RunError, RunRequest};
+use crate::http::threads::owned_thread;
+use crate::http::{ApiError, AppState, AuthUser};
+use crate::messages::{HumanMessage, Message, MessageMeta, new_id};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct RunBody {
+    input: Option<RunInput>,
+    config: RunConfig,
+    context: Map<String, Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RunInput {
+    messages: Vec<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RunConfig {
+    configurable: Map<String, Value>,
+    recursion_limit: Option<u32>,
+}
+
+/// Converts LangGraph-style input messages (`{"role"|"type": "human"|"user", "content": …}`)
+/// into human messages; anything else is refused with a message saying what is accepted.
+fn parse_input(messages: &[Value]) -> Result<Vec<Message>, ApiError> {
+    messages
+        .iter()
+        .map(|raw| {
+            let kind = raw
+                .get("role")
+                .or_else(|| raw.get("type"))
+                .and_then(Value::as_str)
+                .unwrap_or("human");
+            if !matches!(kind, "human" | "user") {
+                return Err(ApiError::bad_request(format!(
+                    "input messages must be human messages (role \"user\" or \"human\"), got {kind:?}"
+                )));
+            }
+            let content = match raw.get("content") {
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Array(parts)) => parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => {
+                    return Err(ApiError::bad_request(
+                        "each input message needs a \"content\" string or a list of text parts",
+                    ));
+                }
+            };
+            let id = raw
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| new_id("human"));
+            let extra = raw
+                .get("additional_kwargs")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            Ok(Message::Human(HumanMessage {
+                id,
+                content,
+                meta: MessageMeta {
+                    hide_from_ui: false,
+                    extra,
+                },
+                ..Default::default()
+            }))
+        })
+        .collect()
+}
+
+fn run_request(
+    user: &AuthUser,
+    thread_id: &str,
+    body: RunBody,
+    want_values: bool,
+) -> Result<RunRequest, ApiError> {
+    let input = parse_input(&body.input.unwrap_or_default().messages)?;
+    if input.is_empty() {
+        return Err(ApiError::bad_request(
+            "input.messages is empty; send at least one human message",
+        ));
+    }
+    let mut options = RunOptions::merge(&body.config.configurable, &body.context)
+        .map_err(|e| ApiError::bad_request(format!("invalid run options: {e}")))?;
+    if body.config.recursion_limit.is_some() {
+        options.recursion_limit = body.config.recursion_limit;
+    }
+    Ok(RunRequest {
+        user_id: user.0.clone(),
+        thread_id: thread_id.to_string(),
+        input,
+        options,
+        want_values,
+    })
+}
+
+fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::Busy { thread_id } => ApiError::new(
+            StatusCode::CONFLICT,
+            "thread_busy",
+            format!(
+                "thread {thread_id} is already running a request; wait for it to finish or cancel it with POST /api/threads/{thread_id}/runs/{{run_id}}/cancel"
+            ),
+        ),
+        RunError::NotFound { thread_id } => ApiError::thread_not_found(&thread_id),
+        RunError::ShuttingDown => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "the daemon is shutting down; retry in a moment",
+        ),
+        other => ApiError::internal(other),
+    }
+}
+
+/// Maps one run event to its SSE frame.
+fn sse_event(event: &RunEvent, run_id: &str, thread_id: &str) -> Event {
+    let (name, data) = match event {
+        RunEvent::Started { run_id, thread_id } => (
+            "metadata",
+            json!({"run_id": run_id, "thread_id": thread_id}),
+        ),
+        RunEvent::TextDelta { message_id, delta } => (
+            "messages",
+            json!([
+                {"type": "AIMessageChunk", "id": message_id, "content": delta},
+                {"run_id": run_id, "thread_id": thread_id}
+            ]),
+        ),
+        RunEvent::ReasoningDelta { message_id, delta } => (
+            "messages",
+            json!([
+                {"type": "AIMessageChunk", "id": message_id, "content": "",
+                 "additional_kwargs": {"reasoning_content": delta}},
+                {"run_id": run_id, "thread_id": thread_id}
+            ]),
+        ),
+        RunEvent::Values { state } => ("values", json!(state)),
+        RunEvent::Message { message } => ("custom", json!({"type": "message", "message": message})),
+        RunEvent::ToolStarted { call } => ("custom", json!({"type": "tool_started", "call": call})),
+        RunEvent::ToolFinished { result } => {
+            ("custom", json!({"type": "tool_finished", "result": result}))
+        }
+        RunEvent::Custom { name, data } => ("custom", json!({"type": name, "data": data})),
+        RunEvent::Error { code, message } => ("error", json!({"code": code, "message": message})),
+        RunEvent::Finished { stop_reason } => ("end", json!({"stop_reason": stop_reason})),
+    };
+    Event::default().event(name).data(data.to_string())
+}
+
+pub(crate) async fn stream(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+    Json(body): Json<RunBody>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    crate::paths::validate_id("thread", &thread_id)?;
+    let request = run_request(&user, &thread_id, body, true)?;
+    let handle = state.harness.start_run(request).await.map_err(run_error)?;
+    let run_id = handle.run_id.clone();
+    let mut events = handle.events;
+    let stream = async_stream_of(move |tx| async move {
+        while let Some(event) = events.recv().await {
+            let last = matches!(event, RunEvent::Finished { .. });
+            if tx
+                .send(sse_event(&event, &run_id, &thread_id))
+                .await
+                .is_err()
+                || last
+            {
+                break;
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Adapts a producer task writing into a bounded channel into a `Stream` of SSE events.
+fn async_stream_of<F, Fut>(produce: F) -> impl Stream<Item = Result<Event, Infallible>>
+where
+    F: FnOnce(tokio::sync::mpsc::Sender<Event>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(256);
+    tokio::spawn(produce(tx));
+    futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|event| (Ok(event), rx))
+    })
+}
+
+pub(crate) async fn wait(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+    Json(body): Json<RunBody>,
+) -> Result<Json<Value>, ApiError> {
+    crate::paths::validate_id("thread", &thread_id)?;
+    let request = run_request(&user, &thread_id, body, false)?;
+    let handle = state.harness.start_run(request).await.map_err(run_error)?;
+    let run_id = handle.run_id.clone();
+    let outcome = handle.outcome.await.map_err(ApiError::internal)?;
+    Ok(Json(json!({
+        "run_id": run_id,
+        "thread_id": thread_id,
+        "stop_reason": outcome.stop.as_str(),
+        "error": outcome.error,
+        "values": outcome.state,
+    })))
+}
+
+pub(crate) async fn cancel(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path((thread_id, run_id)): Path<(String, String)>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    owned_thread(&state, &user, &thread_id)?;
+    if state.harness.cancel_run(&thread_id, &run_id) {
+        Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({"success": true, "run_id": run_id})),
+        ))
+    } else {
+        Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "run_not_found",
+            format!("run {run_id} is not running on thread {thread_id}; it may have finished"),
+        ))
+    }
+}

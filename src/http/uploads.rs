@@ -1,0 +1,135 @@
+//! Upload routes: multipart upload with count/size limits, list, delete.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Multipart, Path, State};
+use serde_json::{Value, json};
+
+use crate::http::threads::owned_thread;
+use crate::http::{ApiError, AppState, AuthUser};
+use crate::paths::ThreadPaths;
+use crate::uploads;
+
+fn thread_paths(
+    state: &AppState,
+    user: &AuthUser,
+    thread_id: &str,
+) -> Result<ThreadPaths, ApiError> {
+    owned_thread(state, user, thread_id)?;
+    Ok(ThreadPaths::new(
+        &state.config.current().data_dir(),
+        &user.0,
+        thread_id,
+    )?)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+pub(crate) async fn upload(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+    mut multipart: Multipart,
+) -> Result<Json<Value>, ApiError> {
+    let paths = thread_paths(&state, &user, &thread_id)?;
+    let limits = state.config.current().uploads.clone();
+    let uploads_dir = paths.uploads();
+    let mut total = uploads::total_size(&uploads_dir)?;
+    // Read every part first so a limit violation stores nothing.
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    while let Some(mut field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("malformed multipart body: {e}")))?
+    {
+        let Some(name) = field.file_name().map(str::to_string) else {
+            continue;
+        };
+        if files.len() + 1 > limits.max_files {
+            return Err(ApiError::too_large(format!(
+                "too many files: at most {} per upload; send the rest in another request",
+                limits.max_files
+            )));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field
+            .chunk()
+            .await
+            .map_err(|e| ApiError::bad_request(format!("upload interrupted: {e}")))?
+        {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > limits.max_file_size {
+                return Err(ApiError::too_large(format!(
+                    "{name} is larger than the {} per-file limit (uploads.max_file_size)",
+                    mib(limits.max_file_size)
+                )));
+            }
+            if total + bytes.len() as u64 > limits.max_total_size {
+                return Err(ApiError::too_large(format!(
+                    "the thread's uploads would exceed {} in total (uploads.max_total_size); delete some first",
+                    mib(limits.max_total_size)
+                )));
+            }
+        }
+        uploads::normalize_filename(&name)?;
+        total += bytes.len() as u64;
+        files.push((name, bytes));
+    }
+    if files.is_empty() {
+        return Err(ApiError::bad_request(
+            "no files in the request; send multipart/form-data with one or more file fields",
+        ));
+    }
+    let stored: Vec<Value> = tokio::task::spawn_blocking(move || {
+        files
+            .iter()
+            .map(|(name, bytes)| uploads::store_upload(&uploads_dir, name, bytes))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .await
+    .map_err(ApiError::internal)??
+    .into_iter()
+    .map(|info| {
+        let artifact_url = format!("/api/threads/{thread_id}/artifacts{}", info.path);
+        json!({
+            "filename": info.filename,
+            "size": info.size,
+            "path": info.path,
+            "virtual_path": info.path,
+            "is_image": info.is_image,
+            "artifact_url": artifact_url,
+        })
+    })
+    .collect();
+    let count = stored.len();
+    Ok(Json(json!({
+        "success": true,
+        "files": stored,
+        "message": format!("Successfully uploaded {count} file(s)"),
+    })))
+}
+
+pub(crate) async fn list(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let paths = thread_paths(&state, &user, &thread_id)?;
+    let files = uploads::list_uploads(&paths.uploads())?;
+    Ok(Json(json!({"files": files, "count": files.len()})))
+}
+
+pub(crate) async fn remove(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path((thread_id, filename)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    let paths = thread_paths(&state, &user, &thread_id)?;
+    uploads::delete_upload(&paths.uploads(), &filename)?;
+    Ok(Json(
+        json!({"success": true, "message": format!("Deleted {filename}")}),
+    ))
+}

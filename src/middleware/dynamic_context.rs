@@ -1,0 +1,192 @@
+//! `DynamicContextMiddleware`: gives the model today's date (and the user's memory) as hidden
+//! messages, so the system prompt itself stays static and prefix-cacheable.
+//!
+//! It works in `before_agent`, which runs once per run after the user's message was appended and
+//! whose update is checkpointed with the run, so the context is persisted once and replayed
+//! verbatim on later turns (the provider prefix stays stable).
+//!
+//! First run of a thread: before the current human message (on a new thread, the first one) it
+//! inserts a system `<system-reminder>` with `<current_date>` and, when memory is available, a
+//! hidden human `<memory>` message. Later runs: only when the local date differs from the recorded
+//! `reminder_date` (a midnight crossing) a date-only reminder goes before the current message.
+//!
+//! Messages are upserted by id and new ids append, so "insert before" is done as DeerFlow does
+//! it: the current human message and everything after it are removed and re-added behind the
+//! reminder; the reminder takes the human message's original id and the message gets
+//! `<id>__user`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{Local, NaiveDate};
+use serde_json::{Map, Value};
+
+use crate::agent::RunContext;
+use crate::messages::{HumanMessage, Message, MessageMeta, SystemMessage};
+use crate::middleware::{HookResult, Middleware, MiddlewareError};
+use crate::state::{StateUpdate, ThreadState};
+
+/// `state.extra` key holding the date (`YYYY-MM-DD`) the model was last told.
+pub const REMINDER_DATE_KEY: &str = "reminder_date";
+/// Marker in `meta.extra` of every message this middleware injects.
+pub const DYNAMIC_CONTEXT_MARKER: &str = "dynamic_context_reminder";
+/// How long memory may take to load before the turn goes on without it.
+pub const MEMORY_LOAD_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Today's local date; injectable so midnight crossings are testable.
+pub trait Clock: Send + Sync {
+    fn today(&self) -> NaiveDate;
+}
+
+/// The machine's local calendar date.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn today(&self) -> NaiveDate {
+        Local::now().date_naive()
+    }
+}
+
+/// Supplies the memory text injected on a thread's first turn (`None` or blank: no memory).
+#[async_trait]
+pub trait MemorySource: Send + Sync {
+    async fn memory_for(&self, user_id: &str, agent_name: Option<&str>) -> Option<String>;
+}
+
+#[async_trait]
+impl<F> MemorySource for F
+where
+    F: Fn(&str, Option<&str>) -> Option<String> + Send + Sync,
+{
+    async fn memory_for(&self, user_id: &str, agent_name: Option<&str>) -> Option<String> {
+        self(user_id, agent_name)
+    }
+}
+
+pub struct DynamicContextMiddleware {
+    clock: Arc<dyn Clock>,
+    memory: Option<Arc<dyn MemorySource>>,
+}
+
+impl Default for DynamicContextMiddleware {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl DynamicContextMiddleware {
+    /// Date only, from the system clock.
+    pub fn new() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            memory: None,
+        }
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    pub fn with_memory(mut self, memory: Arc<dyn MemorySource>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    async fn load_memory(&self, ctx: &RunContext) -> Option<String> {
+        let source = self.memory.as_ref()?;
+        let agent = ctx
+            .agent_name
+            .as_deref()
+            .or(ctx.options.agent_name.as_deref());
+        match tokio::time::timeout(MEMORY_LOAD_TIMEOUT, source.memory_for(&ctx.user_id, agent))
+            .await
+        {
+            Ok(memory) => memory.filter(|m| !m.trim().is_empty()),
+            Err(_) => {
+                tracing::warn!(user_id = %ctx.user_id, thread_id = %ctx.thread_id, "Memory took too long to load; this turn goes on without it");
+                None
+            }
+        }
+    }
+}
+
+/// `2026-05-08, Friday`
+pub fn format_reminder_date(date: NaiveDate) -> String {
+    date.format("%Y-%m-%d, %A").to_string()
+}
+
+/// The reminder text for a date.
+pub fn date_reminder(date: NaiveDate) -> String {
+    format!(
+        "<system-reminder>\n<current_date>{}</current_date>\n</system-reminder>",
+        format_reminder_date(date)
+    )
+}
+
+#[async_trait]
+impl Middleware for DynamicContextMiddleware {
+    fn name(&self) -> &str {
+        "DynamicContextMiddleware"
+    }
+
+    async fn before_agent(
+        &self,
+        state: &ThreadState,
+        ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        let Some(turn_start) = state.current_turn_start() else {
+            return Ok(HookResult::proceed());
+        };
+        let today = self.clock.today();
+        let today_key = today.format("%Y-%m-%d").to_string();
+        let recorded = state.extra.get(REMINDER_DATE_KEY).and_then(Value::as_str);
+        let first_time = recorded.is_none();
+        if recorded == Some(today_key.as_str()) {
+            return Ok(HookResult::proceed());
+        }
+        let tail = &state.messages[turn_start..];
+        let Some(Message::Human(human)) = tail.first() else {
+            return Ok(HookResult::proceed());
+        };
+        let mut injected = vec![Message::System(SystemMessage {
+            id: human.id.clone(),
+            content: date_reminder(today),
+            meta: marker_meta(Some(&today_key)),
+        })];
+        if first_time && let Some(memory) = self.load_memory(ctx).await {
+            injected.push(Message::Human(HumanMessage {
+                id: format!("{}__memory", human.id),
+                content: format!("<memory>\n{}\n</memory>", memory.trim()),
+                meta: marker_meta(None),
+                ..Default::default()
+            }));
+        }
+        let mut moved = tail.to_vec();
+        moved[0].set_id(format!("{}__user", human.id));
+        injected.extend(moved);
+        Ok(HookResult::update(StateUpdate {
+            remove_messages: tail.iter().map(|m| m.id().to_string()).collect(),
+            messages: injected,
+            extra: [(REMINDER_DATE_KEY.to_string(), Value::String(today_key))].into(),
+            ..Default::default()
+        }))
+    }
+}
+
+fn marker_meta(reminder_date: Option<&str>) -> MessageMeta {
+    let mut extra = Map::new();
+    extra.insert(DYNAMIC_CONTEXT_MARKER.to_string(), Value::Bool(true));
+    if let Some(date) = reminder_date {
+        extra.insert(
+            REMINDER_DATE_KEY.to_string(),
+            Value::String(date.to_string()),
+        );
+    }
+    MessageMeta {
+        hide_from_ui: true,
+        extra,
+    }
+}

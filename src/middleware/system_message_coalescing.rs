@@ -1,0 +1,96 @@
+//! `SystemMessageCoalescingMiddleware`: one leading system prompt per request.
+//!
+//! Strict providers (Anthropic, some OpenAI-compatible servers) reject system messages in the
+//! middle of a conversation; other middlewares add them (date reminders). Request-only.
+
+use async_trait::async_trait;
+
+use crate::agent::RunContext;
+use crate::messages::{AiMessage, Message};
+use crate::middleware::{Middleware, ModelNext};
+use crate::model::{ModelError, ModelRequest};
+use crate::state::ThreadState;
+
+#[derive(Debug, Default)]
+pub struct SystemMessageCoalescingMiddleware;
+
+impl SystemMessageCoalescingMiddleware {
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+/// Merges `request.system` and every system message into `request.system`, in order.
+pub fn coalesce_system_messages(request: &mut ModelRequest) {
+    if !request
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::System(_)))
+    {
+        return;
+    }
+    let mut parts: Vec<String> = request.system.take().into_iter().collect();
+    request.messages.retain(|m| match m {
+        Message::System(system) => {
+            parts.push(system.content.clone());
+            false
+        }
+        _ => true,
+    });
+    parts.retain(|p| !p.trim().is_empty());
+    request.system = (!parts.is_empty()).then(|| parts.join("\n\n"));
+}
+
+#[async_trait]
+impl Middleware for SystemMessageCoalescingMiddleware {
+    fn name(&self) -> &str {
+        "SystemMessageCoalescingMiddleware"
+    }
+
+    async fn wrap_model_call(
+        &self,
+        mut request: ModelRequest,
+        _state: &ThreadState,
+        _ctx: &RunContext,
+        next: ModelNext<'_>,
+    ) -> Result<AiMessage, ModelError> {
+        coalesce_system_messages(&mut request);
+        next.call(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_all_system_text_into_the_prompt() {
+        let mut request = ModelRequest {
+            system: Some("base".into()),
+            messages: vec![
+                Message::system("<system-reminder>date</system-reminder>"),
+                Message::human("hi"),
+                Message::system("late note"),
+            ],
+            ..Default::default()
+        };
+        coalesce_system_messages(&mut request);
+        assert_eq!(
+            request.system.as_deref(),
+            Some("base\n\n<system-reminder>date</system-reminder>\n\nlate note")
+        );
+        assert_eq!(request.messages.len(), 1);
+    }
+
+    #[test]
+    fn leaves_requests_without_system_messages_alone() {
+        let mut request = ModelRequest {
+            system: Some("base".into()),
+            messages: vec![Message::human("hi")],
+            ..Default::default()
+        };
+        let before = request.clone();
+        coalesce_system_messages(&mut request);
+        assert_eq!(request, before);
+    }
+}

@@ -1,0 +1,152 @@
+//! `UploadsMiddleware`: tells the model which files came with the user's message.
+//!
+//! The files are listed in the human message's `meta.extra["files"]` (`[{filename, size, path}]`);
+//! a `<current_uploads>` block naming them and their virtual paths is prepended to that message in
+//! the request only, so the stored message stays what the user typed.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::agent::RunContext;
+use crate::messages::{AiMessage, Message};
+use crate::middleware::{Middleware, ModelNext};
+use crate::model::{ModelError, ModelRequest};
+use crate::paths::VIRTUAL_UPLOADS;
+use crate::state::ThreadState;
+
+/// Files listed per message; more are summarised as a count.
+pub const MAX_LISTED_UPLOADS: usize = 10;
+
+#[derive(Debug, Default)]
+pub struct UploadsMiddleware;
+
+impl UploadsMiddleware {
+    pub fn new() -> Self {
+        Self
+    }
+}
+
+/// The `<current_uploads>` block for a message's `files` list, if it names any file.
+pub fn uploads_block(files: &Value) -> Option<String> {
+    let files: Vec<(&str, u64)> = files
+        .as_array()?
+        .iter()
+        .filter_map(|f| {
+            let name = f.get("filename")?.as_str()?;
+            let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
+            let size = f.get("size").and_then(Value::as_u64).unwrap_or(0);
+            (!name.is_empty()).then_some((name, size))
+        })
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    let mut block = String::from(
+        "<current_uploads>\nThe user uploaded these files with this message (read them from the listed paths):\n\n",
+    );
+    for (name, size) in files.iter().take(MAX_LISTED_UPLOADS) {
+        block.push_str(&format!(
+            "- {name} ({:.1} KB)\n  Path: {VIRTUAL_UPLOADS}/{name}\n",
+            *size as f64 / 1024.0
+        ));
+    }
+    if files.len() > MAX_LISTED_UPLOADS {
+        block.push_str(&format!(
+            "- … and {} more in {VIRTUAL_UPLOADS}/\n",
+            files.len() - MAX_LISTED_UPLOADS
+        ));
+    }
+    block.push_str("</current_uploads>\n\n");
+    Some(block)
+}
+
+#[async_trait]
+impl Middleware for UploadsMiddleware {
+    fn name(&self) -> &str {
+        "UploadsMiddleware"
+    }
+
+    async fn wrap_model_call(
+        &self,
+        mut request: ModelRequest,
+        _state: &ThreadState,
+        _ctx: &RunContext,
+        next: ModelNext<'_>,
+    ) -> Result<AiMessage, ModelError> {
+        let last_human = request.messages.iter().rposition(Message::is_genuine_human);
+        if let Some(Message::Human(human)) = last_human.map(|i| &mut request.messages[i])
+            && let Some(block) = human.meta.extra.get("files").and_then(uploads_block)
+        {
+            human.content = format!("{block}{}", human.content);
+        }
+        next.call(request).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lists_name_size_and_virtual_path() {
+        let block = uploads_block(&json!([
+            {"filename": "report.pdf", "size": 12800, "path": "/mnt/user-data/uploads/report.pdf"},
+            {"filename": "../x.txt", "size": 0},
+        ]))
+        .unwrap();
+        assert!(block.starts_with("<current_uploads>\n"));
+        assert!(
+            block.contains("- report.pdf (12.5 KB)\n  Path: /mnt/user-data/uploads/report.pdf\n")
+        );
+        assert!(block.contains("- x.txt (0.0 KB)\n  Path: /mnt/user-data/uploads/x.txt\n"));
+        assert!(block.ends_with("</current_uploads>\n\n"));
+    }
+
+    #[tokio::test]
+    async fn prepends_the_block_to_the_last_user_message_in_the_request_only() {
+        use std::sync::Arc;
+
+        use crate::config::AppConfig;
+        use crate::model::{ScriptedModel, ScriptedTurn};
+
+        let mut upload = Message::human("summarise this");
+        if let Message::Human(h) = &mut upload {
+            h.meta
+                .extra
+                .insert("files".into(), json!([{"filename": "a.csv", "size": 2048}]));
+        }
+        let state = ThreadState {
+            messages: vec![Message::human("earlier"), Message::ai("ok"), upload],
+            ..Default::default()
+        };
+        let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+        let model = ScriptedModel::new("m", [ScriptedTurn::Text(vec!["ok".into()])]);
+        let request = ModelRequest {
+            messages: state.messages.clone(),
+            ..Default::default()
+        };
+        UploadsMiddleware
+            .wrap_model_call(
+                request,
+                &state,
+                &ctx,
+                ModelNext::new(&[], &model, &state, &ctx),
+            )
+            .await
+            .unwrap();
+        let sent = model.requests().pop().unwrap();
+        let content = sent.messages[2].content();
+        assert!(content.starts_with("<current_uploads>"));
+        assert!(content.contains("- a.csv (2.0 KB)\n  Path: /mnt/user-data/uploads/a.csv"));
+        assert!(content.ends_with("summarise this"));
+        assert_eq!(sent.messages[0].content(), "earlier");
+        assert_eq!(state.messages[2].content(), "summarise this");
+    }
+
+    #[test]
+    fn no_files_no_block() {
+        assert!(uploads_block(&json!([])).is_none());
+        assert!(uploads_block(&json!("x")).is_none());
+    }
+}

@@ -1,0 +1,375 @@
+//! HTTP plumbing shared by the providers: error mapping, `Retry-After`, and SSE decoding.
+
+use std::collections::VecDeque;
+use std::error::Error as StdError;
+use std::time::{Duration, SystemTime};
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::header::HeaderMap;
+use reqwest::{RequestBuilder, Response};
+
+use crate::config::{ModelConfig, Secret};
+use crate::messages::AiMessage;
+use crate::model::{ModelError, ModelEvent, ModelStream};
+
+/// Longest error body kept in [`ModelError::Status`]; provider error pages can be large HTML.
+const MAX_ERROR_BODY_CHARS: usize = 500;
+
+/// Where one provider sends its requests; everything error mapping needs to know.
+#[derive(Clone, Debug)]
+pub(crate) struct Endpoint {
+    /// The configured `models[].name`.
+    pub(crate) model: String,
+    /// The configured `base_url`, as the user wrote it (shown in connect errors).
+    pub(crate) base_url: String,
+    pub(crate) timeout: Duration,
+    pub(crate) api_key: Option<Secret>,
+}
+
+impl Endpoint {
+    pub(crate) fn for_model(config: &ModelConfig) -> Self {
+        Self {
+            model: config.name.clone(),
+            base_url: config.base_url.clone(),
+            // A zero, negative or absurd timeout is a config mistake; the schema default applies.
+            timeout: Duration::try_from_secs_f64(config.timeout)
+                .ok()
+                .filter(|timeout| !timeout.is_zero())
+                .unwrap_or(Duration::from_secs(600)),
+            api_key: config.api_key.clone(),
+        }
+    }
+
+    /// The API key when one is configured and non-empty (local servers need none).
+    pub(crate) fn key(&self) -> Option<&str> {
+        self.api_key
+            .as_ref()
+            .map(Secret::expose)
+            .filter(|key| !key.is_empty())
+    }
+
+    /// Sends the request; a non-2xx answer becomes the matching [`ModelError`].
+    pub(crate) async fn send(&self, request: RequestBuilder) -> Result<Response, ModelError> {
+        let response = request
+            .timeout(self.timeout)
+            .send()
+            .await
+            .map_err(|error| self.send_error(&error))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let status = status.as_u16();
+        let retry_after = parse_retry_after(response.headers(), SystemTime::now());
+        if matches!(status, 401 | 403) {
+            return Err(ModelError::Unauthorized {
+                model: self.model.clone(),
+                status,
+            });
+        }
+        if status == 429 {
+            return Err(ModelError::RateLimited {
+                model: self.model.clone(),
+                retry_after,
+            });
+        }
+        let body = response.text().await.unwrap_or_default();
+        Err(ModelError::Status {
+            model: self.model.clone(),
+            status,
+            body: self.error_body(&body),
+            retry_after,
+        })
+    }
+
+    fn send_error(&self, error: &reqwest::Error) -> ModelError {
+        if error.is_timeout() {
+            return ModelError::Timeout {
+                model: self.model.clone(),
+                timeout: self.timeout,
+            };
+        }
+        if error.is_builder() {
+            return ModelError::Config(format!(
+                "model '{}' has an unusable base_url '{}': {}",
+                self.model,
+                self.base_url,
+                causes(error)
+            ));
+        }
+        // Anything else failed before a response arrived (refused, reset, DNS, TLS): the server
+        // could not be reached, which is what the user has to fix.
+        ModelError::Connect {
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            detail: causes(error),
+        }
+    }
+
+    /// A provider error body, shortened and with the key blanked out: some providers echo
+    /// (part of) a rejected key, and error strings end up in logs and chat replies.
+    fn error_body(&self, body: &str) -> String {
+        let mut body = body.trim().to_string();
+        if let Some(key) = self.key() {
+            body = body.replace(key, "***");
+        }
+        if body.chars().count() > MAX_ERROR_BODY_CHARS {
+            body = body.chars().take(MAX_ERROR_BODY_CHARS).collect::<String>() + "…";
+        }
+        if body.is_empty() {
+            body = "(empty body)".into();
+        }
+        body
+    }
+
+    fn stream_error(&self, error: EventStreamError<reqwest::Error>) -> ModelError {
+        match error {
+            EventStreamError::Transport(error) if error.is_timeout() => ModelError::Timeout {
+                model: self.model.clone(),
+                timeout: self.timeout,
+            },
+            EventStreamError::Transport(error) => ModelError::Stream {
+                model: self.model.clone(),
+                detail: causes(&error),
+            },
+            EventStreamError::Utf8(error) => ModelError::Malformed {
+                model: self.model.clone(),
+                detail: format!("the stream is not valid UTF-8: {error}"),
+            },
+            EventStreamError::Parser(error) => ModelError::Malformed {
+                model: self.model.clone(),
+                detail: format!("the stream is not valid server-sent events: {error}"),
+            },
+        }
+    }
+}
+
+/// The delay a server asked for: `retry-after-ms`, else `Retry-After` as seconds or HTTP date.
+pub(crate) fn parse_retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(millis) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok())
+        && millis >= 0.0
+    {
+        return Duration::try_from_secs_f64(millis / 1000.0).ok();
+    }
+    let raw = header("retry-after")?;
+    if let Ok(seconds) = raw.parse::<f64>() {
+        return (seconds >= 0.0)
+            .then(|| Duration::try_from_secs_f64(seconds).ok())
+            .flatten();
+    }
+    let at = httpdate::parse_http_date(raw).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// Turns provider SSE events into model events; one implementation per wire format.
+pub(crate) trait SseDecoder: Send + 'static {
+    /// Handles one SSE event. A returned [`ModelEvent::Completed`] ends the stream.
+    fn feed(&mut self, event: &Event) -> Result<Vec<ModelEvent>, ModelError>;
+
+    /// The body ended without a terminator: the message if it is complete anyway, else an error.
+    fn finish_early(&mut self) -> Result<AiMessage, ModelError>;
+}
+
+struct DriveState<D> {
+    events: BoxStream<'static, Result<Event, EventStreamError<reqwest::Error>>>,
+    decoder: D,
+    pending: VecDeque<Result<ModelEvent, ModelError>>,
+    done: bool,
+    endpoint: Endpoint,
+}
+
+/// Decodes a streaming response: deltas as they arrive, then one `Completed` or one error.
+pub(crate) fn decode_sse<D: SseDecoder>(
+    endpoint: &Endpoint,
+    response: Response,
+    decoder: D,
+) -> ModelStream {
+    let state = DriveState {
+        events: response.bytes_stream().eventsource().boxed(),
+        decoder,
+        pending: VecDeque::new(),
+        done: false,
+        endpoint: endpoint.clone(),
+    };
+    futures::stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(item) = state.pending.pop_front() {
+                return Some((item, state));
+            }
+            if state.done {
+                return None;
+            }
+            step(&mut state).await;
+        }
+    })
+    .boxed()
+}
+
+async fn step<D: SseDecoder>(state: &mut DriveState<D>) {
+    match state.events.next().await {
+        Some(Ok(event)) => match state.decoder.feed(&event) {
+            Ok(events) => {
+                for event in events {
+                    state.done |= matches!(event, ModelEvent::Completed(_));
+                    state.pending.push_back(Ok(event));
+                    if state.done {
+                        break;
+                    }
+                }
+            }
+            Err(error) => {
+                state.done = true;
+                state.pending.push_back(Err(error));
+            }
+        },
+        Some(Err(error)) => {
+            state.done = true;
+            state
+                .pending
+                .push_back(Err(state.endpoint.stream_error(error)));
+        }
+        None => {
+            state.done = true;
+            let last = state.decoder.finish_early().map(ModelEvent::Completed);
+            state.pending.push_back(last);
+        }
+    }
+}
+
+/// The causes of an error without the top-level "error sending request for url (…)" line.
+fn causes(error: &(dyn StdError + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        source = cause.source();
+    }
+    if parts.is_empty() {
+        parts.push(error.to_string());
+    }
+    parts.join(": ")
+}
+
+/// Parses one JSON SSE payload, mapping failure to [`ModelError::Malformed`].
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    model: &str,
+    data: &str,
+) -> Result<T, ModelError> {
+    serde_json::from_str(data).map_err(|error| ModelError::Malformed {
+        model: model.to_string(),
+        detail: format!("{error} in chunk '{}'", shorten(data, 200)),
+    })
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    text.chars().take(max_chars).collect::<String>() + "…"
+}
+
+/// Feeds events straight into a decoder, the way [`decode_sse`] does (tests only).
+#[cfg(test)]
+pub(crate) fn decode_events<D: SseDecoder>(
+    decoder: &mut D,
+    events: impl IntoIterator<Item = Event>,
+) -> Vec<Result<ModelEvent, ModelError>> {
+    let mut out = Vec::new();
+    for event in events {
+        match decoder.feed(&event) {
+            Ok(events) => {
+                let completed = events.iter().any(|e| matches!(e, ModelEvent::Completed(_)));
+                out.extend(events.into_iter().map(Ok));
+                if completed {
+                    return out;
+                }
+            }
+            Err(error) => {
+                out.push(Err(error));
+                return out;
+            }
+        }
+    }
+    out.push(decoder.finish_early().map(ModelEvent::Completed));
+    out
+}
+
+/// An SSE event as the parser would produce it (tests only).
+#[cfg(test)]
+pub(crate) fn sse_event(name: &str, data: &str) -> Event {
+    Event {
+        event: name.to_string(),
+        data: data.to_string(),
+        id: String::new(),
+        retry: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, HeaderValue::from_str(value).unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn retry_after_accepts_seconds_dates_and_millis() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let at = |h: &[(&'static str, &str)]| parse_retry_after(&headers(h), now);
+        assert_eq!(at(&[("retry-after", "7")]), Some(Duration::from_secs(7)));
+        assert_eq!(
+            at(&[("retry-after", " 1.5 ")]),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            at(&[("retry-after-ms", "250")]),
+            Some(Duration::from_millis(250))
+        );
+        // retry-after-ms is more precise, so it wins over the seconds header.
+        assert_eq!(
+            at(&[("retry-after", "9"), ("retry-after-ms", "20")]),
+            Some(Duration::from_millis(20))
+        );
+        let date = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(at(&[("retry-after", &date)]), Some(Duration::from_secs(30)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(at(&[("retry-after", &past)]), Some(Duration::ZERO));
+        assert_eq!(at(&[("retry-after", "-3")]), None);
+        assert_eq!(at(&[("retry-after", "soon")]), None);
+        assert_eq!(at(&[("retry-after", "1e300")]), None);
+        assert_eq!(at(&[]), None);
+    }
+
+    #[test]
+    fn error_bodies_are_truncated_and_never_contain_the_key() {
+        let endpoint = Endpoint {
+            model: "m".into(),
+            base_url: "http://x".into(),
+            timeout: Duration::from_secs(1),
+            api_key: Some(Secret::new("sk-secret-123")),
+        };
+        let body = endpoint.error_body("Incorrect API key provided: sk-secret-123.");
+        assert_eq!(body, "Incorrect API key provided: ***.");
+        let long = endpoint.error_body(&"é".repeat(2000));
+        assert_eq!(long.chars().count(), MAX_ERROR_BODY_CHARS + 1);
+        assert_eq!(endpoint.error_body("  "), "(empty body)");
+    }
+}

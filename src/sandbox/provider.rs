@@ -1,0 +1,404 @@
+//! The `local` and `bwrap` providers: one [`HostSandbox`] per (user, thread), file operations
+//! on the host through the path mapper, commands run on the host or inside bubblewrap.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::config::{AppConfig, SandboxConfig, SandboxProviderKind};
+use crate::paths::ThreadPaths;
+use crate::sandbox::exec::{self, Invocation, Limits};
+use crate::sandbox::{
+    CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, SandboxProvider, fs,
+    scrub_env,
+};
+
+/// Why host bash is off, with what to do about it.
+const HOST_BASH_DISABLED: &str = "shell commands are disabled: no isolating sandbox is available \
+    and the local provider runs commands directly on the host. Install bubblewrap (`apt-get install \
+    bubblewrap`) and set `sandbox.provider: bwrap` (recommended), or set `sandbox.allow_host_bash: \
+    true` to accept running commands on the host";
+
+/// How commands run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExecMode {
+    /// On the host, with path mapping; `allow_bash: false` refuses every command.
+    Local { allow_bash: bool },
+    /// Inside bubblewrap; `drop_to_uid` runs as uid 1000 in a user namespace.
+    Bwrap { network: bool, drop_to_uid: bool },
+}
+
+/// What a provider needs to build sandboxes.
+#[derive(Clone, Debug)]
+pub struct ProviderSettings {
+    pub data_dir: PathBuf,
+    /// Shown read-only at `/mnt/skills` when it exists.
+    pub skills_dir: Option<PathBuf>,
+    pub sandbox: SandboxConfig,
+    /// The environment commands may inherit from (after scrubbing); normally the process env.
+    pub host_env: Vec<(String, String)>,
+}
+
+impl ProviderSettings {
+    /// Settings from the app config and the process environment. `skills_dir` falls back to
+    /// `sandbox.skills_path`.
+    pub fn from_config(config: &AppConfig, skills_dir: Option<PathBuf>) -> Self {
+        Self {
+            data_dir: config.data_dir(),
+            skills_dir: config.sandbox.skills_path.clone().or(skills_dir),
+            sandbox: config.sandbox.clone(),
+            host_env: std::env::vars().collect(),
+        }
+    }
+}
+
+/// Checks that bubblewrap can create its namespaces here (`bwrap --ro-bind / / true`).
+pub async fn bwrap_available() -> Result<(), String> {
+    probe(&["--ro-bind", "/", "/", "true"]).await
+}
+
+async fn probe(args: &[&str]) -> Result<(), String> {
+    let output = tokio::process::Command::new("bwrap")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    match tokio::time::timeout(Duration::from_secs(10), output).await {
+        Err(_) => Err("bwrap did not finish within 10 s".into()),
+        Ok(Err(e)) => Err(format!(
+            "bwrap could not be started ({e}); install bubblewrap"
+        )),
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => Err(format!(
+            "bwrap failed ({}): {}; user namespaces may be disabled on this host",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
+}
+
+/// Whether bwrap can also switch to an unprivileged uid (probed once per process).
+async fn uid_switch_works() -> bool {
+    static RESULT: OnceLock<bool> = OnceLock::new();
+    if let Some(result) = RESULT.get() {
+        return *result;
+    }
+    let works = probe(&[
+        "--unshare-user",
+        "--uid",
+        "1000",
+        "--gid",
+        "1000",
+        "--ro-bind",
+        "/",
+        "/",
+        "true",
+    ])
+    .await
+    .is_ok();
+    *RESULT.get_or_init(|| works)
+}
+
+/// Picks the provider from `sandbox.provider`: `auto` = bwrap if it works, else local with the
+/// shell off (logged). An explicit `bwrap` that cannot run is an error.
+pub async fn select_provider(
+    settings: ProviderSettings,
+) -> Result<Arc<HostSandboxProvider>, SandboxError> {
+    let mode = match settings.sandbox.provider {
+        SandboxProviderKind::Local => ExecMode::Local {
+            allow_bash: settings.sandbox.allow_host_bash,
+        },
+        SandboxProviderKind::Bwrap => {
+            bwrap_available().await.map_err(|reason| {
+                SandboxError::Unavailable(format!(
+                    "sandbox.provider is bwrap but {reason}; fix that or set sandbox.provider: local"
+                ))
+            })?;
+            bwrap_mode(&settings).await
+        }
+        SandboxProviderKind::Auto => match bwrap_available().await {
+            Ok(()) => bwrap_mode(&settings).await,
+            Err(reason) => {
+                tracing::warn!(%reason, "bwrap is unusable; falling back to the local sandbox with bash disabled");
+                ExecMode::Local { allow_bash: false }
+            }
+        },
+    };
+    Ok(Arc::new(HostSandboxProvider::new(settings, mode)))
+}
+
+async fn bwrap_mode(settings: &ProviderSettings) -> ExecMode {
+    ExecMode::Bwrap {
+        network: settings.sandbox.network,
+        drop_to_uid: uid_switch_works().await,
+    }
+}
+
+/// Hands out one [`HostSandbox`] per (user, thread); ids are deterministic (`{kind}:{user}:{thread}`).
+pub struct HostSandboxProvider {
+    settings: ProviderSettings,
+    mode: ExecMode,
+    sandboxes: Mutex<HashMap<String, Arc<HostSandbox>>>,
+}
+
+impl HostSandboxProvider {
+    pub fn new(mut settings: ProviderSettings, mode: ExecMode) -> Self {
+        settings.data_dir =
+            std::path::absolute(&settings.data_dir).unwrap_or(settings.data_dir.clone());
+        Self {
+            settings,
+            mode,
+            sandboxes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn mode(&self) -> ExecMode {
+        self.mode
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.mode {
+            ExecMode::Local { .. } => "local",
+            ExecMode::Bwrap { .. } => "bwrap",
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<HostSandbox>>> {
+        self.sandboxes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn build(&self, user_id: &str, thread_id: &str) -> Result<HostSandbox, SandboxError> {
+        let paths = ThreadPaths::new(&self.settings.data_dir, user_id, thread_id)
+            .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
+        paths.ensure_dirs().map_err(|e| {
+            SandboxError::Unavailable(format!("could not create the thread directories: {e}"))
+        })?;
+        let mapper = PathMapper::for_thread(
+            &paths,
+            self.settings.skills_dir.as_deref(),
+            &self.settings.sandbox.mounts,
+        );
+        let config = &self.settings.sandbox;
+        Ok(HostSandbox {
+            id: format!("{}:{user_id}:{thread_id}", self.kind()),
+            mapper,
+            workspace: paths.workspace(),
+            mode: self.mode,
+            host_env: self.settings.host_env.clone(),
+            default_timeout: Duration::from_secs(config.bash_command_timeout.max(1)),
+            limits: Limits {
+                cpu_seconds: config.cpu_seconds,
+                address_space_bytes: config.memory_mb.saturating_mul(1024 * 1024),
+                processes: config.max_processes,
+                file_size_bytes: config.max_file_size_mb.saturating_mul(1024 * 1024),
+            },
+        })
+    }
+}
+
+#[async_trait]
+impl SandboxProvider for HostSandboxProvider {
+    async fn acquire(&self, user_id: &str, thread_id: &str) -> Result<String, SandboxError> {
+        let id = format!("{}:{user_id}:{thread_id}", self.kind());
+        if self.lock().contains_key(&id) {
+            return Ok(id);
+        }
+        let sandbox = Arc::new(self.build(user_id, thread_id)?);
+        self.lock().entry(id.clone()).or_insert(sandbox);
+        Ok(id)
+    }
+
+    fn get(&self, sandbox_id: &str) -> Option<Arc<dyn Sandbox>> {
+        if let Some(sandbox) = self.lock().get(sandbox_id) {
+            return Some(sandbox.clone());
+        }
+        // Ids are deterministic, so a thread bound before a restart finds its sandbox again.
+        let mut parts = sandbox_id.splitn(3, ':');
+        let (Some(kind), Some(user), Some(thread)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        if kind != self.kind() {
+            return None;
+        }
+        let sandbox = Arc::new(self.build(user, thread).ok()?);
+        let entry = self
+            .lock()
+            .entry(sandbox_id.to_string())
+            .or_insert(sandbox)
+            .clone();
+        Some(entry)
+    }
+
+    async fn release(&self, sandbox_id: &str) -> Result<(), SandboxError> {
+        // Host sandboxes hold no processes between calls; forgetting the entry is enough.
+        self.lock().remove(sandbox_id);
+        Ok(())
+    }
+
+    async fn shutdown(&self) {
+        self.lock().clear();
+    }
+}
+
+/// A thread's sandbox on this host.
+pub struct HostSandbox {
+    id: String,
+    mapper: PathMapper,
+    workspace: PathBuf,
+    mode: ExecMode,
+    host_env: Vec<(String, String)>,
+    default_timeout: Duration,
+    limits: Limits,
+}
+
+impl HostSandbox {
+    pub fn mapper(&self) -> &PathMapper {
+        &self.mapper
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&PathMapper) -> Result<T, SandboxError> + Send + 'static,
+    ) -> Result<T, SandboxError> {
+        let mapper = self.mapper.clone();
+        tokio::task::spawn_blocking(move || work(&mapper))
+            .await
+            .map_err(|e| SandboxError::Unavailable(format!("file operation panicked: {e}")))?
+    }
+}
+
+#[async_trait]
+impl Sandbox for HostSandbox {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn execute_command(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        timeout: Option<Duration>,
+    ) -> Result<CommandOutput, SandboxError> {
+        let mut env = scrub_env(&self.host_env, env);
+        if !env.iter().any(|(k, _)| k == "PATH") {
+            env.push(("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()));
+        }
+        let invocation = match self.mode {
+            ExecMode::Local { allow_bash: false } => {
+                return Err(SandboxError::ShellDisabled(HOST_BASH_DISABLED.into()));
+            }
+            ExecMode::Local { allow_bash: true } => {
+                let mapped = self.mapper.map_command(command)?;
+                env.push(("HOME".into(), self.workspace.to_string_lossy().into_owned()));
+                Invocation {
+                    program: exec::host_shell(),
+                    args: vec!["-c".into(), mapped],
+                    env,
+                    cwd: self.workspace.clone(),
+                }
+            }
+            ExecMode::Bwrap {
+                network,
+                drop_to_uid,
+            } => {
+                env.push(("HOME".into(), crate::paths::VIRTUAL_WORKSPACE.into()));
+                let args =
+                    exec::bwrap_args(self.mapper.mounts(), network, drop_to_uid, &env, command);
+                Invocation {
+                    program: PathBuf::from("bwrap"),
+                    args,
+                    // bwrap itself only needs PATH; the command's env is passed with --setenv.
+                    env: vec![(
+                        "PATH".into(),
+                        "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin".into(),
+                    )],
+                    cwd: self.workspace.clone(),
+                }
+            }
+        };
+        let raw = exec::run(
+            invocation,
+            self.limits,
+            timeout.unwrap_or(self.default_timeout),
+        )
+        .await?;
+        Ok(CommandOutput {
+            stdout: self
+                .mapper
+                .unmap_text(&String::from_utf8_lossy(&raw.stdout)),
+            stderr: self
+                .mapper
+                .unmap_text(&String::from_utf8_lossy(&raw.stderr)),
+            exit_code: raw.exit_code,
+            timed_out: raw.timed_out,
+        })
+    }
+
+    async fn read_file(
+        &self,
+        path: &str,
+        start_line: Option<usize>,
+        end_line: Option<usize>,
+    ) -> Result<String, SandboxError> {
+        let path = path.to_string();
+        self.blocking(move |m| fs::read_text(m, &path, start_line, end_line))
+            .await
+    }
+
+    async fn download_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let path = path.to_string();
+        self.blocking(move |m| fs::read_bytes(m, &path)).await
+    }
+
+    async fn write_file(
+        &self,
+        path: &str,
+        content: &str,
+        append: bool,
+    ) -> Result<(), SandboxError> {
+        let (path, content) = (path.to_string(), content.to_string());
+        self.blocking(move |m| fs::write_bytes(m, &path, content.as_bytes(), append))
+            .await
+    }
+
+    async fn update_file(&self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
+        let (path, content) = (path.to_string(), content.to_vec());
+        self.blocking(move |m| fs::write_bytes(m, &path, &content, false))
+            .await
+    }
+
+    async fn list_dir(&self, path: &str, max_depth: usize) -> Result<Vec<String>, SandboxError> {
+        let path = path.to_string();
+        self.blocking(move |m| fs::list_dir(m, &path, max_depth))
+            .await
+    }
+
+    async fn glob(
+        &self,
+        path: &str,
+        pattern: &str,
+        include_dirs: bool,
+        max_results: usize,
+    ) -> Result<(Vec<String>, bool), SandboxError> {
+        let (path, pattern) = (path.to_string(), pattern.to_string());
+        self.blocking(move |m| fs::glob(m, &path, &pattern, include_dirs, max_results))
+            .await
+    }
+
+    async fn grep(
+        &self,
+        path: &str,
+        pattern: &str,
+        options: &GrepOptions,
+    ) -> Result<(Vec<GrepMatch>, bool), SandboxError> {
+        let (path, pattern, options) = (path.to_string(), pattern.to_string(), options.clone());
+        self.blocking(move |m| fs::grep(m, &path, &pattern, &options))
+            .await
+    }
+}

@@ -1,0 +1,114 @@
+//! `write_file(description, path, content, append?)`: creates or overwrites a file, behind the
+//! size cap and the read-before-write gate.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::tools::builtin::{
+    SandboxAccess, ToolMeta, check_read_stamp, current_content, error_text, stamp,
+};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+
+/// Arguments of `write_file`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct WriteFileArgs {
+    /// Explain why you are writing this file in a few words. ALWAYS PROVIDE THIS PARAMETER FIRST.
+    // Only for the model (and the trace): it states its intent before acting.
+    #[allow(dead_code)]
+    #[serde(default)]
+    pub(crate) description: Option<String>,
+    /// Absolute path of the file; parent directories are created.
+    pub(crate) path: String,
+    /// The text to write.
+    pub(crate) content: String,
+    /// Add to the end of the file instead of replacing it.
+    #[serde(default)]
+    pub(crate) append: bool,
+}
+
+pub struct WriteFileTool {
+    meta: ToolMeta,
+    access: SandboxAccess,
+    /// Overrides `sandbox.write_file_max_bytes`.
+    max_bytes: Option<usize>,
+}
+
+impl WriteFileTool {
+    pub fn new(meta: ToolMeta, access: SandboxAccess, max_bytes: Option<usize>) -> Self {
+        Self {
+            meta,
+            access,
+            max_bytes,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for WriteFileTool {
+    fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    fn description(&self) -> &str {
+        "Write text to a file, creating it (and its directories) if needed. To change an existing \
+         file, read it first. Large content: write the first part, then the rest with append=true."
+    }
+
+    fn parameters(&self) -> Value {
+        schema_for::<WriteFileArgs>()
+    }
+
+    fn group(&self) -> Option<&str> {
+        self.meta.group.as_deref()
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+        let args: WriteFileArgs = parse_args(args)?;
+        let max_bytes = self
+            .max_bytes
+            .unwrap_or(ctx.run.config.sandbox.write_file_max_bytes);
+        let size = args.content.len();
+        if !args.append && max_bytes > 0 && size > max_bytes {
+            return Ok(ToolOutput::text(format!(
+                "Error: content is {size} bytes, over the {max_bytes}-byte limit for one write_file call. \
+                 Write the file in parts: write the first part, then call write_file with append=true \
+                 for each following part."
+            )));
+        }
+        let (sandbox, mut update) = self.access.sandbox(ctx).await?;
+        let lock = self.access.file_lock(sandbox.id(), &args.path);
+        let _guard = lock.lock().await;
+        let existing = match current_content(sandbox.as_ref(), &args.path).await {
+            Ok(existing) => existing,
+            Err(error) => return Ok(with_update(error_text(&error), update)),
+        };
+        if let Some(current) = &existing
+            && let Err(refusal) = check_read_stamp(ctx, &args.path, current)
+        {
+            return Ok(with_update(refusal, update));
+        }
+        if let Err(error) = sandbox
+            .write_file(&args.path, &args.content, args.append)
+            .await
+        {
+            return Ok(with_update(error_text(&error), update));
+        }
+        let mut written = match (&existing, args.append) {
+            (Some(current), true) => current.clone(),
+            _ => Vec::new(),
+        };
+        written.extend_from_slice(args.content.as_bytes());
+        stamp(&mut update, &args.path, &written);
+        Ok(with_update("OK".to_string(), update))
+    }
+}
+
+fn with_update(content: String, update: crate::state::StateUpdate) -> ToolOutput {
+    ToolOutput {
+        content,
+        update,
+        artifact: None,
+    }
+}

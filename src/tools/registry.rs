@@ -1,0 +1,356 @@
+//! The tool registry: builds the configured tools from a compile-time table of built-in kinds
+//! and filters them by tool group.
+//!
+//! Precedence for duplicate names: configured tools, then always-present built-ins
+//! (`present_files`), then externally added ones (MCP).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::config::{AppConfig, ToolConfig};
+use crate::sandbox::SandboxProvider;
+use crate::tools::builtin::{
+    BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
+    StrReplaceTool, ToolMeta, WriteFileTool,
+};
+use crate::tools::{ToolRef, dedupe_tools};
+
+/// Built-in tool kinds a config entry's `use` may name: (kind, parameters it accepts).
+pub const BUILTIN_KINDS: &[(&str, &[&str])] = &[
+    ("bash", &["timeout_seconds", "max_output_chars"]),
+    ("ls", &["max_output_chars"]),
+    ("read_file", &["max_output_chars"]),
+    ("write_file", &["max_bytes"]),
+    ("str_replace", &[]),
+    ("glob", &[]),
+    ("grep", &[]),
+];
+
+/// Groups that exist when the config defines none.
+pub const DEFAULT_TOOL_GROUPS: &[&str] = &["web", "file:read", "file:write", "bash"];
+
+/// The reference's default tool list: (name = kind, group).
+const DEFAULT_TOOLS: &[(&str, &str)] = &[
+    ("ls", "file:read"),
+    ("read_file", "file:read"),
+    ("glob", "file:read"),
+    ("grep", "file:read"),
+    ("write_file", "file:write"),
+    ("str_replace", "file:write"),
+    ("bash", "bash"),
+];
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegistryError {
+    #[error("tools[{index}] ({name}): unknown `use: {kind}`; use one of {known}")]
+    UnknownKind {
+        index: usize,
+        name: String,
+        kind: String,
+        known: String,
+    },
+    #[error(
+        "tools[{index}] ({name}): unknown parameter `{param}` for `use: {kind}`; accepted: {accepted}"
+    )]
+    UnknownParam {
+        index: usize,
+        name: String,
+        kind: String,
+        param: String,
+        accepted: String,
+    },
+    #[error("tools[{index}] ({name}): parameter `{param}` is invalid: {detail}")]
+    InvalidParam {
+        index: usize,
+        name: String,
+        param: String,
+        detail: String,
+    },
+    #[error(
+        "tools[{index}] ({name}): group `{group}` is not in tool_groups; add it there or fix the name"
+    )]
+    UnknownGroup {
+        index: usize,
+        name: String,
+        group: String,
+    },
+}
+
+/// Every tool an agent may be given, in precedence order.
+pub struct ToolRegistry {
+    tools: Vec<ToolRef>,
+}
+
+impl ToolRegistry {
+    /// Builds `config.tools` (or the defaults when empty) plus `present_files`. Every problem is
+    /// reported, not just the first.
+    pub fn from_config(
+        config: &AppConfig,
+        provider: Arc<dyn SandboxProvider>,
+    ) -> Result<Self, Vec<RegistryError>> {
+        let access = SandboxAccess::new(provider);
+        let groups: Vec<String> = if config.tool_groups.is_empty() {
+            DEFAULT_TOOL_GROUPS.iter().map(|g| g.to_string()).collect()
+        } else {
+            config.tool_groups.iter().map(|g| g.name.clone()).collect()
+        };
+        let entries: Vec<ToolConfig> = if config.tools.is_empty() {
+            default_tool_configs()
+        } else {
+            config.tools.clone()
+        };
+        let mut tools = Vec::new();
+        let mut problems = Vec::new();
+        for (index, entry) in entries.iter().enumerate() {
+            if let Some(group) = &entry.group
+                && !groups.contains(group)
+            {
+                problems.push(RegistryError::UnknownGroup {
+                    index,
+                    name: entry.name.clone(),
+                    group: group.clone(),
+                });
+                continue;
+            }
+            match build_tool(index, entry, &access) {
+                Ok(tool) => tools.push(tool),
+                Err(error) => problems.push(error),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        tools.push(Arc::new(PresentFilesTool::new()) as ToolRef);
+        Ok(Self {
+            tools: dedupe_tools(tools),
+        })
+    }
+
+    /// Adds tools from elsewhere (MCP); names already taken keep their existing tool.
+    pub fn add_external(&mut self, tools: impl IntoIterator<Item = ToolRef>) {
+        let all = std::mem::take(&mut self.tools).into_iter().chain(tools);
+        self.tools = dedupe_tools(all);
+    }
+
+    pub fn all(&self) -> &[ToolRef] {
+        &self.tools
+    }
+
+    /// The tools an agent with this `tool_groups` whitelist sees (`None` = all);
+    /// `present_files` and ungrouped built-ins are always included.
+    pub fn tools_for_groups(&self, groups: Option<&[String]>) -> Vec<ToolRef> {
+        self.tools
+            .iter()
+            .filter(|tool| match (groups, tool.group()) {
+                (None, _) | (_, None) => true,
+                (Some(allowed), Some(group)) => allowed.iter().any(|g| g == group),
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+fn default_tool_configs() -> Vec<ToolConfig> {
+    DEFAULT_TOOLS
+        .iter()
+        .map(|(name, group)| ToolConfig {
+            name: name.to_string(),
+            group: Some(group.to_string()),
+            use_kind: name.to_string(),
+            params: BTreeMap::new(),
+        })
+        .collect()
+}
+
+fn build_tool(
+    index: usize,
+    entry: &ToolConfig,
+    access: &SandboxAccess,
+) -> Result<ToolRef, RegistryError> {
+    let Some((kind, accepted)) = BUILTIN_KINDS
+        .iter()
+        .find(|(kind, _)| *kind == entry.use_kind)
+    else {
+        return Err(RegistryError::UnknownKind {
+            index,
+            name: entry.name.clone(),
+            kind: entry.use_kind.clone(),
+            known: BUILTIN_KINDS
+                .iter()
+                .map(|(k, _)| *k)
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    if let Some(param) = entry
+        .params
+        .keys()
+        .find(|p| !accepted.contains(&p.as_str()))
+    {
+        return Err(RegistryError::UnknownParam {
+            index,
+            name: entry.name.clone(),
+            kind: kind.to_string(),
+            param: param.clone(),
+            accepted: if accepted.is_empty() {
+                "none".into()
+            } else {
+                accepted.join(", ")
+            },
+        });
+    }
+    let params = Params { index, entry };
+    let meta = ToolMeta::new(entry.name.clone(), entry.group.as_deref());
+    let access = access.clone();
+    let tool: ToolRef = match *kind {
+        "bash" => Arc::new(BashTool::new(
+            meta,
+            access,
+            params.get("max_output_chars")?,
+            params
+                .get::<u64>("timeout_seconds")?
+                .map(|s| Duration::from_secs(s.max(1))),
+        )),
+        "ls" => Arc::new(LsTool::new(meta, access, params.get("max_output_chars")?)),
+        "read_file" => Arc::new(ReadFileTool::new(
+            meta,
+            access,
+            params.get("max_output_chars")?,
+        )),
+        "write_file" => Arc::new(WriteFileTool::new(meta, access, params.get("max_bytes")?)),
+        "str_replace" => Arc::new(StrReplaceTool::new(meta, access)),
+        "glob" => Arc::new(GlobTool::new(meta, access)),
+        _ => Arc::new(GrepTool::new(meta, access)),
+    };
+    Ok(tool)
+}
+
+struct Params<'a> {
+    index: usize,
+    entry: &'a ToolConfig,
+}
+
+impl Params<'_> {
+    fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, RegistryError> {
+        let Some(value) = self.entry.params.get(key) else {
+            return Ok(None);
+        };
+        serde_json::from_value::<T>(Value::clone(value))
+            .map(Some)
+            .map_err(|e| RegistryError::InvalidParam {
+                index: self.index,
+                name: self.entry.name.clone(),
+                param: key.to_string(),
+                detail: e.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{SandboxConfig, ToolGroupConfig};
+    use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings};
+    use serde_json::json;
+
+    fn provider() -> Arc<dyn SandboxProvider> {
+        Arc::new(HostSandboxProvider::new(
+            ProviderSettings {
+                data_dir: std::env::temp_dir(),
+                skills_dir: None,
+                sandbox: SandboxConfig::default(),
+                host_env: Vec::new(),
+            },
+            ExecMode::Local { allow_bash: false },
+        ))
+    }
+
+    fn names(tools: &[ToolRef]) -> Vec<&str> {
+        tools.iter().map(|t| t.name()).collect()
+    }
+
+    fn tool(name: &str, group: Option<&str>, kind: &str, params: Value) -> ToolConfig {
+        ToolConfig {
+            name: name.into(),
+            group: group.map(str::to_string),
+            use_kind: kind.into(),
+            params: serde_json::from_value(params).unwrap(),
+        }
+    }
+
+    #[test]
+    fn defaults_cover_the_reference_tools_and_groups_filter_them() {
+        let registry = ToolRegistry::from_config(&AppConfig::default(), provider()).unwrap();
+        assert_eq!(
+            names(registry.all()),
+            [
+                "ls",
+                "read_file",
+                "glob",
+                "grep",
+                "write_file",
+                "str_replace",
+                "bash",
+                "present_files"
+            ]
+        );
+        let read_only = registry.tools_for_groups(Some(&["file:read".to_string()]));
+        assert_eq!(
+            names(&read_only),
+            ["ls", "read_file", "glob", "grep", "present_files"]
+        );
+        assert_eq!(
+            names(&registry.tools_for_groups(Some(&[]))),
+            ["present_files"]
+        );
+        assert_eq!(registry.tools_for_groups(None).len(), 8);
+    }
+
+    #[test]
+    fn config_tools_win_over_builtins_and_external_ones() {
+        let config = AppConfig {
+            tools: vec![
+                tool("shell", Some("bash"), "bash", json!({"timeout_seconds": 5})),
+                tool("present_files", None, "ls", json!({})),
+            ],
+            ..Default::default()
+        };
+        let mut registry = ToolRegistry::from_config(&config, provider()).unwrap();
+        assert_eq!(names(registry.all()), ["shell", "present_files"]);
+        assert_eq!(
+            registry.all()[1].description(),
+            "List the contents of a directory up to 2 levels deep, directories ending in '/'."
+        );
+        registry.add_external(vec![Arc::new(PresentFilesTool::new()) as ToolRef]);
+        assert_eq!(names(registry.all()), ["shell", "present_files"]);
+    }
+
+    #[test]
+    fn config_errors_are_all_reported() {
+        let config = AppConfig {
+            tool_groups: vec![ToolGroupConfig {
+                name: "bash".into(),
+            }],
+            tools: vec![
+                tool("a", None, "web_search_9000", json!({})),
+                tool("b", Some("file:read"), "ls", json!({})),
+                tool("c", None, "bash", json!({"colour": "red"})),
+                tool("d", None, "bash", json!({"timeout_seconds": "soon"})),
+            ],
+            ..Default::default()
+        };
+        let Err(problems) = ToolRegistry::from_config(&config, provider()) else {
+            panic!("bad config accepted");
+        };
+        assert_eq!(problems.len(), 4);
+        let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        assert!(text[0].contains("unknown `use: web_search_9000`; use one of bash, ls"));
+        assert!(text[1].contains("group `file:read` is not in tool_groups"));
+        assert!(text[2].contains("unknown parameter `colour`"));
+        assert!(text[3].contains("parameter `timeout_seconds` is invalid"));
+    }
+}

@@ -1,0 +1,183 @@
+//! Integration tests of the daemon: the real `antler` binary on an ephemeral port, a scripted
+//! OpenAI-compatible fake model, and plain HTTP from the test.
+
+mod api;
+mod lifecycle;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::Value;
+
+pub(crate) const TOKEN_A: &str = "token-alice-0123456789";
+pub(crate) const TOKEN_B: &str = "token-bob-0123456789";
+
+/// A temp data dir + config for one daemon, reusable across restarts.
+pub(crate) struct Setup {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) config_path: PathBuf,
+}
+
+impl Setup {
+    /// `model_url` is the fake's `/v1` base URL; `extra` is appended YAML.
+    pub(crate) fn new(model_url: &str, extra: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config_path = dir.path().join("config.yaml");
+        let yaml = format!(
+            "config_version: 1\n\
+             data_dir: {data}\n\
+             models:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model_url}\n    timeout: 30\n\
+             llm_call:\n  retry_max_attempts: 1\n\
+             gateway:\n  listen: 127.0.0.1:0\n  shutdown_grace_seconds: 5\n  api_tokens:\n    - token: {TOKEN_A}\n      user: alice\n    - token: {TOKEN_B}\n      user: bob\n\
+             {extra}",
+            data = dir.path().join("data").display(),
+        );
+        std::fs::write(&config_path, yaml).expect("write config");
+        Self { dir, config_path }
+    }
+
+    pub(crate) fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub(crate) fn start(&self) -> Daemon {
+        Daemon::start(&self.config_path)
+    }
+}
+
+/// A running `antler run` child process.
+pub(crate) struct Daemon {
+    child: Child,
+    pub(crate) base: String,
+    pub(crate) http: reqwest::Client,
+}
+
+impl Daemon {
+    fn start(config: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_antler"))
+            .arg("--config")
+            .arg(config)
+            .arg("run")
+            .env("RUST_LOG", "warn")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn antler");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let base = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(url) = line.strip_prefix("antler listening on ") {
+                        break url.trim().to_string();
+                    }
+                }
+                _ => panic!("antler exited before it was ready"),
+            }
+        };
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("http client");
+        Self { child, base, http }
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub(crate) fn get(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.get(self.url(path)).bearer_auth(token)
+    }
+
+    pub(crate) fn post(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.post(self.url(path)).bearer_auth(token)
+    }
+
+    pub(crate) fn delete(&self, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.http.delete(self.url(path)).bearer_auth(token)
+    }
+
+    /// Sends a signal (`"TERM"`, `"KILL"`, …) with kill(1): no unsafe code in tests.
+    pub(crate) fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Waits for the process to exit and returns its exit code.
+    pub(crate) fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Creates a thread for `token`'s user and returns its id.
+    pub(crate) async fn create_thread(&self, token: &str) -> String {
+        let body: Value = self
+            .post("/api/threads", token)
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .expect("create thread")
+            .json()
+            .await
+            .expect("thread json");
+        body["thread_id"].as_str().expect("thread_id").to_string()
+    }
+
+    /// Streams a run and collects `(event, data)` pairs until `end`.
+    pub(crate) async fn stream_run(
+        &self,
+        token: &str,
+        thread_id: &str,
+        text: &str,
+    ) -> Vec<(String, Value)> {
+        let response = self
+            .post(&format!("/api/threads/{thread_id}/runs/stream"), token)
+            .json(&serde_json::json!({"input": {"messages": [{"role": "user", "content": text}]}}))
+            .send()
+            .await
+            .expect("stream request");
+        assert_eq!(response.status(), 200, "stream status");
+        collect_sse(response).await
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub(crate) async fn collect_sse(response: reqwest::Response) -> Vec<(String, Value)> {
+    use eventsource_stream::Eventsource;
+    let mut events = Vec::new();
+    let mut stream = response.bytes_stream().eventsource();
+    while let Some(event) = stream.next().await {
+        let event = event.expect("sse event");
+        let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::String(event.data));
+        let done = event.event == "end";
+        events.push((event.event, data));
+        if done {
+            break;
+        }
+    }
+    events
+}

@@ -1,0 +1,98 @@
+//! Sandbox providers and the built-in file/shell tools, end to end on real directories.
+
+mod bwrap;
+mod tools;
+
+use std::sync::Arc;
+
+use antler::agent::RunContext;
+use antler::config::{AppConfig, SandboxConfig};
+use antler::paths::ThreadPaths;
+use antler::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, Sandbox, SandboxProvider};
+use antler::state::ThreadState;
+use antler::tools::{Tool, ToolContext, ToolOutput};
+use serde_json::Value;
+
+const USER: &str = "alice";
+const THREAD: &str = "thread-1";
+
+/// A data dir in a temp dir, a provider over it and a config pointing at it.
+struct Fixture {
+    tmp: tempfile::TempDir,
+    config: Arc<AppConfig>,
+    provider: Arc<HostSandboxProvider>,
+}
+
+impl Fixture {
+    fn new(mode: ExecMode) -> Self {
+        Self::with(mode, SandboxConfig::default(), Vec::new())
+    }
+
+    fn with(mode: ExecMode, sandbox: SandboxConfig, host_env: Vec<(String, String)>) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let data_dir = tmp.path().join("data");
+        let skills = tmp.path().join("skills");
+        std::fs::create_dir_all(skills.join("demo")).unwrap();
+        std::fs::write(skills.join("demo/SKILL.md"), "# demo skill\n").unwrap();
+        let mut config = AppConfig::default();
+        config.data_dir = Some(data_dir.clone());
+        config.sandbox = sandbox.clone();
+        let host_env = if host_env.is_empty() {
+            vec![(
+                "PATH".to_string(),
+                "/usr/local/bin:/usr/bin:/bin".to_string(),
+            )]
+        } else {
+            host_env
+        };
+        let provider = Arc::new(HostSandboxProvider::new(
+            ProviderSettings {
+                data_dir,
+                skills_dir: Some(skills),
+                sandbox,
+                host_env,
+            },
+            mode,
+        ));
+        Self {
+            tmp,
+            config: Arc::new(config),
+            provider,
+        }
+    }
+
+    fn paths(&self) -> ThreadPaths {
+        ThreadPaths::new(&self.tmp.path().join("data"), USER, THREAD).unwrap()
+    }
+
+    fn provider_ref(&self) -> Arc<dyn SandboxProvider> {
+        self.provider.clone()
+    }
+
+    async fn sandbox(&self) -> Arc<dyn Sandbox> {
+        let id = self.provider.acquire(USER, THREAD).await.unwrap();
+        self.provider.get(&id).unwrap()
+    }
+
+    /// Calls a tool as the loop would and applies its state update.
+    async fn call(&self, tool: &dyn Tool, args: Value, state: &mut ThreadState) -> ToolOutput {
+        let run = RunContext::new(THREAD, USER, self.config.clone());
+        let ctx = ToolContext {
+            run: &run,
+            state,
+            tool_call_id: "call-1",
+        };
+        let output = tool.call(args, &ctx).await.unwrap();
+        state.apply(output.update.clone()).unwrap();
+        output
+    }
+
+    /// Every spelling of the temp dir a leak could use.
+    fn host_markers(&self) -> Vec<String> {
+        let mut markers = vec![self.tmp.path().to_string_lossy().into_owned()];
+        if let Ok(canonical) = self.tmp.path().canonicalize() {
+            markers.push(canonical.to_string_lossy().into_owned());
+        }
+        markers
+    }
+}

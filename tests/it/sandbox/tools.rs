@@ -1,0 +1,709 @@
+//! The built-in tools on the local provider: limits, exact messages, the read-before-write gate,
+//! present_files and the no-host-path guarantee.
+
+use std::sync::Arc;
+
+use antler::config::{AppConfig, SandboxConfig, ToolConfig};
+use antler::sandbox::{ExecMode, SandboxProvider};
+use antler::state::ThreadState;
+use antler::tools::builtin::{
+    BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
+    StrReplaceTool, ToolMeta, WriteFileTool,
+};
+use antler::tools::registry::ToolRegistry;
+use antler::tools::{Tool, ToolRef};
+use serde_json::json;
+
+use super::Fixture;
+
+const WS: &str = "/mnt/user-data/workspace";
+
+struct Tools {
+    bash: BashTool,
+    ls: LsTool,
+    read: ReadFileTool,
+    write: WriteFileTool,
+    replace: StrReplaceTool,
+    glob: GlobTool,
+    grep: GrepTool,
+    present: PresentFilesTool,
+}
+
+fn tools(provider: Arc<dyn SandboxProvider>) -> Tools {
+    let access = SandboxAccess::new(provider);
+    let meta = |name: &str| ToolMeta::new(name, None);
+    Tools {
+        bash: BashTool::new(meta("bash"), access.clone(), None, None),
+        ls: LsTool::new(meta("ls"), access.clone(), None),
+        read: ReadFileTool::new(meta("read_file"), access.clone(), None),
+        write: WriteFileTool::new(meta("write_file"), access.clone(), None),
+        replace: StrReplaceTool::new(meta("str_replace"), access.clone()),
+        glob: GlobTool::new(meta("glob"), access.clone()),
+        grep: GrepTool::new(meta("grep"), access),
+        present: PresentFilesTool::new(),
+    }
+}
+
+fn local_with_bash() -> Fixture {
+    let sandbox = SandboxConfig {
+        allow_host_bash: true,
+        ..Default::default()
+    };
+    Fixture::with(ExecMode::Local { allow_bash: true }, sandbox, Vec::new())
+}
+
+#[tokio::test]
+async fn no_tool_output_contains_a_host_path() {
+    let fx = local_with_bash();
+    let t = tools(fx.provider_ref());
+    let mut state = ThreadState::default();
+    let calls: Vec<(&dyn Tool, serde_json::Value)> = vec![
+        (
+            &t.write,
+            json!({"path": format!("{WS}/a.txt"), "content": "alpha\nbeta\n"}),
+        ),
+        (&t.read, json!({"path": format!("{WS}/a.txt")})),
+        (
+            &t.replace,
+            json!({"path": format!("{WS}/a.txt"), "old_str": "beta", "new_str": "gamma"}),
+        ),
+        (&t.ls, json!({"path": "/mnt/user-data"})),
+        (
+            &t.glob,
+            json!({"pattern": "**/*", "path": "/mnt/user-data", "include_dirs": true}),
+        ),
+        (&t.grep, json!({"pattern": "a", "path": "/mnt/user-data"})),
+        (
+            &t.bash,
+            json!({"command": "pwd; echo $HOME; ls -la /mnt/user-data/workspace; realpath a.txt; cat /mnt/user-data/workspace/missing"}),
+        ),
+        (
+            &t.bash,
+            json!({"command": "cp a.txt /mnt/user-data/outputs/a.txt && ls /mnt/user-data/outputs"}),
+        ),
+        (
+            &t.present,
+            json!({"filepaths": ["/mnt/user-data/outputs/a.txt"]}),
+        ),
+        (&t.read, json!({"path": format!("{WS}/missing.txt")})),
+        (&t.ls, json!({"path": format!("{WS}/nope")})),
+        (
+            &t.write,
+            json!({"path": "/mnt/skills/demo/x", "content": "x"}),
+        ),
+        (&t.read, json!({"path": "/mnt/skills/demo/SKILL.md"})),
+        (&t.grep, json!({"pattern": "(", "path": WS})),
+    ];
+    let mut outputs = Vec::new();
+    for (tool, args) in calls {
+        let output = fx.call(tool, args, &mut state).await;
+        outputs.push(format!("{}: {}", tool.name(), output.content));
+    }
+    let all = outputs.join("\n---\n");
+    for marker in fx.host_markers() {
+        assert!(!all.contains(&marker), "host path {marker} leaked:\n{all}");
+    }
+    assert!(
+        all.contains("/mnt/user-data/workspace\n"),
+        "pwd is virtual:\n{all}"
+    );
+    assert!(all.contains("/mnt/user-data/workspace/a.txt"), "{all}");
+    assert!(
+        all.contains("File not found: /mnt/user-data/workspace/missing.txt"),
+        "{all}"
+    );
+    assert!(all.contains("/mnt/skills/demo/x is read-only"), "{all}");
+    assert!(all.contains("# demo skill"), "{all}");
+    assert_eq!(state.artifacts, ["/mnt/user-data/outputs/a.txt"]);
+}
+
+#[tokio::test]
+async fn bash_output_is_middle_truncated_with_the_exact_skipped_count() {
+    let fx = local_with_bash();
+    let bash = BashTool::new(
+        ToolMeta::new("bash", None),
+        SandboxAccess::new(fx.provider_ref()),
+        Some(200),
+        None,
+    );
+    let mut state = ThreadState::default();
+    let out = fx
+        .call(
+            &bash,
+            json!({"command": "printf 'H%.0s' $(seq 500); printf 'T%.0s' $(seq 500)"}),
+            &mut state,
+        )
+        .await;
+    let marker_len = "\n... [middle truncated: 1000 chars skipped] ...\n".len();
+    let kept = 200 - marker_len;
+    assert_eq!(
+        out.content,
+        format!(
+            "{}\n... [middle truncated: {} chars skipped] ...\n{}",
+            "H".repeat(kept / 2),
+            1000 - kept,
+            "T".repeat(kept - kept / 2)
+        )
+    );
+    assert!(out.content.chars().count() <= 200);
+    let exit = fx
+        .call(
+            &bash,
+            json!({"command": "echo oops >&2; exit 3"}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(exit.content, "Std Error:\noops\n\nExit Code: 3");
+}
+
+#[tokio::test]
+async fn bash_times_out_and_is_disabled_on_plain_local() {
+    let fx = local_with_bash();
+    let bash = BashTool::new(
+        ToolMeta::new("bash", None),
+        SandboxAccess::new(fx.provider_ref()),
+        None,
+        Some(std::time::Duration::from_secs(1)),
+    );
+    let mut state = ThreadState::default();
+    let started = std::time::Instant::now();
+    let out = fx
+        .call(
+            &bash,
+            json!({"command": "echo begun; sleep 30"}),
+            &mut state,
+        )
+        .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(out.content.starts_with("begun\n"), "{}", out.content);
+    assert!(
+        out.content
+            .contains("Error: Command timed out after 1 seconds and was killed")
+    );
+
+    let plain = Fixture::new(ExecMode::Local { allow_bash: false });
+    let t = tools(plain.provider_ref());
+    let out = plain
+        .call(
+            &t.bash,
+            json!({"command": "echo hi"}),
+            &mut ThreadState::default(),
+        )
+        .await;
+    assert!(
+        out.content
+            .starts_with("Error: shell commands are disabled"),
+        "{}",
+        out.content
+    );
+    assert!(out.content.contains("sandbox.allow_host_bash: true"));
+    assert!(out.content.contains("bubblewrap"));
+}
+
+#[tokio::test]
+async fn read_file_ranges_hints_and_errors() {
+    let fx = Fixture::new(ExecMode::Local { allow_bash: false });
+    let read = ReadFileTool::new(
+        ToolMeta::new("read_file", None),
+        SandboxAccess::new(fx.provider_ref()),
+        Some(300),
+    );
+    let paths = fx.paths();
+    paths.ensure_dirs().unwrap();
+    let body: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(paths.workspace().join("f.txt"), &body).unwrap();
+    std::fs::write(paths.workspace().join("empty.txt"), "").unwrap();
+    let mut state = ThreadState::default();
+    let path = format!("{WS}/f.txt");
+
+    let ranged = fx
+        .call(
+            &read,
+            json!({"path": path, "start_line": 2, "end_line": 3}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(ranged.content, "line 2\nline 3");
+    let whole = fx.call(&read, json!({"path": path}), &mut state).await;
+    let total = body.chars().count();
+    let hint = "Use start_line/end_line to read a specific range";
+    let kept = 300
+        - format!("\n... [truncated: showing first {total} of {total} chars. {hint}] ...").len();
+    assert_eq!(
+        whole.content,
+        format!(
+            "{}\n... [truncated: showing first {kept} of {total} chars. {hint}] ...",
+            &body[..kept]
+        )
+    );
+    let zero = fx
+        .call(&read, json!({"path": path, "start_line": 0}), &mut state)
+        .await;
+    assert!(
+        zero.content.contains("(start_line must be >= 1)"),
+        "{}",
+        zero.content
+    );
+    let reversed = fx
+        .call(
+            &read,
+            json!({"path": path, "start_line": 5, "end_line": 4}),
+            &mut state,
+        )
+        .await;
+    assert!(
+        reversed
+            .content
+            .contains("(start_line > end_line — no lines in range)")
+    );
+    let empty = fx
+        .call(
+            &read,
+            json!({"path": format!("{WS}/empty.txt")}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(empty.content, "(empty)");
+    for (bad, expected) in [
+        ("/etc/passwd", "is outside the sandbox"),
+        (
+            "/mnt/user-data/workspace/../../../etc/passwd",
+            "contains '..'",
+        ),
+        ("file:///etc/passwd", "file:// URLs are not allowed"),
+        (WS, "is a directory"),
+    ] {
+        let out = fx.call(&read, json!({"path": bad}), &mut state).await;
+        assert!(out.content.starts_with("Error: "), "{bad}: {}", out.content);
+        assert!(out.content.contains(expected), "{bad}: {}", out.content);
+    }
+}
+
+#[tokio::test]
+async fn ls_glob_and_grep_truncate_with_hints() {
+    let fx = Fixture::new(ExecMode::Local { allow_bash: false });
+    let paths = fx.paths();
+    paths.ensure_dirs().unwrap();
+    for i in 0..30 {
+        std::fs::write(
+            paths.workspace().join(format!("file-{i:02}.md")),
+            "needle\nhay\n",
+        )
+        .unwrap();
+    }
+    let access = SandboxAccess::new(fx.provider_ref());
+    let ls = LsTool::new(ToolMeta::new("ls", None), access.clone(), Some(250));
+    let mut state = ThreadState::default();
+    let listing = fx.call(&ls, json!({"path": WS}), &mut state).await;
+    let full: String = (0..30)
+        .map(|i| format!("{WS}/file-{i:02}.md"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let total = full.chars().count();
+    let hint = "Use a more specific path to see fewer results";
+    let kept = 250
+        - format!("\n... [truncated: showing first {total} of {total} chars. {hint}] ...").len();
+    assert_eq!(
+        listing.content,
+        format!(
+            "{}\n... [truncated: showing first {kept} of {total} chars. {hint}] ...",
+            &full[..kept]
+        )
+    );
+
+    let glob = GlobTool::new(ToolMeta::new("glob", None), access.clone());
+    let found = fx
+        .call(
+            &glob,
+            json!({"pattern": "*.md", "path": WS, "max_results": 2}),
+            &mut state,
+        )
+        .await;
+    assert!(
+        found.content.starts_with(&format!(
+            "{WS}/file-00.md\n{WS}/file-01.md\n\nResults truncated. Showing the first 2 matches"
+        )),
+        "{}",
+        found.content
+    );
+    let none = fx
+        .call(&glob, json!({"pattern": "*.rs", "path": WS}), &mut state)
+        .await;
+    assert_eq!(
+        none.content,
+        format!("No paths matched pattern \"*.rs\" under {WS}")
+    );
+
+    let grep = GrepTool::new(ToolMeta::new("grep", None), access);
+    let hits = fx
+        .call(
+            &grep,
+            json!({"pattern": "NEEDLE", "path": WS, "max_results": 1}),
+            &mut state,
+        )
+        .await;
+    assert!(
+        hits.content.starts_with(&format!(
+            "{WS}/file-00.md:1: needle\n\nResults truncated. Showing the first 1 matches"
+        )),
+        "{}",
+        hits.content
+    );
+    let strict = fx
+        .call(
+            &grep,
+            json!({"pattern": "NEEDLE", "path": WS, "case_sensitive": true}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(
+        strict.content,
+        format!("No matches for \"NEEDLE\" under {WS}")
+    );
+    let literal = fx
+        .call(
+            &grep,
+            json!({"pattern": "(", "path": WS, "literal": true}),
+            &mut state,
+        )
+        .await;
+    assert!(
+        literal.content.starts_with("No matches"),
+        "{}",
+        literal.content
+    );
+}
+
+#[tokio::test]
+async fn write_file_caps_non_append_payloads_at_80_kib() {
+    let fx = Fixture::new(ExecMode::Local { allow_bash: false });
+    let t = tools(fx.provider_ref());
+    let mut state = ThreadState::default();
+    let too_big = "x".repeat(80 * 1024 + 1);
+    let refused = fx
+        .call(
+            &t.write,
+            json!({"path": format!("{WS}/big"), "content": too_big}),
+            &mut state,
+        )
+        .await;
+    assert!(
+        refused
+            .content
+            .starts_with("Error: content is 81921 bytes, over the 81920-byte limit"),
+        "{}",
+        refused.content
+    );
+    assert!(refused.content.contains("append=true"));
+    assert!(!fx.paths().workspace().join("big").exists());
+    let exact = fx
+        .call(
+            &t.write,
+            json!({"path": format!("{WS}/big"), "content": "x".repeat(80 * 1024)}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(exact.content, "OK");
+    let appended = fx
+        .call(
+            &t.write,
+            json!({"path": format!("{WS}/big"), "content": too_big, "append": true}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(appended.content, "OK", "append bypasses the cap");
+    let size = std::fs::metadata(fx.paths().workspace().join("big"))
+        .unwrap()
+        .len();
+    assert_eq!(size, 2 * 80 * 1024 + 1);
+
+    let uncapped = Fixture::new(ExecMode::Local { allow_bash: false });
+    let mut config = (*uncapped.config).clone();
+    config.sandbox.write_file_max_bytes = 0;
+    let uncapped = Fixture {
+        config: Arc::new(config),
+        ..uncapped
+    };
+    let t = tools(uncapped.provider_ref());
+    let out = uncapped
+        .call(
+            &t.write,
+            json!({"path": format!("{WS}/big2"), "content": "y".repeat(200_000)}),
+            &mut ThreadState::default(),
+        )
+        .await;
+    assert_eq!(out.content, "OK", "0 disables the cap");
+}
+
+#[tokio::test]
+async fn str_replace_semantics() {
+    let fx = Fixture::new(ExecMode::Local { allow_bash: false });
+    let t = tools(fx.provider_ref());
+    let mut state = ThreadState::default();
+    let path = format!("{WS}/s.txt");
+    let missing = fx
+        .call(
+            &t.replace,
+            json!({"path": format!("{WS}/none.txt"), "old_str": "a", "new_str": "b"}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(
+        missing.content,
+        format!("Error: File not found: {WS}/none.txt")
+    );
+
+    fx.call(
+        &t.write,
+        json!({"path": format!("{WS}/empty.txt"), "content": ""}),
+        &mut state,
+    )
+    .await;
+    let noop = fx
+        .call(
+            &t.replace,
+            json!({"path": format!("{WS}/empty.txt"), "old_str": "", "new_str": "x"}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(noop.content, "OK");
+    assert_eq!(
+        std::fs::read_to_string(fx.paths().workspace().join("empty.txt")).unwrap(),
+        ""
+    );
+    let on_empty = fx
+        .call(
+            &t.replace,
+            json!({"path": format!("{WS}/empty.txt"), "old_str": "a", "new_str": "b"}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(
+        on_empty.content,
+        format!("Error: String to replace not found in file: {WS}/empty.txt")
+    );
+
+    fx.call(
+        &t.write,
+        json!({"path": path, "content": "one two two"}),
+        &mut state,
+    )
+    .await;
+    let not_found = fx
+        .call(
+            &t.replace,
+            json!({"path": path, "old_str": "three", "new_str": "3"}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(
+        not_found.content,
+        format!("Error: String to replace not found in file: {path}")
+    );
+    let ambiguous = fx
+        .call(
+            &t.replace,
+            json!({"path": path, "old_str": "two", "new_str": "2"}),
+            &mut state,
+        )
+        .await;
+    assert!(
+        ambiguous.content.starts_with(&format!(
+            "Error: String to replace occurs 2 times in file: {path}"
+        )),
+        "{}",
+        ambiguous.content
+    );
+    let single = fx
+        .call(
+            &t.replace,
+            json!({"path": path, "old_str": "one", "new_str": "1"}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(single.content, "OK");
+    let all = fx
+        .call(
+            &t.replace,
+            json!({"path": path, "old_str": "two", "new_str": "2", "replace_all": true}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(all.content, "OK");
+    assert_eq!(
+        std::fs::read_to_string(fx.paths().workspace().join("s.txt")).unwrap(),
+        "1 2 2"
+    );
+}
+
+#[tokio::test]
+async fn overwriting_requires_a_current_read() {
+    let fx = Fixture::new(ExecMode::Local { allow_bash: false });
+    let t = tools(fx.provider_ref());
+    let paths = fx.paths();
+    paths.ensure_dirs().unwrap();
+    std::fs::write(paths.workspace().join("doc.md"), "original").unwrap();
+    let path = format!("{WS}/doc.md");
+    let mut state = ThreadState::default();
+
+    for args in [
+        json!({"path": path, "content": "new"}),
+        json!({"path": path, "content": "more", "append": true}),
+    ] {
+        let refused = fx.call(&t.write, args, &mut state).await;
+        assert_eq!(
+            refused.content,
+            format!(
+                "Error: {path} already exists and has not been read in this thread. Call read_file on it first, then retry the edit."
+            )
+        );
+    }
+    let refused = fx
+        .call(
+            &t.replace,
+            json!({"path": path, "old_str": "original", "new_str": "x"}),
+            &mut state,
+        )
+        .await;
+    assert!(
+        refused.content.contains("has not been read"),
+        "{}",
+        refused.content
+    );
+    assert_eq!(
+        std::fs::read_to_string(paths.workspace().join("doc.md")).unwrap(),
+        "original"
+    );
+
+    fx.call(
+        &t.read,
+        json!({"path": "/mnt/user-data//workspace/./doc.md", "start_line": 1, "end_line": 1}),
+        &mut state,
+    )
+    .await;
+    assert_eq!(
+        fx.call(&t.write, json!({"path": path, "content": "v2"}), &mut state)
+            .await
+            .content,
+        "OK"
+    );
+    assert_eq!(
+        fx.call(
+            &t.write,
+            json!({"path": path, "content": "+", "append": true}),
+            &mut state
+        )
+        .await
+        .content,
+        "OK",
+        "own writes keep the stamp current"
+    );
+    assert_eq!(
+        fx.call(
+            &t.replace,
+            json!({"path": path, "old_str": "v2+", "new_str": "v3"}),
+            &mut state
+        )
+        .await
+        .content,
+        "OK"
+    );
+
+    std::fs::write(
+        paths.workspace().join("doc.md"),
+        "changed behind the agent's back",
+    )
+    .unwrap();
+    let stale = fx
+        .call(&t.write, json!({"path": path, "content": "v4"}), &mut state)
+        .await;
+    assert!(
+        stale.content.contains("changed since you last read it"),
+        "{}",
+        stale.content
+    );
+    let fresh = fx
+        .call(
+            &t.write,
+            json!({"path": format!("{WS}/brand-new.md"), "content": "hi"}),
+            &mut state,
+        )
+        .await;
+    assert_eq!(fresh.content, "OK", "new files need no read");
+}
+
+#[tokio::test]
+async fn present_files_accepts_only_outputs() {
+    let fx = Fixture::new(ExecMode::Local { allow_bash: false });
+    let paths = fx.paths();
+    paths.ensure_dirs().unwrap();
+    std::fs::write(paths.outputs().join("report.md"), "r").unwrap();
+    std::fs::write(paths.workspace().join("draft.md"), "d").unwrap();
+    std::os::unix::fs::symlink(
+        paths.workspace().join("draft.md"),
+        paths.outputs().join("sneaky.md"),
+    )
+    .unwrap();
+    let present = PresentFilesTool::new();
+    let mut state = ThreadState::default();
+    for bad in [
+        "/mnt/user-data/workspace/draft.md",
+        "/mnt/user-data/outputs/../workspace/draft.md",
+        "/mnt/user-data/outputs",
+        "/mnt/user-data/outputsX/a",
+        "/mnt/user-data/outputs/sneaky.md",
+    ] {
+        let out = fx
+            .call(
+                &present,
+                json!({"filepaths": ["/mnt/user-data/outputs/report.md", bad]}),
+                &mut state,
+            )
+            .await;
+        assert_eq!(
+            out.content,
+            format!("Error: Only files in /mnt/user-data/outputs can be presented: {bad}")
+        );
+        assert!(
+            out.update.artifacts.is_empty(),
+            "{bad}: the whole call fails"
+        );
+    }
+    assert!(state.artifacts.is_empty());
+    let host_path = paths.outputs().join("report.md");
+    let ok = fx.call(&present, json!({"filepaths": ["/mnt/user-data/outputs/./report.md", host_path.to_string_lossy()]}), &mut state).await;
+    assert_eq!(ok.content, "Successfully presented files");
+    assert_eq!(state.artifacts, ["/mnt/user-data/outputs/report.md"]);
+}
+
+#[tokio::test]
+async fn tools_acquire_lazily_and_registry_schemas_are_typed() {
+    let fx = Fixture::new(ExecMode::Local { allow_bash: false });
+    let t = tools(fx.provider_ref());
+    let mut state = ThreadState::default();
+    fx.call(&t.ls, json!({"path": WS}), &mut state).await;
+    assert_eq!(
+        state.sandbox.as_ref().unwrap().sandbox_id,
+        "local:alice:thread-1"
+    );
+
+    let mut config = AppConfig::default();
+    config.tools = vec![ToolConfig {
+        name: "read_file".into(),
+        group: Some("file:read".into()),
+        use_kind: "read_file".into(),
+        params: Default::default(),
+    }];
+    let registry = ToolRegistry::from_config(&config, fx.provider_ref()).unwrap();
+    let names: Vec<&str> = registry.all().iter().map(|t: &ToolRef| t.name()).collect();
+    assert_eq!(names, ["read_file", "present_files"]);
+    let schema = registry.all()[0].parameters();
+    assert_eq!(schema["required"], json!(["path"]));
+    assert!(schema["properties"]["start_line"].is_object());
+    assert!(
+        schema["properties"]["description"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("ALWAYS PROVIDE")
+    );
+}

@@ -1,0 +1,166 @@
+//! A scripted OpenAI Chat Completions server (`POST /v1/chat/completions`), streaming or not.
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+use crate::reply::{Reply, ReplyBody, StreamEnd, split_text};
+use crate::sse::{sse_response, status_response, unscripted_response};
+use crate::{SharedScript, scripting_api};
+
+/// A fake OpenAI-compatible endpoint. `base_url()` ends in `/v1`, like `models[].base_url`.
+pub struct FakeOpenAi {
+    addr: SocketAddr,
+    script: SharedScript,
+}
+
+scripting_api!(FakeOpenAi);
+
+impl FakeOpenAi {
+    pub async fn start() -> Self {
+        let script = SharedScript::default();
+        let router = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .with_state(script.clone());
+        let addr = crate::serve(router).await;
+        Self { addr, script }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+}
+
+async fn handle(State(script): State<SharedScript>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some(reply) = script.take("/v1/chat/completions", &headers, &body) else {
+        return unscripted_response();
+    };
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = request["model"]
+        .as_str()
+        .unwrap_or("fake-model")
+        .to_string();
+    let streaming = request["stream"].as_bool().unwrap_or(false);
+    match &reply.body {
+        ReplyBody::Status {
+            status,
+            body,
+            retry_after,
+            retry_after_ms,
+        } => {
+            let body = body.clone().unwrap_or_else(|| {
+                json!({"error": {"message": format!("fake error {status}"), "type": "fake_error", "code": status}})
+                    .to_string()
+            });
+            status_response(*status, body, *retry_after, *retry_after_ms)
+        }
+        ReplyBody::Stream { .. } if streaming => sse_response(frames(&reply, &model), reply.delay),
+        ReplyBody::Stream { .. } => axum::Json(non_stream(&reply, &model)).into_response(),
+    }
+}
+
+fn finish_reason(reply: &Reply, has_calls: bool) -> String {
+    match reply.finish.as_deref() {
+        Some("refusal") => "content_filter".into(),
+        Some(other) => other.into(),
+        None if has_calls => "tool_calls".into(),
+        None => "stop".into(),
+    }
+}
+
+fn chunk(model: &str, delta: Value, finish: Option<&str>) -> String {
+    let chunk = json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {chunk}\n\n")
+}
+
+fn frames(reply: &Reply, model: &str) -> Vec<String> {
+    let ReplyBody::Stream { chunks, calls, end } = &reply.body else {
+        return Vec::new();
+    };
+    let mut frames = vec![chunk(
+        model,
+        json!({"role": "assistant", "content": ""}),
+        None,
+    )];
+    if let Some(reasoning) = &reply.reasoning {
+        frames.push(chunk(model, json!({"reasoning_content": reasoning}), None));
+    }
+    for text in chunks {
+        frames.push(chunk(model, json!({"content": text}), None));
+    }
+    match end {
+        StreamEnd::Malformed => {
+            frames.push("data: {\"choices\": [{\"delta\": {\"content\": \"oops\"\n\n".into());
+            return frames;
+        }
+        StreamEnd::Error => {
+            let error = json!({"error": {"message": "the upstream model crashed", "type": "server_error", "code": 500}});
+            frames.push(format!("data: {error}\n\n"));
+            return frames;
+        }
+        StreamEnd::Truncated => return frames,
+        StreamEnd::Complete => {}
+    }
+    for (index, (name, args)) in calls.iter().enumerate() {
+        let id = format!("call_fake_{index}");
+        let start = json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+            "function": {"name": name, "arguments": ""}}]});
+        frames.push(chunk(model, start, None));
+        for fragment in split_text(&args.to_string(), reply.split_args) {
+            let delta =
+                json!({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]});
+            frames.push(chunk(model, delta, None));
+        }
+    }
+    let finish = finish_reason(reply, !calls.is_empty());
+    frames.push(chunk(model, json!({}), Some(&finish)));
+    let (input, output) = reply.usage;
+    let usage = json!({
+        "id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_700_000_000,
+        "model": model, "choices": [],
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output},
+    });
+    frames.push(format!("data: {usage}\n\n"));
+    frames.push("data: [DONE]\n\n".into());
+    frames
+}
+
+fn non_stream(reply: &Reply, model: &str) -> Value {
+    let ReplyBody::Stream { chunks, calls, .. } = &reply.body else {
+        return Value::Null;
+    };
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(index, (name, args))| {
+            json!({"id": format!("call_fake_{index}"), "type": "function",
+                "function": {"name": name, "arguments": args.to_string()}})
+        })
+        .collect();
+    let mut message = json!({"role": "assistant", "content": chunks.concat()});
+    if !tool_calls.is_empty() {
+        message["tool_calls"] = Value::Array(tool_calls);
+    }
+    let (input, output) = reply.usage;
+    json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason(reply, !calls.is_empty())}],
+        "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output},
+    })
+}

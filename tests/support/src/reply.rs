@@ -1,0 +1,203 @@
+//! Scripted answers shared by the fake LLM servers: one [`Reply`] is consumed per request.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// One scripted answer of a fake LLM server.
+///
+/// The same script renders as OpenAI Chat Completions chunks or Anthropic Messages events,
+/// depending on which fake serves it.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub(crate) body: ReplyBody,
+    pub(crate) usage: (u64, u64),
+    pub(crate) finish: Option<String>,
+    pub(crate) split_args: usize,
+    pub(crate) delay: Duration,
+    pub(crate) reasoning: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum ReplyBody {
+    Stream {
+        chunks: Vec<String>,
+        calls: Vec<(String, Value)>,
+        end: StreamEnd,
+    },
+    Status {
+        status: u16,
+        body: Option<String>,
+        retry_after: Option<u64>,
+        retry_after_ms: Option<u64>,
+    },
+}
+
+/// How a streamed answer ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// Finish reason, usage and the terminator (`[DONE]` / `message_stop`).
+    Complete,
+    /// A chunk that is not JSON, then the connection closes.
+    Malformed,
+    /// A provider error frame, then the connection closes.
+    Error,
+    /// The connection closes without any finish or terminator.
+    Truncated,
+}
+
+impl Reply {
+    fn stream(chunks: Vec<String>, calls: Vec<(String, Value)>, end: StreamEnd) -> Self {
+        Self {
+            body: ReplyBody::Stream { chunks, calls, end },
+            usage: (10, 5),
+            finish: None,
+            split_args: 1,
+            delay: Duration::ZERO,
+            reasoning: None,
+        }
+    }
+
+    /// A text answer streamed in one chunk.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::chunks([text.into()])
+    }
+
+    /// A text answer streamed as the given chunks.
+    pub fn chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Self {
+        let chunks = chunks.into_iter().map(Into::into).collect();
+        Self::stream(chunks, Vec::new(), StreamEnd::Complete)
+    }
+
+    /// One tool call (finish reason `tool_calls` / `tool_use`).
+    pub fn tool_call(name: impl Into<String>, args: Value) -> Self {
+        Self::tool_calls(vec![(name.into(), args)])
+    }
+
+    /// Parallel tool calls, in order.
+    pub fn tool_calls(calls: Vec<(String, Value)>) -> Self {
+        Self::stream(Vec::new(), calls, StreamEnd::Complete)
+    }
+
+    /// An HTTP error answer with this status and a provider-style JSON error body.
+    pub fn status(status: u16) -> Self {
+        Self {
+            body: ReplyBody::Status {
+                status,
+                body: None,
+                retry_after: None,
+                retry_after_ms: None,
+            },
+            ..Self::chunks(Vec::<String>::new())
+        }
+    }
+
+    /// A text chunk, then a chunk that is not valid JSON, then the connection closes.
+    pub fn malformed_chunk() -> Self {
+        Self::stream(vec!["partial".into()], Vec::new(), StreamEnd::Malformed)
+    }
+
+    /// A text chunk, then an in-stream provider error (`data: {"error":…}` / `event: error`).
+    pub fn mid_stream_error() -> Self {
+        Self::stream(vec!["partial".into()], Vec::new(), StreamEnd::Error)
+    }
+
+    /// The chunks, then the connection closes with no finish reason and no terminator.
+    pub fn truncated<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Self {
+        let chunks = chunks.into_iter().map(Into::into).collect();
+        Self::stream(chunks, Vec::new(), StreamEnd::Truncated)
+    }
+
+    /// The chunks with `delay` before every frame (for cancellation and timeout tests).
+    pub fn slow<S: Into<String>>(chunks: impl IntoIterator<Item = S>, delay: Duration) -> Self {
+        Self {
+            delay,
+            ..Self::chunks(chunks)
+        }
+    }
+
+    /// A safety stop: Anthropic `stop_reason: refusal`, OpenAI `finish_reason: content_filter`.
+    pub fn refusal() -> Self {
+        Self::chunks(Vec::<String>::new()).finish("refusal")
+    }
+
+    /// Text streamed before the tool calls of this reply.
+    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+        if let ReplyBody::Stream { chunks, .. } = &mut self.body {
+            chunks.push(text.into());
+        }
+        self
+    }
+
+    /// Reasoning streamed before the answer (`reasoning_content` / a signed thinking block).
+    pub fn thinking(mut self, reasoning: impl Into<String>) -> Self {
+        self.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// Splits every tool call's JSON arguments over `fragments` chunks.
+    pub fn split_args(mut self, fragments: usize) -> Self {
+        self.split_args = fragments.max(1);
+        self
+    }
+
+    /// Reported token usage (default 10 in, 5 out).
+    pub fn usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.usage = (input_tokens, output_tokens);
+        self
+    }
+
+    /// Overrides the finish reason. OpenAI names (`stop`, `length`, `tool_calls`) are translated
+    /// for Anthropic; any other string is sent as-is.
+    pub fn finish(mut self, reason: impl Into<String>) -> Self {
+        self.finish = Some(reason.into());
+        self
+    }
+
+    /// For [`Reply::status`]: a `Retry-After` header in seconds.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        if let ReplyBody::Status { retry_after, .. } = &mut self.body {
+            *retry_after = Some(seconds);
+        }
+        self
+    }
+
+    /// For [`Reply::status`]: a `retry-after-ms` header (OpenAI's finer-grained hint).
+    pub fn retry_after_ms(mut self, millis: u64) -> Self {
+        if let ReplyBody::Status { retry_after_ms, .. } = &mut self.body {
+            *retry_after_ms = Some(millis);
+        }
+        self
+    }
+
+    /// For [`Reply::status`]: the exact response body instead of the provider-style JSON error.
+    pub fn body(mut self, text: impl Into<String>) -> Self {
+        if let ReplyBody::Status { body, .. } = &mut self.body {
+            *body = Some(text.into());
+        }
+        self
+    }
+}
+
+/// Splits `text` into `parts` pieces of roughly equal size, on char boundaries.
+pub(crate) fn split_text(text: &str, parts: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    if parts <= 1 || chars.is_empty() {
+        return vec![text.to_string()];
+    }
+    let size = chars.len().div_ceil(parts).max(1);
+    chars.chunks(size).map(|c| c.iter().collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_text_covers_the_whole_string() {
+        let parts = split_text(r#"{"city":"Zürich"}"#, 5);
+        assert_eq!(parts.len(), 5);
+        assert_eq!(parts.concat(), r#"{"city":"Zürich"}"#);
+        assert_eq!(split_text("ab", 1), vec!["ab".to_string()]);
+    }
+}
