@@ -11,7 +11,9 @@ use crate::agent::{
 };
 use crate::config::AppConfig;
 use crate::model::ModelRegistry;
+use crate::sandbox::SandboxProvider;
 use crate::store::Checkpointer;
+use crate::tools::registry::ToolRegistry;
 
 /// The static system prompt; dynamic context (date, memory) is injected as messages, not here,
 /// so the prompt stays cacheable by providers.
@@ -38,6 +40,28 @@ pub struct LeadAgent {
     pub warnings: Vec<String>,
 }
 
+/// What the factory builds from, besides the request and the config.
+#[derive(Clone)]
+pub struct LeadAgentDeps<'a> {
+    pub models: &'a ModelRegistry,
+    /// The configured tools; `None` builds an agent without tools.
+    pub tools: Option<&'a ToolRegistry>,
+    pub sandbox: Option<Arc<dyn SandboxProvider>>,
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
+}
+
+impl<'a> LeadAgentDeps<'a> {
+    /// Just a model registry: no tools, no sandbox, no checkpoints (tests, benches).
+    pub fn models_only(models: &'a ModelRegistry) -> Self {
+        Self {
+            models,
+            tools: None,
+            sandbox: None,
+            checkpointer: None,
+        }
+    }
+}
+
 /// Builds the lead agent for one run.
 ///
 /// Model: the requested `model_name` if configured, else `models[0]` (an unknown name falls back
@@ -46,9 +70,9 @@ pub struct LeadAgent {
 pub fn make_lead_agent(
     options: &RunOptions,
     config: &Arc<AppConfig>,
-    models: &ModelRegistry,
-    checkpointer: Option<Arc<dyn Checkpointer>>,
+    deps: LeadAgentDeps<'_>,
 ) -> Result<LeadAgent, LeadAgentError> {
+    let models = deps.models;
     let mut options = options.clone();
     let mut warnings = Vec::new();
     let requested = options.model_name.as_deref();
@@ -89,14 +113,19 @@ pub fn make_lead_agent(
         auto_title: Feature::BuiltIn,
         ..RuntimeFeatures::default()
     };
+    let tools = deps
+        .tools
+        .map(|registry| registry.tools_for_groups(None))
+        .unwrap_or_default();
     let agent = create_agent(
         model,
-        Vec::new(),
+        tools,
         AgentOptions {
             system_prompt: Some(LEAD_SYSTEM_PROMPT.to_string()),
             features: Some(features),
             plan_mode: options.is_plan_mode,
-            checkpointer,
+            checkpointer: deps.checkpointer,
+            sandbox_provider: deps.sandbox,
             name: Some(LEAD_AGENT_NAME.to_string()),
             recursion_limit: Some(config.recursion_limit_for(options.recursion_limit)),
             config: Some(config.clone()),
@@ -135,7 +164,13 @@ mod tests {
     }
 
     fn build(options: RunOptions) -> LeadAgent {
-        make_lead_agent(&options, &Arc::new(AppConfig::default()), &registry(), None).unwrap()
+        let models = registry();
+        make_lead_agent(
+            &options,
+            &Arc::new(AppConfig::default()),
+            LeadAgentDeps::models_only(&models),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -188,11 +223,11 @@ mod tests {
 
     #[test]
     fn no_configured_model_is_a_clear_error() {
+        let models = ModelRegistry::new();
         let err = make_lead_agent(
             &RunOptions::default(),
             &Arc::new(AppConfig::default()),
-            &ModelRegistry::new(),
-            None,
+            LeadAgentDeps::models_only(&models),
         )
         .err()
         .unwrap();

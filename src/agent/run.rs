@@ -173,6 +173,11 @@ impl Agent {
                 Err(stop) => return stop,
             }
         }
+        // The person's message is durable before the model is called: a cancelled or crashed
+        // run never loses what was asked.
+        if let Some(stop) = self.checkpoint(turn, ctx).await {
+            return stop;
+        }
         let tool_specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
         loop {
             if let Some(stop) = self.check_limits(turn, ctx) {

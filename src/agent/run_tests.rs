@@ -282,8 +282,16 @@ async fn tools_run_concurrently_and_results_keep_call_order() {
     );
     assert_eq!(outcome.steps, 3);
     let saved = checkpoints.saved.lock().unwrap();
-    assert_eq!(saved.iter().map(|c| c.step).collect::<Vec<_>>(), [1, 2, 3]);
-    assert_eq!(saved[2].state, outcome.state);
+    assert_eq!(
+        saved.iter().map(|c| c.step).collect::<Vec<_>>(),
+        [0, 1, 2, 3]
+    );
+    assert_eq!(
+        saved[0].state.messages.len(),
+        1,
+        "the question is saved before the model runs"
+    );
+    assert_eq!(saved[3].state, outcome.state);
     let request = &model.requests()[0];
     assert_eq!(request.system.as_deref(), Some("be brief"));
     assert_eq!(request.tools[0].name, "sleep");
@@ -490,7 +498,8 @@ async fn cancellation_mid_stream_keeps_the_last_completed_step() {
         seen.iter()
             .filter(|e| matches!(e, RunEvent::Values { .. }))
             .count(),
-        2
+        3,
+        "the input checkpoint plus two completed steps"
     );
 }
 
@@ -592,8 +601,8 @@ async fn a_panicking_tool_ends_the_run_with_an_error_not_a_crash() {
     assert!(outcome.error.as_deref().unwrap().contains("tool exploded"));
     assert_eq!(
         checkpoints.saved.lock().unwrap().len(),
-        1,
-        "the model step stays checkpointed"
+        2,
+        "the input and the model step stay checkpointed"
     );
 }
 

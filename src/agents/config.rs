@@ -142,6 +142,17 @@ mod tests {
     }
 
     #[test]
+    fn writes_readable_yaml_in_field_order() {
+        let mut config = AgentConfig::new("rev", "Reviews code");
+        config.skills = Some(vec![]);
+        config.model_settings.max_tokens = Some(4096);
+        assert_eq!(
+            config.to_yaml().unwrap(),
+            "name: rev\ndescription: Reviews code\nskills: []\nmodel_settings:\n  max_tokens: 4096\n"
+        );
+    }
+
+    #[test]
     fn quoting_survives_awkward_descriptions() {
         let mut config = AgentConfig::new("x", "a: b # c\n- d 'e' \"f\" 中文 yes");
         config.model = Some("null".into());

@@ -201,6 +201,9 @@ pub fn load_from_str(
         return Err(ConfigError::Invalid { origin, problems });
     };
     normalize(&mut config, env, cwd);
+    if config.sandbox.skills_path.is_none() {
+        config.sandbox.skills_path = default_skills_dir(&origin, cwd);
+    }
     problems.extend(
         validate::validate(&config)
             .into_iter()
@@ -233,6 +236,18 @@ fn normalize(config: &mut AppConfig, env: &dyn EnvSource, cwd: &Path) {
             model.api_key = None;
         }
     }
+}
+
+/// `skills/public` beside the config file, else in the working directory, if it exists.
+fn default_skills_dir(origin: &ConfigOrigin, cwd: &Path) -> Option<PathBuf> {
+    let beside_config = match origin {
+        ConfigOrigin::File(path) => path.parent().map(|dir| cwd.join(dir).join("skills/public")),
+        ConfigOrigin::Embedded => None,
+    };
+    beside_config
+        .into_iter()
+        .chain([cwd.join("skills/public")])
+        .find(|dir| dir.is_dir())
 }
 
 fn non_empty(value: Option<String>) -> Option<String> {

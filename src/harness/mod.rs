@@ -19,9 +19,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent::{EventSink, RunContext, RunEvent, RunOptions, RunOutcome, RunSlots, StopReason};
 use crate::config::{AppConfig, ConfigHandle};
-use crate::lead_agent::{LeadAgentError, make_lead_agent};
+use crate::lead_agent::{LeadAgentDeps, LeadAgentError, make_lead_agent};
 use crate::messages::Message;
 use crate::model::{ModelError, ModelRegistry};
+use crate::sandbox::{ProviderSettings, SandboxError, SandboxProvider, select_provider};
+use crate::tools::registry::ToolRegistry;
 use crate::state::ThreadState;
 use crate::store::threads::ThreadError;
 use crate::store::{
@@ -58,6 +60,10 @@ pub enum RunError {
     Agent(#[from] LeadAgentError),
     #[error(transparent)]
     Thread(#[from] ThreadError),
+    #[error("the sandbox is unavailable: {0}")]
+    Sandbox(#[from] SandboxError),
+    #[error("the tools configuration is invalid: {0}")]
+    Tools(String),
 }
 
 /// What to run: `input` is appended to the thread's state.
@@ -90,6 +96,10 @@ struct Inner {
     config: ConfigHandle,
     threads: ThreadStore,
     models: Models,
+    /// Chosen on the first run (probing bwrap is async), then shared by every thread.
+    sandbox: tokio::sync::OnceCell<Arc<dyn SandboxProvider>>,
+    /// The configured tools, rebuilt when the configuration `Arc` changes.
+    tools: Mutex<Option<(Arc<AppConfig>, Arc<ToolRegistry>)>>,
     runs: Mutex<HashMap<String, ActiveRun>>,
     tracker: TaskTracker,
     accepting: AtomicBool,
@@ -139,6 +149,8 @@ impl Harness {
                 config,
                 threads,
                 models,
+                sandbox: tokio::sync::OnceCell::new(),
+                tools: Mutex::new(None),
                 runs: Mutex::new(HashMap::new()),
                 tracker: TaskTracker::new(),
                 accepting: AtomicBool::new(true),
@@ -174,7 +186,18 @@ impl Harness {
         let config = self.inner.config.current();
         let models = self.models(&config)?;
         let checkpointer: Arc<dyn Checkpointer> = Arc::new(self.inner.threads.clone());
-        let lead = make_lead_agent(&options, &config, &models, Some(checkpointer.clone()))?;
+        let sandbox = self.sandbox(&config).await?;
+        let tools = self.tools(&config, &sandbox)?;
+        let lead = make_lead_agent(
+            &options,
+            &config,
+            LeadAgentDeps {
+                models: &models,
+                tools: Some(&tools),
+                sandbox: Some(sandbox),
+                checkpointer: Some(checkpointer.clone()),
+            },
+        )?;
         let state = match checkpointer.latest(&thread_id).await {
             Ok(checkpoint) => checkpoint.map(|c| c.state).unwrap_or_default(),
             Err(e) => return Err(RunError::Thread(ThreadError::Store(e))),
@@ -183,7 +206,11 @@ impl Harness {
             .threads
             .set_status(&thread_id, ThreadStatus::Busy)?;
 
-        let (events, receiver) = EventSink::channel(want_values);
+        // The agent writes into `events`; a relay forwards to the caller but holds `Finished`
+        // back until the thread's final status is stored, so a client that sees the end of a
+        // run never reads a stale `busy` status.
+        let (events, mut agent_events) = EventSink::channel(want_values);
+        let (caller_events, receiver) = tokio::sync::mpsc::unbounded_channel();
         let ctx = RunContext {
             thread_id: thread_id.clone(),
             run_id: run_id.clone(),
@@ -201,7 +228,16 @@ impl Harness {
         let threads = self.inner.threads.clone();
         let agent = lead.agent;
         let outcome = self.inner.tracker.spawn(async move {
-            let outcome = agent.run(state, input, &ctx).await;
+            let relay = async {
+                while let Some(event) = agent_events.recv().await {
+                    if matches!(event, RunEvent::Finished { .. }) {
+                        return Some(event);
+                    }
+                    let _ = caller_events.send(event);
+                }
+                None
+            };
+            let (outcome, finished) = tokio::join!(agent.run(state, input, &ctx), relay);
             let status = match outcome.stop {
                 StopReason::Completed | StopReason::Interrupted => ThreadStatus::Idle,
                 StopReason::Cancelled => ThreadStatus::Interrupted,
@@ -209,6 +245,9 @@ impl Harness {
             };
             finish_run(threads, ctx.thread_id.clone(), status).await;
             drop(guard);
+            if let Some(finished) = finished {
+                let _ = caller_events.send(finished);
+            }
             outcome
         });
         Ok(RunHandle {
@@ -325,6 +364,9 @@ impl Harness {
                 }
             }
         }
+        if let Some(sandbox) = self.inner.sandbox.get() {
+            sandbox.shutdown().await;
+        }
         let threads = self.inner.threads.clone();
         tokio::task::spawn_blocking(move || threads.flush())
             .await
@@ -394,6 +436,46 @@ impl Harness {
 
     fn runs(&self) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
         lock_runs(&self.inner)
+    }
+
+    async fn sandbox(&self, config: &AppConfig) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
+        self.inner
+            .sandbox
+            .get_or_try_init(|| async {
+                let settings = ProviderSettings::from_config(config, None);
+                let provider: Arc<dyn SandboxProvider> = select_provider(settings).await?;
+                Ok(provider)
+            })
+            .await
+            .cloned()
+    }
+
+    fn tools(
+        &self,
+        config: &Arc<AppConfig>,
+        sandbox: &Arc<dyn SandboxProvider>,
+    ) -> Result<Arc<ToolRegistry>, RunError> {
+        let mut cache = match self.inner.tools.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((built_for, registry)) = cache.as_ref()
+            && Arc::ptr_eq(built_for, config)
+        {
+            return Ok(registry.clone());
+        }
+        let registry = ToolRegistry::from_config(config, sandbox.clone()).map_err(|problems| {
+            RunError::Tools(
+                problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })?;
+        let registry = Arc::new(registry);
+        *cache = Some((config.clone(), registry.clone()));
+        Ok(registry)
     }
 
     fn models(&self, config: &Arc<AppConfig>) -> Result<Arc<ModelRegistry>, ModelError> {

@@ -190,3 +190,63 @@ fn marker_meta(reminder_date: Option<&str>) -> MessageMeta {
         extra,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AppConfig;
+
+    struct Fixed(NaiveDate);
+
+    impl Clock for Fixed {
+        fn today(&self) -> NaiveDate {
+            self.0
+        }
+    }
+
+    fn middleware() -> DynamicContextMiddleware {
+        let date = NaiveDate::from_ymd_opt(2026, 5, 8).unwrap();
+        DynamicContextMiddleware::new().with_clock(Arc::new(Fixed(date)))
+    }
+
+    #[test]
+    fn date_format_is_iso_date_and_weekday() {
+        let date = NaiveDate::from_ymd_opt(2026, 7, 1).unwrap();
+        assert_eq!(format_reminder_date(date), "2026-07-01, Wednesday");
+    }
+
+    #[tokio::test]
+    async fn nothing_happens_without_a_genuine_human_message() {
+        let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+        let mut hidden = HumanMessage {
+            id: "h".into(),
+            content: "context".into(),
+            ..Default::default()
+        };
+        hidden.meta.hide_from_ui = true;
+        let state = ThreadState {
+            messages: vec![Message::system("s"), Message::Human(hidden)],
+            ..Default::default()
+        };
+        let result = middleware().before_agent(&state, &ctx).await.unwrap();
+        assert!(result.update.is_empty());
+    }
+
+    #[tokio::test]
+    async fn messages_after_the_current_human_keep_their_order() {
+        let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+        let mut state = ThreadState::default();
+        let mut user = Message::human("hi");
+        user.set_id("h1".into());
+        let mut note = Message::human("note");
+        note.set_id("n1".into());
+        if let Message::Human(h) = &mut note {
+            h.name = Some("upload_note".into());
+        }
+        state.messages = vec![user, note];
+        let result = middleware().before_agent(&state, &ctx).await.unwrap();
+        state.apply(result.update).unwrap();
+        let ids: Vec<&str> = state.messages.iter().map(Message::id).collect();
+        assert_eq!(ids, ["h1", "h1__user", "n1"]);
+    }
+}

@@ -15,8 +15,16 @@ use crate::sandbox::SandboxError;
 /// Where skills appear (read-only).
 pub const VIRTUAL_SKILLS: &str = "/mnt/skills";
 
-/// Absolute prefixes a host-shell command may name besides the virtual roots.
-const SYSTEM_PREFIXES: &[&str] = &["/bin/", "/usr/", "/sbin/", "/dev/", "/etc/", "/tmp/"];
+/// Absolute prefixes a host-shell command may name besides the virtual roots: program
+/// directories and devices only, so `cat /etc/shadow` or `ls /home` is refused.
+const SYSTEM_PREFIXES: &[&str] = &[
+    "/bin/",
+    "/sbin/",
+    "/usr/bin/",
+    "/usr/sbin/",
+    "/usr/local/bin/",
+    "/dev/",
+];
 
 /// One virtual directory and the host directory behind it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -474,6 +482,8 @@ mod tests {
         );
         for bad in [
             "cat /root/.ssh/id_rsa",
+            "cat /etc/shadow",
+            "ls /home",
             "cat /mnt/user-data/workspace/../../x",
             "curl file:///etc/passwd",
             "cd ../..",

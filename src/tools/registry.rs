@@ -353,4 +353,52 @@ mod tests {
         assert!(text[2].contains("unknown parameter `colour`"));
         assert!(text[3].contains("parameter `timeout_seconds` is invalid"));
     }
+
+    #[test]
+    fn yaml_tool_entries_keep_their_parameters() {
+        let yaml = r#"
+models:
+  - name: default
+    provider: openai
+    model: m
+    base_url: http://127.0.0.1:1/v1
+sandbox:
+  provider: local
+  allow_host_bash: true
+  mounts:
+    - host_path: /srv/ref
+      container_path: /mnt/ref
+      read_only: true
+tool_groups:
+  - name: bash
+  - name: file:read
+tools:
+  - name: bash
+    group: bash
+    use: bash
+    timeout_seconds: 30
+  - name: read_file
+    group: file:read
+    use: read_file
+"#;
+        let loaded = crate::config::load_from_str(
+            yaml,
+            crate::config::ConfigOrigin::Embedded,
+            &crate::config::MapEnv::new(),
+            std::path::Path::new("/"),
+        )
+        .unwrap();
+        let config = loaded.config;
+        assert_eq!(
+            config.sandbox.provider,
+            crate::config::SandboxProviderKind::Local
+        );
+        assert!(config.sandbox.mounts[0].read_only);
+        assert_eq!(config.tools[0].params["timeout_seconds"], json!(30));
+        let registry = ToolRegistry::from_config(&config, provider()).unwrap();
+        assert_eq!(
+            names(registry.all()),
+            ["bash", "read_file", "present_files"]
+        );
+    }
 }

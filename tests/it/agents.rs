@@ -4,22 +4,17 @@
 
 mod dynamic_context;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use chrono::NaiveDate;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use antler::agent::{AgentOptions, RunContext, create_agent};
+use antler::agent::RunContext;
 use antler::agents::{
     AgentConfig, AgentStore, AgentStoreError, AgentUpdate, PromptOptions, SetupAgentTool,
     UpdateAgentTool, apply_prompt_template,
 };
 use antler::config::{AppConfig, ModelConfig};
-use antler::messages::Message;
-use antler::middleware::dynamic_context::{Clock, DYNAMIC_CONTEXT_MARKER, REMINDER_DATE_KEY};
-use antler::middleware::{DynamicContextMiddleware, Middleware};
-use antler::model::{ScriptedModel, ScriptedTurn};
 use antler::state::ThreadState;
 use antler::tools::{Tool, ToolContext, ToolError, ToolOutput};
 

@@ -1,1 +1,100 @@
-//! Integration tests: chat_cli.
+//! `antler chat` driven through stdin, as a person would type, against the fake model.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use antler_test_support::{FakeOpenAi, Reply};
+
+fn config(dir: &std::path::Path, model_url: &str) -> std::path::PathBuf {
+    let path = dir.join("config.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "data_dir: {}\nmodels:\n  - name: fake\n    model: fake-model\n    base_url: {model_url}\nllm_call:\n  retry_max_attempts: 1\n",
+            dir.join("data").display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn chat(config: &std::path::Path, args: &[&str], input: &str) -> (String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_antler"))
+        .arg("--config")
+        .arg(config)
+        .arg("chat")
+        .args(args)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "chat exited with {:?}",
+        output.status
+    );
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn thread_id(stdout: &str) -> String {
+    stdout
+        .split_whitespace()
+        .skip_while(|w| *w != "thread")
+        .nth(1)
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_answers_from_the_model_and_resumes_threads() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::chunks(["Hello ", "from the fake."]))
+        .push(Reply::text("A fresh start."))
+        .push(Reply::text("Still here."));
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &fake.base_url());
+
+    let (stdout, _) = chat(&config, &[], "hi there\n/new\nsecond thread\n");
+    assert!(stdout.contains("Hello from the fake."), "{stdout}");
+    assert!(stdout.contains("New conversation started"), "{stdout}");
+    assert!(stdout.contains("A fresh start."), "{stdout}");
+    let first = thread_id(&stdout);
+
+    // The first thread's history is sent again when it is resumed.
+    let (stdout, _) = chat(&config, &["--thread", &first], "and again\n");
+    assert!(stdout.contains("Still here."), "{stdout}");
+    let last = fake.requests().pop().unwrap();
+    let contents: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(contents.contains(&"hi there"), "{contents:?}");
+    assert!(contents.contains(&"Hello from the fake."), "{contents:?}");
+    assert!(!contents.contains(&"second thread"), "{contents:?}");
+    assert_eq!(fake.unscripted_calls(), 0);
+}
+
+#[test]
+fn an_unreachable_model_says_so_and_names_the_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 9 (discard) on loopback: nothing listens there.
+    let config = config(dir.path(), "http://127.0.0.1:9/v1");
+    let (stdout, _) = chat(&config, &[], "hello?\n");
+    assert!(stdout.contains("could not reach model"), "{stdout}");
+    assert!(stdout.contains("http://127.0.0.1:9/v1"), "{stdout}");
+    assert!(stdout.contains("ANTLER_MODEL_URL"), "{stdout}");
+}

@@ -1,6 +1,7 @@
 //! Sandbox providers and the built-in file/shell tools, end to end on real directories.
 
 mod bwrap;
+mod edits;
 mod tools;
 
 use std::sync::Arc;
@@ -10,11 +11,44 @@ use antler::config::{AppConfig, SandboxConfig};
 use antler::paths::ThreadPaths;
 use antler::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, Sandbox, SandboxProvider};
 use antler::state::ThreadState;
+use antler::tools::builtin::{
+    BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
+    StrReplaceTool, ToolMeta, WriteFileTool,
+};
 use antler::tools::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
 const USER: &str = "alice";
 const THREAD: &str = "thread-1";
+/// The workspace as the model sees it.
+const WS: &str = "/mnt/user-data/workspace";
+
+/// One of each built-in tool over a provider.
+struct Tools {
+    bash: BashTool,
+    ls: LsTool,
+    read: ReadFileTool,
+    write: WriteFileTool,
+    replace: StrReplaceTool,
+    glob: GlobTool,
+    grep: GrepTool,
+    present: PresentFilesTool,
+}
+
+fn tools(provider: Arc<dyn SandboxProvider>) -> Tools {
+    let access = SandboxAccess::new(provider);
+    let meta = |name: &str| ToolMeta::new(name, None);
+    Tools {
+        bash: BashTool::new(meta("bash"), access.clone(), None, None),
+        ls: LsTool::new(meta("ls"), access.clone(), None),
+        read: ReadFileTool::new(meta("read_file"), access.clone(), None),
+        write: WriteFileTool::new(meta("write_file"), access.clone(), None),
+        replace: StrReplaceTool::new(meta("str_replace"), access.clone()),
+        glob: GlobTool::new(meta("glob"), access.clone()),
+        grep: GrepTool::new(meta("grep"), access),
+        present: PresentFilesTool::new(),
+    }
+}
 
 /// A data dir in a temp dir, a provider over it and a config pointing at it.
 struct Fixture {
@@ -34,9 +68,11 @@ impl Fixture {
         let skills = tmp.path().join("skills");
         std::fs::create_dir_all(skills.join("demo")).unwrap();
         std::fs::write(skills.join("demo/SKILL.md"), "# demo skill\n").unwrap();
-        let mut config = AppConfig::default();
-        config.data_dir = Some(data_dir.clone());
-        config.sandbox = sandbox.clone();
+        let config = AppConfig {
+            data_dir: Some(data_dir.clone()),
+            sandbox: sandbox.clone(),
+            ..Default::default()
+        };
         let host_env = if host_env.is_empty() {
             vec![(
                 "PATH".to_string(),

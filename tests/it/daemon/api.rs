@@ -17,7 +17,7 @@ fn last_ai_text(state: &Value) -> String {
         .to_string()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streamed_run_with_tools_produces_ordered_events_and_a_served_artifact() {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::tool_call(
@@ -146,7 +146,7 @@ async fn streamed_run_with_tools_produces_ordered_events_and_a_served_artifact()
     assert_eq!(foreign.status(), 404);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_run_on_a_busy_thread_is_409() {
     use eventsource_stream::Eventsource;
     use futures::StreamExt;
@@ -217,7 +217,7 @@ async fn a_second_run_on_a_busy_thread_is_409() {
     assert_eq!(cancelled.status(), 202);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_a_slow_run() {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::slow(
@@ -275,7 +275,7 @@ async fn cancel_stops_a_slow_run() {
     assert_eq!(threads["threads"][0]["status"], "interrupted");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_is_required_and_users_are_isolated() {
     let fake = FakeOpenAi::start().await;
     let setup = Setup::new(&fake.base_url(), "");
@@ -357,7 +357,7 @@ async fn auth_is_required_and_users_are_isolated() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_enforce_limits_names_and_never_follow_symlinks() {
     let fake = FakeOpenAi::start().await;
     let setup = Setup::new(

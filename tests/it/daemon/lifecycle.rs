@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Setup, TOKEN_A};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_daemon_returns_the_same_thread_state() {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::text("persisted answer"));
@@ -66,7 +66,7 @@ async fn start_slow_run(
     tokio::spawn(super::collect_sse(response))
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_a_slow_run_finish_within_the_grace_period() {
     let fake = FakeOpenAi::start().await;
     // About 1 s of streaming, well inside the 5 s grace period.
@@ -102,7 +102,7 @@ async fn sigterm_lets_a_slow_run_finish_within_the_grace_period() {
     assert_eq!(state["status"], "idle");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_cancels_the_run_and_still_exits_cleanly() {
     let fake = FakeOpenAi::start().await;
     // Far longer than the grace period.
@@ -154,7 +154,7 @@ async fn a_second_sigterm_cancels_the_run_and_still_exits_cleanly() {
     assert!(state.to_string().contains("slow please"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_grace_period_cancels_and_exits_cleanly() {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::slow(

@@ -236,3 +236,24 @@ async fn auto_selection_prefers_bwrap_and_local_keeps_bash_off() {
         "deterministic ids are rebuilt after release"
     );
 }
+
+#[tokio::test]
+async fn bench_reports_the_overhead_of_each_provider() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = antler::sandbox::bench_bash_overhead(tmp.path(), 3)
+        .await
+        .unwrap();
+    let names: Vec<&str> = results.iter().map(|r| r.provider).collect();
+    let expected: &[&str] = if bwrap_available().await.is_ok() {
+        &["local", "bwrap"]
+    } else {
+        &["local"]
+    };
+    assert_eq!(names, expected);
+    for result in &results {
+        assert!(
+            result.median > Duration::ZERO && result.ratio > 0.0,
+            "{result:?}"
+        );
+    }
+}
