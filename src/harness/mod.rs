@@ -23,12 +23,12 @@ use crate::lead_agent::{LeadAgentDeps, LeadAgentError, make_lead_agent};
 use crate::messages::Message;
 use crate::model::{ModelError, ModelRegistry};
 use crate::sandbox::{ProviderSettings, SandboxError, SandboxProvider, select_provider};
-use crate::tools::registry::ToolRegistry;
 use crate::state::ThreadState;
 use crate::store::threads::ThreadError;
 use crate::store::{
     Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
 };
+use crate::tools::registry::ToolRegistry;
 
 /// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);

@@ -1,0 +1,1 @@
+//! Telegram adapter: teloxide requests behind Antler's channel capability traits.
