@@ -76,13 +76,8 @@ async fn streamed_run_with_tools_produces_ordered_events_and_a_served_artifact()
     assert_eq!(fake.unscripted_calls(), 0);
 
     let state: Value = daemon
-        .get(&format!("/api/threads/{thread}/state"), TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
     assert_eq!(last_ai_text(&state), "The report is ready.");
     assert_eq!(
         state["values"]["artifacts"],
@@ -158,12 +153,7 @@ async fn a_second_run_on_a_busy_thread_is_409() {
     let setup = Setup::new(&fake.base_url(), "");
     let daemon = setup.start();
     let thread = daemon.create_thread(TOKEN_A).await;
-    let response = daemon
-        .post(&format!("/api/threads/{thread}/runs/stream"), TOKEN_A)
-        .json(&json!({"input": {"messages": [{"role": "user", "content": "go slowly"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let response = daemon.start_stream(TOKEN_A, &thread, "go slowly").await;
     let mut stream = response.bytes_stream().eventsource();
     let first = stream.next().await.unwrap().unwrap();
     assert_eq!(first.event, "metadata");
@@ -187,14 +177,7 @@ async fn a_second_run_on_a_busy_thread_is_409() {
             .unwrap()
             .contains("cancel")
     );
-    let threads: Value = daemon
-        .get("/api/threads", TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let threads: Value = daemon.get_json("/api/threads", TOKEN_A).await;
     assert_eq!(threads["threads"][0]["status"], "busy");
 
     let wrong = daemon
@@ -227,12 +210,7 @@ async fn cancel_stops_a_slow_run() {
     let setup = Setup::new(&fake.base_url(), "");
     let daemon = setup.start();
     let thread = daemon.create_thread(TOKEN_A).await;
-    let response = daemon
-        .post(&format!("/api/threads/{thread}/runs/stream"), TOKEN_A)
-        .json(&json!({"input": {"messages": [{"role": "user", "content": "go slowly"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let response = daemon.start_stream(TOKEN_A, &thread, "go slowly").await;
     use eventsource_stream::Eventsource;
     use futures::StreamExt;
     let mut stream = response.bytes_stream().eventsource();
@@ -264,14 +242,7 @@ async fn cancel_stops_a_slow_run() {
         "the run kept going after cancel"
     );
     assert!(last.contains("cancelled"), "{last}");
-    let threads: Value = daemon
-        .get("/api/threads", TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let threads: Value = daemon.get_json("/api/threads", TOKEN_A).await;
     assert_eq!(threads["threads"][0]["status"], "interrupted");
 }
 
@@ -333,23 +304,9 @@ async fn auth_is_required_and_users_are_isolated() {
         .await
         .unwrap();
     assert_eq!(foreign_delete.status(), 404);
-    let listed: Value = daemon
-        .get("/api/threads", TOKEN_B)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = daemon.get_json("/api/threads", TOKEN_B).await;
     assert_eq!(listed["threads"], json!([]));
-    let models: Value = daemon
-        .get("/api/models", TOKEN_B)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let models: Value = daemon.get_json("/api/models", TOKEN_B).await;
     assert_eq!(models["models"][0]["name"], "fake");
     assert!(
         !models.to_string().contains("127.0.0.1"),
@@ -437,14 +394,7 @@ async fn uploads_enforce_limits_names_and_never_follow_symlinks() {
     assert_eq!(planted["files"][0]["filename"], "victim_1.txt");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original");
 
-    let listed: Value = daemon
-        .get(&format!("{url}/list"), TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = daemon.get_json(&format!("{url}/list"), TOKEN_A).await;
     let names: Vec<&str> = listed["files"]
         .as_array()
         .unwrap()

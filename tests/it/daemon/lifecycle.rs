@@ -29,25 +29,15 @@ async fn a_restarted_daemon_returns_the_same_thread_state() {
             .unwrap();
         assert_eq!(waited["stop_reason"], "completed", "{waited}");
         before = daemon
-            .get(&format!("/api/threads/{thread}/state"), TOKEN_A)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+            .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+            .await;
         daemon.signal("TERM");
         assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
     }
     let daemon = setup.start();
     let after: Value = daemon
-        .get(&format!("/api/threads/{thread}/state"), TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
     assert_eq!(after["values"], before["values"]);
     assert!(after.to_string().contains("persisted answer"));
 }
@@ -56,14 +46,9 @@ async fn start_slow_run(
     daemon: &super::Daemon,
     thread: &str,
 ) -> tokio::task::JoinHandle<Vec<(String, Value)>> {
-    let response = daemon
-        .post(&format!("/api/threads/{thread}/runs/stream"), TOKEN_A)
-        .json(&json!({"input": {"messages": [{"role": "user", "content": "slow please"}]}}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    tokio::spawn(super::collect_sse(response))
+    tokio::spawn(super::collect_sse(
+        daemon.start_stream(TOKEN_A, thread, "slow please").await,
+    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,13 +73,8 @@ async fn sigterm_lets_a_slow_run_finish_within_the_grace_period() {
 
     let daemon = setup.start();
     let state: Value = daemon
-        .get(&format!("/api/threads/{thread}/state"), TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
     assert!(
         state.to_string().contains("c19"),
         "the finished answer was persisted"
@@ -134,23 +114,13 @@ async fn a_second_sigterm_cancels_the_run_and_still_exits_cleanly() {
 
     let daemon = setup.start();
     let record: Value = daemon
-        .get(&format!("/api/threads/{thread}"), TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/threads/{thread}"), TOKEN_A)
+        .await;
     assert_eq!(record["status"], "interrupted");
     // The human message (the last completed step) survived.
     let state: Value = daemon
-        .get(&format!("/api/threads/{thread}/state"), TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
     assert!(state.to_string().contains("slow please"));
 }
 

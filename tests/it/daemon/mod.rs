@@ -127,6 +127,34 @@ impl Daemon {
         None
     }
 
+    /// GETs `path` and parses the JSON body.
+    pub(crate) async fn get_json(&self, path: &str, token: &str) -> Value {
+        self.get(path, token)
+            .send()
+            .await
+            .expect("GET request")
+            .json()
+            .await
+            .expect("JSON body")
+    }
+
+    /// Starts `/runs/stream` with one human message and returns the open response.
+    pub(crate) async fn start_stream(
+        &self,
+        token: &str,
+        thread_id: &str,
+        text: &str,
+    ) -> reqwest::Response {
+        let response = self
+            .post(&format!("/api/threads/{thread_id}/runs/stream"), token)
+            .json(&serde_json::json!({"input": {"messages": [{"role": "user", "content": text}]}}))
+            .send()
+            .await
+            .expect("stream request");
+        assert_eq!(response.status(), 200, "stream status");
+        response
+    }
+
     /// Creates a thread for `token`'s user and returns its id.
     pub(crate) async fn create_thread(&self, token: &str) -> String {
         let body: Value = self
