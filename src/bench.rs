@@ -3,6 +3,7 @@
 //! `turn` measures the harness itself: one turn of "1 message → 2 tool calls → final answer"
 //! against an in-process scripted model, through the default middleware chain, with a
 //! checkpoint after every step — so the figure is what Antler adds on top of the model.
+//! `factory` measures building the lead agent per run (DeerFlow estimates tens of milliseconds).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -13,12 +14,17 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::agent::features::Feature;
-use crate::agent::{AgentOptions, RunContext, RuntimeFeatures, create_agent};
-use crate::config::AppConfig;
+use crate::agent::{AgentOptions, RunContext, RunOptions, RuntimeFeatures, create_agent};
+use crate::agents::{AgentConfig, AgentStore};
+use crate::config::{AppConfig, ModelConfig};
+use crate::lead_agent::access::LOCAL_OPERATOR;
+use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::messages::Message;
-use crate::model::{ScriptedModel, ScriptedTurn};
+use crate::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
+use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings};
 use crate::state::ThreadState;
 use crate::store::{MemoryStore, SledStore, StoreRef, ThreadStore};
+use crate::tools::registry::ToolRegistry;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef};
 
 #[derive(Debug, thiserror::Error)]
@@ -191,6 +197,127 @@ async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Seri
     Ok(Series::from_samples(label, samples, cpu))
 }
 
+/// The report of `antler bench agent`.
+#[derive(Clone, Debug)]
+pub struct FactoryReport {
+    pub series: Vec<Series>,
+}
+
+impl fmt::Display for FactoryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "lead agent factory call (no model call): skills scan, agent load, prompt, middleware chain"
+        )?;
+        for series in &self.series {
+            writeln!(f, "{series}")?;
+        }
+        Ok(())
+    }
+}
+
+const BENCH_SOUL: &str =
+    "**Identity**\nA careful reviewer.\n\n**Core Traits**\n- Precise\n- Kind\n";
+
+/// Times `make_lead_agent` for the default, custom and bootstrap branches (with the per-harness
+/// cache, as the daemon runs it) and once more for a custom agent without any cache.
+pub async fn factory(iterations: usize) -> Result<FactoryReport, BenchError> {
+    let iterations = iterations.max(10);
+    let dir = scratch_dir()?;
+    let result = factory_in(&dir, iterations);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn factory_in(dir: &std::path::Path, iterations: usize) -> Result<FactoryReport, BenchError> {
+    let setup = |e: &dyn fmt::Display| BenchError::Setup(e.to_string());
+    let skills_dir = dir.join("skills");
+    for (name, description) in [
+        (
+            "bootstrap",
+            "Create a new custom agent through a short interview.",
+        ),
+        ("research", "Deep research with citations."),
+        ("pdf", "Read and write PDF files."),
+    ] {
+        std::fs::create_dir_all(skills_dir.join(name)).map_err(|e| setup(&e))?;
+        std::fs::write(
+            skills_dir.join(name).join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n"),
+        )
+        .map_err(|e| setup(&e))?;
+    }
+    let mut config = AppConfig {
+        data_dir: Some(dir.join("data")),
+        ..Default::default()
+    };
+    config.sandbox.skills_path = Some(skills_dir);
+    let config = Arc::new(config);
+    let models = ModelRegistry::new().with_model(
+        "bench",
+        Arc::new(ScriptedModel::new("bench", [])),
+        ModelConfig::default(),
+    );
+    let provider = Arc::new(HostSandboxProvider::new(
+        ProviderSettings::from_config(&config, None),
+        ExecMode::Local { allow_bash: false },
+    ));
+    let tools = ToolRegistry::from_config(&config, provider)
+        .map_err(|problems| BenchError::Setup(format!("{} tool problems", problems.len())))?;
+    let store = Arc::new(AgentStore::new(config.data_dir()));
+    let mut agent = AgentConfig::new("bench-agent", "Reviews code");
+    agent.tool_groups = Some(vec!["file:read".into()]);
+    store
+        .create(LOCAL_OPERATOR, "bench-agent", &agent, BENCH_SOUL)
+        .map_err(|e| setup(&e))?;
+    store.set_default_soul(BENCH_SOUL).map_err(|e| setup(&e))?;
+    let cache = LeadAgentCache::new();
+    let custom = RunOptions {
+        agent_name: Some("bench-agent".into()),
+        ..Default::default()
+    };
+    let bootstrap = RunOptions {
+        is_bootstrap: true,
+        agent_name: Some("new-agent".into()),
+        ..Default::default()
+    };
+    let cases = [
+        ("default agent", RunOptions::default(), true),
+        ("custom agent", custom.clone(), true),
+        ("bootstrap", bootstrap, true),
+        ("custom agent, no cache", custom, false),
+    ];
+    let mut series = Vec::new();
+    for (label, options, cached) in cases {
+        let deps = LeadAgentDeps {
+            models: &models,
+            tools: Some(&tools),
+            sandbox: None,
+            checkpointer: None,
+            user_id: LOCAL_OPERATOR,
+            agents: Some(store.clone()),
+            cache: cached.then_some(&cache),
+        };
+        let warmup = (iterations / 10).max(5);
+        let mut samples = Vec::with_capacity(iterations);
+        let cpu_start = process_cpu_time();
+        for i in 0..warmup + iterations {
+            let started = Instant::now();
+            let lead = make_lead_agent(&options, &config, deps.clone())
+                .map_err(|e| BenchError::Turn(e.to_string()))?;
+            let elapsed = started.elapsed();
+            drop(lead);
+            if i >= warmup {
+                samples.push(elapsed);
+            }
+        }
+        let cpu = process_cpu_time().saturating_sub(cpu_start);
+        let cpu = cpu.mul_f64(iterations as f64 / (warmup + iterations) as f64);
+        series.push(Series::from_samples(label, samples, cpu));
+    }
+    Ok(FactoryReport { series })
+}
+
 fn scratch_dir() -> Result<PathBuf, BenchError> {
     let dir = std::env::temp_dir().join(format!("antler-bench-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::Setup(e.to_string()))?;
@@ -229,6 +356,23 @@ mod tests {
         assert_eq!(s.p99, Duration::from_micros(99));
         assert_eq!(s.cpu_per_iter, Duration::from_micros(5));
         assert!(s.to_string().contains("p50="));
+    }
+
+    #[tokio::test]
+    async fn a_short_factory_bench_covers_every_branch() {
+        let report = factory(10).await.unwrap();
+        let labels: Vec<&str> = report.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "default agent",
+                "custom agent",
+                "bootstrap",
+                "custom agent, no cache"
+            ]
+        );
+        assert!(report.series.iter().all(|s| s.samples == 10));
+        assert!(report.to_string().contains("cpu/turn="));
     }
 
     #[tokio::test]

@@ -43,6 +43,14 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Manage custom agents in the data directory.
+    Agents {
+        /// Whose agents to work on.
+        #[arg(long, global = true, value_name = "ID", default_value = antler::agents::cli::DEFAULT_CLI_USER)]
+        user: String,
+        #[command(subcommand)]
+        command: antler::agents::cli::AgentsCommand,
+    },
     /// Measure the harness (figures are printed, nothing is asserted).
     Bench {
         #[command(subcommand)]
@@ -64,6 +72,25 @@ enum BenchCommand {
     /// One turn (1 message → 2 tool calls → answer) with a checkpoint per step; prints p50/p99.
     Turn {
         #[arg(long, default_value_t = 2000)]
+        iterations: usize,
+    },
+    /// Building the lead agent (factory call, no model call) for the default, custom and
+    /// bootstrap branches; prints p50/p99.
+    Agent {
+        #[arg(long, default_value_t = 2000)]
+        iterations: usize,
+    },
+    /// The daemon binary: start-to-ready, idle RSS, and `/runs/wait` throughput with an instant
+    /// model and concurrent clients.
+    Daemon {
+        #[arg(long, default_value_t = 50)]
+        clients: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
+    /// Overhead of a trivial `bash` call (`true`) per sandbox provider, against `sh -c true`.
+    Sandbox {
+        #[arg(long, default_value_t = 200)]
         iterations: usize,
     },
 }
@@ -131,6 +158,39 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
         }) => {
             let report = antler::bench::turn(iterations).await?;
             println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            command: BenchCommand::Agent { iterations },
+        }) => {
+            let report = antler::bench::factory(iterations).await?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            command: BenchCommand::Daemon { clients, seconds },
+        }) => {
+            let binary = std::env::current_exe().context("cannot find the antler binary")?;
+            let report = antler::bench_daemon::run(
+                &binary,
+                clients.max(1),
+                std::time::Duration::from_secs(seconds.max(1)),
+            )
+            .await?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            command: BenchCommand::Sandbox { iterations },
+        }) => {
+            let scratch = std::env::temp_dir().join(format!("antler-bench-sandbox-{}", std::process::id()));
+            let result = antler::sandbox::bench_bash_overhead(&scratch, iterations.max(1)).await;
+            let _ = std::fs::remove_dir_all(&scratch);
+            result?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Agents { user, command }) => {
+            antler::agents::cli::run(&loaded.config, &user, command, &mut std::io::stdout())?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Config { .. }) | Some(Command::CrashChild { .. }) => Ok(ExitCode::SUCCESS),

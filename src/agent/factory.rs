@@ -11,11 +11,12 @@ use crate::agent::features::{CHAIN_ORDER, Slot};
 use crate::agent::{Agent, Feature, RuntimeFeatures};
 use crate::config::AppConfig;
 use crate::middleware::{
-    ClarificationMiddleware, DanglingToolCallMiddleware, LoopDetectionMiddleware, Middleware,
-    MiddlewareRef, SafetyFinishReasonMiddleware, SandboxMiddleware, SubagentLimitMiddleware,
-    SystemMessageCoalescingMiddleware, TerminalResponseMiddleware, ThreadDataMiddleware,
-    TitleMiddleware, TodoMiddleware, TokenBudgetMiddleware, TokenUsageMiddleware,
-    ToolErrorHandlingMiddleware, UploadsMiddleware, ViewImageMiddleware,
+    ClarificationMiddleware, DanglingToolCallMiddleware, GuardrailMiddleware,
+    LoopDetectionMiddleware, Middleware, MiddlewareRef, SafetyFinishReasonMiddleware,
+    SandboxMiddleware, SubagentLimitMiddleware, SystemMessageCoalescingMiddleware,
+    TerminalResponseMiddleware, ThreadDataMiddleware, TitleMiddleware, TodoMiddleware,
+    TokenBudgetMiddleware, TokenUsageMiddleware, ToolErrorHandlingMiddleware, UploadsMiddleware,
+    ViewImageMiddleware,
 };
 use crate::model::ChatModel;
 use crate::sandbox::SandboxProvider;
@@ -147,7 +148,9 @@ fn slot_middleware(
             Some(arc(SandboxMiddleware::new(sandbox_provider.clone())))
         })?,
         Slot::DanglingToolCall => Some(arc(DanglingToolCallMiddleware)),
-        Slot::Guardrail => from_feature(&features.guardrail, "guardrail", || None)?,
+        Slot::Guardrail => from_feature(&features.guardrail, "guardrail", || {
+            Some(arc(GuardrailMiddleware::from_config(&config.guardrails)))
+        })?,
         Slot::ToolErrorHandling => Some(arc(ToolErrorHandlingMiddleware)),
         Slot::Summarization => from_feature(&features.summarization, "summarization", || None)?,
         Slot::Todo => on(plan_mode, &|| arc(TodoMiddleware)),

@@ -31,7 +31,8 @@ pub struct RuntimeFeatures {
     pub subagent: Feature,
     pub vision: Feature,
     pub auto_title: Feature,
-    /// No built-in implementation: `Off` or `Custom` only.
+    /// `BuiltIn` = the allowlist/denylist guardrail of `guardrails:` in the config (built even
+    /// when `guardrails.enabled` is false: callers decide whether to switch it on).
     pub guardrail: Feature,
     pub loop_detection: Feature,
     pub token_budget: Feature,

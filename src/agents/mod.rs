@@ -4,6 +4,7 @@
 //! Layout under the data dir: `users/{user}/agents/{name}/{config.yaml,SOUL.md,history/}` and
 //! the default agent's soul at `SOUL.md`. Names are validated before any path is built.
 
+pub mod cli;
 pub mod config;
 mod history;
 pub mod prompt;

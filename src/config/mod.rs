@@ -1,6 +1,7 @@
 //! Configuration: one typed tree (`schema`), loaded from YAML with `$ENV` resolution, validated
 //! with every problem reported by key path, and hot-reloaded when the file changes.
 
+pub mod channels;
 pub mod check;
 mod decode;
 pub mod env;
@@ -11,6 +12,9 @@ pub mod secret;
 pub mod validate;
 pub mod watch;
 
+pub use channels::{
+    ChannelSessionConfig, ChannelsConfig, GroupPolicy, StreamConfig, TelegramConfig, TelegramMode,
+};
 pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::ConfigHandle;

@@ -58,6 +58,12 @@ pub struct AppConfig {
     /// Named tool groups agents can whitelist (`web`, `file:read`, `file:write`, `bash`).
     #[serde(default)]
     pub tool_groups: Vec<ToolGroupConfig>,
+    /// IM channels (Telegram, …) and how chats map to threads and runs.
+    #[serde(default)]
+    pub channels: crate::config::channels::ChannelsConfig,
+    /// Which tools the built-in guardrail lets the agent call.
+    #[serde(default)]
+    pub guardrails: GuardrailsConfig,
 }
 
 impl Default for AppConfig {
@@ -83,6 +89,8 @@ impl Default for AppConfig {
             sandbox: SandboxConfig::default(),
             tools: Vec::new(),
             tool_groups: Vec::new(),
+            channels: Default::default(),
+            guardrails: GuardrailsConfig::default(),
         }
     }
 }
@@ -311,6 +319,8 @@ pub enum SandboxProviderKind {
     Auto,
     Bwrap,
     Local,
+    /// One container per (user, thread) through the Docker Engine API; needs a running engine.
+    Docker,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -345,6 +355,8 @@ pub struct SandboxConfig {
     pub max_processes: u64,
     /// Largest file a command may write, in MiB (RLIMIT_FSIZE).
     pub max_file_size_mb: u64,
+    /// Settings of the `docker` provider.
+    pub docker: DockerSandboxConfig,
 }
 
 impl Default for SandboxConfig {
@@ -365,6 +377,36 @@ impl Default for SandboxConfig {
             memory_mb: 4096,
             max_processes: 1024,
             max_file_size_mb: 1024,
+            docker: DockerSandboxConfig::default(),
+        }
+    }
+}
+
+/// The `docker` provider: containers through the Docker Engine API.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DockerSandboxConfig {
+    /// Engine address: `unix:///path/docker.sock`, or `http://127.0.0.1:PORT` / `tcp://…`
+    /// (plain HTTP, no TLS). Unset = the local unix socket (`$DOCKER_HOST` when it is `unix://`).
+    pub host: Option<String>,
+    /// Image the containers run; it must provide `sh`, `sleep` and `timeout`.
+    pub image: String,
+    /// Most containers kept (in use plus warm); released ones are evicted least recently used.
+    pub replicas: usize,
+    /// Seconds a released container stays warm before it is stopped and removed; 0 keeps it.
+    pub idle_timeout: u64,
+    /// Give containers a network (otherwise `--network none`).
+    pub network: bool,
+}
+
+impl Default for DockerSandboxConfig {
+    fn default() -> Self {
+        Self {
+            host: None,
+            image: "debian:bookworm-slim".to_string(),
+            replicas: 3,
+            idle_timeout: 600,
+            network: false,
         }
     }
 }
@@ -387,6 +429,29 @@ pub struct ToolConfig {
     pub use_kind: String,
     #[serde(flatten)]
     pub params: BTreeMap<String, serde_json::Value>,
+}
+
+/// The built-in allowlist/denylist guardrail. The denylist wins; an empty allowlist allows
+/// every tool not denied.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GuardrailsConfig {
+    pub enabled: bool,
+    /// Deny a call when the guardrail provider itself fails (otherwise allow it with a warning).
+    pub fail_closed: bool,
+    pub allowed_tools: Vec<String>,
+    pub denied_tools: Vec<String>,
+}
+
+impl Default for GuardrailsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            fail_closed: true,
+            allowed_tools: Vec::new(),
+            denied_tools: Vec::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

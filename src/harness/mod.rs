@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::{EventSink, RunContext, RunEvent, RunOptions, RunOutcome, RunSlots, StopReason};
+use crate::agents::AgentStore;
 use crate::config::{AppConfig, ConfigHandle};
-use crate::lead_agent::{LeadAgentDeps, LeadAgentError, make_lead_agent};
+use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, LeadAgentError, make_lead_agent};
 use crate::messages::Message;
 use crate::model::{ModelError, ModelRegistry};
 use crate::sandbox::{ProviderSettings, SandboxError, SandboxProvider, select_provider};
@@ -96,6 +97,10 @@ struct Inner {
     config: ConfigHandle,
     threads: ThreadStore,
     models: Models,
+    /// Custom agents of every user, under the data dir.
+    agents: Arc<AgentStore>,
+    /// Skill scans and system prompts the lead-agent factory reuses across runs.
+    lead_cache: LeadAgentCache,
     /// Chosen on the first run (probing bwrap is async), then shared by every thread.
     sandbox: tokio::sync::OnceCell<Arc<dyn SandboxProvider>>,
     /// The configured tools, rebuilt when the configuration `Arc` changes.
@@ -144,11 +149,14 @@ impl Harness {
             Some(registry) => Models::Fixed(Arc::new(registry)),
             None => Models::FromConfig(Mutex::new(None)),
         };
+        let agents = Arc::new(AgentStore::new(config.current().data_dir()));
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 threads,
                 models,
+                agents,
+                lead_cache: LeadAgentCache::new(),
                 sandbox: tokio::sync::OnceCell::new(),
                 tools: Mutex::new(None),
                 runs: Mutex::new(HashMap::new()),
@@ -166,8 +174,26 @@ impl Harness {
         &self.inner.threads
     }
 
-    /// Starts a run on a thread, creating the thread for `user_id` if it does not exist.
+    /// The custom agents of every user (`{data_dir}/users/{user}/agents`).
+    pub fn agents(&self) -> &Arc<AgentStore> {
+        &self.inner.agents
+    }
+
+    /// Starts a run on a thread, creating the thread for `user_id` if it does not exist. The
+    /// run uses the configuration in force now, for its whole life.
     pub async fn start_run(&self, request: RunRequest) -> Result<RunHandle, RunError> {
+        let config = self.inner.config.current();
+        self.start_run_with_config(request, config).await
+    }
+
+    /// Like [`Harness::start_run`], with an injected configuration for this run only: the
+    /// request-scoped override (DeerFlow's ContextVar) that a parent run hands its sub-runs, or
+    /// a caller uses to try a variant without touching the live config.
+    pub async fn start_run_with_config(
+        &self,
+        request: RunRequest,
+        config: Arc<AppConfig>,
+    ) -> Result<RunHandle, RunError> {
         if !self.inner.accepting.load(Ordering::SeqCst) {
             return Err(RunError::ShuttingDown);
         }
@@ -178,12 +204,11 @@ impl Harness {
             options,
             want_values,
         } = request;
-        let record = self.owned_or_created(&user_id, &thread_id, &options)?;
+        let record = self.owned_or_created(&user_id, &thread_id)?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
         let guard = self.register(&thread_id, &run_id, &cancel)?;
 
-        let config = self.inner.config.current();
         let models = self.models(&config)?;
         let checkpointer: Arc<dyn Checkpointer> = Arc::new(self.inner.threads.clone());
         let sandbox = self.sandbox(&config).await?;
@@ -196,8 +221,18 @@ impl Harness {
                 tools: Some(&tools),
                 sandbox: Some(sandbox),
                 checkpointer: Some(checkpointer.clone()),
+                user_id: &user_id,
+                agents: Some(self.inner.agents.clone()),
+                cache: Some(&self.inner.lead_cache),
             },
         )?;
+        if lead.agent_name.is_some() && record.agent_name != lead.agent_name {
+            // The thread remembers the agent it last ran with, for listings and surfaces.
+            let agent_name = lead.agent_name.clone();
+            self.inner
+                .threads
+                .update(&thread_id, |r| r.agent_name = agent_name)?;
+        }
         let state = match checkpointer.latest(&thread_id).await {
             Ok(checkpoint) => checkpoint.map(|c| c.state).unwrap_or_default(),
             Err(e) => return Err(RunError::Thread(ThreadError::Store(e))),
@@ -215,10 +250,7 @@ impl Harness {
             thread_id: thread_id.clone(),
             run_id: run_id.clone(),
             user_id,
-            agent_name: record
-                .agent_name
-                .clone()
-                .or_else(|| lead.options.agent_name.clone()),
+            agent_name: lead.agent_name,
             options: lead.options,
             cancel: cancel.clone(),
             events,
@@ -374,12 +406,7 @@ impl Harness {
         Ok(())
     }
 
-    fn owned_or_created(
-        &self,
-        user_id: &str,
-        thread_id: &str,
-        options: &RunOptions,
-    ) -> Result<ThreadRecord, RunError> {
+    fn owned_or_created(&self, user_id: &str, thread_id: &str) -> Result<ThreadRecord, RunError> {
         let not_found = || RunError::NotFound {
             thread_id: thread_id.to_string(),
         };
@@ -392,13 +419,6 @@ impl Harness {
                     .threads
                     .create(user_id, Some(thread_id.to_string()), Map::new())
                 {
-                    Ok(record) if options.agent_name.is_some() => {
-                        let agent_name = options.agent_name.clone();
-                        Ok(self
-                            .inner
-                            .threads
-                            .update(&record.thread_id, |r| r.agent_name = agent_name)?)
-                    }
                     Ok(record) => Ok(record),
                     // Another user created it between the two calls.
                     Err(ThreadError::Unavailable { .. }) => Err(not_found()),

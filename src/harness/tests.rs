@@ -269,3 +269,32 @@ async fn a_client_without_models_reports_how_to_configure_one() {
         "the failed start frees the thread"
     );
 }
+
+#[tokio::test]
+async fn an_injected_config_applies_to_that_run_only() {
+    let tool_call = ScriptedTurn::ToolCalls {
+        text: String::new(),
+        calls: vec![("missing_tool".into(), serde_json::json!({}))],
+    };
+    let fx = fixture(vec![tool_call.clone(), tool_call, answer("done")]);
+    let live = fx.harness.config().current();
+    let strict = Arc::new(AppConfig {
+        recursion_limit: 1,
+        ..(*live).clone()
+    });
+    let handle = fx
+        .harness
+        .start_run_with_config(request("alice", "t-override", "go"), strict)
+        .await
+        .unwrap();
+    let outcome = handle.outcome.await.unwrap();
+    assert_eq!(outcome.stop, StopReason::RecursionLimit, "the override's limit applied");
+
+    let handle = fx
+        .harness
+        .start_run(request("alice", "t-live", "go"))
+        .await
+        .unwrap();
+    let outcome = handle.outcome.await.unwrap();
+    assert_eq!(outcome.stop, StopReason::Completed, "the live config is untouched");
+}

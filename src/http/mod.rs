@@ -1,16 +1,19 @@
-//! The HTTP API (axum): health, threads, streaming runs, uploads, artifacts, models.
+//! The HTTP API (axum): health, threads, streaming runs, uploads, artifacts, models, agents.
 //!
 //! Route handlers only translate HTTP to harness calls and errors to `{"error": …}` bodies; the
 //! behaviour lives in the harness and the domain modules.
 
+mod agents;
 mod artifacts;
 mod auth;
+mod channels;
 mod error;
 mod health;
 mod models;
 mod runs;
 mod threads;
 mod uploads;
+mod web;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,6 +40,8 @@ const RUN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 pub struct AppState {
     pub harness: Arc<Harness>,
     pub config: ConfigHandle,
+    /// Channel health (for `/readyz`) and webhook endpoints.
+    pub channels: crate::channels::ChannelHub,
 }
 
 /// Builds the full router.
@@ -59,9 +64,21 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/threads/{thread_id}/uploads", post(uploads::upload))
         .layer(DefaultBodyLimit::max(upload_limit));
     let rest = Router::new()
+        .route("/", get(web::index))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route(
+            "/channels/telegram/webhook",
+            post(channels::telegram_webhook),
+        )
         .route("/api/models", get(models::list))
+        .route("/api/agents", get(agents::list).post(agents::create))
+        .route(
+            "/api/agents/{name}",
+            get(agents::get).put(agents::update).delete(agents::delete),
+        )
+        .route("/api/agents/{name}/history", get(agents::history))
+        .route("/api/agents/{name}/revert", post(agents::revert))
         .route("/api/threads", post(threads::create).get(threads::list))
         .route(
             "/api/threads/{thread_id}",

@@ -18,6 +18,7 @@ use crate::agent::{RunEvent, RunOptions};
 use crate::harness::{RunError, RunRequest};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
+use crate::lead_agent::LeadAgentError;
 use crate::messages::{HumanMessage, Message, MessageMeta, new_id};
 
 #[derive(Debug, Default, Deserialize)]
@@ -134,6 +135,15 @@ fn run_error(e: RunError) -> ApiError {
             "shutting_down",
             "the daemon is shutting down; retry in a moment",
         ),
+        RunError::Agent(LeadAgentError::Forbidden(denied)) => {
+            crate::http::agents::forbidden(denied)
+        }
+        RunError::Agent(e @ LeadAgentError::AgentNotFound { .. }) => {
+            ApiError::new(StatusCode::NOT_FOUND, "agent_not_found", e.to_string())
+        }
+        RunError::Agent(e @ LeadAgentError::InvalidAgentName(_)) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_agent_name", e.to_string())
+        }
         other => ApiError::internal(other),
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! `view_image` only records image metadata in `state.viewed_images`; right after such calls the
 //! images are read, base64-encoded and attached to a hidden human message for that one model
-//! call. The bytes are never persisted in the thread.
+//! call. The bytes are never persisted in the thread, and `after_model` clears the metadata so
+//! an image is shown once, not again with every later `view_image` call.
+
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use base64::Engine;
@@ -10,9 +13,10 @@ use base64::Engine;
 use crate::agent::RunContext;
 use crate::messages::{AiMessage, ImageData, Message};
 use crate::middleware::support::hidden_human;
-use crate::middleware::{Middleware, ModelNext};
+use crate::middleware::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::model::{ModelError, ModelRequest};
-use crate::state::ThreadState;
+use crate::state::{StateUpdate, ThreadState};
+use crate::tools::builtin::{MAX_IMAGE_BYTES, sniff_image};
 
 pub const VIEW_IMAGE: &str = "view_image";
 pub const VIEWED_IMAGES_NAME: &str = "viewed_images";
@@ -40,7 +44,17 @@ pub async fn images_message(state: &ThreadState) -> Message {
     let mut lines = vec!["Here are the images you viewed:".to_string()];
     let mut images = Vec::new();
     for (path, image) in &state.viewed_images {
-        match tokio::fs::read(&image.actual_path).await {
+        // The file may have changed since `view_image` checked it; check it again.
+        let read = tokio::fs::read(&image.actual_path).await.and_then(|bytes| {
+            if bytes.len() as u64 > MAX_IMAGE_BYTES || sniff_image(&bytes).is_none() {
+                Err(std::io::Error::other(
+                    "it is no longer an image of at most 5 MiB",
+                ))
+            } else {
+                Ok(bytes)
+            }
+        });
+        match read {
             Ok(bytes) => {
                 lines.push(format!("- {path} ({})", image.mime_type));
                 images.push(ImageData {
@@ -77,6 +91,21 @@ impl Middleware for ViewImageMiddleware {
         }
         next.call(request).await
     }
+
+    async fn after_model(
+        &self,
+        state: &ThreadState,
+        _ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        // Images recorded by the last tool step were shown in the call that just finished.
+        if state.viewed_images.is_empty() {
+            return Ok(HookResult::proceed());
+        }
+        Ok(HookResult::update(StateUpdate {
+            viewed_images: Some(BTreeMap::new()),
+            ..Default::default()
+        }))
+    }
 }
 
 #[cfg(test)]
@@ -90,7 +119,7 @@ mod tests {
     async fn attaches_viewed_images_after_view_image_results() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("a.png");
-        std::fs::write(&file, b"png").unwrap();
+        std::fs::write(&file, b"\x89PNG\r\n\x1a\n").unwrap();
         let mut state = ThreadState::default();
         state.viewed_images.insert(
             "/mnt/user-data/uploads/a.png".into(),
@@ -113,6 +142,6 @@ mod tests {
             panic!("expected a human message");
         };
         assert!(human.meta.hide_from_ui);
-        assert_eq!(human.images[0].base64, "cG5n");
+        assert_eq!(human.images[0].base64, "iVBORw0KGgo=");
     }
 }

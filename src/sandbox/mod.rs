@@ -3,11 +3,14 @@
 //! Every provider shows the model the same virtual file system (`/mnt/user-data/*`,
 //! `/mnt/skills`, configured mounts) and maps every path it prints back to that view, so the
 //! model never learns a host path. Providers here: `bwrap` (bubblewrap namespaces; the default
-//! where it works) and `local` (host execution, path mapping only, shell off by default).
+//! where it works), `local` (host execution, path mapping only, shell off by default) and
+//! `docker` (a container per thread through a Docker engine, see [`docker`]).
 
 mod bench;
+pub mod docker;
 mod exec;
 mod fs;
+mod host_files;
 mod path_mapper;
 mod provider;
 
@@ -17,11 +20,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use bench::{BashOverhead, bench_bash_overhead};
+pub use docker::{DockerSandboxProvider, PoolTiming};
 pub use exec::scrub_env;
 pub use fs::{GrepMatch, GrepOptions, slice_lines};
 pub use path_mapper::{MountPoint, PathMapper, ResolvedPath, VIRTUAL_SKILLS};
 pub use provider::{
-    ExecMode, HostSandbox, HostSandboxProvider, ProviderSettings, bwrap_available, select_provider,
+    ExecMode, HostSandbox, HostSandboxProvider, ProviderSettings, bwrap_available,
+    select_host_provider, select_provider,
 };
 
 /// What a finished (or killed) command left behind; every path in it is already virtual.

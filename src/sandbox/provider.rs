@@ -10,9 +10,11 @@ use async_trait::async_trait;
 
 use crate::config::{AppConfig, SandboxConfig, SandboxProviderKind};
 use crate::paths::ThreadPaths;
+use crate::sandbox::docker::DockerSandboxProvider;
 use crate::sandbox::exec::{self, Invocation, Limits};
+use crate::sandbox::host_files::HostFiles;
 use crate::sandbox::{
-    CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, SandboxProvider, fs,
+    CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, SandboxProvider,
     scrub_env,
 };
 
@@ -103,8 +105,21 @@ async fn uid_switch_works() -> bool {
 }
 
 /// Picks the provider from `sandbox.provider`: `auto` = bwrap if it works, else local with the
-/// shell off (logged). An explicit `bwrap` that cannot run is an error.
+/// shell off (logged); `docker` connects to the engine (and fails when it does not answer).
+/// An explicit `bwrap` that cannot run is an error.
 pub async fn select_provider(
+    settings: ProviderSettings,
+) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
+    if settings.sandbox.provider == SandboxProviderKind::Docker {
+        let provider = DockerSandboxProvider::connect(settings).await?;
+        return Ok(Arc::new(provider));
+    }
+    Ok(select_host_provider(settings).await?)
+}
+
+/// [`select_provider`] for the providers that run on this host (`auto`, `bwrap`, `local`);
+/// `docker` is refused here because it is not a host provider.
+pub async fn select_host_provider(
     settings: ProviderSettings,
 ) -> Result<Arc<HostSandboxProvider>, SandboxError> {
     let mode = match settings.sandbox.provider {
@@ -126,6 +141,11 @@ pub async fn select_provider(
                 ExecMode::Local { allow_bash: false }
             }
         },
+        SandboxProviderKind::Docker => {
+            return Err(SandboxError::Unavailable(
+                "sandbox.provider docker is not a host provider; use select_provider".into(),
+            ));
+        }
     };
     Ok(Arc::new(HostSandboxProvider::new(settings, mode)))
 }
@@ -186,7 +206,7 @@ impl HostSandboxProvider {
         let config = &self.settings.sandbox;
         Ok(HostSandbox {
             id: format!("{}:{user_id}:{thread_id}", self.kind()),
-            mapper,
+            files: HostFiles::new(mapper),
             workspace: paths.workspace(),
             mode: self.mode,
             host_env: self.settings.host_env.clone(),
@@ -249,7 +269,7 @@ impl SandboxProvider for HostSandboxProvider {
 /// A thread's sandbox on this host.
 pub struct HostSandbox {
     id: String,
-    mapper: PathMapper,
+    files: HostFiles,
     workspace: PathBuf,
     mode: ExecMode,
     host_env: Vec<(String, String)>,
@@ -259,17 +279,7 @@ pub struct HostSandbox {
 
 impl HostSandbox {
     pub fn mapper(&self) -> &PathMapper {
-        &self.mapper
-    }
-
-    async fn blocking<T: Send + 'static>(
-        &self,
-        work: impl FnOnce(&PathMapper) -> Result<T, SandboxError> + Send + 'static,
-    ) -> Result<T, SandboxError> {
-        let mapper = self.mapper.clone();
-        tokio::task::spawn_blocking(move || work(&mapper))
-            .await
-            .map_err(|e| SandboxError::Unavailable(format!("file operation panicked: {e}")))?
+        self.files.mapper()
     }
 }
 
@@ -294,7 +304,7 @@ impl Sandbox for HostSandbox {
                 return Err(SandboxError::ShellDisabled(HOST_BASH_DISABLED.into()));
             }
             ExecMode::Local { allow_bash: true } => {
-                let mapped = self.mapper.map_command(command)?;
+                let mapped = self.files.mapper().map_command(command)?;
                 env.push(("HOME".into(), self.workspace.to_string_lossy().into_owned()));
                 Invocation {
                     program: exec::host_shell(),
@@ -308,8 +318,13 @@ impl Sandbox for HostSandbox {
                 drop_to_uid,
             } => {
                 env.push(("HOME".into(), crate::paths::VIRTUAL_WORKSPACE.into()));
-                let args =
-                    exec::bwrap_args(self.mapper.mounts(), network, drop_to_uid, &env, command);
+                let args = exec::bwrap_args(
+                    self.files.mapper().mounts(),
+                    network,
+                    drop_to_uid,
+                    &env,
+                    command,
+                );
                 Invocation {
                     program: PathBuf::from("bwrap"),
                     args,
@@ -330,10 +345,12 @@ impl Sandbox for HostSandbox {
         .await?;
         Ok(CommandOutput {
             stdout: self
-                .mapper
+                .files
+                .mapper()
                 .unmap_text(&String::from_utf8_lossy(&raw.stdout)),
             stderr: self
-                .mapper
+                .files
+                .mapper()
                 .unmap_text(&String::from_utf8_lossy(&raw.stderr)),
             exit_code: raw.exit_code,
             timed_out: raw.timed_out,
@@ -346,14 +363,11 @@ impl Sandbox for HostSandbox {
         start_line: Option<usize>,
         end_line: Option<usize>,
     ) -> Result<String, SandboxError> {
-        let path = path.to_string();
-        self.blocking(move |m| fs::read_text(m, &path, start_line, end_line))
-            .await
+        self.files.read_file(path, start_line, end_line).await
     }
 
     async fn download_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        let path = path.to_string();
-        self.blocking(move |m| fs::read_bytes(m, &path)).await
+        self.files.download_file(path).await
     }
 
     async fn write_file(
@@ -362,21 +376,15 @@ impl Sandbox for HostSandbox {
         content: &str,
         append: bool,
     ) -> Result<(), SandboxError> {
-        let (path, content) = (path.to_string(), content.to_string());
-        self.blocking(move |m| fs::write_bytes(m, &path, content.as_bytes(), append))
-            .await
+        self.files.write_file(path, content, append).await
     }
 
     async fn update_file(&self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
-        let (path, content) = (path.to_string(), content.to_vec());
-        self.blocking(move |m| fs::write_bytes(m, &path, &content, false))
-            .await
+        self.files.update_file(path, content).await
     }
 
     async fn list_dir(&self, path: &str, max_depth: usize) -> Result<Vec<String>, SandboxError> {
-        let path = path.to_string();
-        self.blocking(move |m| fs::list_dir(m, &path, max_depth))
-            .await
+        self.files.list_dir(path, max_depth).await
     }
 
     async fn glob(
@@ -386,8 +394,8 @@ impl Sandbox for HostSandbox {
         include_dirs: bool,
         max_results: usize,
     ) -> Result<(Vec<String>, bool), SandboxError> {
-        let (path, pattern) = (path.to_string(), pattern.to_string());
-        self.blocking(move |m| fs::glob(m, &path, &pattern, include_dirs, max_results))
+        self.files
+            .glob(path, pattern, include_dirs, max_results)
             .await
     }
 
@@ -397,8 +405,6 @@ impl Sandbox for HostSandbox {
         pattern: &str,
         options: &GrepOptions,
     ) -> Result<(Vec<GrepMatch>, bool), SandboxError> {
-        let (path, pattern, options) = (path.to_string(), pattern.to_string(), options.clone());
-        self.blocking(move |m| fs::grep(m, &path, &pattern, &options))
-            .await
+        self.files.grep(path, pattern, options).await
     }
 }

@@ -2,7 +2,10 @@
 //! and filters them by tool group.
 //!
 //! Precedence for duplicate names: configured tools, then always-present built-ins
-//! (`present_files`), then externally added ones (MCP).
+//! (`present_files`, `view_image`), then externally added ones (MCP).
+//!
+//! Vision tools (`view_image`) are kept apart: only agents whose model has `supports_vision`
+//! get them, through [`ToolRegistry::tools_for_model`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,8 +18,9 @@ use crate::config::{AppConfig, ToolConfig};
 use crate::sandbox::SandboxProvider;
 use crate::tools::builtin::{
     BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
-    StrReplaceTool, ToolMeta, WriteFileTool,
+    StrReplaceTool, ToolMeta, ViewImageTool, WriteFileTool,
 };
+use crate::tools::builtin::{WebFetchTool, WebSearchTool};
 use crate::tools::{ToolRef, dedupe_tools};
 
 /// Built-in tool kinds a config entry's `use` may name: (kind, parameters it accepts).
@@ -28,7 +32,25 @@ pub const BUILTIN_KINDS: &[(&str, &[&str])] = &[
     ("str_replace", &[]),
     ("glob", &[]),
     ("grep", &[]),
+    ("view_image", &[]),
+    (
+        "web_search",
+        &[
+            "provider",
+            "api_key",
+            "max_results",
+            "base_url",
+            "timeout_seconds",
+        ],
+    ),
+    (
+        "web_fetch",
+        &["max_chars", "timeout_seconds", "allow_private_networks"],
+    ),
 ];
+
+/// Kinds only models with `supports_vision` are given.
+pub const VISION_KINDS: &[&str] = &["view_image"];
 
 /// Groups that exist when the config defines none.
 pub const DEFAULT_TOOL_GROUPS: &[&str] = &["web", "file:read", "file:write", "bash"];
@@ -83,6 +105,8 @@ pub enum RegistryError {
 /// Every tool an agent may be given, in precedence order.
 pub struct ToolRegistry {
     tools: Vec<ToolRef>,
+    /// Only for vision models; names never clash with `tools`.
+    vision: Vec<ToolRef>,
 }
 
 impl ToolRegistry {
@@ -104,6 +128,7 @@ impl ToolRegistry {
             config.tools.clone()
         };
         let mut tools = Vec::new();
+        let mut vision = Vec::new();
         let mut problems = Vec::new();
         for (index, entry) in entries.iter().enumerate() {
             if let Some(group) = &entry.group
@@ -117,6 +142,7 @@ impl ToolRegistry {
                 continue;
             }
             match build_tool(index, entry, &access) {
+                Ok(tool) if VISION_KINDS.contains(&entry.use_kind.as_str()) => vision.push(tool),
                 Ok(tool) => tools.push(tool),
                 Err(error) => problems.push(error),
             }
@@ -125,33 +151,69 @@ impl ToolRegistry {
             return Err(problems);
         }
         tools.push(Arc::new(PresentFilesTool::new()) as ToolRef);
-        Ok(Self {
-            tools: dedupe_tools(tools),
-        })
+        vision.push(Arc::new(ViewImageTool::new(
+            ToolMeta::new(crate::middleware::view_image::VIEW_IMAGE, None),
+            access,
+        )));
+        let tools = dedupe_tools(tools);
+        let vision = dedupe_tools(vision)
+            .into_iter()
+            .filter(|v| !tools.iter().any(|t| t.name() == v.name()))
+            .collect();
+        Ok(Self { tools, vision })
     }
 
     /// Adds tools from elsewhere (MCP); names already taken keep their existing tool.
     pub fn add_external(&mut self, tools: impl IntoIterator<Item = ToolRef>) {
-        let all = std::mem::take(&mut self.tools).into_iter().chain(tools);
+        let vision = &self.vision;
+        let external: Vec<ToolRef> = tools
+            .into_iter()
+            .filter(|t| !vision.iter().any(|v| v.name() == t.name()))
+            .collect();
+        let all = std::mem::take(&mut self.tools).into_iter().chain(external);
         self.tools = dedupe_tools(all);
     }
 
+    /// Every tool except the vision-only ones.
     pub fn all(&self) -> &[ToolRef] {
         &self.tools
     }
 
-    /// The tools an agent with this `tool_groups` whitelist sees (`None` = all);
-    /// `present_files` and ungrouped built-ins are always included.
-    pub fn tools_for_groups(&self, groups: Option<&[String]>) -> Vec<ToolRef> {
-        self.tools
-            .iter()
-            .filter(|tool| match (groups, tool.group()) {
-                (None, _) | (_, None) => true,
-                (Some(allowed), Some(group)) => allowed.iter().any(|g| g == group),
-            })
-            .cloned()
-            .collect()
+    /// The tools only vision models get (`view_image`, always present).
+    pub fn vision_tools(&self) -> &[ToolRef] {
+        &self.vision
     }
+
+    /// What an agent sees: [`Self::tools_for_groups`], plus the vision tools (same group
+    /// filter) when its model has `supports_vision`.
+    pub fn tools_for_model(
+        &self,
+        groups: Option<&[String]>,
+        supports_vision: bool,
+    ) -> Vec<ToolRef> {
+        let mut tools = self.tools_for_groups(groups);
+        if supports_vision {
+            tools.extend(filter_groups(&self.vision, groups));
+        }
+        tools
+    }
+
+    /// The tools an agent with this `tool_groups` whitelist sees (`None` = all);
+    /// `present_files` and ungrouped built-ins are always included. Never the vision tools.
+    pub fn tools_for_groups(&self, groups: Option<&[String]>) -> Vec<ToolRef> {
+        filter_groups(&self.tools, groups)
+    }
+}
+
+fn filter_groups(tools: &[ToolRef], groups: Option<&[String]>) -> Vec<ToolRef> {
+    tools
+        .iter()
+        .filter(|tool| match (groups, tool.group()) {
+            (None, _) | (_, None) => true,
+            (Some(allowed), Some(group)) => allowed.iter().any(|g| g == group),
+        })
+        .cloned()
+        .collect()
 }
 
 fn default_tool_configs() -> Vec<ToolConfig> {
@@ -224,7 +286,30 @@ fn build_tool(
         "write_file" => Arc::new(WriteFileTool::new(meta, access, params.get("max_bytes")?)),
         "str_replace" => Arc::new(StrReplaceTool::new(meta, access)),
         "glob" => Arc::new(GlobTool::new(meta, access)),
-        _ => Arc::new(GrepTool::new(meta, access)),
+        "grep" => Arc::new(GrepTool::new(meta, access)),
+        "view_image" => Arc::new(ViewImageTool::new(meta, access)),
+        "web_search" => Arc::new(
+            WebSearchTool::from_params(
+                meta,
+                params.get("provider")?,
+                params.get("api_key")?,
+                params.get("max_results")?,
+                params.get("base_url")?,
+                params.get("timeout_seconds")?,
+            )
+            .map_err(|detail| params.invalid("provider", detail))?,
+        ),
+        _ => Arc::new(
+            WebFetchTool::new(
+                meta,
+                params.get("max_chars")?,
+                params.get("timeout_seconds")?,
+                params
+                    .get::<bool>("allow_private_networks")?
+                    .unwrap_or(false),
+            )
+            .map_err(|detail| params.invalid("timeout_seconds", detail))?,
+        ),
     };
     Ok(tool)
 }
@@ -235,6 +320,15 @@ struct Params<'a> {
 }
 
 impl Params<'_> {
+    fn invalid(&self, param: &str, detail: String) -> RegistryError {
+        RegistryError::InvalidParam {
+            index: self.index,
+            name: self.entry.name.clone(),
+            param: param.to_string(),
+            detail,
+        }
+    }
+
     fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>, RegistryError> {
         let Some(value) = self.entry.params.get(key) else {
             return Ok(None);
@@ -400,5 +494,61 @@ tools:
             names(registry.all()),
             ["bash", "read_file", "present_files"]
         );
+    }
+
+    #[test]
+    fn view_image_is_only_for_vision_models_and_web_tools_only_when_configured() {
+        let defaults = ToolRegistry::from_config(&AppConfig::default(), provider()).unwrap();
+        assert!(!names(defaults.all()).iter().any(|n| n.starts_with("web_")));
+        assert_eq!(names(defaults.vision_tools()), ["view_image"]);
+        assert!(
+            !names(&defaults.tools_for_model(None, false)).contains(&"view_image"),
+            "a model without vision got view_image"
+        );
+        assert_eq!(
+            names(&defaults.tools_for_model(Some(&[]), true)),
+            ["present_files", "view_image"]
+        );
+
+        let config = AppConfig {
+            tools: vec![
+                tool(
+                    "web_search",
+                    Some("web"),
+                    "web_search",
+                    json!({"provider": "tavily", "api_key": "k", "max_results": 3}),
+                ),
+                tool(
+                    "web_fetch",
+                    Some("web"),
+                    "web_fetch",
+                    json!({"max_chars": 500}),
+                ),
+                tool("look", Some("file:read"), "view_image", json!({})),
+            ],
+            ..Default::default()
+        };
+        let mut registry = ToolRegistry::from_config(&config, provider()).unwrap();
+        assert_eq!(
+            names(registry.all()),
+            ["web_search", "web_fetch", "present_files"]
+        );
+        assert_eq!(names(registry.vision_tools()), ["look", "view_image"]);
+        let web_only = registry.tools_for_model(Some(&["web".to_string()]), true);
+        assert_eq!(
+            names(&web_only),
+            ["web_search", "web_fetch", "present_files", "view_image"]
+        );
+        registry.add_external(vec![Arc::new(PresentFilesTool::new()) as ToolRef]);
+        assert_eq!(registry.all().len(), 3);
+
+        let bad = AppConfig {
+            tools: vec![tool("s", None, "web_search", json!({"provider": "tavily"}))],
+            ..Default::default()
+        };
+        let Err(problems) = ToolRegistry::from_config(&bad, provider()) else {
+            panic!("tavily without a key accepted");
+        };
+        assert!(problems[0].to_string().contains("needs `api_key`"));
     }
 }

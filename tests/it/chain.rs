@@ -126,16 +126,13 @@ fn extras_with_an_explicit_chain_is_an_error() {
 }
 
 #[test]
-fn built_in_summarization_guardrail_or_memory_is_an_error() {
+fn built_in_summarization_or_memory_is_an_error() {
     for (feature, set) in [
         (
             "summarization",
             (|f: &mut RuntimeFeatures| f.summarization = Feature::BuiltIn)
                 as fn(&mut RuntimeFeatures),
         ),
-        ("guardrail", |f: &mut RuntimeFeatures| {
-            f.guardrail = Feature::BuiltIn
-        }),
         ("memory", |f: &mut RuntimeFeatures| {
             f.memory = Feature::BuiltIn
         }),

@@ -2,9 +2,13 @@
 
 mod agents;
 mod chain;
+mod channels;
 mod chat_cli;
 mod config;
 mod daemon;
+mod docker_sandbox;
+mod lead_agent;
 mod persistence;
 mod providers;
 mod sandbox;
+mod web_tools;

@@ -1,6 +1,6 @@
 //! Built-in sandbox tools (`bash`, `ls`, `read_file`, `write_file`, `str_replace`, `glob`,
-//! `grep`) and `present_files`, plus what they share: sandbox lookup, truncation and the
-//! read-before-write gate.
+//! `grep`, `view_image`), `present_files` and the web tools (`web_search`, `web_fetch`), plus
+//! what they share: sandbox lookup, truncation and the read-before-write gate.
 //!
 //! Expected failures (missing file, rejected path, gate) answer with `Error: …` text like the
 //! reference does, so the model reads them as ordinary results it can act on.
@@ -12,6 +12,10 @@ mod ls;
 mod present_files;
 mod read_file;
 mod str_replace;
+mod view_image;
+pub mod web;
+mod web_fetch;
+mod web_search;
 mod write_file;
 
 use std::collections::HashMap;
@@ -31,6 +35,11 @@ pub use ls::LsTool;
 pub use present_files::PresentFilesTool;
 pub use read_file::ReadFileTool;
 pub use str_replace::StrReplaceTool;
+pub use view_image::{MAX_IMAGE_BYTES, ViewImageTool, sniff_image};
+pub use web_fetch::{WebFetchTool, html_to_markdown};
+pub use web_search::{
+    SearchProvider, SearchResult, WebSearchTool, format_results, parse_duckduckgo,
+};
 pub use write_file::WriteFileTool;
 
 /// `state.extra` key prefix of read stamps: `read_stamp:{virtual path}` → sha256 hex of the

@@ -1,0 +1,140 @@
+//! Who may do what with custom agents. The factory and the HTTP API both ask here, so a rule
+//! cannot be bypassed by picking another surface.
+//!
+//! Admins (`admins:` in config.yaml) may bootstrap and manage agents for any user. An ordinary
+//! user may always list and use their own agents; with `agents.self_service: true` they may also
+//! bootstrap, create, change, delete and revert their own. With no API tokens configured the
+//! daemon only listens on loopback and every caller is the single local user, the operator, who
+//! therefore counts as an admin.
+
+use crate::config::AppConfig;
+
+/// The user id of the operator on an install without API tokens (HTTP and the embedded client).
+pub const LOCAL_OPERATOR: &str = "local";
+
+/// Why a caller may not do something. The text says what would allow it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AccessDenied {
+    #[error(
+        "only admins may bootstrap agents; ask an admin to add your user id to `admins`, or to set `agents.self_service: true`"
+    )]
+    Bootstrap,
+    #[error(
+        "only admins may set up the default agent's soul; pass context.agent_name to bootstrap an agent of your own"
+    )]
+    DefaultSoul,
+    #[error(
+        "only admins may create, change or delete agents; ask an admin, or ask for `agents.self_service: true`"
+    )]
+    Manage,
+    #[error("only admins may act for another user; leave out the `user` parameter")]
+    OtherUser,
+}
+
+/// Whether `user_id` is an admin: listed in `admins`, or the local operator of a token-less
+/// install.
+pub fn is_admin(config: &AppConfig, user_id: &str) -> bool {
+    config.admins.iter().any(|admin| admin == user_id)
+        || (user_id == LOCAL_OPERATOR && config.gateway.api_tokens.is_empty())
+}
+
+/// May `user_id` start a bootstrap conversation? Without an agent name it would write the default
+/// agent's soul, which every user shares, so that is for admins only.
+pub fn check_bootstrap(
+    config: &AppConfig,
+    user_id: &str,
+    agent_name: Option<&str>,
+) -> Result<(), AccessDenied> {
+    if is_admin(config, user_id) {
+        return Ok(());
+    }
+    if !config.agents.self_service {
+        return Err(AccessDenied::Bootstrap);
+    }
+    if agent_name.is_none() {
+        return Err(AccessDenied::DefaultSoul);
+    }
+    Ok(())
+}
+
+/// May `caller` read the agents of `owner` (list, show, history)?
+pub fn check_read(config: &AppConfig, caller: &str, owner: &str) -> Result<(), AccessDenied> {
+    if caller == owner || is_admin(config, caller) {
+        Ok(())
+    } else {
+        Err(AccessDenied::OtherUser)
+    }
+}
+
+/// May `caller` create, change, delete or revert the agents of `owner`?
+pub fn check_manage(config: &AppConfig, caller: &str, owner: &str) -> Result<(), AccessDenied> {
+    if is_admin(config, caller) {
+        return Ok(());
+    }
+    if caller != owner {
+        return Err(AccessDenied::OtherUser);
+    }
+    if config.agents.self_service {
+        Ok(())
+    } else {
+        Err(AccessDenied::Manage)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ApiToken, Secret};
+
+    fn config(admins: &[&str], self_service: bool) -> AppConfig {
+        let mut config = AppConfig {
+            admins: admins.iter().map(|a| a.to_string()).collect(),
+            ..Default::default()
+        };
+        config.agents.self_service = self_service;
+        config.gateway.api_tokens = vec![ApiToken {
+            token: Secret::new("t".repeat(24)),
+            user: "alice".into(),
+        }];
+        config
+    }
+
+    #[test]
+    fn rules_by_role() {
+        let strict = config(&["root"], false);
+        let open = config(&["root"], true);
+        type Case<'a> = (
+            &'a AppConfig,
+            &'a str,
+            Option<&'a str>,
+            Result<(), AccessDenied>,
+        );
+        let cases: [Case<'_>; 6] = [
+            (&strict, "root", None, Ok(())),
+            (&strict, "alice", Some("x"), Err(AccessDenied::Bootstrap)),
+            (&open, "alice", Some("x"), Ok(())),
+            (&open, "alice", None, Err(AccessDenied::DefaultSoul)),
+            (&strict, "local", Some("x"), Err(AccessDenied::Bootstrap)),
+            (&AppConfig::default(), "local", None, Ok(())),
+        ];
+        for (config, user, agent, expected) in cases {
+            assert_eq!(check_bootstrap(config, user, agent), expected, "{user}");
+        }
+        assert_eq!(check_manage(&strict, "root", "alice"), Ok(()));
+        assert_eq!(
+            check_manage(&strict, "alice", "alice"),
+            Err(AccessDenied::Manage)
+        );
+        assert_eq!(check_manage(&open, "alice", "alice"), Ok(()));
+        assert_eq!(
+            check_manage(&open, "alice", "bob"),
+            Err(AccessDenied::OtherUser)
+        );
+        assert_eq!(check_read(&strict, "alice", "alice"), Ok(()));
+        assert_eq!(check_read(&strict, "root", "alice"), Ok(()));
+        assert_eq!(
+            check_read(&strict, "bob", "alice"),
+            Err(AccessDenied::OtherUser)
+        );
+    }
+}

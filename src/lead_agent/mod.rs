@@ -1,0 +1,347 @@
+//! The lead agent: the app-level factory every run of the daemon and the embedded client uses
+//! (DeerFlow's `make_lead_agent`).
+//!
+//! One factory, three branches chosen from the run options: a bootstrap conversation (only the
+//! `bootstrap` skill, plus `setup_agent`), a custom agent of the calling user (its SOUL.md, tool
+//! groups, skills and model preferences, plus `update_agent`), or the default agent. The model is
+//! resolved request → agent → `models[0]`; what the model cannot do is downgraded with a warning.
+//! The system prompt is static per agent and options (prefix-cacheable); the date reaches the
+//! model through `DynamicContextMiddleware`. Built per run, so everything reusable is cached in
+//! a [`LeadAgentCache`].
+
+pub mod access;
+mod cache;
+mod model_settings;
+mod resolve;
+
+use std::sync::Arc;
+
+use crate::agent::{
+    Agent, AgentBuildError, AgentOptions, Feature, RunOptions, RuntimeFeatures, create_agent,
+};
+use crate::agents::prompt::{DEFAULT_MAX_CONCURRENT_SUBAGENTS, DEFAULT_MAX_TOTAL_SUBAGENTS};
+use crate::agents::{
+    AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
+    SkillSummary, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
+};
+use crate::config::AppConfig;
+use crate::middleware::{DynamicContextMiddleware, MiddlewareRef};
+use crate::model::ModelRegistry;
+use crate::sandbox::SandboxProvider;
+use crate::skills::{BOOTSTRAP_SKILL, skills_dir};
+use crate::store::Checkpointer;
+use crate::tools::ToolRef;
+use crate::tools::registry::ToolRegistry;
+
+pub use access::AccessDenied;
+pub use cache::LeadAgentCache;
+pub use model_settings::AGENT_MODEL_SETTINGS;
+
+pub const LEAD_AGENT_NAME: &str = "lead_agent";
+/// The tool that runs a sub-agent; the prompt only mentions sub-agents when it is bound.
+const TASK_TOOL: &str = "task";
+
+#[derive(Debug, thiserror::Error)]
+pub enum LeadAgentError {
+    #[error("no model is configured; add an entry under `models:` in config.yaml")]
+    NoModel,
+    #[error("could not assemble the lead agent: {0}")]
+    Build(#[from] AgentBuildError),
+    #[error(transparent)]
+    InvalidAgentName(#[from] AgentNameError),
+    #[error(
+        "no agent named '{name}' for you; create one with /bootstrap or list yours with GET /api/agents"
+    )]
+    AgentNotFound { name: String },
+    #[error(transparent)]
+    Forbidden(#[from] AccessDenied),
+    #[error("could not load agent '{name}': {source}")]
+    Store {
+        name: String,
+        #[source]
+        source: AgentStoreError,
+    },
+}
+
+/// Which of the three agents a run gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Branch {
+    Default,
+    Custom,
+    Bootstrap,
+}
+
+/// A built lead agent and the options the run must use (model resolved, thinking downgraded,
+/// agent name normalised).
+pub struct LeadAgent {
+    pub agent: Agent,
+    pub options: RunOptions,
+    pub branch: Branch,
+    /// The (lower-cased) agent the run is for: the custom agent, or the one being bootstrapped.
+    pub agent_name: Option<String>,
+    /// Names of the skills listed in the prompt, sorted.
+    pub skill_names: Vec<String>,
+    /// Why requested options were changed; surfaces may show these to the user.
+    pub warnings: Vec<String>,
+}
+
+/// What the factory builds from, besides the request and the config.
+#[derive(Clone)]
+pub struct LeadAgentDeps<'a> {
+    pub models: &'a ModelRegistry,
+    /// The configured tools; `None` builds an agent without configured tools.
+    pub tools: Option<&'a ToolRegistry>,
+    pub sandbox: Option<Arc<dyn SandboxProvider>>,
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The user the run is for: whose custom agents are visible and what they may do.
+    pub user_id: &'a str,
+    /// Custom agents; `None` reads them from the config's data dir.
+    pub agents: Option<Arc<AgentStore>>,
+    /// Skill scans and prompts reused across runs; `None` builds everything afresh.
+    pub cache: Option<&'a LeadAgentCache>,
+}
+
+impl<'a> LeadAgentDeps<'a> {
+    /// Just a model registry, for the local operator: no tools, sandbox or checkpoints.
+    pub fn models_only(models: &'a ModelRegistry) -> Self {
+        Self {
+            models,
+            tools: None,
+            sandbox: None,
+            checkpointer: None,
+            user_id: access::LOCAL_OPERATOR,
+            agents: None,
+            cache: None,
+        }
+    }
+}
+
+/// Builds the lead agent for one run of `deps.user_id`.
+///
+/// Bootstrap needs [`access::check_bootstrap`]; a custom agent must exist among the user's own
+/// agents. See the module docs for the rest.
+pub fn make_lead_agent(
+    options: &RunOptions,
+    config: &Arc<AppConfig>,
+    deps: LeadAgentDeps<'_>,
+) -> Result<LeadAgent, LeadAgentError> {
+    let mut options = options.clone();
+    let mut warnings = Vec::new();
+    let store = deps
+        .agents
+        .clone()
+        .unwrap_or_else(|| Arc::new(AgentStore::new(config.data_dir())));
+    let agent_name = options
+        .agent_name
+        .as_deref()
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(normalize_agent_name)
+        .transpose()?;
+    options.agent_name = agent_name.clone();
+
+    let (branch, custom) = if options.is_bootstrap {
+        access::check_bootstrap(config, deps.user_id, agent_name.as_deref())?;
+        (Branch::Bootstrap, None)
+    } else if let Some(name) = &agent_name {
+        let agent = store
+            .get(deps.user_id, name)
+            .map_err(|source| LeadAgentError::Store {
+                name: name.clone(),
+                source,
+            })?
+            .ok_or_else(|| LeadAgentError::AgentNotFound { name: name.clone() })?;
+        (Branch::Custom, Some(agent))
+    } else {
+        (Branch::Default, None)
+    };
+    let agent_config = custom.as_ref().map(|agent| &agent.config);
+
+    // Request options win; the agent's preferences fill what the request left open.
+    if let Some(agent) = agent_config {
+        options.thinking_enabled = options.thinking_enabled.or(agent.thinking_enabled);
+        if options.reasoning_effort.is_none() {
+            options.reasoning_effort = agent.reasoning_effort.map(|e| e.as_str().to_string());
+        }
+    }
+    let model = resolve::resolve_model(
+        deps.models,
+        config,
+        options.model_name.as_deref(),
+        agent_config.and_then(|agent| agent.model.as_deref()),
+        &mut warnings,
+    )?;
+    resolve::downgrade_thinking(&mut options, &model, &mut warnings);
+    options.model_name = Some(model.name.clone());
+
+    let tools = select_tools(
+        &deps,
+        branch,
+        agent_config,
+        &options,
+        &store,
+        model.supports_vision,
+    );
+    let skills = select_skills(&deps, config, branch, agent_config, &mut warnings);
+    let soul = match &custom {
+        Some(agent) => Some(agent.soul.clone()),
+        None => default_soul(&store),
+    };
+    let mounts: Vec<(String, bool)> = config
+        .sandbox
+        .mounts
+        .iter()
+        .map(|m| (m.container_path.clone(), m.read_only))
+        .collect();
+    let prompt_options = PromptOptions {
+        // Bootstrap speaks as the default agent: the new agent does not exist yet.
+        agent_name: custom.as_ref().map(|agent| agent.config.name.as_str()),
+        soul: soul.as_deref(),
+        is_custom_agent: branch == Branch::Custom,
+        subagent_enabled: options.subagent_enabled && tools.iter().any(|t| t.name() == TASK_TOOL),
+        max_concurrent_subagents: options
+            .max_concurrent_subagents
+            .unwrap_or(DEFAULT_MAX_CONCURRENT_SUBAGENTS),
+        max_total_subagents: DEFAULT_MAX_TOTAL_SUBAGENTS,
+        skills: &skills,
+        deferred_tools: &[],
+        mounts: &mounts,
+    };
+    let system_prompt = match deps.cache {
+        Some(cache) => cache.prompt(&prompt_options).to_string(),
+        None => apply_prompt_template(&prompt_options),
+    };
+
+    let mut extra_middleware: Vec<MiddlewareRef> = vec![Arc::new(DynamicContextMiddleware::new())];
+    if let Some(agent) = agent_config
+        && !agent.model_settings.is_empty()
+    {
+        extra_middleware.push(Arc::new(model_settings::AgentModelSettingsMiddleware::new(
+            agent.model_settings.clone(),
+        )));
+    }
+    let features = RuntimeFeatures {
+        auto_title: Feature::BuiltIn,
+        vision: if model.supports_vision {
+            Feature::BuiltIn
+        } else {
+            Feature::Off
+        },
+        guardrail: if config.guardrails.enabled {
+            Feature::BuiltIn
+        } else {
+            Feature::Off
+        },
+        ..RuntimeFeatures::default()
+    };
+    let agent = create_agent(
+        model.model,
+        tools,
+        AgentOptions {
+            system_prompt: Some(system_prompt),
+            features: Some(features),
+            extra_middleware,
+            plan_mode: options.is_plan_mode,
+            checkpointer: deps.checkpointer,
+            sandbox_provider: deps.sandbox,
+            name: Some(LEAD_AGENT_NAME.to_string()),
+            recursion_limit: Some(config.recursion_limit_for(options.recursion_limit)),
+            config: Some(config.clone()),
+            ..Default::default()
+        },
+    )?;
+    Ok(LeadAgent {
+        agent,
+        options,
+        branch,
+        agent_name,
+        skill_names: skills.iter().map(|s| s.name.clone()).collect(),
+        warnings,
+    })
+}
+
+/// Configured tools (filtered by the agent's groups), minus vision tools for a model without
+/// vision, plus the agent tool of the branch.
+fn select_tools(
+    deps: &LeadAgentDeps<'_>,
+    branch: Branch,
+    agent_config: Option<&AgentConfig>,
+    options: &RunOptions,
+    store: &Arc<AgentStore>,
+    supports_vision: bool,
+) -> Vec<ToolRef> {
+    let groups = agent_config.and_then(|agent| agent.tool_groups.as_deref());
+    // Vision tools (view_image) only reach models that can see.
+    let mut tools = deps
+        .tools
+        .map(|registry| registry.tools_for_model(groups, supports_vision))
+        .unwrap_or_default();
+    let agent_tool: Option<ToolRef> = match branch {
+        Branch::Bootstrap => Some(Arc::new(SetupAgentTool::new(store.clone()))),
+        // A webhook has no conversation partner to agree a change of persona with.
+        Branch::Custom if options.channel_name.as_deref() != Some("webhook") => {
+            Some(Arc::new(UpdateAgentTool::new(store.clone())))
+        }
+        _ => None,
+    };
+    if let Some(tool) = agent_tool {
+        // The agent tool is the one this branch exists for; a configured namesake gives way.
+        tools.retain(|existing| existing.name() != tool.name());
+        tools.push(tool);
+    }
+    tools
+}
+
+/// All skills for the default agent, the agent's whitelist for a custom agent (`None` = all,
+/// `[]` = none), only `bootstrap` for a bootstrap conversation.
+fn select_skills(
+    deps: &LeadAgentDeps<'_>,
+    config: &AppConfig,
+    branch: Branch,
+    agent_config: Option<&AgentConfig>,
+    warnings: &mut Vec<String>,
+) -> Vec<SkillSummary> {
+    let dir = skills_dir(config);
+    let all = match deps.cache {
+        Some(cache) => cache.skills(&dir),
+        None => Arc::new(crate::skills::load_dir(&dir)),
+    };
+    let keep = |names: &[&str]| -> Vec<SkillSummary> {
+        all.iter()
+            .filter(|skill| names.contains(&skill.name.as_str()))
+            .cloned()
+            .collect()
+    };
+    match branch {
+        Branch::Bootstrap => {
+            let skills = keep(&[BOOTSTRAP_SKILL]);
+            if skills.is_empty() {
+                tracing::warn!(dir = %dir.display(), "The bootstrap skill is not installed; the interview runs without its guide");
+                warnings.push(format!(
+                    "the bootstrap skill was not found in {}; set sandbox.skills_path to the directory holding bootstrap/SKILL.md",
+                    dir.display()
+                ));
+            }
+            skills
+        }
+        Branch::Custom => match agent_config.and_then(|agent| agent.skills.as_deref()) {
+            None => all.to_vec(),
+            Some(names) => keep(&names.iter().map(String::as_str).collect::<Vec<_>>()),
+        },
+        Branch::Default => all.to_vec(),
+    }
+}
+
+/// `{data_dir}/SOUL.md`; an unreadable file is logged and treated as absent so runs go on.
+fn default_soul(store: &AgentStore) -> Option<String> {
+    match store.default_soul() {
+        Ok(soul) => soul,
+        Err(error) => {
+            tracing::warn!(%error, "Cannot read the default agent's SOUL.md; running without it");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

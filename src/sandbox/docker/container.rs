@@ -1,0 +1,174 @@
+//! One thread's container as a [`Sandbox`]: commands through `exec`, files through the
+//! bind-mounted host directories.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::paths::VIRTUAL_WORKSPACE;
+use crate::sandbox::docker::engine::Engine;
+use crate::sandbox::host_files::HostFiles;
+use crate::sandbox::{
+    CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, scrub_env,
+};
+
+/// Extra time the client waits for output after the in-container `timeout` should have fired,
+/// at most; short timeouts get proportionally less so a hung engine cannot stall a call long.
+const DEADLINE_GRACE: Duration = Duration::from_secs(5);
+
+/// A running container bound to one (user, thread).
+pub struct DockerSandbox {
+    pub(crate) id: String,
+    pub(crate) container: String,
+    pub(crate) engine: Engine,
+    pub(crate) files: HostFiles,
+    pub(crate) default_timeout: Duration,
+}
+
+impl DockerSandbox {
+    /// The container's name on the engine.
+    pub fn container(&self) -> &str {
+        &self.container
+    }
+
+    pub fn mapper(&self) -> &PathMapper {
+        self.files.mapper()
+    }
+}
+
+/// The exec command: `timeout -s KILL` kills the command's whole process group inside the
+/// container at the deadline (the engine has no API to kill an exec).
+pub(crate) fn exec_command(command: &str, timeout: Duration) -> Vec<String> {
+    let seconds = timeout.as_secs_f64().ceil().max(1.0) as u64;
+    [
+        "timeout",
+        "-s",
+        "KILL",
+        &seconds.to_string(),
+        "sh",
+        "-c",
+        command,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[async_trait]
+impl Sandbox for DockerSandbox {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn execute_command(
+        &self,
+        command: &str,
+        env: &[(String, String)],
+        timeout: Option<Duration>,
+    ) -> Result<CommandOutput, SandboxError> {
+        let timeout = timeout.unwrap_or(self.default_timeout);
+        // The container has its own environment; only the caller's variables are added, and
+        // secret-looking ones are dropped as for every provider.
+        let mut env = scrub_env(&[], env);
+        if !env.iter().any(|(name, _)| name == "HOME") {
+            // The daemon's uid usually has no passwd entry in the image, so HOME would be `/`.
+            env.push(("HOME".into(), VIRTUAL_WORKSPACE.into()));
+        }
+        let env = env
+            .into_iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        let started = tokio::time::Instant::now();
+        let raw = self
+            .engine
+            .exec(
+                &self.container,
+                exec_command(command, timeout),
+                env,
+                VIRTUAL_WORKSPACE,
+                timeout + timeout.min(DEADLINE_GRACE),
+            )
+            .await?;
+        // `timeout -s KILL` exits 137 (or 124) when it had to kill the command.
+        let killed_at_deadline =
+            matches!(raw.exit_code, Some(124 | 137)) && started.elapsed() >= timeout;
+        let timed_out = raw.timed_out || killed_at_deadline;
+        let mapper = self.files.mapper();
+        // Container paths are virtual already, but /proc/self/mountinfo and friends print the
+        // bind sources, which are host paths.
+        Ok(CommandOutput {
+            stdout: mapper.unmap_text(&String::from_utf8_lossy(&raw.stdout)),
+            stderr: mapper.unmap_text(&String::from_utf8_lossy(&raw.stderr)),
+            exit_code: if timed_out {
+                None
+            } else {
+                raw.exit_code.map(|code| code as i32)
+            },
+            timed_out,
+        })
+    }
+
+    async fn read_file(
+        &self,
+        path: &str,
+        start_line: Option<usize>,
+        end_line: Option<usize>,
+    ) -> Result<String, SandboxError> {
+        self.files.read_file(path, start_line, end_line).await
+    }
+
+    async fn download_file(&self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        self.files.download_file(path).await
+    }
+
+    async fn write_file(
+        &self,
+        path: &str,
+        content: &str,
+        append: bool,
+    ) -> Result<(), SandboxError> {
+        self.files.write_file(path, content, append).await
+    }
+
+    async fn update_file(&self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
+        self.files.update_file(path, content).await
+    }
+
+    async fn list_dir(&self, path: &str, max_depth: usize) -> Result<Vec<String>, SandboxError> {
+        self.files.list_dir(path, max_depth).await
+    }
+
+    async fn glob(
+        &self,
+        path: &str,
+        pattern: &str,
+        include_dirs: bool,
+        max_results: usize,
+    ) -> Result<(Vec<String>, bool), SandboxError> {
+        self.files
+            .glob(path, pattern, include_dirs, max_results)
+            .await
+    }
+
+    async fn grep(
+        &self,
+        path: &str,
+        pattern: &str,
+        options: &GrepOptions,
+    ) -> Result<(Vec<GrepMatch>, bool), SandboxError> {
+        self.files.grep(path, pattern, options).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_command_rounds_the_timeout_up_to_whole_seconds() {
+        assert_eq!(
+            exec_command("echo hi", Duration::from_millis(1500)),
+            ["timeout", "-s", "KILL", "2", "sh", "-c", "echo hi"]
+        );
+        assert_eq!(exec_command("x", Duration::ZERO)[3], "1");
+    }
+}
