@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::channels::{ChannelHub, Channels};
 use crate::config::{ConfigHandle, ConfigWatcher, EnvSource};
 use crate::harness::{Harness, HarnessError};
 use crate::http::{AppState, router};
@@ -87,9 +88,11 @@ pub async fn run(
 
     let tasks = tokio_util::task::TaskTracker::new();
     let stop_accepting = CancellationToken::new();
+    let hub = ChannelHub::default();
     let app = router(Arc::new(AppState {
         harness: harness.clone(),
         config: config.clone(),
+        channels: hub.clone(),
     }));
     let server_stop = stop_accepting.clone();
     let server = tasks.spawn(async move {
@@ -104,6 +107,7 @@ pub async fn run(
                 .spawn(watcher_stop.clone()),
         );
     }
+    let channels = Channels::start(harness.clone(), config.clone(), hub);
     tasks.close();
     tracing::info!(%bound, data_dir = %snapshot.data_dir().display(), "Antler is ready");
     if let Some(on_ready) = options.on_ready {
@@ -115,6 +119,7 @@ pub async fn run(
     tracing::info!(?grace, "Shutting down: finishing runs in flight");
     stop_accepting.cancel();
     watcher_stop.cancel();
+    channels.stop_intake();
     tokio::select! {
         result = harness.shutdown(grace) => result?,
         _ = shutdown.force.cancelled() => {
@@ -122,6 +127,7 @@ pub async fn run(
             harness.shutdown(Duration::ZERO).await?;
         }
     }
+    channels.wait(HTTP_CLOSE_GRACE).await;
     if tokio::time::timeout(HTTP_CLOSE_GRACE, tasks.wait())
         .await
         .is_err()

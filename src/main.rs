@@ -183,7 +183,8 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
         Some(Command::Bench {
             command: BenchCommand::Sandbox { iterations },
         }) => {
-            let scratch = std::env::temp_dir().join(format!("antler-bench-sandbox-{}", std::process::id()));
+            let scratch =
+                std::env::temp_dir().join(format!("antler-bench-sandbox-{}", std::process::id()));
             let result = antler::sandbox::bench_bash_overhead(&scratch, iterations.max(1)).await;
             let _ = std::fs::remove_dir_all(&scratch);
             result?;

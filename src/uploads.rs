@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub mod convert;
+
 /// Longest accepted filename, in UTF-8 bytes (the common file-system limit).
 pub const MAX_FILENAME_BYTES: usize = 255;
 
@@ -89,7 +91,7 @@ pub fn unique_filename(dir: &Path, name: &str) -> String {
         .unwrap_or_else(|| name.to_string())
 }
 
-fn split_extension(name: &str) -> (&str, &str) {
+pub(crate) fn split_extension(name: &str) -> (&str, &str) {
     match name.rfind('.') {
         Some(dot) if dot > 0 => (&name[..dot], &name[dot..]),
         _ => (name, ""),

@@ -526,11 +526,14 @@ fn lock_runs(inner: &Inner) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
     }
 }
 
-/// Records the thread's final status and makes the run durable.
+/// Records the thread's final status. Durability comes from the store's group-commit flusher
+/// (a few milliseconds later) instead of an fsync per run: under load one flush covers many runs,
+/// and a crash in that window only loses the status change, which `reset_busy` repairs at start.
 async fn finish_run(threads: ThreadStore, thread_id: String, status: ThreadStatus) {
     let result = tokio::task::spawn_blocking(move || {
-        threads.set_status(&thread_id, status)?;
-        threads.flush()
+        let record = threads.set_status(&thread_id, status);
+        threads.flush_soon();
+        record
     })
     .await;
     match result {

@@ -288,7 +288,11 @@ async fn an_injected_config_applies_to_that_run_only() {
         .await
         .unwrap();
     let outcome = handle.outcome.await.unwrap();
-    assert_eq!(outcome.stop, StopReason::RecursionLimit, "the override's limit applied");
+    assert_eq!(
+        outcome.stop,
+        StopReason::RecursionLimit,
+        "the override's limit applied"
+    );
 
     let handle = fx
         .harness
@@ -296,5 +300,9 @@ async fn an_injected_config_applies_to_that_run_only() {
         .await
         .unwrap();
     let outcome = handle.outcome.await.unwrap();
-    assert_eq!(outcome.stop, StopReason::Completed, "the live config is untouched");
+    assert_eq!(
+        outcome.stop,
+        StopReason::Completed,
+        "the live config is untouched"
+    );
 }

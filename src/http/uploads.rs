@@ -83,27 +83,32 @@ pub(crate) async fn upload(
             "no files in the request; send multipart/form-data with one or more file fields",
         ));
     }
-    let stored: Vec<Value> = tokio::task::spawn_blocking(move || {
+    let infos = tokio::task::spawn_blocking(move || {
         files
             .iter()
             .map(|(name, bytes)| uploads::store_upload(&uploads_dir, name, bytes))
             .collect::<Result<Vec<_>, _>>()
     })
     .await
-    .map_err(ApiError::internal)??
-    .into_iter()
-    .map(|info| {
-        let artifact_url = format!("/api/threads/{thread_id}/artifacts{}", info.path);
-        json!({
-            "filename": info.filename,
-            "size": info.size,
-            "path": info.path,
-            "virtual_path": info.path,
-            "is_image": info.is_image,
-            "artifact_url": artifact_url,
+    .map_err(ApiError::internal)??;
+    if limits.auto_convert_documents {
+        let names: Vec<String> = infos.iter().map(|i| i.filename.clone()).collect();
+        uploads::convert::convert_stored_uploads(&paths.uploads(), &names).await;
+    }
+    let stored: Vec<Value> = infos
+        .into_iter()
+        .map(|info| {
+            let artifact_url = format!("/api/threads/{thread_id}/artifacts{}", info.path);
+            json!({
+                "filename": info.filename,
+                "size": info.size,
+                "path": info.path,
+                "virtual_path": info.path,
+                "is_image": info.is_image,
+                "artifact_url": artifact_url,
+            })
         })
-    })
-    .collect();
+        .collect();
     let count = stored.len();
     Ok(Json(json!({
         "success": true,

@@ -205,6 +205,12 @@ impl ThreadStore {
         self.update(thread_id, |record| record.status = status)
     }
 
+    /// Asks the background flusher to make everything written so far durable (group commit:
+    /// within a few milliseconds) without waiting for the disk.
+    pub fn flush_soon(&self) {
+        self.inner.flusher.request();
+    }
+
     /// Changes a record in place (title, metadata, agent name, …) and bumps `updated_at`.
     pub fn update(
         &self,

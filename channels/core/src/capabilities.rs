@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::key::ChatKey;
-use crate::message::{Attachment, InboundFile};
+use crate::message::{Attachment, InboundFile, InboundMessage};
 
 /// What a platform allows; the manager sizes chunking and throttling from it.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +31,19 @@ pub enum ChannelError {
     Platform(String),
     #[error("network error: {0}")]
     Network(String),
+    /// Another consumer holds the update stream (a second poller, or a webhook is set).
+    #[error("the platform refused: {0}; stop the other instance using this bot token")]
+    Conflict(String),
+}
+
+impl ChannelError {
+    /// Retrying cannot help: the channel must stop until an operator acts.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            ChannelError::Unauthorized(_) | ChannelError::Conflict(_)
+        )
+    }
 }
 
 /// A message the platform accepted.
@@ -88,4 +101,16 @@ pub trait UploadFile: Send + Sync {
 #[async_trait]
 pub trait DownloadFile: Send + Sync {
     async fn download(&self, file: &InboundFile, max_bytes: u64) -> Result<Bytes, ChannelError>;
+}
+
+/// Pull-based inbound: the manager polls, journals what it got, then commits.
+///
+/// Nothing returned by `poll` is acknowledged to the platform until `commit`, so a crash between
+/// the two only causes a redelivery, which the manager's journal recognises.
+#[async_trait]
+pub trait PollUpdates: Send + Sync {
+    /// Waits for the next batch (a long poll); may return an empty batch.
+    async fn poll(&self) -> Result<Vec<InboundMessage>, ChannelError>;
+    /// Acknowledges everything returned by `poll` so far.
+    fn commit(&self);
 }

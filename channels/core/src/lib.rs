@@ -5,12 +5,14 @@
 //! agent: the daemon wires adapters to the harness, never the other way round.
 
 mod capabilities;
+mod channel;
 mod key;
 mod message;
 
 pub use capabilities::{
-    ChannelError, ChannelLimits, DownloadFile, EditMessage, React, SendMessage, SentMessage,
-    TypingIndicator, UploadFile,
+    ChannelError, ChannelLimits, DownloadFile, EditMessage, PollUpdates, React, SendMessage,
+    SentMessage, TypingIndicator, UploadFile,
 };
+pub use channel::ChannelParts;
 pub use key::ChatKey;
 pub use message::{Attachment, InboundFile, InboundMessage, OutboundMessage};

@@ -280,7 +280,12 @@ async fn auth_is_required_and_users_are_isolated() {
     // The web chat page loads without a token (its API calls still need one).
     let page = daemon.http.get(daemon.url("/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
-    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
     assert!(page.text().await.unwrap().contains("/runs/stream"));
 
     let thread = daemon.create_thread(TOKEN_A).await;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use antler::config::SandboxConfig;
 use antler::sandbox::SandboxProvider;
-use antler::sandbox::{ExecMode, ProviderSettings, bwrap_available, select_provider};
+use antler::sandbox::{ExecMode, ProviderSettings, bwrap_available, select_host_provider};
 use antler::state::ThreadState;
 use antler::tools::builtin::{BashTool, SandboxAccess, ToolMeta};
 use serde_json::json;
@@ -211,11 +211,11 @@ async fn auto_selection_prefers_bwrap_and_local_keeps_bash_off() {
         },
         host_env: Vec::new(),
     };
-    let local = select_provider(settings(antler::config::SandboxProviderKind::Local))
+    let local = select_host_provider(settings(antler::config::SandboxProviderKind::Local))
         .await
         .unwrap();
     assert_eq!(local.mode(), ExecMode::Local { allow_bash: false });
-    let auto = select_provider(settings(antler::config::SandboxProviderKind::Auto))
+    let auto = select_host_provider(settings(antler::config::SandboxProviderKind::Auto))
         .await
         .unwrap();
     match bwrap_available().await {

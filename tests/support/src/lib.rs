@@ -1,5 +1,5 @@
 //! Test fakes that speak real wire protocols on 127.0.0.1 (OpenAI Chat Completions, Anthropic
-//! Messages), so tests drive the real HTTP clients end to end.
+//! Messages, Telegram Bot API, Docker Engine API), so tests drive the real clients end to end.
 //!
 //! ```
 //! # async fn demo() {
@@ -26,13 +26,20 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 mod anthropic;
+mod docker;
 mod openai;
 mod reply;
 mod sse;
+mod telegram;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
+pub use docker::{DockerCall, ExecReply, FakeContainer, FakeDocker};
 pub use openai::FakeOpenAi;
 pub use reply::Reply;
+pub use telegram::{
+    BotCall, BotFailure, FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, group_chat,
+    private_chat,
+};
 
 /// Serves `router` on an ephemeral port of 127.0.0.1 for the rest of the test's runtime.
 pub async fn serve(router: Router) -> SocketAddr {

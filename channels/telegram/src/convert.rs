@@ -1,0 +1,263 @@
+//! Telegram `Message` → `InboundMessage`: chat/topic rules, mentions, captions and files.
+//!
+//! Topic ids are opaque to the manager but meaningful here: a forum topic is its numeric
+//! `message_thread_id` (sends must carry it), while a reply chain in an ordinary group is
+//! `m{root_message_id}` (one Antler thread per top-level group message, nothing to send back).
+
+use antler_channel::{InboundFile, InboundMessage};
+use teloxide::types::{FileMeta, Message};
+
+use crate::CHANNEL_NAME;
+
+/// Who the bot is, from `getMe`: needed to recognise mentions and replies to the bot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotIdentity {
+    pub id: u64,
+    pub username: String,
+}
+
+/// Normalizes a message; `None` for messages the bot must not answer (other bots, service
+/// messages without text or files, messages without a sender).
+pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMessage> {
+    let from = message.from.as_ref()?;
+    if from.is_bot {
+        return None;
+    }
+    let raw_text = message.text().or(message.caption()).unwrap_or("");
+    let files = files_of(message);
+    if raw_text.trim().is_empty() && files.is_empty() {
+        return None;
+    }
+    let is_direct = message.chat.is_private();
+    let mention = format!("@{}", bot.username);
+    let mentioned = contains_ignore_case(raw_text, &mention);
+    let replied_to_bot = message
+        .reply_to_message()
+        .and_then(|reply| reply.from.as_ref())
+        .is_some_and(|author| author.id.0 == bot.id);
+    let text = if mentioned {
+        strip_mention(raw_text, &mention)
+    } else {
+        raw_text.trim().to_string()
+    };
+    let topic_id = if is_direct {
+        None
+    } else if message.is_topic_message {
+        message.thread_id.map(|thread| thread.0.0.to_string())
+    } else {
+        let root = message
+            .thread_id
+            .map(|thread| thread.0.0)
+            .or(message.reply_to_message().map(|reply| reply.id.0))
+            .unwrap_or(message.id.0);
+        Some(format!("m{root}"))
+    };
+    let display_name = match &from.last_name {
+        Some(last) => format!("{} {last}", from.first_name),
+        None => from.first_name.clone(),
+    };
+    Some(InboundMessage {
+        channel: CHANNEL_NAME.into(),
+        // Telegram message ids are unique per chat, so the chat scopes deduplication.
+        workspace_id: Some(message.chat.id.0.to_string()),
+        chat_id: message.chat.id.0.to_string(),
+        topic_id,
+        user_id: from.id.0.to_string(),
+        display_name: Some(display_name),
+        platform_message_id: message.id.0.to_string(),
+        text,
+        files,
+        is_direct,
+        mentions_bot: mentioned || replied_to_bot,
+        reply_to: message
+            .reply_to_message()
+            .map(|reply| reply.id.0.to_string()),
+        raw: serde_json::to_value(message).unwrap_or_default(),
+    })
+}
+
+fn files_of(message: &Message) -> Vec<InboundFile> {
+    let mut files = Vec::new();
+    if let Some(document) = message.document() {
+        files.push(file(
+            &document.file,
+            document.file_name.clone(),
+            document.mime_type.as_ref().map(ToString::to_string),
+            false,
+        ));
+    }
+    // Telegram sends several sizes of one photo; the last is the largest.
+    if let Some(photo) = message.photo().and_then(|sizes| sizes.last()) {
+        let name = format!("photo_{}.jpg", message.id.0);
+        files.push(file(
+            &photo.file,
+            Some(name),
+            Some("image/jpeg".into()),
+            true,
+        ));
+    }
+    if let Some(audio) = message.audio() {
+        files.push(file(
+            &audio.file,
+            audio.file_name.clone(),
+            audio.mime_type.as_ref().map(ToString::to_string),
+            false,
+        ));
+    }
+    if let Some(voice) = message.voice() {
+        let name = format!("voice_{}.ogg", message.id.0);
+        files.push(file(
+            &voice.file,
+            Some(name),
+            voice.mime_type.as_ref().map(ToString::to_string),
+            false,
+        ));
+    }
+    files
+}
+
+fn file(
+    meta: &FileMeta,
+    filename: Option<String>,
+    mime_type: Option<String>,
+    is_image: bool,
+) -> InboundFile {
+    InboundFile {
+        handle: meta.id.0.clone(),
+        filename,
+        mime_type,
+        size: Some(u64::from(meta.size)),
+        is_image,
+    }
+}
+
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .to_ascii_lowercase()
+        .contains(&needle.to_ascii_lowercase())
+}
+
+/// Removes every `@bot` mention (so `/new@Bot` reads as `/new`) and tidies the whitespace.
+fn strip_mention(text: &str, mention: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    let needle = mention.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    for (start, _) in lower.match_indices(&needle) {
+        out.push_str(&text[rest..start]);
+        rest = start + needle.len();
+    }
+    out.push_str(&text[rest..]);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn bot() -> BotIdentity {
+        BotIdentity {
+            id: 999,
+            username: "AntlerBot".into(),
+        }
+    }
+
+    fn parse(value: serde_json::Value) -> Message {
+        serde_json::from_value(value).expect("message json")
+    }
+
+    fn base(chat: serde_json::Value, text: &str) -> serde_json::Value {
+        json!({
+            "message_id": 10, "date": 1_700_000_000, "chat": chat,
+            "from": {"id": 42, "is_bot": false, "first_name": "Ann", "last_name": "Lee"},
+            "text": text
+        })
+    }
+
+    #[test]
+    fn private_chats_have_no_topic() {
+        let message = parse(base(
+            json!({"id": 42, "type": "private", "first_name": "Ann"}),
+            "hello",
+        ));
+        let inbound = inbound_message(&message, &bot()).expect("inbound");
+        assert!(inbound.is_direct);
+        assert_eq!(inbound.topic_id, None);
+        assert_eq!(inbound.chat_id, "42");
+        assert_eq!(inbound.user_id, "42");
+        assert_eq!(inbound.display_name.as_deref(), Some("Ann Lee"));
+        assert_eq!(inbound.platform_message_id, "10");
+    }
+
+    #[test]
+    fn group_rules_for_topics_and_mentions() {
+        let group = json!({"id": -100, "type": "supergroup", "title": "g"});
+        let cases = [
+            // (extra fields, expected topic, mentions_bot, text)
+            (json!({"text": "hi all"}), "m10", false, "hi all"),
+            (
+                json!({"text": "@antlerbot what now"}),
+                "m10",
+                true,
+                "what now",
+            ),
+            (json!({"text": "/new@AntlerBot"}), "m10", true, "/new"),
+            (
+                json!({"message_thread_id": 7, "is_topic_message": true, "text": "in topic"}),
+                "7",
+                false,
+                "in topic",
+            ),
+            (
+                json!({"reply_to_message": {"message_id": 5, "date": 1_700_000_000, "chat": group,
+                    "from": {"id": 999, "is_bot": true, "first_name": "Antler"}, "text": "earlier"},
+                    "text": "and then?"}),
+                "m5",
+                true,
+                "and then?",
+            ),
+        ];
+        for (extra, topic, mentioned, text) in cases {
+            let mut value = base(group.clone(), "");
+            for (key, field) in extra.as_object().expect("object") {
+                value[key] = field.clone();
+            }
+            let inbound = inbound_message(&parse(value), &bot()).expect("inbound");
+            assert_eq!(inbound.topic_id.as_deref(), Some(topic), "{text}");
+            assert_eq!(inbound.mentions_bot, mentioned, "{text}");
+            assert_eq!(inbound.text, text);
+            assert!(!inbound.is_direct);
+        }
+    }
+
+    #[test]
+    fn documents_and_captions_become_files_and_text() {
+        let mut value = base(
+            json!({"id": 42, "type": "private", "first_name": "Ann"}),
+            "",
+        );
+        value.as_object_mut().expect("object").remove("text");
+        value["caption"] = json!("summarise this");
+        value["document"] = json!({"file_id": "F1", "file_unique_id": "U1", "file_size": 1234,
+            "file_name": "report.pdf", "mime_type": "application/pdf"});
+        let inbound = inbound_message(&parse(value), &bot()).expect("inbound");
+        assert_eq!(inbound.text, "summarise this");
+        assert_eq!(inbound.files.len(), 1);
+        assert_eq!(inbound.files[0].handle, "F1");
+        assert_eq!(inbound.files[0].filename.as_deref(), Some("report.pdf"));
+        assert_eq!(inbound.files[0].size, Some(1234));
+    }
+
+    #[test]
+    fn bots_and_empty_messages_are_skipped() {
+        let mut value = base(json!({"id": 42, "type": "private", "first_name": "A"}), "x");
+        value["from"]["is_bot"] = json!(true);
+        assert!(inbound_message(&parse(value), &bot()).is_none());
+        let value = base(
+            json!({"id": 42, "type": "private", "first_name": "A"}),
+            "   ",
+        );
+        assert!(inbound_message(&parse(value), &bot()).is_none());
+    }
+}

@@ -1,0 +1,126 @@
+//! Chat commands: recognised only as the first token, `/cmd@BotName` accepted.
+//!
+//! Anything that is not a known command (`/x`, `" /new"`, `/new@OtherBot`) is chat text, so
+//! skill activation (`/skill-name task`) and ordinary slashes reach the agent untouched.
+
+/// A recognised command and its argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Telegram's first-contact command.
+    Start,
+    New,
+    Status,
+    Models,
+    /// `/model` shows the override, `/model NAME` sets it, `/model default` clears it.
+    Model(Option<String>),
+    /// `/agent` lists, `/agent NAME` switches, `/agent default` clears.
+    Agent(Option<String>),
+    Bootstrap(String),
+    /// `/plan` shows, `/plan on|off` sets.
+    Plan(Option<bool>),
+    Cancel,
+    Help,
+}
+
+/// The text `/bootstrap` runs with when given none (as DeerFlow).
+pub const DEFAULT_BOOTSTRAP_TEXT: &str = "Initialize workspace";
+
+pub const HELP_TEXT: &str = "Available commands:\n\
+/new — Start a new conversation\n\
+/status — Show the thread, agent and model of this chat\n\
+/models — List available models\n\
+/model NAME — Use a model in this chat (/model default to reset)\n\
+/agent [NAME] — List your agents or switch this chat to one\n\
+/bootstrap [text] — Start a bootstrap session (agent setup)\n\
+/plan on|off — Turn plan mode on or off\n\
+/cancel — Stop the running request\n\
+/<skill-name> <task> — Activate an enabled skill for one turn\n\
+/help — Show this help";
+
+/// Parses `text` as a command; `None` means it is chat text.
+pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> {
+    if !text.starts_with('/') {
+        return None;
+    }
+    let (head, rest) = match text.find(char::is_whitespace) {
+        Some(idx) => (&text[..idx], text[idx..].trim()),
+        None => (text, ""),
+    };
+    let name = match head.split_once('@') {
+        Some((name, target)) => {
+            let ours = bot_username.is_some_and(|bot| bot.eq_ignore_ascii_case(target));
+            if !ours {
+                return None;
+            }
+            name
+        }
+        None => head,
+    };
+    let argument = (!rest.is_empty()).then(|| rest.to_string());
+    let command = match name.to_ascii_lowercase().as_str() {
+        "/start" => Command::Start,
+        "/new" => Command::New,
+        "/status" => Command::Status,
+        "/models" => Command::Models,
+        "/model" => Command::Model(argument),
+        "/agent" => Command::Agent(argument),
+        "/bootstrap" => {
+            Command::Bootstrap(argument.unwrap_or_else(|| DEFAULT_BOOTSTRAP_TEXT.into()))
+        }
+        "/plan" => match rest.to_ascii_lowercase().as_str() {
+            "" => Command::Plan(None),
+            "on" | "true" | "yes" => Command::Plan(Some(true)),
+            "off" | "false" | "no" => Command::Plan(Some(false)),
+            _ => return None,
+        },
+        "/cancel" | "/stop" => Command::Cancel,
+        "/help" => Command::Help,
+        _ => return None,
+    };
+    Some(command)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_of_commands() {
+        let bot = Some("AntlerBot");
+        let cases: Vec<(&str, Option<Command>)> = vec![
+            ("/new", Some(Command::New)),
+            ("/NEW", Some(Command::New)),
+            ("/new@AntlerBot", Some(Command::New)),
+            ("/new@antlerbot", Some(Command::New)),
+            ("/new@OtherBot", None),
+            (" /new", None),
+            ("hello /new", None),
+            ("/status", Some(Command::Status)),
+            ("/models", Some(Command::Models)),
+            ("/model gpt-4o", Some(Command::Model(Some("gpt-4o".into())))),
+            ("/model", Some(Command::Model(None))),
+            ("/agent", Some(Command::Agent(None))),
+            ("/agent coder", Some(Command::Agent(Some("coder".into())))),
+            (
+                "/bootstrap",
+                Some(Command::Bootstrap(DEFAULT_BOOTSTRAP_TEXT.into())),
+            ),
+            (
+                "/bootstrap make me a cook",
+                Some(Command::Bootstrap("make me a cook".into())),
+            ),
+            ("/plan on", Some(Command::Plan(Some(true)))),
+            ("/plan OFF", Some(Command::Plan(Some(false)))),
+            ("/plan", Some(Command::Plan(None))),
+            ("/plan maybe", None),
+            ("/cancel", Some(Command::Cancel)),
+            ("/help", Some(Command::Help)),
+            ("/start", Some(Command::Start)),
+            ("/weather-skill paris", None),
+            ("/x", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_command(text, bot), expected, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API and the scripted
+//! OpenAI-compatible model.
+
+mod commands;
+mod conformance;
+mod files_webhook;
+mod telegram;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use antler::config::{ConfigHandle, ConfigOrigin, MapEnv, load_from_str};
+use antler::daemon::{DaemonOptions, Shutdown, run};
+use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram};
+use serde_json::Value;
+
+pub(crate) const WAIT: Duration = Duration::from_secs(15);
+
+/// A daemon with Telegram enabled against `fake`, on `dir`. Restartable on the same dir.
+pub(crate) struct Bot {
+    pub(crate) addr: SocketAddr,
+    shutdown: Shutdown,
+    task: tokio::task::JoinHandle<()>,
+}
+
+pub(crate) fn config_yaml(
+    dir: &Path,
+    fake: &FakeTelegram,
+    model: &FakeOpenAi,
+    telegram_extra: &str,
+) -> String {
+    format!(
+        "config_version: 1\n\
+         data_dir: {data}\n\
+         models:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model_url}\n    timeout: 30\n  - name: other\n    provider: openai\n    model: other-model\n    base_url: {model_url}\n\
+         llm_call:\n  retry_max_attempts: 1\n\
+         sandbox:\n  provider: local\n\
+         gateway:\n  listen: 127.0.0.1:0\n  shutdown_grace_seconds: 0\n\
+         channels:\n  telegram:\n    enabled: true\n    bot_token: \"{FAKE_BOT_TOKEN}\"\n    api_url: {api}\n    poll_timeout: 1\n{telegram_extra}",
+        data = dir.join("data").display(),
+        model_url = model.base_url(),
+        api = fake.api_url(),
+    )
+}
+
+impl Bot {
+    pub(crate) async fn start(yaml: &str) -> Self {
+        let loaded =
+            match load_from_str(yaml, ConfigOrigin::Embedded, &MapEnv::new(), Path::new("/")) {
+                Ok(loaded) => loaded,
+                Err(error) => panic!("bad test config: {error}\n{yaml}"),
+            };
+        let config = ConfigHandle::fixed(loaded.config);
+        let shutdown = Shutdown::default();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let options = DaemonOptions {
+            config_path: None,
+            env: Arc::new(MapEnv::new()),
+            on_ready: Some(Box::new(move |addr| {
+                let _ = ready_tx.send(addr);
+            })),
+        };
+        let signals = shutdown.clone();
+        let task = tokio::spawn(async move {
+            if let Err(error) = run(config, options, signals).await {
+                panic!("daemon failed: {error}");
+            }
+        });
+        let addr = tokio::time::timeout(WAIT, ready_rx)
+            .await
+            .expect("daemon ready in time")
+            .expect("daemon ready");
+        Self {
+            addr,
+            shutdown,
+            task,
+        }
+    }
+
+    pub(crate) async fn stop(self) {
+        self.shutdown.graceful.cancel();
+        tokio::time::timeout(Duration::from_secs(20), self.task)
+            .await
+            .expect("daemon stopped in time")
+            .expect("daemon task");
+    }
+
+    pub(crate) async fn readyz(&self) -> Value {
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client")
+            .get(format!("http://{}/readyz", self.addr))
+            .send()
+            .await
+            .expect("readyz")
+            .json()
+            .await
+            .expect("readyz json")
+    }
+}
