@@ -262,7 +262,33 @@ async fn chat_turn(
         .next();
 
     let received = receive_files(runtime, message, &paths).await;
-    let input = human_message(text, message, &received.files, &received.problems);
+    let journal_key = crate::channels::journal::Journal::key_of(message);
+    // A turn re-run after a crash finds its question already checkpointed (the loop saves the
+    // input before calling the model): continue from the thread instead of asking twice.
+    let already_asked = inner
+        .harness
+        .thread_state(&record.thread_id)
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|state| {
+            state.messages.iter().any(|m| {
+                m.as_human().is_some_and(|h| {
+                    h.meta.extra.get(INBOUND_KEY).and_then(Value::as_str) == Some(&journal_key)
+                })
+            })
+        });
+    let input = if already_asked {
+        Vec::new()
+    } else {
+        let mut human = human_message(text, message, &received.files, &received.problems);
+        if let Message::Human(h) = &mut human {
+            h.meta
+                .extra
+                .insert(INBOUND_KEY.into(), Value::String(journal_key));
+        }
+        vec![human]
+    };
     let options = RunOptions {
         model_name: record.model.clone(),
         is_plan_mode: record.plan_mode,
@@ -278,7 +304,7 @@ async fn chat_turn(
     let request = RunRequest {
         user_id: record.user_id.clone(),
         thread_id: record.thread_id.clone(),
-        input: vec![input],
+        input,
         options,
         want_values: false,
     };
@@ -409,6 +435,9 @@ async fn start_when_free(
         }
     }
 }
+
+/// Marks the human message of an inbound platform message with its journal key.
+const INBOUND_KEY: &str = "inbound_key";
 
 fn human_message(
     text: &str,

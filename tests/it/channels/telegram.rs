@@ -218,6 +218,22 @@ async fn a_message_cut_short_by_shutdown_is_answered_after_restart() {
         1,
         "the status message is reused, not resent"
     );
+    let resumed = model.requests().pop().expect("the model was called again");
+    let asked = resumed["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| {
+            m["role"] == "user"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|c| c.contains("long job"))
+        })
+        .count();
+    assert_eq!(
+        asked, 1,
+        "the question is in the thread once, not once per attempt: {resumed}"
+    );
     bot.stop().await;
 }
 
