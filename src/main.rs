@@ -32,6 +32,8 @@ struct Cli {
 enum Command {
     /// Run the daemon (the default when no command is given).
     Run,
+    /// Ask the running daemon (at gateway.listen) whether it is ready, and how each channel is.
+    Status,
     /// Chat with the agent on the console.
     Chat {
         /// Resume this thread.
@@ -153,6 +155,7 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
     match cli.command {
         None | Some(Command::Run) => run_daemon(loaded).await,
         Some(Command::Chat { thread }) => chat(loaded, thread).await,
+        Some(Command::Status) => status(&loaded.config).await,
         Some(Command::Bench {
             command: BenchCommand::Turn { iterations },
         }) => {
@@ -286,4 +289,42 @@ async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<Ex
     antler::chat::run_repl(&client, stdin, &mut stdout, options).await?;
     client.shutdown(grace).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the daemon's `/readyz` answer: overall readiness and per-channel health.
+async fn status(config: &antler::config::AppConfig) -> anyhow::Result<ExitCode> {
+    let url = format!("http://{}/readyz", config.gateway.listen);
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(std::time::Duration::from_secs(5))
+        .build()?;
+    let answer = match client.get(&url).send().await {
+        Ok(response) => response.json::<serde_json::Value>().await?,
+        Err(e) => {
+            println!("antler is not answering at {url}: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let ready = answer["status"] == "ready";
+    println!(
+        "daemon    {}",
+        answer["status"].as_str().unwrap_or("unknown")
+    );
+    if let Some(problem) = answer["problem"].as_str() {
+        println!("          {problem}");
+    }
+    if let Some(channels) = answer["channels"].as_object() {
+        for (name, health) in channels {
+            let state = health["state"].as_str().unwrap_or("unknown");
+            match health["reason"].as_str() {
+                Some(reason) => println!("{name:<9} {state}: {reason}"),
+                None => println!("{name:<9} {state}"),
+            }
+        }
+    }
+    Ok(if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -197,3 +197,37 @@ fn non_loopback_without_tokens_is_refused_before_binding() {
     assert_eq!(output.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&output.stderr).contains("api_tokens"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn antler_status_reports_a_running_daemon_and_a_missing_one() {
+    let fake = FakeOpenAi::start().await;
+    let setup = Setup::new(&fake.base_url(), "");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let yaml = std::fs::read_to_string(&setup.config_path).unwrap();
+    std::fs::write(
+        &setup.config_path,
+        yaml.replace("listen: 127.0.0.1:0", &format!("listen: 127.0.0.1:{port}")),
+    )
+    .unwrap();
+    let status = || {
+        Command::new(env!("CARGO_BIN_EXE_antler"))
+            .arg("--config")
+            .arg(&setup.config_path)
+            .arg("status")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .output()
+            .unwrap()
+    };
+    let down = status();
+    assert_eq!(down.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&down.stdout).contains("not answering"));
+
+    let _daemon = setup.start();
+    let up = status();
+    assert!(up.status.success(), "{up:?}");
+    assert!(String::from_utf8_lossy(&up.stdout).contains("daemon    ready"));
+}
