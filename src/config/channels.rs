@@ -91,9 +91,8 @@ pub struct TelegramConfig {
     pub allowed_users: Vec<i64>,
     /// Group chat ids the bot answers in; groups are denied unless listed here.
     pub allowed_chats: Vec<i64>,
-    /// Telegram user ids always allowed to talk to the bot (also outside `allowed_users`).
-    /// Antler admin rights (`/bootstrap` without self-service) come from the top-level
-    /// `admins:` list with the user id `telegram-<id>`.
+    /// Telegram user ids always allowed to talk to the bot (also outside `allowed_users`), with
+    /// Antler admin rights (bootstrap, managing agents) as the user `telegram-<id>`.
     pub admins: Vec<i64>,
     pub group_policy: GroupPolicy,
     pub session: ChannelSessionConfig,
