@@ -159,6 +159,9 @@ mod tests {
         assert!(!is_admin(&config, "slack-42"));
         assert!(check_bootstrap(&config, "telegram-42", Some("helper")).is_ok());
         config.channels.telegram.enabled = false;
-        assert!(!is_admin(&config, "telegram-42"), "a disabled channel grants nothing");
+        assert!(
+            !is_admin(&config, "telegram-42"),
+            "a disabled channel grants nothing"
+        );
     }
 }
