@@ -88,11 +88,13 @@ async fn instant_completion() -> impl axum::response::IntoResponse {
     )
 }
 
-/// Runs the benchmark: `clients` concurrent `/runs/wait` loops for `duration`.
+/// Runs the benchmark: `clients` concurrent `/runs/wait` loops for `duration`, each on its own
+/// growing conversation, or on a fresh thread per message with `fresh_threads`.
 pub async fn run(
     binary: &Path,
     clients: usize,
     duration: Duration,
+    fresh_threads: bool,
 ) -> Result<DaemonReport, DaemonBenchError> {
     let setup = |e: std::io::Error| DaemonBenchError::Setup(e.to_string());
     let model = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -176,11 +178,19 @@ pub async fn run(
         let runs = runs.clone();
         let failures = failures.clone();
         tasks.push(tokio::spawn(async move {
-            // One thread per client: runs on one thread are serialized by design.
-            let url = format!("{base}/api/threads/bench-{client}/runs/wait");
+            // One conversation per client (runs on one thread are serialized by design), or a
+            // fresh thread per message to measure without the history growing.
             let body =
                 serde_json::json!({"input": {"messages": [{"role": "user", "content": "hi"}]}});
+            let mut message = 0u64;
             while Instant::now() < deadline {
+                let thread = if fresh_threads {
+                    message += 1;
+                    format!("bench-{client}-{message}")
+                } else {
+                    format!("bench-{client}")
+                };
+                let url = format!("{base}/api/threads/{thread}/runs/wait");
                 match http.post(&url).json(&body).send().await {
                     Ok(r) if r.status().is_success() => {
                         let _ = r.bytes().await;

@@ -89,6 +89,9 @@ enum BenchCommand {
         clients: usize,
         #[arg(long, default_value_t = 10)]
         seconds: u64,
+        /// A new thread per message (else one growing conversation per client).
+        #[arg(long)]
+        fresh_threads: bool,
     },
     /// Overhead of a trivial `bash` call (`true`) per sandbox provider, against `sh -c true`.
     Sandbox {
@@ -171,13 +174,19 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench {
-            command: BenchCommand::Daemon { clients, seconds },
+            command:
+                BenchCommand::Daemon {
+                    clients,
+                    seconds,
+                    fresh_threads,
+                },
         }) => {
             let binary = std::env::current_exe().context("cannot find the antler binary")?;
             let report = antler::bench_daemon::run(
                 &binary,
                 clients.max(1),
                 std::time::Duration::from_secs(seconds.max(1)),
+                fresh_threads,
             )
             .await?;
             println!("{report}");
