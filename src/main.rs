@@ -220,8 +220,11 @@ fn init_tracing(loaded: &LoadedConfig, quiet: bool) {
         loaded.config.log_level.clone()
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    use std::io::IsTerminal;
+    // Colours only for a person at a terminal; journald and log files get plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let result = match loaded.config.log_format {
         LogFormat::Json => builder.json().try_init(),

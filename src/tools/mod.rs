@@ -94,7 +94,21 @@ impl ToolError {
 }
 
 /// JSON Schema for an argument struct, inlined (no `$ref`s) because providers reject them.
-pub fn schema_for<T: JsonSchema>() -> Value {
+pub fn schema_for<T: JsonSchema + 'static>() -> Value {
+    use std::any::TypeId;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    // Generating a schema costs far more than cloning it, and every run asks every tool for its
+    // schema: generate once per argument type.
+    static CACHE: OnceLock<Mutex<HashMap<TypeId, Value>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(cached) = cache
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&TypeId::of::<T>()).cloned())
+    {
+        return cached;
+    }
     let settings = schemars::generate::SchemaSettings::draft07().with(|s| {
         s.inline_subschemas = true;
     });
@@ -103,6 +117,9 @@ pub fn schema_for<T: JsonSchema>() -> Value {
     if let Some(obj) = value.as_object_mut() {
         obj.remove("$schema");
         obj.remove("title");
+    }
+    if let Ok(mut cache) = cache.lock() {
+        cache.insert(TypeId::of::<T>(), value.clone());
     }
     value
 }
