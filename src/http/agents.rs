@@ -74,9 +74,7 @@ pub(crate) async fn list(
     user: AuthUser,
     Query(query): Query<UserQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let config = state.config.current();
-    let owner = owner(&user, query.user);
-    check_read(&config, &user.0, &owner).map_err(forbidden)?;
+    let (owner, _) = authorize(&state, &user, query.user, Access::Read)?;
     let agents = state.harness.agents().list(&owner).map_err(store_error)?;
     Ok(Json(json!({"user": owner, "agents": agents})))
 }
@@ -87,9 +85,12 @@ pub(crate) async fn create(
     Query(query): Query<UserQuery>,
     Json(body): Json<CreateBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let config = state.config.current();
-    let owner = owner(&user, body.user.clone().or(query.user));
-    check_manage(&config, &user.0, &owner).map_err(forbidden)?;
+    let (owner, config) = authorize(
+        &state,
+        &user,
+        body.user.clone().or(query.user),
+        Access::Manage,
+    )?;
     if let Some(model) = &body.model {
         check_model(&config, model)?;
     }
@@ -119,9 +120,7 @@ pub(crate) async fn get(
     Path(name): Path<String>,
     Query(query): Query<UserQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let config = state.config.current();
-    let owner = owner(&user, query.user);
-    check_read(&config, &user.0, &owner).map_err(forbidden)?;
+    let (owner, _) = authorize(&state, &user, query.user, Access::Read)?;
     let agent = state
         .harness
         .agents()
@@ -138,9 +137,7 @@ pub(crate) async fn update(
     Query(query): Query<UserQuery>,
     Json(body): Json<UpdateBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let config = state.config.current();
-    let owner = owner(&user, query.user);
-    check_manage(&config, &user.0, &owner).map_err(forbidden)?;
+    let (owner, config) = authorize(&state, &user, query.user, Access::Manage)?;
     if let Some(model) = &body.model {
         check_model(&config, model)?;
     }
@@ -180,9 +177,7 @@ pub(crate) async fn delete(
     Path(name): Path<String>,
     Query(query): Query<UserQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let config = state.config.current();
-    let owner = owner(&user, query.user);
-    check_manage(&config, &user.0, &owner).map_err(forbidden)?;
+    let (owner, _) = authorize(&state, &user, query.user, Access::Manage)?;
     state
         .harness
         .agents()
@@ -200,9 +195,7 @@ pub(crate) async fn history(
     Path(name): Path<String>,
     Query(query): Query<UserQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let config = state.config.current();
-    let owner = owner(&user, query.user);
-    check_read(&config, &user.0, &owner).map_err(forbidden)?;
+    let (owner, _) = authorize(&state, &user, query.user, Access::Read)?;
     let versions = state
         .harness
         .agents()
@@ -220,9 +213,7 @@ pub(crate) async fn revert(
     Query(query): Query<UserQuery>,
     Json(body): Json<RevertBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let config = state.config.current();
-    let owner = owner(&user, query.user);
-    check_manage(&config, &user.0, &owner).map_err(forbidden)?;
+    let (owner, _) = authorize(&state, &user, query.user, Access::Manage)?;
     let store = state.harness.agents();
     let archived = store
         .revert(&owner, &name, &body.version)
@@ -239,11 +230,30 @@ pub(crate) async fn revert(
 }
 
 /// Whose agents a request is about: the named user, else the caller.
-fn owner(user: &AuthUser, requested: Option<String>) -> String {
-    requested
+enum Access {
+    Read,
+    Manage,
+}
+
+/// Whose agents a request acts on (the caller, or `user` for admins) and whether the caller may
+/// read or manage them; also returns the config snapshot the handler checks against.
+fn authorize(
+    state: &AppState,
+    user: &AuthUser,
+    requested: Option<String>,
+    access: Access,
+) -> Result<(String, Arc<AppConfig>), ApiError> {
+    let config = state.config.current();
+    let owner = requested
         .map(|u| u.trim().to_string())
         .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| user.0.clone())
+        .unwrap_or_else(|| user.0.clone());
+    match access {
+        Access::Read => check_read(&config, &user.0, &owner),
+        Access::Manage => check_manage(&config, &user.0, &owner),
+    }
+    .map_err(forbidden)?;
+    Ok((owner, config))
 }
 
 fn agent_json(owner: &str, agent: &StoredAgent) -> Value {
