@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::agent::features::Feature;
@@ -25,7 +24,7 @@ use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings};
 use crate::state::ThreadState;
 use crate::store::{MemoryStore, SledStore, StoreRef, ThreadStore};
 use crate::tools::registry::ToolRegistry;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+use crate::tools::{FnTool, ToolOutput, ToolRef};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -103,24 +102,20 @@ impl fmt::Display for TurnReport {
 }
 
 /// A tool that answers instantly, so only the harness is measured.
-struct EchoTool;
-
-#[async_trait]
-impl Tool for EchoTool {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> &str {
-        "Returns its text argument."
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
-    }
-    async fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text(
-            args.get("text").and_then(Value::as_str).unwrap_or_default(),
-        ))
-    }
+fn echo_tool() -> ToolRef {
+    let tool = FnTool::new(
+        "echo",
+        "Returns its text argument.",
+        |args: Value| async move {
+            Ok(ToolOutput::text(
+                args.get("text").and_then(Value::as_str).unwrap_or_default(),
+            ))
+        },
+    )
+    .with_parameters(
+        json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+    );
+    Arc::new(tool)
 }
 
 fn turn_script() -> Vec<ScriptedTurn> {
@@ -155,7 +150,7 @@ async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Seri
     let config = Arc::new(AppConfig::default());
     let threads = ThreadStore::new(store);
     let model = Arc::new(ScriptedModel::cycling("bench", turn_script()));
-    let tools: Vec<ToolRef> = vec![Arc::new(EchoTool)];
+    let tools: Vec<ToolRef> = vec![echo_tool()];
     let features = RuntimeFeatures {
         auto_title: Feature::BuiltIn,
         ..RuntimeFeatures::default()

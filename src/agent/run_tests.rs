@@ -18,7 +18,7 @@ use crate::model::{
 };
 use crate::state::{StateUpdate, ThreadState};
 use crate::store::{Checkpoint, Checkpointer, StoreError};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+use crate::tools::{FnTool, ToolContext, ToolError, ToolOutput, ToolRef};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -31,49 +31,30 @@ fn entries(log: &Log) -> Vec<String> {
 }
 
 /// Sleeps `delay_ms` from its arguments, logging start and end.
-struct SleepTool {
-    log: Log,
+fn sleep_tool(log: &Log) -> ToolRef {
+    let log = log.clone();
+    Arc::new(FnTool::new("sleep", "sleeps", move |args: Value| {
+        let log = log.clone();
+        async move {
+            let label = args["label"].as_str().unwrap_or("?").to_string();
+            push(&log, format!("start:{label}"));
+            tokio::time::sleep(Duration::from_millis(
+                args["delay_ms"].as_u64().unwrap_or(0),
+            ))
+            .await;
+            push(&log, format!("end:{label}"));
+            Ok(ToolOutput::text(format!("slept {label}")))
+        }
+    }))
 }
 
-#[async_trait]
-impl Tool for SleepTool {
-    fn name(&self) -> &str {
-        "sleep"
-    }
-    fn description(&self) -> &str {
-        "sleeps"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let label = args["label"].as_str().unwrap_or("?").to_string();
-        push(&self.log, format!("start:{label}"));
-        tokio::time::sleep(Duration::from_millis(
-            args["delay_ms"].as_u64().unwrap_or(0),
-        ))
-        .await;
-        push(&self.log, format!("end:{label}"));
-        Ok(ToolOutput::text(format!("slept {label}")))
-    }
-}
-
-struct PanicTool;
-
-#[async_trait]
-impl Tool for PanicTool {
-    fn name(&self) -> &str {
-        "boom"
-    }
-    fn description(&self) -> &str {
-        "panics"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, _args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        panic!("tool exploded");
-    }
+fn panic_tool() -> ToolRef {
+    Arc::new(FnTool::new("boom", "panics", |_args: Value| async {
+        if true {
+            panic!("tool exploded");
+        }
+        Ok(ToolOutput::default())
+    }))
 }
 
 /// Logs every hook as `hook:name`.
@@ -253,11 +234,7 @@ async fn tools_run_concurrently_and_results_keep_call_order() {
         "m",
         [sleep_calls(&[("slow", 50), ("fast", 1)]), text("done")],
     ));
-    let (agent, checkpoints) = agent(
-        model.clone(),
-        vec![Arc::new(SleepTool { log: log.clone() })],
-        vec![],
-    );
+    let (agent, checkpoints) = agent(model.clone(), vec![sleep_tool(&log)], vec![]);
     let outcome = agent
         .run(
             ThreadState::default(),
@@ -314,11 +291,7 @@ async fn hooks_run_before_in_order_after_in_reverse_and_wrap_first_outermost() {
             log: log.clone(),
         }),
     ];
-    let (agent, _) = agent(
-        model,
-        vec![Arc::new(SleepTool { log: log.clone() })],
-        middleware,
-    );
+    let (agent, _) = agent(model, vec![sleep_tool(&log)], middleware);
     let outcome = agent
         .run(
             ThreadState::default(),
@@ -388,11 +361,7 @@ async fn end_from_after_model_interrupts_and_checkpoints() {
         times: Mutex::new(1),
     });
     let log: Log = Arc::default();
-    let (agent, checkpoints) = agent(
-        model,
-        vec![Arc::new(SleepTool { log: log.clone() })],
-        vec![jump],
-    );
+    let (agent, checkpoints) = agent(model, vec![sleep_tool(&log)], vec![jump]);
     let outcome = agent
         .run(
             ThreadState::default(),
@@ -414,13 +383,7 @@ async fn recursion_limit_stops_with_a_clear_error() {
         "m",
         vec![sleep_calls(&[("again", 0)])],
     ));
-    let (mut agent, _) = agent(
-        model,
-        vec![Arc::new(SleepTool {
-            log: Arc::default(),
-        })],
-        vec![],
-    );
+    let (mut agent, _) = agent(model, vec![sleep_tool(&Arc::default())], vec![]);
     agent.recursion_limit = 3;
     let (events, mut rx) = EventSink::channel(false);
     let mut ctx = context();
@@ -455,13 +418,7 @@ async fn cancellation_mid_stream_keeps_the_last_completed_step() {
         name: "R",
         log: log.clone(),
     });
-    let (agent, checkpoints) = agent(
-        model,
-        vec![Arc::new(SleepTool {
-            log: Arc::default(),
-        })],
-        vec![recorder],
-    );
+    let (agent, checkpoints) = agent(model, vec![sleep_tool(&Arc::default())], vec![recorder]);
     let (events, mut rx) = EventSink::channel(true);
     let mut ctx = context();
     ctx.events = events;
@@ -512,13 +469,7 @@ async fn model_error_ends_the_run_and_keeps_earlier_steps() {
             ScriptedTurn::Fail(ModelErrorKind::Status(400)),
         ],
     ));
-    let (agent, _) = agent(
-        model,
-        vec![Arc::new(SleepTool {
-            log: Arc::default(),
-        })],
-        vec![],
-    );
+    let (agent, _) = agent(model, vec![sleep_tool(&Arc::default())], vec![]);
     let (events, mut rx) = EventSink::channel(false);
     let mut ctx = context();
     ctx.events = events;
@@ -553,11 +504,7 @@ async fn broken_tool_arguments_become_an_error_message_and_the_run_continues() {
         [ScriptedTurn::Message(broken), text("recovered")],
     ));
     let log: Log = Arc::default();
-    let (agent, _) = agent(
-        model,
-        vec![Arc::new(SleepTool { log: log.clone() })],
-        vec![],
-    );
+    let (agent, _) = agent(model, vec![sleep_tool(&log)], vec![]);
     let outcome = agent
         .run(
             ThreadState::default(),
@@ -589,7 +536,7 @@ async fn a_panicking_tool_ends_the_run_with_an_error_not_a_crash() {
             calls: vec![("boom".into(), json!({}))],
         }],
     ));
-    let (agent, checkpoints) = agent(model, vec![Arc::new(PanicTool)], vec![]);
+    let (agent, checkpoints) = agent(model, vec![panic_tool()], vec![]);
     let outcome = agent
         .run(
             ThreadState::default(),

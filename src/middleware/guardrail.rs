@@ -177,30 +177,8 @@ mod tests {
     use crate::messages::ToolStatus;
     use crate::middleware::MiddlewareRef;
     use crate::state::ThreadState;
-    use crate::tools::{Tool, ToolOutput, ToolRef};
-    use serde_json::{Value, json};
-
-    struct Echo;
-
-    #[async_trait]
-    impl Tool for Echo {
-        fn name(&self) -> &str {
-            "echo"
-        }
-        fn description(&self) -> &str {
-            "echoes"
-        }
-        fn parameters(&self) -> Value {
-            json!({"type": "object"})
-        }
-        async fn call(
-            &self,
-            _args: Value,
-            _ctx: &ToolContext<'_>,
-        ) -> Result<ToolOutput, ToolError> {
-            Ok(ToolOutput::text("ran"))
-        }
-    }
+    use crate::tools::{FnTool, ToolOutput, ToolRef};
+    use serde_json::json;
 
     struct Broken;
 
@@ -236,7 +214,9 @@ mod tests {
             args_error: None,
         };
         let chain: Vec<MiddlewareRef> = vec![Arc::new(middleware)];
-        let tools: Vec<ToolRef> = vec![Arc::new(Echo)];
+        let tools: Vec<ToolRef> = vec![Arc::new(FnTool::new("echo", "echoes", |_args| async {
+            Ok(ToolOutput::text("ran"))
+        }))];
         ToolNext::new(&chain, &tools)
             .call(&call, &ctx)
             .await

@@ -67,30 +67,8 @@ mod tests {
     use crate::config::AppConfig;
     use crate::messages::ToolStatus;
     use crate::state::ThreadState;
-    use crate::tools::{Tool, ToolOutput, ToolRef};
-    use serde_json::{Value, json};
-
-    struct Failing(fn() -> ToolError);
-
-    #[async_trait]
-    impl Tool for Failing {
-        fn name(&self) -> &str {
-            "boom"
-        }
-        fn description(&self) -> &str {
-            "fails"
-        }
-        fn parameters(&self) -> Value {
-            json!({"type": "object"})
-        }
-        async fn call(
-            &self,
-            _args: Value,
-            _ctx: &ToolContext<'_>,
-        ) -> Result<ToolOutput, ToolError> {
-            Err((self.0)())
-        }
-    }
+    use crate::tools::{FnTool, ToolRef};
+    use serde_json::json;
 
     async fn run(error: fn() -> ToolError) -> Result<ToolResult, ToolError> {
         let run = RunContext::new("t", "u", Arc::new(AppConfig::default()));
@@ -100,7 +78,11 @@ mod tests {
             state: &state,
             tool_call_id: "c1",
         };
-        let tools: Vec<ToolRef> = vec![Arc::new(Failing(error))];
+        let tools: Vec<ToolRef> = vec![Arc::new(FnTool::new(
+            "boom",
+            "fails",
+            move |_args| async move { Err(error()) },
+        ))];
         let call = ToolCall {
             id: "c1".into(),
             name: "boom".into(),

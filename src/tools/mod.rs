@@ -1,6 +1,7 @@
 //! The `Tool` seam: what the model can call, with JSON-schema arguments and an explicit context.
 
 pub mod builtin;
+mod fn_tool;
 pub mod registry;
 
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use serde_json::Value;
 use crate::agent::RunContext;
 use crate::model::ToolSpec;
 use crate::state::{StateUpdate, ThreadState};
+
+pub use fn_tool::FnTool;
 
 /// A capability the model may invoke. Closed by default: an agent only sees the tools it is given.
 #[async_trait]

@@ -5,14 +5,14 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use antler::agent::features::CHAIN_ORDER;
 use antler::agent::{Agent, AgentBuildError, AgentOptions, Feature, RuntimeFeatures, create_agent};
 use antler::middleware::clarification::ASK_CLARIFICATION;
 use antler::middleware::{Anchors, Middleware, MiddlewareRef};
 use antler::model::{ChatModel, ScriptedModel};
-use antler::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+use antler::tools::{FnTool, ToolOutput, ToolRef};
 
 /// A do-nothing middleware with a chosen name and placement.
 struct Named {
@@ -331,30 +331,16 @@ fn default_features_and_recursion_limit() {
     assert_eq!(agent.name, "default");
 }
 
-struct UserTool(&'static str);
-
-#[async_trait]
-impl Tool for UserTool {
-    fn name(&self) -> &str {
-        self.0
-    }
-    fn description(&self) -> &str {
-        "the user's own"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, _args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+/// A tool the user brings, named like one a middleware injects.
+fn user_tool(name: &'static str) -> ToolRef {
+    Arc::new(FnTool::new(name, "the user's own", |_args: Value| async {
         Ok(ToolOutput::text("user"))
-    }
+    }))
 }
 
 #[test]
 fn injected_tools_follow_user_tools_and_user_wins_on_clash() {
-    let tools: Vec<ToolRef> = vec![
-        Arc::new(UserTool("web_search")),
-        Arc::new(UserTool("write_todos")),
-    ];
+    let tools: Vec<ToolRef> = vec![user_tool("web_search"), user_tool("write_todos")];
     let agent = create_agent(
         model(),
         tools,

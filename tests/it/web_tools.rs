@@ -23,7 +23,7 @@ use antler::paths::ThreadPaths;
 use antler::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, SandboxProvider};
 use antler::state::ThreadState;
 use antler::tools::registry::ToolRegistry;
-use antler::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+use antler::tools::{FnTool, ToolContext, ToolOutput, ToolRef};
 
 const USER: &str = "alice";
 const THREAD: &str = "thread-1";
@@ -204,24 +204,6 @@ async fn view_image_shows_the_image_to_the_next_model_call_only() {
     );
 }
 
-struct Echo;
-
-#[async_trait]
-impl Tool for Echo {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> &str {
-        "echoes"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, _args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::text("echoed"))
-    }
-}
-
 struct Unreachable;
 
 #[async_trait]
@@ -249,7 +231,11 @@ async fn run_with_guardrail(guardrail: Feature, config: AppConfig) -> antler::ag
     let config = Arc::new(config);
     let agent = create_agent(
         model,
-        vec![Arc::new(Echo) as ToolRef],
+        vec![
+            Arc::new(FnTool::new("echo", "echoes", |_args: Value| async {
+                Ok(ToolOutput::text("echoed"))
+            })) as ToolRef,
+        ],
         AgentOptions {
             features: Some(RuntimeFeatures {
                 guardrail,

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use antler::agent::{AgentOptions, RunContext, StopReason, create_agent};
@@ -12,24 +11,13 @@ use antler::middleware::loop_detection::REPEAT_WARNING;
 use antler::middleware::terminal_response::NO_FINAL_RESPONSE;
 use antler::model::{ScriptedModel, ScriptedTurn};
 use antler::state::ThreadState;
-use antler::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef};
+use antler::tools::{FnTool, ToolOutput, ToolRef};
 
-struct Echo;
-
-#[async_trait]
-impl Tool for Echo {
-    fn name(&self) -> &str {
-        "echo"
-    }
-    fn description(&self) -> &str {
-        "echoes"
-    }
-    fn parameters(&self) -> Value {
-        json!({"type": "object"})
-    }
-    async fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+/// Answers with its arguments.
+fn echo() -> ToolRef {
+    Arc::new(FnTool::new("echo", "echoes", |args: Value| async move {
         Ok(ToolOutput::text(args.to_string()))
-    }
+    }))
 }
 
 fn ctx() -> RunContext {
@@ -97,7 +85,7 @@ async fn clarification_ends_the_run_and_the_next_message_resumes_the_thread() {
 async fn repeated_tool_calls_are_warned_then_stopped() {
     let repeat = || call("echo", json!({"command": "ls"}));
     let model = Arc::new(ScriptedModel::new("scripted", (0..5).map(|_| repeat())));
-    let tools: Vec<ToolRef> = vec![Arc::new(Echo)];
+    let tools: Vec<ToolRef> = vec![echo()];
     let agent = create_agent(model.clone(), tools, AgentOptions::default()).unwrap();
     let ctx = ctx();
     let outcome = agent
@@ -131,7 +119,7 @@ async fn empty_final_answer_after_tools_is_retried_once_then_explained() {
         "scripted",
         [call("echo", json!({"x": 1})), text(""), text("")],
     ));
-    let tools: Vec<ToolRef> = vec![Arc::new(Echo)];
+    let tools: Vec<ToolRef> = vec![echo()];
     let agent = create_agent(model.clone(), tools, AgentOptions::default()).unwrap();
     let outcome = agent
         .run(ThreadState::default(), vec![Message::human("go")], &ctx())
