@@ -141,26 +141,57 @@ async fn streamed_run_with_tools_produces_ordered_events_and_a_served_artifact()
     assert_eq!(foreign.status(), 404);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_run_on_a_busy_thread_is_409() {
-    use eventsource_stream::Eventsource;
-    use futures::StreamExt;
+/// A model that streams for about ten seconds, so a run stays busy while the test acts.
+async fn slow_model() -> FakeOpenAi {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::slow(
         (0..400).map(|i| format!("chunk{i} ")),
         Duration::from_millis(25),
     ));
-    let setup = Setup::new(&fake.base_url(), "");
-    let daemon = setup.start();
-    let thread = daemon.create_thread(TOKEN_A).await;
-    let response = daemon.start_stream(TOKEN_A, &thread, "go slowly").await;
-    let mut stream = response.bytes_stream().eventsource();
+    fake
+}
+
+type SseStream = futures::stream::BoxStream<'static, Result<eventsource_stream::Event, String>>;
+
+/// Starts a streamed run and reads its `metadata` event: the open stream and the run id.
+async fn start_run_with_id(daemon: &super::Daemon, thread: &str) -> (SseStream, String) {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let response = daemon.start_stream(TOKEN_A, thread, "go slowly").await;
+    let mut stream: SseStream = response
+        .bytes_stream()
+        .eventsource()
+        .map(|event| event.map_err(|e| e.to_string()))
+        .boxed();
     let first = stream.next().await.unwrap().unwrap();
     assert_eq!(first.event, "metadata");
     let run_id = serde_json::from_str::<Value>(&first.data).unwrap()["run_id"]
         .as_str()
         .unwrap()
         .to_string();
+    (stream, run_id)
+}
+
+async fn cancel(daemon: &super::Daemon, thread: &str, run_id: &str) -> u16 {
+    daemon
+        .post(
+            &format!("/api/threads/{thread}/runs/{run_id}/cancel"),
+            TOKEN_A,
+        )
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_on_a_busy_thread_is_409() {
+    let fake = slow_model().await;
+    let setup = Setup::new(&fake.base_url(), "");
+    let daemon = setup.start();
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let (_stream, run_id) = start_run_with_id(&daemon, &thread).await;
 
     let busy = daemon
         .post(&format!("/api/threads/{thread}/runs/wait"), TOKEN_A)
@@ -180,55 +211,19 @@ async fn a_second_run_on_a_busy_thread_is_409() {
     let threads: Value = daemon.get_json("/api/threads", TOKEN_A).await;
     assert_eq!(threads["threads"][0]["status"], "busy");
 
-    let wrong = daemon
-        .post(
-            &format!("/api/threads/{thread}/runs/not-a-run/cancel"),
-            TOKEN_A,
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(wrong.status(), 404);
-    let cancelled = daemon
-        .post(
-            &format!("/api/threads/{thread}/runs/{run_id}/cancel"),
-            TOKEN_A,
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cancelled.status(), 202);
+    assert_eq!(cancel(&daemon, &thread, "not-a-run").await, 404);
+    assert_eq!(cancel(&daemon, &thread, &run_id).await, 202);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_a_slow_run() {
-    let fake = FakeOpenAi::start().await;
-    fake.push(Reply::slow(
-        (0..400).map(|i| format!("chunk{i} ")),
-        Duration::from_millis(25),
-    ));
+    use futures::StreamExt;
+    let fake = slow_model().await;
     let setup = Setup::new(&fake.base_url(), "");
     let daemon = setup.start();
     let thread = daemon.create_thread(TOKEN_A).await;
-    let response = daemon.start_stream(TOKEN_A, &thread, "go slowly").await;
-    use eventsource_stream::Eventsource;
-    use futures::StreamExt;
-    let mut stream = response.bytes_stream().eventsource();
-    let first = stream.next().await.unwrap().unwrap();
-    assert_eq!(first.event, "metadata");
-    let run_id = serde_json::from_str::<Value>(&first.data).unwrap()["run_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let cancelled = daemon
-        .post(
-            &format!("/api/threads/{thread}/runs/{run_id}/cancel"),
-            TOKEN_A,
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(cancelled.status(), 202);
+    let (mut stream, run_id) = start_run_with_id(&daemon, &thread).await;
+    assert_eq!(cancel(&daemon, &thread, &run_id).await, 202);
     let started = std::time::Instant::now();
     let mut last = String::new();
     while let Some(Ok(event)) = stream.next().await {
