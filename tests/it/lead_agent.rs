@@ -140,13 +140,8 @@ async fn a_bootstrap_conversation_creates_an_agent_that_only_its_owner_can_use()
         "{config}"
     );
     let thread_record: Value = daemon
-        .get(&format!("/api/threads/{thread}"), TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/api/threads/{thread}"), TOKEN_A)
+        .await;
     assert_eq!(thread_record["agent_name"], "helper", "{thread_record}");
 
     // The next run with the agent carries its soul, and it may update itself.
@@ -171,14 +166,7 @@ async fn a_bootstrap_conversation_creates_an_agent_that_only_its_owner_can_use()
     assert!(tool_names(custom).contains(&"update_agent".to_string()));
 
     // Bob can neither see nor use it.
-    let listed: Value = daemon
-        .get("/api/agents", TOKEN_B)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = daemon.get_json("/api/agents", TOKEN_B).await;
     assert_eq!(listed["agents"], json!([]));
     let (status, code, _) = error_code(
         daemon
@@ -213,14 +201,7 @@ async fn a_bootstrap_conversation_creates_an_agent_that_only_its_owner_can_use()
         "{message}"
     );
     // Alice sees it.
-    let listed: Value = daemon
-        .get("/api/agents", TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = daemon.get_json("/api/agents", TOKEN_A).await;
     assert_eq!(listed["agents"][0]["name"], "helper");
     assert_eq!(fake.unscripted_calls(), 0);
 }
@@ -298,14 +279,7 @@ async fn versions_can_be_listed_and_reverted_over_http() {
         let body: Value = response.json().await.unwrap();
         assert_eq!(body["changed"], json!(["soul"]));
     }
-    let history: Value = daemon
-        .get("/api/agents/writer/history", TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let history: Value = daemon.get_json("/api/agents/writer/history", TOKEN_A).await;
     let ids: Vec<&str> = history["versions"]
         .as_array()
         .unwrap()
@@ -322,14 +296,7 @@ async fn versions_can_be_listed_and_reverted_over_http() {
         .await
         .unwrap();
     assert_eq!(reverted.status(), 200);
-    let shown: Value = daemon
-        .get("/api/agents/writer", TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let shown: Value = daemon.get_json("/api/agents/writer", TOKEN_A).await;
     assert_eq!(shown["soul"], souls[0]);
     let on_disk =
         std::fs::read(setup.data_dir().join("users/alice/agents/writer/SOUL.md")).unwrap();
@@ -403,14 +370,7 @@ async fn two_users_of_the_same_agent_get_the_same_system_prompt_bytes() {
             .unwrap();
         assert_eq!(response.status(), StatusCode::CREATED);
     }
-    let bob_list: Value = daemon
-        .get("/api/agents?user=bob", TOKEN_A)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let bob_list: Value = daemon.get_json("/api/agents?user=bob", TOKEN_A).await;
     assert_eq!(bob_list["agents"][0]["name"], "twin");
 
     for token in [TOKEN_A, TOKEN_B] {
