@@ -262,22 +262,24 @@ async fn chat_turn(
         .next();
 
     let received = receive_files(runtime, message, &paths).await;
-    let journal_key = crate::channels::journal::Journal::key_of(message);
-    // A turn re-run after a crash finds its question already checkpointed (the loop saves the
-    // input before calling the model): continue from the thread instead of asking twice.
-    let already_asked = inner
-        .harness
-        .thread_state(&record.thread_id)
-        .await
-        .ok()
-        .flatten()
-        .is_some_and(|state| {
-            state.messages.iter().any(|m| {
-                m.as_human().is_some_and(|h| {
-                    h.meta.extra.get(INBOUND_KEY).and_then(Value::as_str) == Some(&journal_key)
+    // A turn re-run after a crash (its status message was already planned) may find its
+    // question checkpointed: the loop saves the input before calling the model. Continue from
+    // the thread instead of asking twice. New messages skip the extra state read.
+    let already_asked = !planned.is_empty()
+        && inner
+            .harness
+            .thread_state(&record.thread_id)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|state| {
+                state.messages.iter().any(|m| {
+                    m.as_human().is_some_and(|h| {
+                        h.meta.extra.get(INBOUND_KEY).and_then(Value::as_str)
+                            == Some(entry.key.as_str())
+                    })
                 })
-            })
-        });
+            });
     let input = if already_asked {
         Vec::new()
     } else {
@@ -285,7 +287,7 @@ async fn chat_turn(
         if let Message::Human(h) = &mut human {
             h.meta
                 .extra
-                .insert(INBOUND_KEY.into(), Value::String(journal_key));
+                .insert(INBOUND_KEY.into(), Value::String(entry.key.clone()));
         }
         vec![human]
     };
