@@ -321,7 +321,13 @@ fn scratch_dir() -> Result<PathBuf, BenchError> {
 
 /// User + system CPU time of this process, from `/proc/self/stat` (clock ticks; Linux only).
 pub fn process_cpu_time() -> Duration {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+    cpu_time_of("self")
+}
+
+/// User + system CPU time of a process (`"self"` or a pid) from `/proc/<pid>/stat`, in clock
+/// ticks of 10 ms (Linux only; zero when unreadable).
+pub fn cpu_time_of(pid: &str) -> Duration {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return Duration::ZERO;
     };
     // Fields after the `(comm)` part; utime and stime are fields 14 and 15 overall.

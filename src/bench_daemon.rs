@@ -168,7 +168,7 @@ pub async fn run(
 
     let runs = Arc::new(AtomicU64::new(0));
     let failures = Arc::new(AtomicU64::new(0));
-    let cpu_before = process_cpu(pid);
+    let cpu_before = crate::bench::cpu_time_of(&pid.to_string());
     let load_started = Instant::now();
     let deadline = load_started + duration;
     let mut tasks = Vec::with_capacity(clients);
@@ -207,7 +207,7 @@ pub async fn run(
         let _ = task.await;
     }
     let elapsed = load_started.elapsed();
-    let cpu = process_cpu(pid).saturating_sub(cpu_before);
+    let cpu = crate::bench::cpu_time_of(&pid.to_string()).saturating_sub(cpu_before);
     let loaded_rss_kib = rss_kib(pid);
     let runs = runs.load(Ordering::Relaxed);
     let _ = child.kill().await;
@@ -251,22 +251,4 @@ fn rss_kib(pid: u32) -> u64 {
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
-}
-
-/// User + system CPU of a process from `/proc/<pid>/stat` (clock ticks of 10 ms).
-fn process_cpu(pid: u32) -> Duration {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return Duration::ZERO;
-    };
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return Duration::ZERO;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
