@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::agent::features::Feature;
-use crate::agent::{AgentOptions, RunContext, RunOptions, RuntimeFeatures, create_agent};
+use crate::agent::{AgentOptions, RuntimeFeatures, create_agent};
+use crate::agent_api::{RunContext, RunOptions};
+use crate::agent_api::{ToolOutput, ToolRef};
 use crate::agents::{AgentConfig, AgentStore};
 use crate::config::{AppConfig, ModelConfig};
 use crate::lead_agent::access::LOCAL_OPERATOR;
@@ -23,8 +25,8 @@ use crate::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings};
 use crate::state::ThreadState;
 use crate::store::{MemoryStore, SledStore, StoreRef, ThreadStore};
+use crate::tools::FnTool;
 use crate::tools::registry::ToolRegistry;
-use crate::tools::{FnTool, ToolOutput, ToolRef};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -180,7 +182,7 @@ async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Seri
             .await;
         let elapsed = started.elapsed();
         if let Some(error) = outcome.error {
-            return Err(BenchError::Turn(error));
+            return Err(BenchError::Turn(error.message));
         }
         if i >= warmup {
             samples.push(elapsed);

@@ -8,7 +8,7 @@ use std::io::Write;
 use futures::StreamExt;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-use crate::agent::{RunEvent, RunOptions};
+use crate::agent_api::{RunEvent, RunOptions};
 use crate::client::Client;
 
 const HELP: &str = "Commands:\n  /new   start a new conversation\n  /help  show this help\n  /quit  leave (Ctrl-D works too)\nAnything else is sent to the agent.";

@@ -21,7 +21,7 @@ use serde_json::Map;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::DropGuard;
 
-use crate::agent::{RunEvent, RunOptions};
+use crate::agent_api::{RunEvent, RunOptions};
 use crate::config::{AppConfig, ConfigHandle};
 use crate::harness::{Harness, HarnessError, RunError, RunRequest};
 use crate::messages::Message;
@@ -137,3 +137,7 @@ impl Stream for RunStream {
         self.events.poll_recv(cx)
     }
 }
+
+#[cfg(test)]
+#[path = "client_tests.rs"]
+mod tests;

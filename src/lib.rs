@@ -1,9 +1,11 @@
 //! Antler: a self-hosted AI agent daemon for team chats.
 //!
 //! See `ARCHITECTURE.md` for the map. The seams are traits: [`model::ChatModel`],
-//! [`tools::Tool`], [`middleware::Middleware`], [`store::Store`].
+//! [`agent_api::Tool`], [`agent_api::Middleware`], [`store::Store`]; the agent contracts all
+//! live in [`agent_api`].
 
 pub mod agent;
+pub mod agent_api;
 pub mod agents;
 pub mod artifacts;
 pub mod bench;

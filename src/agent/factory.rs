@@ -9,19 +9,19 @@ use std::sync::Arc;
 
 use crate::agent::features::{CHAIN_ORDER, Slot};
 use crate::agent::{Agent, Feature, RuntimeFeatures};
+use crate::agent_api::{Middleware, MiddlewareRef};
+use crate::agent_api::{ToolRef, dedupe_tools};
 use crate::config::AppConfig;
 use crate::middleware::{
     ClarificationMiddleware, DanglingToolCallMiddleware, GuardrailMiddleware,
-    LoopDetectionMiddleware, Middleware, MiddlewareRef, SafetyFinishReasonMiddleware,
-    SandboxMiddleware, SubagentLimitMiddleware, SystemMessageCoalescingMiddleware,
-    TerminalResponseMiddleware, ThreadDataMiddleware, TitleMiddleware, TodoMiddleware,
-    TokenBudgetMiddleware, TokenUsageMiddleware, ToolErrorHandlingMiddleware, UploadsMiddleware,
-    ViewImageMiddleware,
+    LoopDetectionMiddleware, SafetyFinishReasonMiddleware, SandboxMiddleware,
+    SubagentLimitMiddleware, SystemMessageCoalescingMiddleware, TerminalResponseMiddleware,
+    ThreadDataMiddleware, TitleMiddleware, TodoMiddleware, TokenBudgetMiddleware,
+    TokenUsageMiddleware, ToolErrorHandlingMiddleware, UploadsMiddleware, ViewImageMiddleware,
 };
 use crate::model::ChatModel;
 use crate::sandbox::SandboxProvider;
 use crate::store::Checkpointer;
-use crate::tools::{ToolRef, dedupe_tools};
 
 /// Name of the middleware that always closes the chain.
 pub const CLARIFICATION: &str = "ClarificationMiddleware";

@@ -1,7 +1,7 @@
 //! `RuntimeFeatures`: declarative switches for the optional middlewares of the SDK factory, and
 //! the fixed order the factory assembles them in.
 
-use crate::middleware::MiddlewareRef;
+use crate::agent_api::MiddlewareRef;
 
 /// One feature: skipped, the built-in middleware, or a custom instance in its slot.
 #[derive(Clone, Default)]

@@ -10,38 +10,15 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use futures::future::join_all;
 
-use crate::agent::next::{ModelNext, ToolNext};
-use crate::agent::{Agent, RunContext, RunEvent};
+use crate::agent::Agent;
+use crate::agent_api::{
+    ErrorCode, Flow, HookResult, MiddlewareError, ModelNext, RunContext, RunEvent, StopReason,
+    ToolContext, ToolError, ToolNext, ToolResult,
+};
 use crate::messages::{Message, ToolCall, ToolMessage};
-use crate::middleware::{Flow, HookResult, MiddlewareError, ToolResult};
 use crate::model::{ModelError, ModelRequest, ToolSpec};
 use crate::state::{StateUpdate, ThreadState};
 use crate::store::Checkpoint;
-use crate::tools::{ToolContext, ToolError};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StopReason {
-    /// The model gave a final answer.
-    Completed,
-    /// A hook ended the run to wait for the user (e.g. a clarification question).
-    Interrupted,
-    RecursionLimit,
-    Cancelled,
-    Error,
-}
-
-impl StopReason {
-    /// The snake_case name used in `RunEvent::Finished` and thread status.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Completed => "completed",
-            StopReason::Interrupted => "interrupted",
-            StopReason::RecursionLimit => "recursion_limit",
-            StopReason::Cancelled => "cancelled",
-            StopReason::Error => "error",
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
@@ -49,16 +26,28 @@ pub struct RunOutcome {
     pub state: ThreadState,
     pub stop: StopReason,
     /// Why the run failed, for `Error` and `RecursionLimit`.
-    pub error: Option<String>,
+    pub error: Option<RunFailure>,
     /// Completed steps (model calls and tool batches) in this run.
     pub steps: u32,
+}
+
+/// A run's failure: a code surfaces branch on, and a message that says what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunFailure {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl std::fmt::Display for RunFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
 }
 
 /// How the inner loop ended; `after_agent` and the final events are handled by the caller.
 struct Stop {
     reason: StopReason,
-    /// Error code and message for `RunEvent::Error`.
-    error: Option<(&'static str, String)>,
+    error: Option<RunFailure>,
 }
 
 impl Stop {
@@ -69,17 +58,23 @@ impl Stop {
         }
     }
 
-    fn error(code: &'static str, message: String) -> Self {
+    fn error(code: ErrorCode, message: String) -> Self {
         Self {
             reason: StopReason::Error,
-            error: Some((code, message)),
+            error: Some(RunFailure { code, message }),
         }
+    }
+
+    fn panicked(&self) -> bool {
+        self.error
+            .as_ref()
+            .is_some_and(|failure| failure.code == ErrorCode::Panic)
     }
 }
 
 impl From<MiddlewareError> for Stop {
     fn from(error: MiddlewareError) -> Self {
-        Stop::error("middleware_error", error.to_string())
+        Stop::error(ErrorCode::MiddlewareError, error.to_string())
     }
 }
 
@@ -108,7 +103,7 @@ impl Agent {
         let mut stop = match body.await {
             Ok(stop) => stop,
             Err(panic) => Stop::error(
-                "panic",
+                ErrorCode::Panic,
                 format!(
                     "the run stopped because a tool or middleware panicked: {}; the thread keeps \
                      the last completed step",
@@ -116,8 +111,7 @@ impl Agent {
                 ),
             ),
         };
-        let panicked = matches!(&stop.error, Some(("panic", _)));
-        if stop.reason != StopReason::Cancelled && !panicked {
+        if stop.reason != StopReason::Cancelled && !stop.panicked() {
             let after = AssertUnwindSafe(self.after_agent(&mut turn, ctx)).catch_unwind();
             match after.await {
                 Ok(Ok(())) => {}
@@ -125,7 +119,7 @@ impl Agent {
                 Ok(Err(_)) => {}
                 Err(panic) => {
                     stop = Stop::error(
-                        "panic",
+                        ErrorCode::Panic,
                         format!(
                             "an after_agent hook panicked: {}",
                             panic_message(panic.as_ref())
@@ -134,20 +128,22 @@ impl Agent {
                 }
             }
         }
-        if let Some((code, message)) = &stop.error {
+        if let Some(failure) = &stop.error {
             ctx.events.emit(RunEvent::Error {
-                code: (*code).to_string(),
-                message: message.clone(),
+                code: failure.code,
+                message: failure.message.clone(),
             });
         }
-        let stop_reason = ctx
-            .stop_reason()
-            .unwrap_or_else(|| stop.reason.as_str().to_string());
+        // A cap forced the final answer: say so instead of a plain `Completed`.
+        let stop_reason = match (stop.reason, ctx.stop_reason()) {
+            (StopReason::Completed, Some(cap)) => cap,
+            (reason, _) => reason,
+        };
         ctx.events.emit(RunEvent::Finished { stop_reason });
         RunOutcome {
             state: turn.state,
-            stop: stop.reason,
-            error: stop.error.map(|(_, message)| message),
+            stop: stop_reason,
+            error: stop.error,
             steps: turn.steps,
         }
     }
@@ -159,7 +155,7 @@ impl Agent {
                 ..Default::default()
             };
             if let Err(e) = turn.state.apply(update) {
-                return Stop::error("state_error", e.to_string());
+                return Stop::error(ErrorCode::StateError, e.to_string());
             }
         }
         for middleware in &self.middleware {
@@ -208,14 +204,14 @@ impl Agent {
         if turn.steps >= self.recursion_limit {
             return Some(Stop {
                 reason: StopReason::RecursionLimit,
-                error: Some((
-                    "recursion_limit",
-                    format!(
+                error: Some(RunFailure {
+                    code: ErrorCode::RecursionLimit,
+                    message: format!(
                         "the run stopped after {} steps without a final answer (recursion_limit); \
                          raise recursion_limit in the run options or config, or split the task",
                         self.recursion_limit
                     ),
-                )),
+                }),
             });
         }
         None
@@ -259,10 +255,12 @@ impl Agent {
         let message = match answer {
             Ok(ai) => Message::Ai(ai),
             Err(ModelError::Cancelled) => return StepEnd::Stop(Stop::new(StopReason::Cancelled)),
-            Err(e) => return StepEnd::Stop(Stop::error("model_error", e.to_string())),
+            Err(e) => {
+                return StepEnd::Stop(Stop::error(ErrorCode::of_model_error(&e), e.to_string()));
+            }
         };
         if let Err(e) = turn.state.apply(StateUpdate::message(message.clone())) {
-            return StepEnd::Stop(Stop::error("state_error", e.to_string()));
+            return StepEnd::Stop(Stop::error(ErrorCode::StateError, e.to_string()));
         }
         ctx.events.emit(RunEvent::Message { message });
         let mut flow = Flow::Continue;
@@ -326,7 +324,7 @@ impl Agent {
             update.merge(result.update.clone());
         }
         if let Err(e) = turn.state.apply(update) {
-            return Some(Stop::error("state_error", e.to_string()));
+            return Some(Stop::error(ErrorCode::StateError, e.to_string()));
         }
         for result in results {
             ctx.events.emit(RunEvent::ToolFinished {
@@ -367,7 +365,7 @@ impl Agent {
             };
             if let Err(e) = checkpointer.save(&checkpoint).await {
                 return Some(Stop::error(
-                    "checkpoint_error",
+                    ErrorCode::CheckpointError,
                     format!("could not save the thread state: {e}"),
                 ));
             }
@@ -404,7 +402,7 @@ fn apply_hook(state: &mut ThreadState, result: HookResult) -> Result<Flow, Stop>
     if !result.update.is_empty() {
         state
             .apply(result.update)
-            .map_err(|e| Stop::error("state_error", e.to_string()))?;
+            .map_err(|e| Stop::error(ErrorCode::StateError, e.to_string()))?;
     }
     Ok(result.flow)
 }

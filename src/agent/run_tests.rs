@@ -6,19 +6,21 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::agent::{Agent, EventSink, RunContext, RunEvent, StopReason};
-use crate::config::AppConfig;
-use crate::messages::{AiMessage, Message, ToolCall, ToolStatus};
-use crate::middleware::ToolResult;
-use crate::middleware::{
+use crate::agent::Agent;
+use crate::agent_api::ToolResult;
+use crate::agent_api::{ErrorCode, EventSink, RunContext, RunEvent, StopReason};
+use crate::agent_api::{
     HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,
 };
+use crate::agent_api::{ToolContext, ToolError, ToolOutput, ToolRef};
+use crate::config::AppConfig;
+use crate::messages::{AiMessage, Message, ToolCall, ToolStatus};
 use crate::model::{
     ChatModel, ModelError, ModelErrorKind, ModelRequest, ScriptedModel, ScriptedTurn,
 };
 use crate::state::{StateUpdate, ThreadState};
 use crate::store::{Checkpoint, Checkpointer, StoreError};
-use crate::tools::{FnTool, ToolContext, ToolError, ToolOutput, ToolRef};
+use crate::tools::FnTool;
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -127,7 +129,7 @@ impl Middleware for Recorder {
 
 /// `after_model` returns a fixed flow the first `times` times.
 struct Jump {
-    flow: crate::middleware::Flow,
+    flow: crate::agent_api::Flow,
     times: Mutex<u32>,
 }
 
@@ -329,7 +331,7 @@ async fn hooks_run_before_in_order_after_in_reverse_and_wrap_first_outermost() {
 async fn retry_model_calls_the_model_again_with_the_hook_update() {
     let model = Arc::new(ScriptedModel::new("m", [text(""), text("real answer")]));
     let jump = Arc::new(Jump {
-        flow: crate::middleware::Flow::RetryModel,
+        flow: crate::agent_api::Flow::RetryModel,
         times: Mutex::new(1),
     });
     let (agent, _) = agent(model.clone(), vec![], vec![jump]);
@@ -357,7 +359,7 @@ async fn retry_model_calls_the_model_again_with_the_hook_update() {
 async fn end_from_after_model_interrupts_and_checkpoints() {
     let model = Arc::new(ScriptedModel::new("m", [sleep_calls(&[("never", 0)])]));
     let jump = Arc::new(Jump {
-        flow: crate::middleware::Flow::End,
+        flow: crate::agent_api::Flow::End,
         times: Mutex::new(1),
     });
     let log: Log = Arc::default();
@@ -393,16 +395,17 @@ async fn recursion_limit_stops_with_a_clear_error() {
         .await;
     assert_eq!(outcome.stop, StopReason::RecursionLimit);
     assert_eq!(outcome.steps, 3);
-    assert!(outcome.error.unwrap().contains("recursion_limit"));
+    assert!(outcome.error.unwrap().message.contains("recursion_limit"));
     let mut last = None;
     let mut saw_error = false;
     while let Ok(event) = rx.try_recv() {
-        saw_error |= matches!(&event, RunEvent::Error { code, .. } if code == "recursion_limit");
+        saw_error |=
+            matches!(&event, RunEvent::Error { code, .. } if *code == ErrorCode::RecursionLimit);
         last = Some(event);
     }
     assert!(saw_error);
     assert!(
-        matches!(last, Some(RunEvent::Finished { stop_reason }) if stop_reason == "recursion_limit")
+        matches!(last, Some(RunEvent::Finished { stop_reason }) if stop_reason == StopReason::RecursionLimit)
     );
 }
 
@@ -449,7 +452,7 @@ async fn cancellation_mid_stream_keeps_the_last_completed_step() {
     let seen = watcher.await.unwrap();
     assert!(matches!(seen.first(), Some(RunEvent::Started { .. })));
     assert!(
-        matches!(seen.last(), Some(RunEvent::Finished { stop_reason }) if stop_reason == "cancelled")
+        matches!(seen.last(), Some(RunEvent::Finished { stop_reason }) if *stop_reason == StopReason::Cancelled)
     );
     assert_eq!(
         seen.iter()
@@ -477,7 +480,7 @@ async fn model_error_ends_the_run_and_keeps_earlier_steps() {
         .run(ThreadState::default(), vec![Message::human("q")], &ctx)
         .await;
     assert_eq!(outcome.stop, StopReason::Error);
-    assert!(outcome.error.as_deref().unwrap().contains("HTTP 400"));
+    assert!(outcome.error.unwrap().message.contains("HTTP 400"));
     assert_eq!(kinds(&outcome.state), ["human:q", "ai:", "tool:slept x"]);
     let mut codes = Vec::new();
     while let Ok(event) = rx.try_recv() {
@@ -485,7 +488,7 @@ async fn model_error_ends_the_run_and_keeps_earlier_steps() {
             codes.push(code);
         }
     }
-    assert_eq!(codes, ["model_error"]);
+    assert_eq!(codes, [ErrorCode::ModelError]);
 }
 
 #[tokio::test]
@@ -545,7 +548,7 @@ async fn a_panicking_tool_ends_the_run_with_an_error_not_a_crash() {
         )
         .await;
     assert_eq!(outcome.stop, StopReason::Error);
-    assert!(outcome.error.as_deref().unwrap().contains("tool exploded"));
+    assert!(outcome.error.unwrap().message.contains("tool exploded"));
     assert_eq!(
         checkpoints.saved.lock().unwrap().len(),
         2,
@@ -584,7 +587,7 @@ async fn a_hook_error_ends_the_run_with_an_error() {
         )
         .await;
     assert_eq!(outcome.stop, StopReason::Error);
-    assert!(outcome.error.unwrap().contains("hook broke"));
+    assert!(outcome.error.unwrap().message.contains("hook broke"));
     assert!(model.requests().is_empty());
     assert_eq!(kinds(&outcome.state), ["human:q"]);
 }

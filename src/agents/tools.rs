@@ -10,12 +10,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::agents::config::AgentConfig;
 use crate::agents::store::{AgentStore, AgentStoreError, AgentUpdate};
 use crate::agents::{AgentNameError, normalize_agent_name};
 use crate::state::StateUpdate;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 pub const SETUP_AGENT: &str = "setup_agent";
 pub const UPDATE_AGENT: &str = "update_agent";

@@ -7,7 +7,7 @@ use std::time::Duration;
 use antler_channel::{ChatKey, InboundMessage};
 use serde_json::{Map, Value, json};
 
-use crate::agent::{RunEvent, RunOptions, StopReason};
+use crate::agent_api::{RunEvent, RunOptions, StopReason};
 use crate::channels::access::antler_user_id;
 use crate::channels::actions::{CommandOutcome, run_command};
 use crate::channels::chunk::split_message;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::AppConfig;
 use crate::config::env::EnvResolution;
-use crate::config::load::{ConfigProblem, KeyPath, Segment};
+use crate::config::problem::{ConfigProblem, KeyPath, Segment};
 
 /// The outcome of [`decode`].
 #[derive(Debug)]

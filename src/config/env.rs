@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::config::load::KeyPath;
+use crate::config::problem::KeyPath;
 
 /// Where `$NAME` references in the config are looked up.
 pub trait EnvSource {

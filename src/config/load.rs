@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::env::{self, EnvSource};
+use crate::config::problem::{ConfigProblem, KeyPath, is_within};
 use crate::config::{AppConfig, decode, validate};
 
 /// The repository's `config.yaml`, used when no file is found so `antler run` works anywhere.
@@ -14,28 +15,6 @@ pub const DEFAULT_CONFIG_YAML: &str = include_str!("../../config.yaml");
 
 /// File name looked up in the working directory and in `$ANTLER_HOME`.
 pub const CONFIG_FILE_NAME: &str = "config.yaml";
-
-/// One problem in a config, located by its key path (`models[0].api_key`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigProblem {
-    pub path: String,
-    pub message: String,
-}
-
-impl ConfigProblem {
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
 
 /// Where a loaded config came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -254,110 +233,10 @@ fn non_empty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
 }
 
-/// Whether `path` is `ancestor` or lies under it (`models[0].name` is within `models[0]`).
-pub(crate) fn is_within(path: &str, ancestor: &str) -> bool {
-    match path.strip_prefix(ancestor) {
-        Some(rest) => ancestor.is_empty() || rest.is_empty() || rest.starts_with(['.', '[']),
-        None => false,
-    }
-}
-
-/// A location in the config tree, printed as `gateway.api_tokens[0].token`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct KeyPath(Vec<Segment>);
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-impl KeyPath {
-    pub(crate) fn root() -> Self {
-        Self(Vec::new())
-    }
-
-    pub(crate) fn from_segments(segments: Vec<Segment>) -> Self {
-        Self(segments)
-    }
-
-    pub(crate) fn key(&self, key: &str) -> Self {
-        let mut next = self.clone();
-        next.0.push(Segment::Key(key.to_owned()));
-        next
-    }
-
-    pub(crate) fn index(&self, index: usize) -> Self {
-        let mut next = self.clone();
-        next.0.push(Segment::Index(index));
-        next
-    }
-
-    pub(crate) fn depth(&self) -> usize {
-        self.0.len()
-    }
-
-    pub(crate) fn is_root(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub(crate) fn parent(&self) -> Option<Self> {
-        let mut parent = self.clone();
-        parent.0.pop().map(|_| parent)
-    }
-
-    pub(crate) fn last(&self) -> Option<&Segment> {
-        self.0.last()
-    }
-
-    pub(crate) fn starts_with(&self, ancestor: &KeyPath) -> bool {
-        self.0.starts_with(&ancestor.0)
-    }
-
-    pub(crate) fn get_mut<'v>(&self, tree: &'v mut Value) -> Option<&'v mut Value> {
-        self.0.iter().try_fold(tree, |node, segment| match segment {
-            Segment::Key(key) => node.get_mut(key.as_str()),
-            Segment::Index(index) => node.get_mut(*index),
-        })
-    }
-}
-
-impl fmt::Display for KeyPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() {
-            return f.write_str("(root)");
-        }
-        for (position, segment) in self.0.iter().enumerate() {
-            match segment {
-                Segment::Key(key) if position == 0 => f.write_str(key)?,
-                Segment::Key(key) => write!(f, ".{key}")?,
-                Segment::Index(index) => write!(f, "[{index}]")?,
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::env::MapEnv;
-
-    #[test]
-    fn key_path_display() {
-        let path = KeyPath::root().key("models").index(0).key("api_key");
-        assert_eq!(path.to_string(), "models[0].api_key");
-        assert_eq!(KeyPath::root().to_string(), "(root)");
-    }
-
-    #[test]
-    fn within_respects_segment_boundaries() {
-        assert!(is_within("models[0].name", "models[0]"));
-        assert!(is_within("models[0]", "models[0]"));
-        assert!(is_within("models[0]", "models"));
-        assert!(!is_within("models[0]x", "models[0]"));
-        assert!(!is_within("modelsx", "models"));
-    }
 
     #[test]
     fn path_resolution_order() {

@@ -7,6 +7,7 @@ mod decode;
 pub mod env;
 pub mod handle;
 pub mod load;
+mod problem;
 pub mod schema;
 pub mod secret;
 pub mod validate;
@@ -19,9 +20,10 @@ pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::ConfigHandle;
 pub use load::{
-    CONFIG_FILE_NAME, ConfigError, ConfigOrigin, ConfigProblem, DEFAULT_CONFIG_YAML, LoadedConfig,
-    load_config, load_embedded_default, load_from_file, load_from_str, resolve_config_path,
+    CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig, load_config,
+    load_embedded_default, load_from_file, load_from_str, resolve_config_path,
 };
+pub use problem::ConfigProblem;
 pub use schema::*;
 pub use secret::Secret;
 pub use watch::{ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome};

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 
-use crate::config::load::ConfigProblem;
+use crate::config::problem::ConfigProblem;
 use crate::config::{AppConfig, CONFIG_CHANGELOG, CONFIG_VERSION, ModelConfig};
 
 /// Levels accepted as a bare `log_level`; anything with `=` or `,` is a full `tracing` filter.

@@ -17,7 +17,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::{EventSink, RunContext, RunEvent, RunOptions, RunOutcome, RunSlots, StopReason};
+use crate::agent::RunOutcome;
+use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason};
 use crate::agents::AgentStore;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, LeadAgentError, make_lead_agent};
@@ -246,17 +247,12 @@ impl Harness {
         // run never reads a stale `busy` status.
         let (events, mut agent_events) = EventSink::channel(want_values);
         let (caller_events, receiver) = tokio::sync::mpsc::unbounded_channel();
-        let ctx = RunContext {
-            thread_id: thread_id.clone(),
-            run_id: run_id.clone(),
-            user_id,
-            agent_name: lead.agent_name,
-            options: lead.options,
-            cancel: cancel.clone(),
-            events,
-            config,
-            slots: Mutex::new(RunSlots::default()),
-        };
+        let mut ctx = RunContext::new(thread_id.clone(), user_id, config);
+        ctx.run_id = run_id.clone();
+        ctx.agent_name = lead.agent_name;
+        ctx.options = lead.options;
+        ctx.cancel = cancel.clone();
+        ctx.events = events;
         let threads = self.inner.threads.clone();
         let agent = lead.agent;
         let outcome = self.inner.tracker.spawn(async move {
@@ -271,9 +267,9 @@ impl Harness {
             };
             let (outcome, finished) = tokio::join!(agent.run(state, input, &ctx), relay);
             let status = match outcome.stop {
-                StopReason::Completed | StopReason::Interrupted => ThreadStatus::Idle,
+                reason if reason.is_answered() => ThreadStatus::Idle,
                 StopReason::Cancelled => ThreadStatus::Interrupted,
-                StopReason::RecursionLimit | StopReason::Error => ThreadStatus::Error,
+                _ => ThreadStatus::Error,
             };
             finish_run(threads, ctx.thread_id.clone(), status).await;
             drop(guard);

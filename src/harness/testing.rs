@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Map, json};
 
-use crate::agent::{Agent, EventSink, RunContext, RunEvent};
+use crate::agent::Agent;
+use crate::agent_api::{EventSink, RunContext, RunEvent};
 use crate::config::AppConfig;
 use crate::messages::Message;
 use crate::model::{ScriptedModel, ScriptedTurn};

@@ -3,10 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-
 use super::*;
-use crate::client::Client;
 use crate::config::ModelConfig;
 use crate::model::{ScriptedModel, ScriptedTurn};
 use crate::store::MemoryStore;
@@ -189,41 +186,6 @@ async fn threads_left_busy_are_interrupted_at_open() {
 }
 
 #[tokio::test]
-async fn the_client_streams_events_and_reads_state() {
-    let f = fixture(vec![ScriptedTurn::Text(vec!["Hel".into(), "lo".into()])]);
-    let client = Client::from_harness(f.harness.clone());
-    let thread_id = client.new_thread().unwrap();
-    let events: Vec<RunEvent> = client
-        .stream(&thread_id, "hi", RunOptions::default())
-        .await
-        .unwrap()
-        .collect()
-        .await;
-    assert!(matches!(events.first(), Some(RunEvent::Started { .. })));
-    assert!(
-        matches!(events.last(), Some(RunEvent::Finished { stop_reason }) if stop_reason == "completed")
-    );
-    let text: String = events
-        .iter()
-        .filter_map(|e| match e {
-            RunEvent::TextDelta { delta, .. } => Some(delta.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(text, "Hello");
-    let state = client.state(&thread_id).await.unwrap().unwrap();
-    assert_eq!(state.messages.last().unwrap().content(), "Hello");
-    assert_eq!(client.threads().unwrap().len(), 1);
-    assert_eq!(
-        Client::from_harness(f.harness.clone())
-            .state("nope")
-            .await
-            .unwrap(),
-        None
-    );
-}
-
-#[tokio::test]
 async fn the_model_registry_is_rebuilt_when_the_config_changes() {
     let dir = tempfile::tempdir().unwrap();
     let with_model = |name: &str| AppConfig {
@@ -248,25 +210,6 @@ async fn the_model_registry_is_rebuilt_when_the_config_changes() {
     assert_eq!(
         harness.models(&handle.current()).unwrap().names(),
         ["second"]
-    );
-}
-
-#[tokio::test]
-async fn a_client_without_models_reports_how_to_configure_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let client = Client::new(AppConfig {
-        data_dir: Some(dir.path().to_path_buf()),
-        ..AppConfig::default()
-    })
-    .unwrap();
-    let Err(err) = client.stream("t1", "hi", RunOptions::default()).await else {
-        panic!("a run without models must not start");
-    };
-    assert!(err.to_string().contains("models:"), "{err}");
-    assert_eq!(
-        client.harness().active_run("t1"),
-        None,
-        "the failed start frees the thread"
     );
 }
 

@@ -14,7 +14,7 @@ use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::agent::{RunEvent, RunOptions};
+use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
 use crate::harness::{RunError, RunRequest};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
@@ -228,19 +228,44 @@ pub(crate) async fn wait(
     user: AuthUser,
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
     let request = run_request(&user, &thread_id, body, false)?;
     let handle = state.harness.start_run(request).await.map_err(run_error)?;
     let run_id = handle.run_id.clone();
     let outcome = handle.outcome.await.map_err(ApiError::internal)?;
-    Ok(Json(json!({
-        "run_id": run_id,
-        "thread_id": thread_id,
-        "stop_reason": outcome.stop.as_str(),
-        "error": outcome.error,
-        "values": outcome.state,
-    })))
+    let status = outcome
+        .error
+        .as_ref()
+        .map_or(StatusCode::OK, |failure| failure_status(failure.code));
+    let error = outcome
+        .error
+        .map(|failure| json!({"code": failure.code, "message": failure.message}));
+    Ok((
+        status,
+        Json(json!({
+            "run_id": run_id,
+            "thread_id": thread_id,
+            "stop_reason": outcome.stop,
+            "error": error,
+            "values": outcome.state,
+        })),
+    ))
+}
+
+/// The status of a run that ended in a failure: the model's side as a gateway error by cause,
+/// the harness's own failures as 500. A run stopped by its step limit did its work: 200.
+fn failure_status(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::ModelUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::ModelTimeout => StatusCode::GATEWAY_TIMEOUT,
+        ErrorCode::ModelError => StatusCode::BAD_GATEWAY,
+        ErrorCode::RecursionLimit => StatusCode::OK,
+        ErrorCode::MiddlewareError
+        | ErrorCode::StateError
+        | ErrorCode::CheckpointError
+        | ErrorCode::Panic => StatusCode::INTERNAL_SERVER_ERROR,
+    }
 }
 
 pub(crate) async fn cancel(

@@ -16,21 +16,21 @@ mod resolve;
 
 use std::sync::Arc;
 
-use crate::agent::{
-    Agent, AgentBuildError, AgentOptions, Feature, RunOptions, RuntimeFeatures, create_agent,
-};
+use crate::agent::{Agent, AgentBuildError, AgentOptions, Feature, RuntimeFeatures, create_agent};
+use crate::agent_api::MiddlewareRef;
+use crate::agent_api::RunOptions;
+use crate::agent_api::ToolRef;
 use crate::agents::prompt::{DEFAULT_MAX_CONCURRENT_SUBAGENTS, DEFAULT_MAX_TOTAL_SUBAGENTS};
 use crate::agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
     SkillSummary, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
 use crate::config::AppConfig;
-use crate::middleware::{DynamicContextMiddleware, MiddlewareRef};
+use crate::middleware::DynamicContextMiddleware;
 use crate::model::ModelRegistry;
 use crate::sandbox::SandboxProvider;
 use crate::skills::{BOOTSTRAP_SKILL, skills_dir};
 use crate::store::Checkpointer;
-use crate::tools::ToolRef;
 use crate::tools::registry::ToolRegistry;
 
 pub use access::AccessDenied;

@@ -3,10 +3,10 @@
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{Middleware, ModelNext};
 use crate::agents::ModelSettings;
 use crate::messages::AiMessage;
-use crate::middleware::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::ThreadState;
 

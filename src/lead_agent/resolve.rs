@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::agent::RunOptions;
+use crate::agent_api::RunOptions;
 use crate::config::AppConfig;
 use crate::lead_agent::LeadAgentError;
 use crate::model::{ChatModel, ModelRegistry};

@@ -11,9 +11,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::agent_api::{Middleware, ToolNext, ToolResult};
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, schema_for};
 use crate::messages::{ToolCall, ToolMessage};
-use crate::middleware::{Middleware, ToolNext, ToolResult};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, schema_for};
 
 pub const ASK_CLARIFICATION: &str = "ask_clarification";
 pub const NON_INTERACTIVE_ANSWER: &str = "No one can answer questions in this run (it is non-interactive). Do not ask again: proceed with your best judgement, state the assumptions you made, and finish the task.";

@@ -7,9 +7,9 @@ use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{Middleware, ModelNext};
 use crate::messages::{AiMessage, Message, MessageMeta, ToolMessage, ToolStatus};
-use crate::middleware::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::ThreadState;
 

@@ -22,9 +22,9 @@ use async_trait::async_trait;
 use chrono::{Local, NaiveDate};
 use serde_json::{Map, Value};
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::messages::{HumanMessage, Message, MessageMeta, SystemMessage};
-use crate::middleware::{HookResult, Middleware, MiddlewareError};
 use crate::state::{StateUpdate, ThreadState};
 
 /// `state.extra` key holding the date (`YYYY-MM-DD`) the model was last told.

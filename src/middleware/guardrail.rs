@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::agent_api::{Middleware, ToolNext, ToolResult};
+use crate::agent_api::{ToolContext, ToolError};
 use crate::config::GuardrailsConfig;
 use crate::messages::{ToolCall, ToolMessage};
-use crate::middleware::{Middleware, ToolNext, ToolResult};
-use crate::tools::{ToolContext, ToolError};
 
 /// A provider's verdict on one tool call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,12 +172,13 @@ impl Middleware for GuardrailMiddleware {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::RunContext;
+    use crate::agent_api::MiddlewareRef;
+    use crate::agent_api::RunContext;
+    use crate::agent_api::{ToolOutput, ToolRef};
     use crate::config::AppConfig;
     use crate::messages::ToolStatus;
-    use crate::middleware::MiddlewareRef;
     use crate::state::ThreadState;
-    use crate::tools::{FnTool, ToolOutput, ToolRef};
+    use crate::tools::FnTool;
     use serde_json::json;
 
     struct Broken;

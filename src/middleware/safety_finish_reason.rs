@@ -7,9 +7,9 @@
 use async_trait::async_trait;
 use serde_json::json;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::middleware::support::replace_ai;
-use crate::middleware::{HookResult, Middleware, MiddlewareError};
 use crate::state::ThreadState;
 
 pub const SAFETY_EXPLANATION: &str = "The model provider stopped this response for safety reasons. Please rephrase your request and try again.";

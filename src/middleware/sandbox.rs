@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, ToolNext, ToolResult};
+use crate::agent_api::{ToolContext, ToolError};
 use crate::messages::{ToolCall, ToolMessage};
-use crate::middleware::{HookResult, Middleware, MiddlewareError, ToolNext, ToolResult};
 use crate::sandbox::SandboxProvider;
 use crate::state::{SandboxState, StateUpdate, ThreadState};
-use crate::tools::{ToolContext, ToolError};
 
 #[derive(Clone, Default)]
 pub struct SandboxMiddleware {
@@ -115,9 +115,9 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use crate::agent_api::{Tool, ToolOutput, ToolRef};
     use crate::config::AppConfig;
     use crate::sandbox::{Sandbox, SandboxError};
-    use crate::tools::{Tool, ToolOutput, ToolRef};
     use serde_json::{Value, json};
 
     #[derive(Default)]

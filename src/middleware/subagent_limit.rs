@@ -5,9 +5,9 @@
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::middleware::support::replace_ai;
-use crate::middleware::{HookResult, Middleware, MiddlewareError};
 use crate::state::ThreadState;
 
 pub const TASK_TOOL: &str = "task";

@@ -1,4 +1,4 @@
-//! Small helpers the built-in middlewares share (hidden notes, AI-message rewrites, truncation).
+//! Small helpers the built-in middlewares share (hidden notes, AI-message rewrites).
 
 use crate::messages::{AiMessage, FinishReason, HumanMessage, Message, MessageMeta, new_id};
 use crate::state::StateUpdate;
@@ -32,14 +32,6 @@ pub(crate) fn forced_final(ai: &AiMessage, suffix: &str) -> AiMessage {
     copy
 }
 
-/// The first `max` characters of `text` (never splits a UTF-8 character).
-pub(crate) fn truncate_chars(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((idx, _)) => &text[..idx],
-        None => text,
-    }
-}
-
 /// Whether the current turn (since the last genuine human message) ran any tool.
 pub(crate) fn turn_used_tools(messages: &[Message]) -> bool {
     let start = messages
@@ -54,12 +46,6 @@ pub(crate) fn turn_used_tools(messages: &[Message]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn truncates_on_char_boundaries() {
-        assert_eq!(truncate_chars("héllo", 2), "hé");
-        assert_eq!(truncate_chars("hi", 5), "hi");
-    }
 
     #[test]
     fn hidden_notes_are_not_genuine_human_messages() {

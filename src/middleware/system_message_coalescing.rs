@@ -5,9 +5,9 @@
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{Middleware, ModelNext};
 use crate::messages::{AiMessage, Message};
-use crate::middleware::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::ThreadState;
 

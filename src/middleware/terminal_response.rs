@@ -6,10 +6,10 @@
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::messages::Message;
 use crate::middleware::support::{hidden_human, replace_ai, turn_used_tools};
-use crate::middleware::{HookResult, Middleware, MiddlewareError};
 use crate::state::{StateUpdate, ThreadState};
 
 /// `name` of the hidden recovery note; its presence in the turn means the retry was spent.
@@ -73,9 +73,9 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    use crate::agent_api::Flow;
     use crate::config::AppConfig;
     use crate::messages::{AiMessage, ToolCall, ToolMessage};
-    use crate::middleware::Flow;
     use serde_json::json;
 
     fn turn_with_tools() -> ThreadState {

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
-use crate::middleware::{HookResult, Middleware, MiddlewareError};
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::paths::ThreadPaths;
 use crate::state::{StateUpdate, ThreadState};
 

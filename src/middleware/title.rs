@@ -5,12 +5,12 @@
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::config::schema::TitleConfig;
 use crate::messages::Message;
-use crate::middleware::support::truncate_chars;
-use crate::middleware::{HookResult, Middleware, MiddlewareError};
 use crate::state::{StateUpdate, ThreadState};
+use crate::tools::builtin::truncate_chars;
 
 pub const DEFAULT_TITLE: &str = "New Conversation";
 /// The fallback never keeps more than this many characters of the user's message.

@@ -11,13 +11,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext};
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, parse_args, schema_for};
 use crate::messages::{AiMessage, Message};
 use crate::middleware::support::hidden_human;
-use crate::middleware::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::{StateUpdate, ThreadState, Todo, TodoStatus};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, parse_args, schema_for};
 
 pub const WRITE_TODOS: &str = "write_todos";
 /// The list is re-shown when no `write_todos` call is among this many most recent messages.
@@ -194,8 +194,8 @@ impl Tool for WriteTodosTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent_api::Flow;
     use crate::config::AppConfig;
-    use crate::middleware::Flow;
 
     fn todo(content: &str, status: TodoStatus) -> Todo {
         Todo {

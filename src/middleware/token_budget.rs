@@ -10,17 +10,16 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext, StopReason};
 use crate::config::schema::TokenBudgetConfig;
 use crate::messages::{AiMessage, Message, Usage};
 use crate::middleware::support::{forced_final, hidden_human, replace_ai};
-use crate::middleware::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
 
 pub const TOKEN_BUDGET_KEY: &str = "token_budget";
 pub const TOKEN_BUDGET_WARNING_NAME: &str = "token_budget_warning";
-pub const TOKEN_CAPPED: &str = "token_capped";
 
 pub struct TokenBudgetMiddleware {
     config: TokenBudgetConfig,
@@ -132,7 +131,7 @@ impl Middleware for TokenBudgetMiddleware {
         {
             if !ai.tool_calls.is_empty() {
                 tracing::warn!(thread_id = %ctx.thread_id, spent, budget, which, "Token budget exceeded: forcing a final answer");
-                ctx.set_stop_reason(TOKEN_CAPPED);
+                ctx.set_stop_reason(StopReason::TokenCapped);
                 let suffix = format!(
                     "\n\n[TOKEN BUDGET EXCEEDED] This run used {} of its {} {which} token budget. Producing final answer with results collected so far.",
                     group_thousands(spent),
@@ -249,7 +248,7 @@ mod tests {
                 "[TOKEN BUDGET EXCEEDED] This run used 150 of its 100 input token budget"
             )
         );
-        assert_eq!(ctx.stop_reason().as_deref(), Some(TOKEN_CAPPED));
+        assert_eq!(ctx.stop_reason(), Some(StopReason::TokenCapped));
     }
 
     #[test]

@@ -6,9 +6,9 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::messages::Usage;
-use crate::middleware::{HookResult, Middleware, MiddlewareError};
 use crate::state::{StateUpdate, ThreadState};
 
 /// Key in `ThreadState::extra`.

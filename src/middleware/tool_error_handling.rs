@@ -5,10 +5,10 @@
 
 use async_trait::async_trait;
 
+use crate::agent_api::{Middleware, ToolNext, ToolResult};
+use crate::agent_api::{ToolContext, ToolError};
 use crate::messages::{ToolCall, ToolMessage};
-use crate::middleware::support::truncate_chars;
-use crate::middleware::{Middleware, ToolNext, ToolResult};
-use crate::tools::{ToolContext, ToolError};
+use crate::tools::builtin::truncate_chars;
 
 /// Longest error detail shown to the model; tracebacks beyond this only waste context.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 500;
@@ -63,11 +63,12 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    use crate::agent::RunContext;
+    use crate::agent_api::RunContext;
+    use crate::agent_api::ToolRef;
     use crate::config::AppConfig;
     use crate::messages::ToolStatus;
     use crate::state::ThreadState;
-    use crate::tools::{FnTool, ToolRef};
+    use crate::tools::FnTool;
     use serde_json::json;
 
     async fn run(error: fn() -> ToolError) -> Result<ToolResult, ToolError> {

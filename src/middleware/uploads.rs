@@ -7,9 +7,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{Middleware, ModelNext};
 use crate::messages::{AiMessage, Message};
-use crate::middleware::{Middleware, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::paths::VIRTUAL_UPLOADS;
 use crate::state::ThreadState;

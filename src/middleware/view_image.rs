@@ -10,15 +10,14 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use base64::Engine;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::messages::{AiMessage, ImageData, Message};
 use crate::middleware::support::hidden_human;
-use crate::middleware::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
-use crate::tools::builtin::{MAX_IMAGE_BYTES, sniff_image};
+use crate::tools::builtin::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image};
 
-pub const VIEW_IMAGE: &str = "view_image";
 pub const VIEWED_IMAGES_NAME: &str = "viewed_images";
 
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@ use std::future::Future;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput};
 
 /// A tool whose behaviour is a closure over its JSON arguments.
 pub struct FnTool<F> {

@@ -14,6 +14,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::agent_api::{ToolRef, dedupe_tools};
 use crate::config::{AppConfig, ToolConfig};
 use crate::sandbox::SandboxProvider;
 use crate::tools::builtin::{
@@ -21,7 +22,6 @@ use crate::tools::builtin::{
     StrReplaceTool, ToolMeta, ViewImageTool, WriteFileTool,
 };
 use crate::tools::builtin::{WebFetchTool, WebSearchTool};
-use crate::tools::{ToolRef, dedupe_tools};
 
 /// Built-in tool kinds a config entry's `use` may name: (kind, parameters it accepts).
 pub const BUILTIN_KINDS: &[(&str, &[&str])] = &[
@@ -152,7 +152,7 @@ impl ToolRegistry {
         }
         tools.push(Arc::new(PresentFilesTool::new()) as ToolRef);
         vision.push(Arc::new(ViewImageTool::new(
-            ToolMeta::new(crate::middleware::view_image::VIEW_IMAGE, None),
+            ToolMeta::new(crate::tools::builtin::VIEW_IMAGE, None),
             access,
         )));
         let tools = dedupe_tools(tools);

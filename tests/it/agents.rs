@@ -9,14 +9,14 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use antler::agent::RunContext;
+use antler::agent_api::RunContext;
+use antler::agent_api::{Tool, ToolContext, ToolError, ToolOutput};
 use antler::agents::{
     AgentConfig, AgentStore, AgentStoreError, AgentUpdate, PromptOptions, SetupAgentTool,
     UpdateAgentTool, apply_prompt_template,
 };
 use antler::config::{AppConfig, ModelConfig};
 use antler::state::ThreadState;
-use antler::tools::{Tool, ToolContext, ToolError, ToolOutput};
 
 fn sha(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

@@ -9,10 +9,11 @@ use serde_json::Value;
 
 use antler::agent::features::CHAIN_ORDER;
 use antler::agent::{Agent, AgentBuildError, AgentOptions, Feature, RuntimeFeatures, create_agent};
+use antler::agent_api::{Anchors, Middleware, MiddlewareRef};
+use antler::agent_api::{ToolOutput, ToolRef};
 use antler::middleware::clarification::ASK_CLARIFICATION;
-use antler::middleware::{Anchors, Middleware, MiddlewareRef};
 use antler::model::{ChatModel, ScriptedModel};
-use antler::tools::{FnTool, ToolOutput, ToolRef};
+use antler::tools::FnTool;
 
 /// A do-nothing middleware with a chosen name and placement.
 struct Named {

@@ -1,6 +1,7 @@
 //! The one integration-test binary (each extra test binary links the whole daemon again).
 
 mod agents;
+mod architecture;
 mod chain;
 mod channels;
 mod chat_cli;

@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use antler::agent::{RunOptions, StopReason};
+use antler::agent_api::{RunOptions, StopReason};
 use antler::config::{AppConfig, ConfigHandle, ModelConfig};
 use antler::harness::testing::{CRASH_READY_LINE, CRASH_THREAD_ID, CRASH_USER_ID};
 use antler::harness::{Harness, RunRequest};

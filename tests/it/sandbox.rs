@@ -6,7 +6,8 @@ mod tools;
 
 use std::sync::Arc;
 
-use antler::agent::RunContext;
+use antler::agent_api::RunContext;
+use antler::agent_api::{Tool, ToolContext, ToolOutput};
 use antler::config::{AppConfig, SandboxConfig};
 use antler::paths::ThreadPaths;
 use antler::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, Sandbox, SandboxProvider};
@@ -15,7 +16,6 @@ use antler::tools::builtin::{
     BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
     StrReplaceTool, ToolMeta, WriteFileTool,
 };
-use antler::tools::{Tool, ToolContext, ToolOutput};
 use serde_json::Value;
 
 const USER: &str = "alice";

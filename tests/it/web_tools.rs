@@ -13,7 +13,9 @@ use axum::routing::{get, post};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use antler::agent::{AgentOptions, Feature, RunContext, RuntimeFeatures, StopReason, create_agent};
+use antler::agent::{AgentOptions, Feature, RuntimeFeatures, create_agent};
+use antler::agent_api::{RunContext, StopReason};
+use antler::agent_api::{ToolContext, ToolOutput, ToolRef};
 use antler::config::{AppConfig, GuardrailsConfig, ToolConfig};
 use antler::messages::{Message, ToolCall, ToolStatus};
 use antler::middleware::guardrail::GuardrailError;
@@ -22,8 +24,8 @@ use antler::model::{ScriptedModel, ScriptedTurn};
 use antler::paths::ThreadPaths;
 use antler::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, SandboxProvider};
 use antler::state::ThreadState;
+use antler::tools::FnTool;
 use antler::tools::registry::ToolRegistry;
-use antler::tools::{FnTool, ToolContext, ToolOutput, ToolRef};
 
 const USER: &str = "alice";
 const THREAD: &str = "thread-1";

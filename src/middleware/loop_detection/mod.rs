@@ -12,11 +12,11 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 
-use crate::agent::RunContext;
+use crate::agent_api::RunContext;
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext, StopReason};
 use crate::config::schema::LoopDetectionConfig;
 use crate::messages::{AiMessage, Message};
 use crate::middleware::support::{forced_final, hidden_human, replace_ai};
-use crate::middleware::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::ThreadState;
 
@@ -26,8 +26,6 @@ pub use key::{call_key, calls_hash};
 pub const LOOP_WARNING_NAME: &str = "loop_warning";
 pub const REPEAT_WARNING: &str = "[LOOP DETECTED] You are repeating the same tool calls. Stop calling tools and produce your final answer now. If you cannot complete the task, summarize what you accomplished so far.";
 pub const FORCED_STOP_SUFFIX: &str = "\n\n[FORCED STOP] Repeated tool calls exceeded the safety limit. Producing final answer with results collected so far.";
-/// Stop reason left in the run context when the run was capped.
-pub const LOOP_CAPPED: &str = "loop_capped";
 
 pub struct LoopDetectionMiddleware {
     config: LoopDetectionConfig,
@@ -171,7 +169,7 @@ impl Middleware for LoopDetectionMiddleware {
         };
         match self.observe(&ctx.thread_id, ai) {
             Some(suffix) => {
-                ctx.set_stop_reason(LOOP_CAPPED);
+                ctx.set_stop_reason(StopReason::LoopCapped);
                 Ok(HookResult::update(replace_ai(forced_final(ai, &suffix))))
             }
             None => Ok(HookResult::proceed()),

@@ -7,8 +7,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::tools::builtin::{SandboxAccess, ToolMeta, error_text, truncate_middle};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 /// Arguments of `bash`.
 #[derive(Debug, Deserialize, JsonSchema)]

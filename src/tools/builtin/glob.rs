@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::tools::builtin::{SandboxAccess, ToolMeta, error_text};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 const DEFAULT_MAX_RESULTS: usize = 200;
 const MAX_RESULTS_CAP: usize = 1000;

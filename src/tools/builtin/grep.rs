@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::sandbox::GrepOptions;
 use crate::tools::builtin::{SandboxAccess, ToolMeta, error_text};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 const DEFAULT_MAX_RESULTS: usize = 100;
 const MAX_RESULTS_CAP: usize = 500;

@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::tools::builtin::{SandboxAccess, ToolMeta, error_text, truncate_head};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 const LS_HINT: &str = "Use a more specific path to see fewer results";
 const LS_DEPTH: usize = 2;

@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::agent_api::{ToolContext, ToolError};
 use crate::sandbox::{Sandbox, SandboxError, SandboxProvider};
 use crate::state::{SandboxState, StateUpdate};
-use crate::tools::{ToolContext, ToolError};
 
 pub use bash::BashTool;
 pub use glob::GlobTool;
@@ -35,7 +35,7 @@ pub use ls::LsTool;
 pub use present_files::PresentFilesTool;
 pub use read_file::ReadFileTool;
 pub use str_replace::StrReplaceTool;
-pub use view_image::{MAX_IMAGE_BYTES, ViewImageTool, sniff_image};
+pub use view_image::{MAX_IMAGE_BYTES, VIEW_IMAGE, ViewImageTool, sniff_image};
 pub use web_fetch::{WebFetchTool, html_to_markdown};
 pub use web_search::{
     SearchProvider, SearchResult, WebSearchTool, format_results, parse_duckduckgo,
@@ -121,6 +121,14 @@ impl SandboxAccess {
 /// The model-facing text of a sandbox error.
 pub(crate) fn error_text(error: &SandboxError) -> String {
     format!("Error: {error}")
+}
+
+/// The first `max` characters of `text` (never splits a UTF-8 character).
+pub fn truncate_chars(text: &str, max: usize) -> &str {
+    match text.char_indices().nth(max) {
+        Some((idx, _)) => &text[..idx],
+        None => text,
+    }
 }
 
 /// Keeps `max_chars` characters: half from the head, half from the tail, with the exact number
@@ -240,6 +248,12 @@ pub(crate) async fn current_content(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn truncates_on_char_boundaries() {
+        assert_eq!(truncate_chars("héllo", 2), "hé");
+        assert_eq!(truncate_chars("hi", 5), "hi");
+    }
 
     #[test]
     fn middle_truncation_keeps_head_and_tail_with_exact_count() {

@@ -8,9 +8,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::paths::{ThreadPaths, VIRTUAL_OUTPUTS};
 use crate::state::StateUpdate;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 /// Arguments of `present_files`.
 #[derive(Debug, Deserialize, JsonSchema)]

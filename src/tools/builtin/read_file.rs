@@ -6,9 +6,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::sandbox::slice_lines;
 use crate::tools::builtin::{SandboxAccess, ToolMeta, error_text, stamp, truncate_head};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 const READ_HINT: &str = "Use start_line/end_line to read a specific range";
 

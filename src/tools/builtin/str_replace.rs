@@ -6,12 +6,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::sandbox::SandboxError;
 use crate::tools::builtin::{
     SandboxAccess, ToolMeta, check_read_stamp, current_content, error_text, normalise_virtual_key,
     stamp,
 };
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 /// Arguments of `str_replace`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -10,13 +10,16 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::paths::ThreadPaths;
 use crate::sandbox::PathMapper;
 use crate::state::ViewedImage;
 use crate::tools::builtin::{
     SandboxAccess, ToolMeta, error_text, normalise_virtual_key, sha256_hex,
 };
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+
+/// The built-in tool's name; the view-image middleware looks for its results.
+pub const VIEW_IMAGE: &str = "view_image";
 
 /// Largest image the model is shown; providers reject bigger inline images anyway.
 pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;

@@ -10,11 +10,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::tools::builtin::web::{
     self, DEFAULT_TIMEOUT, MAX_REDIRECTS, WebError, find_all, request_error, tag,
 };
 use crate::tools::builtin::{ToolMeta, truncate_head};
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 /// Characters of Markdown returned when the config does not say.
 pub(crate) const DEFAULT_MAX_CHARS: usize = 20_000;

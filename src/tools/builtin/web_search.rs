@@ -11,13 +11,13 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::config::Secret;
-use crate::middleware::support::truncate_chars;
 use crate::tools::builtin::ToolMeta;
+use crate::tools::builtin::truncate_chars;
 use crate::tools::builtin::web::{
     self, DEFAULT_TIMEOUT, WebError, attr, find_all, has_class, request_error, tag,
 };
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 /// Results per search when neither the call nor the config says.
 pub(crate) const DEFAULT_MAX_RESULTS: usize = 5;

@@ -6,10 +6,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::tools::builtin::{
     SandboxAccess, ToolMeta, check_read_stamp, current_content, error_text, stamp,
 };
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 
 /// Arguments of `write_file`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use chrono::NaiveDate;
 
 use antler::agent::{AgentOptions, create_agent};
+use antler::agent_api::Middleware;
 use antler::messages::Message;
+use antler::middleware::DynamicContextMiddleware;
 use antler::middleware::dynamic_context::{Clock, DYNAMIC_CONTEXT_MARKER, REMINDER_DATE_KEY};
-use antler::middleware::{DynamicContextMiddleware, Middleware};
 use antler::model::{ScriptedModel, ScriptedTurn};
 use antler::state::{StateUpdate, ThreadState};
 

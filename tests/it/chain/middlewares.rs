@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use antler::agent::RunContext;
+use antler::agent_api::ToolContext;
+use antler::agent_api::{Middleware, ModelNext, ToolNext};
+use antler::agent_api::{RunContext, StopReason};
 use antler::config::AppConfig;
 use antler::messages::{AiMessage, FinishReason, Message, ToolCall, ToolMessage, ToolStatus};
 use antler::middleware::clarification::ASK_CLARIFICATION;
@@ -12,12 +14,10 @@ use antler::middleware::dangling_tool_call::INTERRUPTED_TOOL_RESULT;
 use antler::middleware::loop_detection::{FORCED_STOP_SUFFIX, REPEAT_WARNING, calls_hash};
 use antler::middleware::title::{DEFAULT_TITLE, fallback_title, parse_title};
 use antler::middleware::{
-    ClarificationMiddleware, DanglingToolCallMiddleware, LoopDetectionMiddleware, Middleware,
-    ModelNext, TitleMiddleware, ToolNext,
+    ClarificationMiddleware, DanglingToolCallMiddleware, LoopDetectionMiddleware, TitleMiddleware,
 };
 use antler::model::{ModelRequest, ScriptedModel, ScriptedTurn};
 use antler::state::ThreadState;
-use antler::tools::ToolContext;
 
 // ---- loop detection -------------------------------------------------------------------------
 
@@ -166,7 +166,7 @@ async fn loop_hard_stop_at_the_limit() {
             .content
             .contains("[FORCED STOP] Repeated tool calls exceeded the safety limit.")
     );
-    assert_eq!(ctx.stop_reason().as_deref(), Some("loop_capped"));
+    assert_eq!(ctx.stop_reason(), Some(StopReason::LoopCapped));
 }
 
 // ---- dangling tool calls --------------------------------------------------------------------
@@ -215,7 +215,7 @@ async fn dangling_call_gets_a_placeholder_right_after_its_ai_message_and_orphans
 
 // ---- clarification --------------------------------------------------------------------------
 
-async fn clarify(ctx: &RunContext, args: Value) -> antler::middleware::ToolResult {
+async fn clarify(ctx: &RunContext, args: Value) -> antler::agent_api::ToolResult {
     let state = ThreadState::default();
     let tool_ctx = ToolContext {
         run: ctx,

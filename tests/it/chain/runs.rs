@@ -4,14 +4,16 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use antler::agent::{AgentOptions, RunContext, StopReason, create_agent};
+use antler::agent::{AgentOptions, create_agent};
+use antler::agent_api::{RunContext, StopReason};
+use antler::agent_api::{ToolOutput, ToolRef};
 use antler::config::AppConfig;
 use antler::messages::Message;
 use antler::middleware::loop_detection::REPEAT_WARNING;
 use antler::middleware::terminal_response::NO_FINAL_RESPONSE;
 use antler::model::{ScriptedModel, ScriptedTurn};
 use antler::state::ThreadState;
-use antler::tools::{FnTool, ToolOutput, ToolRef};
+use antler::tools::FnTool;
 
 /// Answers with its arguments.
 fn echo() -> ToolRef {
@@ -91,11 +93,16 @@ async fn repeated_tool_calls_are_warned_then_stopped() {
     let outcome = agent
         .run(ThreadState::default(), vec![Message::human("go")], &ctx)
         .await;
-    assert_eq!(outcome.stop, StopReason::Completed, "{:?}", outcome.error);
+    assert_eq!(
+        outcome.stop,
+        StopReason::LoopCapped,
+        "a forced answer says so: {:?}",
+        outcome.error
+    );
     let last = outcome.state.last_ai().unwrap();
     assert!(last.tool_calls.is_empty());
     assert!(last.content.contains("[FORCED STOP]"));
-    assert_eq!(ctx.stop_reason().as_deref(), Some("loop_capped"));
+    assert_eq!(ctx.stop_reason(), Some(StopReason::LoopCapped));
     let requests = model.requests();
     assert_eq!(requests.len(), 5);
     let warned: Vec<bool> = requests

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
+use antler::agent_api::ToolRef;
 use antler::config::{AppConfig, ToolConfig};
 use antler::sandbox::ExecMode;
 use antler::state::ThreadState;
-use antler::tools::ToolRef;
 use antler::tools::builtin::PresentFilesTool;
 use antler::tools::registry::ToolRegistry;
 use serde_json::json;

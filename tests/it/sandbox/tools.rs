@@ -1,10 +1,10 @@
 //! The built-in tools on the local provider: limits, exact messages, the read-before-write gate,
 //! present_files and the no-host-path guarantee.
 
+use antler::agent_api::Tool;
 use antler::config::SandboxConfig;
 use antler::sandbox::ExecMode;
 use antler::state::ThreadState;
-use antler::tools::Tool;
 use antler::tools::builtin::{
     BashTool, GlobTool, GrepTool, LsTool, ReadFileTool, SandboxAccess, ToolMeta,
 };

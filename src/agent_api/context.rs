@@ -1,0 +1,64 @@
+//! What a hook or a tool may know about the run it is part of, passed explicitly.
+
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent_api::{EventSink, RunOptions, StopReason};
+use crate::config::AppConfig;
+use crate::state::ThreadState;
+
+/// Everything a hook or tool may know about the run it is part of; passed explicitly.
+pub struct RunContext {
+    pub thread_id: String,
+    pub run_id: String,
+    pub user_id: String,
+    pub agent_name: Option<String>,
+    pub options: RunOptions,
+    pub cancel: CancellationToken,
+    pub events: EventSink,
+    /// The configuration this run uses: the live config, or a request-scoped override that
+    /// sub-agents inherit (DeerFlow's ContextVar override, made explicit).
+    pub config: Arc<AppConfig>,
+    /// Why a middleware capped the run (`LoopCapped`, `TokenCapped`), reported when it ends.
+    cap: Mutex<Option<StopReason>>,
+}
+
+impl RunContext {
+    /// A context with fresh ids and no event consumer; handy for tests and benches.
+    pub fn new(
+        thread_id: impl Into<String>,
+        user_id: impl Into<String>,
+        config: Arc<AppConfig>,
+    ) -> Self {
+        Self {
+            thread_id: thread_id.into(),
+            run_id: uuid::Uuid::new_v4().to_string(),
+            user_id: user_id.into(),
+            agent_name: None,
+            options: RunOptions::default(),
+            cancel: CancellationToken::new(),
+            events: EventSink::disabled(),
+            config,
+            cap: Mutex::new(None),
+        }
+    }
+
+    /// Records that a middleware forced the run to a final answer; a run that then completes
+    /// reports `reason` instead of `Completed`.
+    pub fn set_stop_reason(&self, reason: StopReason) {
+        *self.cap.lock().unwrap_or_else(|p| p.into_inner()) = Some(reason);
+    }
+
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        *self.cap.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What a tool sees of the run: the state as of the tool step, plus the run's identity and
+/// cancellation. Passed explicitly; tools never read ambient globals.
+pub struct ToolContext<'a> {
+    pub run: &'a RunContext,
+    pub state: &'a ThreadState,
+    pub tool_call_id: &'a str,
+}

@@ -1,0 +1,199 @@
+//! Run events: the one stream every surface (SSE, chat REPL, channels) consumes, and the typed
+//! reasons a run stops or fails.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::messages::{Message, ToolCall, ToolMessage};
+use crate::state::ThreadState;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// First event of every run.
+    Started {
+        run_id: String,
+        thread_id: String,
+    },
+    /// A fragment of assistant text, keyed by the AI message it belongs to.
+    TextDelta {
+        message_id: String,
+        delta: String,
+    },
+    ReasoningDelta {
+        message_id: String,
+        delta: String,
+    },
+    /// A message was added to the thread (AI answers, tool results, injected notes).
+    Message {
+        message: Message,
+    },
+    ToolStarted {
+        call: ToolCall,
+    },
+    ToolFinished {
+        result: ToolMessage,
+    },
+    /// Middleware- or tool-defined progress (todos, sub-agent events, …).
+    Custom {
+        name: String,
+        data: Value,
+    },
+    /// The state after a completed step.
+    Values {
+        state: Arc<ThreadState>,
+    },
+    Error {
+        code: ErrorCode,
+        message: String,
+    },
+    /// Last event of every run.
+    Finished {
+        stop_reason: StopReason,
+    },
+}
+
+/// How a run ended; serialized as its snake_case name in events, answers and thread listings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model gave a final answer.
+    Completed,
+    /// A hook ended the run to wait for the user (e.g. a clarification question).
+    Interrupted,
+    RecursionLimit,
+    Cancelled,
+    Error,
+    /// The loop detector forced a final answer.
+    LoopCapped,
+    /// The token budget forced a final answer.
+    TokenCapped,
+}
+
+impl StopReason {
+    /// The snake_case name used in `RunEvent::Finished`, `/runs/wait` and thread status.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Completed => "completed",
+            StopReason::Interrupted => "interrupted",
+            StopReason::RecursionLimit => "recursion_limit",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Error => "error",
+            StopReason::LoopCapped => "loop_capped",
+            StopReason::TokenCapped => "token_capped",
+        }
+    }
+
+    /// The run ended with an answer or a question for the person (possibly forced by a cap).
+    pub fn is_answered(self) -> bool {
+        matches!(
+            self,
+            StopReason::Completed
+                | StopReason::Interrupted
+                | StopReason::LoopCapped
+                | StopReason::TokenCapped
+        )
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a run failed. Surfaces branch on it (an HTTP status per cause), never on message text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The model endpoint could not be reached, or kept refusing with rate limits.
+    ModelUnavailable,
+    /// The model did not answer in time.
+    ModelTimeout,
+    /// The model answered, but with an error or a broken stream.
+    ModelError,
+    MiddlewareError,
+    StateError,
+    CheckpointError,
+    RecursionLimit,
+    /// A tool or middleware panicked; the thread keeps its last completed step.
+    Panic,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::ModelUnavailable => "model_unavailable",
+            ErrorCode::ModelTimeout => "model_timeout",
+            ErrorCode::ModelError => "model_error",
+            ErrorCode::MiddlewareError => "middleware_error",
+            ErrorCode::StateError => "state_error",
+            ErrorCode::CheckpointError => "checkpoint_error",
+            ErrorCode::RecursionLimit => "recursion_limit",
+            ErrorCode::Panic => "panic",
+        }
+    }
+
+    /// The code of a failed model call.
+    pub fn of_model_error(error: &crate::model::ModelError) -> Self {
+        use crate::model::ModelError as E;
+        match error {
+            E::Connect { .. } | E::RateLimited { .. } => ErrorCode::ModelUnavailable,
+            E::Timeout { .. } => ErrorCode::ModelTimeout,
+            _ => ErrorCode::ModelError,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Sender side of a run's event stream. Emitting never blocks and never fails the run: a
+/// consumer that went away simply stops receiving.
+#[derive(Clone, Debug)]
+pub struct EventSink {
+    tx: Option<mpsc::UnboundedSender<RunEvent>>,
+    values: bool,
+}
+
+impl EventSink {
+    pub fn disabled() -> Self {
+        Self {
+            tx: None,
+            values: false,
+        }
+    }
+
+    /// A sink and its receiver. `values` asks for state snapshots after every step.
+    pub fn channel(values: bool) -> (Self, mpsc::UnboundedReceiver<RunEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Self {
+                tx: Some(tx),
+                values,
+            },
+            rx,
+        )
+    }
+
+    pub fn emit(&self, event: RunEvent) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(event);
+        }
+    }
+
+    /// Whether anyone wants `Values` snapshots (cloning the state is skipped otherwise).
+    pub fn wants_values(&self) -> bool {
+        self.values && self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+
+    pub fn is_enabled(&self) -> bool {
+        self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+}

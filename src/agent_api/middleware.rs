@@ -1,0 +1,307 @@
+//! The `Middleware` contract: hooks around the agent loop, assembled in a fixed order, and the
+//! continuations (`ModelNext`, `ToolNext`) handed to `wrap_*` hooks. The two are one file because
+//! they are one recursion: a hook calls `next`, which calls the next hook.
+//!
+//! Order semantics (as in LangChain's `create_agent`): `before_*` hooks run in list order,
+//! `after_*` hooks in reverse order, and for `wrap_*` hooks the first middleware is outermost.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+
+use crate::agent_api::{RunContext, RunEvent, ToolContext, ToolError, ToolRef};
+use crate::messages::{AiMessage, ToolCall, ToolMessage};
+use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
+use crate::state::{StateUpdate, ThreadState};
+
+/// What the loop does after a hook.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Flow {
+    /// Go on with the next hook / step.
+    #[default]
+    Continue,
+    /// End the run now (an interrupt: the thread waits for the next human message).
+    End,
+    /// Call the model again instead of routing to tools or ending (only meaningful in
+    /// `after_model`).
+    RetryModel,
+}
+
+/// A hook's result: an optional state change and where the loop goes next.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HookResult {
+    pub update: StateUpdate,
+    pub flow: Flow,
+}
+
+impl HookResult {
+    pub fn proceed() -> Self {
+        Self::default()
+    }
+
+    pub fn update(update: StateUpdate) -> Self {
+        Self {
+            update,
+            flow: Flow::Continue,
+        }
+    }
+
+    pub fn end(update: StateUpdate) -> Self {
+        Self {
+            update,
+            flow: Flow::End,
+        }
+    }
+
+    pub fn retry_model(update: StateUpdate) -> Self {
+        Self {
+            update,
+            flow: Flow::RetryModel,
+        }
+    }
+}
+
+/// The outcome of one tool call after the `wrap_tool_call` chain.
+#[derive(Clone, Debug)]
+pub struct ToolResult {
+    pub message: ToolMessage,
+    pub update: StateUpdate,
+    /// End the run after this tool step (e.g. a clarification question was asked).
+    pub end_run: bool,
+}
+
+impl ToolResult {
+    pub fn message(message: ToolMessage) -> Self {
+        Self {
+            message,
+            update: StateUpdate::default(),
+            end_run: false,
+        }
+    }
+}
+
+/// Where an extra middleware asks to be placed in the fixed chain, by another middleware's name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Anchors {
+    /// Insert directly after the named middleware (DeerFlow's `@Next`).
+    pub next: Option<String>,
+    /// Insert directly before the named middleware (DeerFlow's `@Prev`).
+    pub prev: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MiddlewareError {
+    #[error("middleware {middleware} failed: {detail}")]
+    Failed { middleware: String, detail: String },
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+}
+
+/// A hook into the agent loop. Every hook has a no-op default; implement only what you need.
+#[async_trait]
+pub trait Middleware: Send + Sync {
+    /// Stable name, e.g. `"ClarificationMiddleware"`; anchors refer to it.
+    fn name(&self) -> &str;
+
+    /// Placement for extra (user-supplied) middleware; ignored for built-ins.
+    fn anchors(&self) -> Anchors {
+        Anchors::default()
+    }
+
+    /// Tools this middleware brings (e.g. `ask_clarification`). User tools win on name clashes.
+    fn tools(&self) -> Vec<ToolRef> {
+        Vec::new()
+    }
+
+    async fn before_agent(
+        &self,
+        _state: &ThreadState,
+        _ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        Ok(HookResult::proceed())
+    }
+
+    async fn before_model(
+        &self,
+        _state: &ThreadState,
+        _ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        Ok(HookResult::proceed())
+    }
+
+    /// Wraps the model call. Changes made to `request` here are request-only: never persisted.
+    async fn wrap_model_call(
+        &self,
+        request: ModelRequest,
+        state: &ThreadState,
+        ctx: &RunContext,
+        next: ModelNext<'_>,
+    ) -> Result<AiMessage, ModelError> {
+        let _ = (state, ctx);
+        next.call(request).await
+    }
+
+    /// Runs after the AI message was appended to the state (it is `state.last_ai()`).
+    async fn after_model(
+        &self,
+        _state: &ThreadState,
+        _ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        Ok(HookResult::proceed())
+    }
+
+    /// Wraps one tool call; may short-circuit (never calling `next`) or rewrite the result.
+    async fn wrap_tool_call(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolContext<'_>,
+        next: ToolNext<'_>,
+    ) -> Result<ToolResult, ToolError> {
+        next.call(call, ctx).await
+    }
+
+    async fn after_agent(
+        &self,
+        _state: &ThreadState,
+        _ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        Ok(HookResult::proceed())
+    }
+}
+
+pub type MiddlewareRef = Arc<dyn Middleware>;
+
+/// The rest of the model-call chain; the innermost step streams from the model.
+pub struct ModelNext<'a> {
+    pub(crate) rest: &'a [MiddlewareRef],
+    pub(crate) model: &'a dyn ChatModel,
+    pub(crate) state: &'a ThreadState,
+    pub(crate) ctx: &'a RunContext,
+}
+
+impl<'a> ModelNext<'a> {
+    pub fn new(
+        rest: &'a [MiddlewareRef],
+        model: &'a dyn ChatModel,
+        state: &'a ThreadState,
+        ctx: &'a RunContext,
+    ) -> Self {
+        Self {
+            rest,
+            model,
+            state,
+            ctx,
+        }
+    }
+
+    pub async fn call(self, request: ModelRequest) -> Result<AiMessage, ModelError> {
+        match self.rest.split_first() {
+            Some((first, rest)) => {
+                let next = ModelNext { rest, ..self };
+                first
+                    .wrap_model_call(request, self.state, self.ctx, next)
+                    .await
+            }
+            None => stream_model(self.model, request, self.ctx).await,
+        }
+    }
+}
+
+/// Streams one completion, forwarding deltas as run events, and returns the final message.
+async fn stream_model(
+    model: &dyn ChatModel,
+    request: ModelRequest,
+    ctx: &RunContext,
+) -> Result<AiMessage, ModelError> {
+    let mut stream = tokio::select! {
+        _ = ctx.cancel.cancelled() => return Err(ModelError::Cancelled),
+        started = model.stream(request) => started?,
+    };
+    let message_id = crate::messages::new_id("ai");
+    loop {
+        let event = tokio::select! {
+            _ = ctx.cancel.cancelled() => return Err(ModelError::Cancelled),
+            event = stream.next() => event,
+        };
+        match event {
+            Some(Ok(ModelEvent::TextDelta(delta))) => ctx.events.emit(RunEvent::TextDelta {
+                message_id: message_id.clone(),
+                delta,
+            }),
+            Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
+                ctx.events.emit(RunEvent::ReasoningDelta {
+                    message_id: message_id.clone(),
+                    delta,
+                })
+            }
+            Some(Ok(ModelEvent::Completed(mut message))) => {
+                message.id = message_id;
+                if message.model.is_none() {
+                    message.model = Some(model.name().to_string());
+                }
+                return Ok(message);
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                return Err(ModelError::Stream {
+                    model: model.name().to_string(),
+                    detail: "the stream ended before the message was complete".into(),
+                });
+            }
+        }
+    }
+}
+
+/// The rest of the tool-call chain; the innermost step invokes the tool itself.
+pub struct ToolNext<'a> {
+    pub(crate) rest: &'a [MiddlewareRef],
+    pub(crate) tools: &'a [ToolRef],
+}
+
+impl<'a> ToolNext<'a> {
+    pub fn new(rest: &'a [MiddlewareRef], tools: &'a [ToolRef]) -> Self {
+        Self { rest, tools }
+    }
+
+    pub async fn call(
+        self,
+        call: &ToolCall,
+        ctx: &ToolContext<'_>,
+    ) -> Result<ToolResult, ToolError> {
+        match self.rest.split_first() {
+            Some((first, rest)) => {
+                let next = ToolNext { rest, ..self };
+                first.wrap_tool_call(call, ctx, next).await
+            }
+            None => invoke_tool(self.tools, call, ctx).await,
+        }
+    }
+}
+
+async fn invoke_tool(
+    tools: &[ToolRef],
+    call: &ToolCall,
+    ctx: &ToolContext<'_>,
+) -> Result<ToolResult, ToolError> {
+    let tool = tools
+        .iter()
+        .find(|t| t.name() == call.name)
+        .ok_or_else(|| ToolError::Unknown(call.name.clone()))?;
+    if let Some(problem) = &call.args_error {
+        return Err(ToolError::InvalidArguments(format!(
+            "the arguments were not valid JSON ({problem}); send a JSON object matching the schema"
+        )));
+    }
+    let output = tokio::select! {
+        _ = ctx.run.cancel.cancelled() => return Err(ToolError::Cancelled),
+        output = tool.call(call.args.clone(), ctx) => output?,
+    };
+    let mut message = ToolMessage::success(call, output.content);
+    message.artifact = output.artifact;
+    Ok(ToolResult {
+        message,
+        update: output.update,
+        end_run: false,
+    })
+}

@@ -1,0 +1,22 @@
+//! The agent contracts: what the loop, the middlewares, the tools and every later extension
+//! (memory, skills, MCP, sub-agents) agree on.
+//!
+//! This module is a leaf among the agent modules: it depends only on `config`, `messages`,
+//! `state` and `model`, never on `agent` (the loop and factory), `middleware` or `tools` (the
+//! built-ins). Everything that plugs into a run depends on it instead of on each other, which
+//! keeps the module graph free of cycles.
+
+mod context;
+mod events;
+mod middleware;
+mod options;
+mod tool;
+
+pub use context::{RunContext, ToolContext};
+pub use events::{ErrorCode, EventSink, RunEvent, StopReason};
+pub use middleware::{
+    Anchors, Flow, HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,
+    ToolResult,
+};
+pub use options::RunOptions;
+pub use tool::{Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for};

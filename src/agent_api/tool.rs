@@ -1,0 +1,131 @@
+//! The `Tool` contract: what the model can call, with JSON-schema arguments and an explicit
+//! context.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::agent_api::ToolContext;
+use crate::model::ToolSpec;
+use crate::state::StateUpdate;
+
+/// A capability the model may invoke. Closed by default: an agent only sees the tools it is given.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments object (generate it with [`schema_for`]).
+    fn parameters(&self) -> Value;
+    /// Tool group (`web`, `file:read`, `file:write`, `bash`, …) used by agents' `tool_groups`.
+    fn group(&self) -> Option<&str> {
+        None
+    }
+    async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError>;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            parameters: self.parameters(),
+        }
+    }
+}
+
+/// A tool's successful result: text for the model plus an optional state change.
+#[derive(Debug, Default)]
+pub struct ToolOutput {
+    pub content: String,
+    pub update: StateUpdate,
+    /// Structured payload for surfaces; never sent to the model.
+    pub artifact: Option<Value>,
+}
+
+impl ToolOutput {
+    pub fn text(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Why a tool call failed. The loop turns these into error tool messages the model can read.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    #[error("{0}")]
+    Failed(String),
+    #[error("denied: {0}")]
+    Denied(String),
+    #[error("tool '{0}' does not exist; call one of the tools you were given")]
+    Unknown(String),
+    #[error("timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl ToolError {
+    /// Short kind name used in the error text shown to the model.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolError::InvalidArguments(_) => "InvalidArguments",
+            ToolError::Failed(_) => "ToolFailure",
+            ToolError::Denied(_) => "PermissionDenied",
+            ToolError::Unknown(_) => "UnknownTool",
+            ToolError::Timeout(_) => "Timeout",
+            ToolError::Cancelled => "Cancelled",
+        }
+    }
+}
+
+/// JSON Schema for an argument struct, inlined (no `$ref`s) because providers reject them.
+pub fn schema_for<T: JsonSchema + 'static>() -> Value {
+    use std::any::TypeId;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    // Generating a schema costs far more than cloning it, and every run asks every tool for its
+    // schema: generate once per argument type.
+    static CACHE: OnceLock<Mutex<HashMap<TypeId, Value>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(cached) = cache
+        .lock()
+        .ok()
+        .and_then(|c| c.get(&TypeId::of::<T>()).cloned())
+    {
+        return cached;
+    }
+    let settings = schemars::generate::SchemaSettings::draft07().with(|s| {
+        s.inline_subschemas = true;
+    });
+    let schema = settings.into_generator().into_root_schema_for::<T>();
+    let mut value = serde_json::to_value(schema).unwrap_or_else(|_| serde_json::json!({}));
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+    }
+    if let Ok(mut cache) = cache.lock() {
+        cache.insert(TypeId::of::<T>(), value.clone());
+    }
+    value
+}
+
+/// Parses tool arguments into their typed struct with an error message the model can act on.
+pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+}
+
+pub type ToolRef = Arc<dyn Tool>;
+
+/// Merges tool lists: the first occurrence of a name wins (user tools before injected ones).
+pub fn dedupe_tools(tools: impl IntoIterator<Item = ToolRef>) -> Vec<ToolRef> {
+    let mut seen = std::collections::HashSet::new();
+    tools
+        .into_iter()
+        .filter(|t| seen.insert(t.name().to_string()))
+        .collect()
+}
