@@ -17,6 +17,7 @@ pub mod config;
 pub mod daemon;
 pub mod harness;
 pub mod http;
+pub mod identity;
 pub mod lead_agent;
 pub mod messages;
 pub mod middleware;

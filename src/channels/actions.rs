@@ -1,17 +1,13 @@
 //! What each chat command does. Replies are plain text; `/bootstrap` becomes a chat turn.
 
-use std::sync::Arc;
-
 use antler_channel::ChatKey;
-use serde_json::Map;
 
 use crate::agents::AgentStore;
-use crate::channels::access::antler_user_id;
 use crate::channels::commands::{Command, HELP_TEXT};
+use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
-use crate::channels::manager::{ChannelRuntime, ManagerInner};
-use crate::channels::mapping::ChatRecord;
-use crate::channels::turn::TurnError;
+use crate::channels::mapping::chosen_agent;
+use crate::identity::channel_user_id;
 use crate::lead_agent::access::check_bootstrap;
 
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
@@ -23,33 +19,28 @@ pub(crate) enum CommandOutcome {
 }
 
 pub(crate) async fn run_command(
-    inner: &Arc<ManagerInner>,
-    runtime: &ChannelRuntime,
+    deps: &TurnDeps,
     key: &ChatKey,
     entry: &JournalEntry,
     command: Command,
 ) -> Result<CommandOutcome, TurnError> {
     let message = &entry.message;
-    let user_id = antler_user_id(&message.channel, &message.user_id);
-    let config = inner.config.current();
+    let user_id = channel_user_id(&message.channel, &message.user_id);
+    let config = deps.config.current();
     let reply = |text: String| Ok(CommandOutcome::Reply(text));
     match command {
         Command::Start => reply(WELCOME_TEXT.into()),
         Command::Help => reply(HELP_TEXT.into()),
         Command::New => {
-            new_thread(inner, key, &user_id, |_| {})?;
+            deps.new_thread(key, &user_id, |_| {})?;
             reply(NEW_CONVERSATION.into())
         }
         Command::Status => {
-            let Some(record) = inner.chats.get(key)? else {
+            let Some(record) = deps.chats.get(key)? else {
                 return reply("No active conversation.".into());
             };
-            let running = inner.harness.active_run(&record.thread_id).is_some();
-            let agent = record
-                .agent
-                .clone()
-                .or_else(|| runtime.session_agent.clone())
-                .or_else(|| config.channels.session.agent.clone())
+            let running = deps.harness.active_run(&record.thread_id).is_some();
+            let agent = chosen_agent(Some(&record), &config.channels, &message.channel)
                 .unwrap_or_else(|| "default".into());
             let model = record
                 .model
@@ -79,7 +70,7 @@ pub(crate) async fn run_command(
             reply(format!("Available models:\n{}", lines.join("\n")))
         }
         Command::Model(None) => {
-            let current = inner.chats.get(key)?.and_then(|r| r.model);
+            let current = deps.chats.get(key)?.and_then(|r| r.model);
             reply(match current {
                 Some(model) => format!("This chat uses {model}."),
                 None => "This chat uses the default model. Use /model NAME to change it.".into(),
@@ -93,8 +84,8 @@ pub(crate) async fn run_command(
             } else {
                 return reply(format!("Unknown model {name}. Use /models to list them."));
             };
-            ensure_record(inner, key, &user_id).await?;
-            inner.chats.update(key, |r| r.model = model.clone())?;
+            deps.chat_record(key, message).await?;
+            deps.chats.update(key, |r| r.model = model.clone())?;
             reply(match model {
                 Some(model) => format!("This chat now uses {model}."),
                 None => "This chat now uses the default model.".into(),
@@ -127,7 +118,7 @@ pub(crate) async fn run_command(
                 }
             };
             // A thread stays with the agent it started with, so switching starts a new one.
-            new_thread(inner, key, &user_id, |r| r.agent = agent.clone())?;
+            deps.new_thread(key, &user_id, |r| r.agent = agent.clone())?;
             reply(match agent {
                 Some(agent) => format!("Switched to {agent}. New conversation started."),
                 None => "Switched to the default agent. New conversation started.".into(),
@@ -136,12 +127,8 @@ pub(crate) async fn run_command(
         Command::Bootstrap(text) => {
             // The factory enforces the same rule; asking first gives the user a clear answer
             // instead of a failed run.
-            let agent = inner
-                .chats
-                .get(key)?
-                .and_then(|r| r.agent)
-                .or_else(|| runtime.session_agent.clone())
-                .or_else(|| config.channels.session.agent.clone());
+            let record = deps.chats.get(key)?;
+            let agent = chosen_agent(record.as_ref(), &config.channels, &message.channel);
             if let Err(denied) = check_bootstrap(&config, &user_id, agent.as_deref()) {
                 return reply(format!("Sorry, {denied}. Your user id is {user_id}."));
             }
@@ -151,61 +138,14 @@ pub(crate) async fn run_command(
             })
         }
         Command::Plan(None) => {
-            let on = inner.chats.get(key)?.is_some_and(|r| r.plan_mode);
+            let on = deps.chats.get(key)?.is_some_and(|r| r.plan_mode);
             reply(format!("Plan mode is {}.", if on { "on" } else { "off" }))
         }
         Command::Plan(Some(on)) => {
-            ensure_record(inner, key, &user_id).await?;
-            inner.chats.update(key, |r| r.plan_mode = on)?;
+            deps.chat_record(key, message).await?;
+            deps.chats.update(key, |r| r.plan_mode = on)?;
             reply(format!("Plan mode {}.", if on { "on" } else { "off" }))
         }
         Command::Cancel => reply("Nothing is running in this chat.".into()),
     }
-}
-
-async fn ensure_record(
-    inner: &Arc<ManagerInner>,
-    key: &ChatKey,
-    user_id: &str,
-) -> Result<ChatRecord, TurnError> {
-    let harness = inner.harness.clone();
-    inner
-        .chats
-        .get_or_create(key, user_id, move |user| {
-            harness
-                .create_thread(user, None, Map::new())
-                .map(|r| r.thread_id)
-                .map_err(TurnError::from)
-        })
-        .await
-}
-
-/// Points the chat at a fresh thread, keeping its settings (model, plan mode) unless changed.
-fn new_thread(
-    inner: &Arc<ManagerInner>,
-    key: &ChatKey,
-    user_id: &str,
-    change: impl FnOnce(&mut ChatRecord),
-) -> Result<ChatRecord, TurnError> {
-    let existing = inner.chats.get(key)?;
-    // In a group the thread keeps the owner the conversation started with.
-    let owner = existing
-        .as_ref()
-        .map_or_else(|| user_id.to_string(), |r| r.user_id.clone());
-    let thread = inner.harness.create_thread(&owner, None, Map::new())?;
-    let now = chrono::Utc::now();
-    let mut record = existing.unwrap_or(ChatRecord {
-        thread_id: String::new(),
-        user_id: owner,
-        model: None,
-        agent: None,
-        plan_mode: false,
-        created_at: now,
-        updated_at: now,
-    });
-    record.thread_id = thread.thread_id;
-    record.updated_at = now;
-    change(&mut record);
-    inner.chats.put(key, &record)?;
-    Ok(record)
 }

@@ -10,27 +10,9 @@ use std::num::NonZeroU32;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use antler_channel::BudgetLimits;
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio::time::Instant;
-
-/// Limits of one platform.
-#[derive(Clone, Copy, Debug)]
-pub struct BudgetLimits {
-    pub global_per_second: u32,
-    pub direct_per_minute: u32,
-    pub group_per_minute: u32,
-    pub burst: u32,
-}
-
-impl BudgetLimits {
-    /// Telegram: about 30 messages a second per bot, 1 a second per chat, 20 a minute per group.
-    pub const TELEGRAM: BudgetLimits = BudgetLimits {
-        global_per_second: 30,
-        direct_per_minute: 60,
-        group_per_minute: 20,
-        burst: 3,
-    };
-}
 
 pub struct RateBudget {
     global: DefaultDirectRateLimiter,

@@ -137,11 +137,10 @@ mod tests {
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
 
-    use antler_channel::{ChannelLimits, ChatKey, SendMessage, SentMessage};
+    use antler_channel::{BudgetLimits, ChatKey, SendMessage, SentMessage};
     use async_trait::async_trait;
 
     use super::*;
-    use crate::channels::budget::BudgetLimits;
     use crate::store::{MemoryStore, StoreRef};
 
     /// Answers scripted results in order, then succeeds; counts calls.
@@ -153,16 +152,6 @@ mod tests {
 
     #[async_trait]
     impl SendMessage for ScriptedSend {
-        fn limits(&self) -> ChannelLimits {
-            ChannelLimits {
-                max_text_len: 100,
-                min_edit_interval_secs: 1.0,
-                max_upload_bytes: 1,
-                max_photo_bytes: 1,
-                max_download_bytes: 1,
-            }
-        }
-
         async fn send_text(
             &self,
             _chat: &ChatKey,
@@ -189,15 +178,7 @@ mod tests {
             results: Mutex::new(results.into()),
             calls: Mutex::new(0),
         });
-        let parts = ChannelParts {
-            name: "test".into(),
-            send: send.clone(),
-            edit: None,
-            typing: None,
-            upload: None,
-            download: None,
-            poll: None,
-        };
+        let parts = ChannelParts::send_only(send.clone());
         let store: StoreRef = Arc::new(MemoryStore::default());
         (parts, send, Outbox::new(store))
     }

@@ -6,7 +6,7 @@ use std::path::{Component, Path};
 use antler_channel::{Attachment, InboundMessage};
 use serde_json::{Value, json};
 
-use crate::channels::manager::ChannelRuntime;
+use crate::channels::runtime::ChannelRuntime;
 use crate::paths::{ThreadPaths, VIRTUAL_OUTPUTS};
 use crate::uploads::store_upload;
 
@@ -35,7 +35,7 @@ pub async fn receive_files(
             .push("this channel cannot download files".into());
         return received;
     };
-    let limit = runtime.parts.send.limits().max_download_bytes;
+    let limit = runtime.profile.max_download_bytes;
     let uploads = paths.uploads();
     for (idx, file) in message.files.iter().enumerate() {
         let name = file.filename.clone().unwrap_or_else(|| {

@@ -1,4 +1,4 @@
-//! Per-channel health, shown by `/readyz`.
+//! Per-channel health, shown by `/readyz` and `antler status`.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -28,6 +28,11 @@ pub struct HealthBoard(Arc<Mutex<BTreeMap<String, ChannelHealth>>>);
 impl HealthBoard {
     pub fn set(&self, channel: &str, health: ChannelHealth) {
         self.lock().insert(channel.to_string(), health);
+    }
+
+    /// Forgets a channel that was switched off.
+    pub fn remove(&self, channel: &str) {
+        self.lock().remove(channel);
     }
 
     pub fn get(&self, channel: &str) -> Option<ChannelHealth> {

@@ -153,7 +153,6 @@ mod tests {
             is_direct: true,
             mentions_bot: false,
             reply_to: None,
-            raw: serde_json::Value::Null,
         }
     }
 

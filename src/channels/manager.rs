@@ -1,26 +1,32 @@
-//! The channel manager: access checks, the journal, one queue per conversation, recovery.
+//! The channel manager: connected channels, access checks, the journal, one queue per
+//! conversation, recovery.
 //!
-//! Every adapter feeds [`ChannelManager::accept_batch`] (pollers) or the webhook route does;
-//! both return only after the messages are durably journalled, so the caller may then
-//! acknowledge them to the platform. Each conversation (`ChatKey`) has one worker that handles
-//! its messages in order — one run per thread — and goes away when idle.
+//! Transports feed [`ChannelManager::accept_batch`] through the [`InboundSink`] it provides, and
+//! the webhook route does so directly; both return only after the messages are durably
+//! journalled, so the caller may then acknowledge them to the platform. Each conversation
+//! (`ChatKey`) has one worker that handles its messages in order — one run per thread — and
+//! goes away when idle.
 
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use antler_channel::{ChannelParts, ChatKey, InboundMessage};
+use antler_channel::{ChatKey, InboundMessage, InboundSink, SinkError};
+use async_trait::async_trait;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::channels::access::{AccessPolicy, Verdict};
-use crate::channels::budget::RateBudget;
+use crate::channels::access::{Verdict, verdict};
 use crate::channels::commands::{Command, parse_command};
-use crate::channels::journal::{Journal, RETENTION, Recorded};
+use crate::channels::deps::TurnDeps;
+use crate::channels::journal::{Journal, JournalState, RETENTION, Recorded};
 use crate::channels::mapping::ChatMap;
+use crate::channels::outbound::note;
 use crate::channels::outbox::Outbox;
+use crate::channels::runtime::ChannelRuntime;
 use crate::channels::turn;
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
@@ -35,17 +41,6 @@ pub const QUEUE_FULL_NOTE: &str =
     "Too many messages are waiting in this chat; please wait for the answers before sending more.";
 pub const USER_RATE_NOTE: &str =
     "You are sending messages faster than I can answer; I'll skip some for a minute.";
-
-/// One registered channel: its capabilities and the rules it runs under.
-pub struct ChannelRuntime {
-    pub parts: ChannelParts,
-    pub policy: AccessPolicy,
-    pub budget: RateBudget,
-    /// Recognises `/cmd@BotName`.
-    pub bot_username: Option<String>,
-    /// `channels.<name>.session.agent`.
-    pub session_agent: Option<String>,
-}
 
 /// What became of an inbound message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -62,22 +57,18 @@ pub enum Accepted {
 
 #[derive(Clone)]
 pub struct ChannelManager {
-    pub(crate) inner: Arc<ManagerInner>,
+    inner: Arc<ManagerInner>,
 }
 
-pub(crate) struct ManagerInner {
-    pub(crate) harness: Arc<Harness>,
-    pub(crate) config: ConfigHandle,
-    pub(crate) chats: ChatMap,
-    pub(crate) journal: Journal,
-    pub(crate) outbox: Outbox,
+struct ManagerInner {
+    deps: Arc<TurnDeps>,
     channels: RwLock<HashMap<String, Arc<ChannelRuntime>>>,
     queues: Mutex<HashMap<String, ChatQueue>>,
-    user_limiter: governor::DefaultKeyedRateLimiter<String>,
+    /// The per-user limiter and the `user_messages_per_minute` it was built for.
+    user_limiter: Mutex<(u32, Arc<governor::DefaultKeyedRateLimiter<String>>)>,
     user_noticed: Mutex<HashMap<String, tokio::time::Instant>>,
-    pub(crate) tracker: TaskTracker,
-    /// Fires at shutdown: turns cut short are left pending for the next start.
-    pub(crate) stop: CancellationToken,
+    /// Owns every worker and notice task.
+    tracker: TaskTracker,
 }
 
 struct ChatQueue {
@@ -85,50 +76,62 @@ struct ChatQueue {
     busy: Arc<AtomicBool>,
 }
 
+type Job = (ChatKey, String, Arc<ChannelRuntime>, InboundMessage);
+
 impl ChannelManager {
     pub fn new(harness: Arc<Harness>, config: ConfigHandle) -> Self {
         let store = harness.threads().store().clone();
         let per_minute = config.current().channels.user_messages_per_minute;
-        let quota = governor::Quota::per_minute(
-            std::num::NonZeroU32::new(per_minute.max(1)).unwrap_or(std::num::NonZeroU32::MIN),
-        );
+        let deps = TurnDeps {
+            harness,
+            config,
+            chats: ChatMap::new(store.clone()),
+            journal: Journal::new(store.clone()),
+            outbox: Outbox::new(store),
+            stop: CancellationToken::new(),
+        };
         Self {
             inner: Arc::new(ManagerInner {
-                harness,
-                config,
-                chats: ChatMap::new(store.clone()),
-                journal: Journal::new(store.clone()),
-                outbox: Outbox::new(store),
+                deps: Arc::new(deps),
                 channels: RwLock::new(HashMap::new()),
                 queues: Mutex::new(HashMap::new()),
-                user_limiter: governor::RateLimiter::keyed(quota),
+                user_limiter: Mutex::new((per_minute, user_limiter(per_minute))),
                 user_noticed: Mutex::new(HashMap::new()),
                 tracker: TaskTracker::new(),
-                stop: CancellationToken::new(),
             }),
         }
     }
 
+    /// Makes a connected channel's messages answerable (replacing an earlier connection).
     pub fn register(&self, runtime: ChannelRuntime) {
-        let name = runtime.parts.name.clone();
-        let mut channels = self
-            .inner
-            .channels
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
-        channels.insert(name, Arc::new(runtime));
+        let mut channels = self.channels_mut();
+        channels.insert(runtime.name.clone(), Arc::new(runtime));
+    }
+
+    /// Forgets a channel that disconnected; its journalled messages wait for the next
+    /// connection. Turns in flight keep the runtime they started with.
+    pub fn unregister(&self, channel: &str) {
+        self.channels_mut().remove(channel);
     }
 
     pub fn chats(&self) -> &ChatMap {
-        &self.inner.chats
+        &self.inner.deps.chats
     }
 
     pub fn journal(&self) -> &Journal {
-        &self.inner.journal
+        &self.inner.deps.journal
     }
 
     pub fn outbox(&self) -> &Outbox {
-        &self.inner.outbox
+        &self.inner.deps.outbox
+    }
+
+    /// The sink a channel's transport journals into.
+    pub fn sink(&self, channel: &str) -> Arc<dyn InboundSink> {
+        Arc::new(ManagerSink {
+            manager: self.clone(),
+            channel: channel.to_string(),
+        })
     }
 
     /// Accepts a batch and makes it durable; acknowledge to the platform only after `Ok`.
@@ -145,7 +148,7 @@ impl ChannelManager {
             queued.extend(job);
         }
         if !queued.is_empty() {
-            self.inner.journal.flush()?;
+            self.inner.deps.journal.flush()?;
         }
         // Dispatch after the flush: a message is worked on only once it cannot be lost.
         for (key, journal_key, runtime, message) in queued {
@@ -158,26 +161,28 @@ impl ChannelManager {
     /// Processes what a previous run journalled for `channel` but did not answer; call once
     /// the channel is registered.
     pub fn recover(&self, channel: &str) -> Result<usize, StoreError> {
-        let pruned = self.inner.journal.prune(RETENTION)?;
+        let journal = &self.inner.deps.journal;
+        let pruned = journal.prune(RETENTION)?;
         if pruned > 0 {
             tracing::debug!(pruned, "Forgot old answered channel messages");
         }
-        let pending = self.inner.journal.pending()?;
-        let pending: Vec<_> = pending
+        let pending: Vec<_> = journal
+            .pending()?
             .into_iter()
             .filter(|entry| entry.message.channel == channel)
             .collect();
+        let Some(runtime) = self.inner.runtime(channel) else {
+            return Ok(0);
+        };
         let count = pending.len();
         for entry in pending {
-            let Some(runtime) = self.inner.runtime(&entry.message.channel) else {
-                continue;
-            };
             let key = self.inner.resolve_key(&entry.message)?;
             self.inner
-                .dispatch(&key, entry.key, runtime, &entry.message, false);
+                .dispatch(&key, entry.key, runtime.clone(), &entry.message, false);
         }
         if count > 0 {
             tracing::info!(
+                channel,
                 count,
                 "Resuming channel messages that were not answered before the last stop"
             );
@@ -185,9 +190,15 @@ impl ChannelManager {
         Ok(count)
     }
 
-    /// Stops the workers: turns in flight end when the harness cancels their runs.
+    /// Stops taking new work: turns cut short from now on stay pending for the next start.
+    pub fn stop(&self) {
+        self.inner.deps.stop.cancel();
+    }
+
+    /// Stops the workers and waits for them: turns in flight end when the harness cancels
+    /// their runs.
     pub async fn shutdown(&self, grace: Duration) {
-        self.inner.stop.cancel();
+        self.stop();
         self.inner.tracker.close();
         if tokio::time::timeout(grace, self.inner.tracker.wait())
             .await
@@ -198,12 +209,46 @@ impl ChannelManager {
             );
         }
     }
+
+    fn channels_mut(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<ChannelRuntime>>> {
+        self.inner
+            .channels
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+    }
 }
 
-type Job = (ChatKey, String, Arc<ChannelRuntime>, InboundMessage);
+/// Journals a transport's batches off the async threads (the flush is an fsync).
+struct ManagerSink {
+    manager: ChannelManager,
+    channel: String,
+}
+
+#[async_trait]
+impl InboundSink for ManagerSink {
+    async fn accept(&self, messages: Vec<InboundMessage>) -> Result<(), SinkError> {
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let (manager, channel) = (self.manager.clone(), self.channel.clone());
+        tokio::task::spawn_blocking(move || manager.accept_batch(&channel, messages))
+            .await
+            .map_err(|e| SinkError(format!("journalling did not finish: {e}")))?
+            .map(|_| ())
+            .map_err(|e| SinkError(e.to_string()))
+    }
+}
+
+fn user_limiter(per_minute: u32) -> Arc<governor::DefaultKeyedRateLimiter<String>> {
+    let quota =
+        governor::Quota::per_minute(NonZeroU32::new(per_minute.max(1)).unwrap_or(NonZeroU32::MIN));
+    Arc::new(governor::RateLimiter::keyed(quota))
+}
 
 impl ManagerInner {
-    pub(crate) fn runtime(&self, channel: &str) -> Option<Arc<ChannelRuntime>> {
+    fn runtime(&self, channel: &str) -> Option<Arc<ChannelRuntime>> {
         let channels = self.channels.read().unwrap_or_else(|p| p.into_inner());
         channels.get(channel).cloned()
     }
@@ -216,7 +261,11 @@ impl ManagerInner {
         let Some(runtime) = self.runtime(channel) else {
             return Ok((Accepted::UnknownChannel, None));
         };
-        match runtime.policy.check(&message) {
+        let config = self.deps.config.current();
+        let Some(section) = config.channels.section(channel) else {
+            return Ok((Accepted::UnknownChannel, None));
+        };
+        match verdict(&section.access(), &message) {
             Verdict::Allow => {}
             Verdict::Deny(reason) => {
                 tracing::info!(channel, chat = %message.chat_id, user = %message.user_id, reason, "Ignoring a message from outside the allowlist");
@@ -224,7 +273,7 @@ impl ManagerInner {
             }
             Verdict::NotAddressed => return Ok((Accepted::NotAddressed, None)),
         }
-        let journal_key = match self.journal.record(&message)? {
+        let journal_key = match self.deps.journal.record(&message)? {
             Recorded::New(key) => key,
             Recorded::Duplicate => {
                 tracing::debug!(channel, message_id = %message.platform_message_id, "Dropping a redelivered message");
@@ -232,7 +281,7 @@ impl ManagerInner {
             }
         };
         if !self.user_within_rate(channel, &message.user_id) {
-            self.journal.mark_done(&journal_key)?;
+            self.deps.journal.mark_done(&journal_key)?;
             self.notice_throttled(runtime, &message);
             return Ok((Accepted::Throttled, None));
         }
@@ -240,9 +289,9 @@ impl ManagerInner {
         let command = parse_command(&message.text, runtime.bot_username.as_deref());
         if command == Some(Command::Cancel) {
             // A cancel must not wait behind the turn it cancels.
-            let inner = self.clone();
+            let deps = self.deps.clone();
             self.tracker.spawn(async move {
-                turn::cancel_now(&inner, &runtime, &key, &journal_key, &message).await;
+                turn::cancel_now(&deps, &runtime, &key, &journal_key, &message).await;
             });
             return Ok((Accepted::Queued, None));
         }
@@ -251,11 +300,11 @@ impl ManagerInner {
 
     /// The conversation a message belongs to: a reply to a message the bot knows continues
     /// that message's topic.
-    pub(crate) fn resolve_key(&self, message: &InboundMessage) -> Result<ChatKey, StoreError> {
+    fn resolve_key(&self, message: &InboundMessage) -> Result<ChatKey, StoreError> {
         let mut key = message.chat_key();
         if !message.is_direct
             && let Some(reply_to) = &message.reply_to
-            && let Some(topic) = self.chats.alias(&key, reply_to)?
+            && let Some(topic) = self.deps.chats.alias(&key, reply_to)?
         {
             key.topic_id = Some(topic);
         }
@@ -263,12 +312,18 @@ impl ManagerInner {
     }
 
     fn user_within_rate(&self, channel: &str, user: &str) -> bool {
-        if self.config.current().channels.user_messages_per_minute == 0 {
+        let per_minute = self.deps.config.current().channels.user_messages_per_minute;
+        if per_minute == 0 {
             return true;
         }
-        self.user_limiter
-            .check_key(&format!("{channel}:{user}"))
-            .is_ok()
+        let limiter = {
+            let mut current = self.user_limiter.lock().unwrap_or_else(|p| p.into_inner());
+            if current.0 != per_minute {
+                *current = (per_minute, user_limiter(per_minute));
+            }
+            current.1.clone()
+        };
+        limiter.check_key(&format!("{channel}:{user}")).is_ok()
     }
 
     /// One notice per user per minute, however many messages were skipped.
@@ -283,12 +338,7 @@ impl ManagerInner {
             }
             noticed.insert(user, now);
         }
-        let key = message.chat_key();
-        let is_group = !message.is_direct;
-        let reply_to = message.platform_message_id.clone();
-        self.tracker.spawn(async move {
-            turn::note(&runtime, &key, is_group, USER_RATE_NOTE, Some(&reply_to)).await;
-        });
+        self.spawn_note(runtime, &message.chat_key(), USER_RATE_NOTE, message);
     }
 
     fn dispatch(
@@ -300,19 +350,18 @@ impl ManagerInner {
         notify_queued: bool,
     ) {
         let queue_name = key.to_string();
-        let is_group = !message.is_direct;
         let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(queue) = queues.get(&queue_name) {
             match queue.sender.try_send(journal_key.clone()) {
                 Ok(()) => {
                     if notify_queued && queue.busy.load(Ordering::SeqCst) {
-                        self.spawn_note(runtime, key, is_group, QUEUED_NOTE, message);
+                        self.spawn_note(runtime, key, QUEUED_NOTE, message);
                     }
                     return;
                 }
                 Err(mpsc::error::TrySendError::Full(_)) => {
                     // Still journalled as pending: answered after a restart if not before.
-                    self.spawn_note(runtime, key, is_group, QUEUE_FULL_NOTE, message);
+                    self.spawn_note(runtime, key, QUEUE_FULL_NOTE, message);
                     return;
                 }
                 Err(mpsc::error::TrySendError::Closed(_)) => {
@@ -320,7 +369,7 @@ impl ManagerInner {
                 }
             }
         }
-        let limit = self.config.current().channels.queue_limit.max(1);
+        let limit = self.deps.config.current().channels.queue_limit.max(1);
         let (sender, receiver) = mpsc::channel(limit);
         let busy = Arc::new(AtomicBool::new(false));
         let _ = sender.try_send(journal_key);
@@ -343,14 +392,14 @@ impl ManagerInner {
         self: &Arc<Self>,
         runtime: Arc<ChannelRuntime>,
         key: &ChatKey,
-        is_group: bool,
         text: &'static str,
         message: &InboundMessage,
     ) {
         let key = key.clone();
+        let is_group = !message.is_direct;
         let reply_to = message.platform_message_id.clone();
         self.tracker.spawn(async move {
-            turn::note(&runtime, &key, is_group, text, Some(&reply_to)).await;
+            note(&runtime, &key, is_group, text, Some(&reply_to)).await;
         });
     }
 
@@ -363,7 +412,7 @@ impl ManagerInner {
     ) {
         loop {
             let journal_key = tokio::select! {
-                _ = self.stop.cancelled() => return,
+                _ = self.deps.stop.cancelled() => return,
                 next = tokio::time::timeout(WORKER_IDLE, receiver.recv()) => match next {
                     Ok(Some(journal_key)) => journal_key,
                     Ok(None) => return,
@@ -386,8 +435,8 @@ impl ManagerInner {
         }
     }
 
-    async fn handle(self: &Arc<Self>, key: &ChatKey, journal_key: &str) {
-        let entry = match self.journal.get(journal_key) {
+    async fn handle(&self, key: &ChatKey, journal_key: &str) {
+        let entry = match self.deps.journal.get(journal_key) {
             Ok(Some(entry)) => entry,
             Ok(None) => return,
             Err(error) => {
@@ -395,20 +444,15 @@ impl ManagerInner {
                 return;
             }
         };
-        if entry.state == crate::channels::journal::JournalState::Done {
+        if entry.state == JournalState::Done {
             return;
         }
+        // A channel that disconnected meanwhile answers after it reconnects (`recover`).
         let Some(runtime) = self.runtime(&entry.message.channel) else {
             return;
         };
-        let finished = turn::process(self, &runtime, key, &entry).await;
-        if finished
-            && let Err(error) = self
-                .journal
-                .mark_done(journal_key)
-                .and_then(|()| self.outbox.clear_entry(journal_key))
-        {
-            tracing::warn!(%error, journal_key, "Could not mark a channel message answered");
+        if turn::process(&self.deps, &runtime, key, &entry).await {
+            self.deps.finish_entry(journal_key);
         }
     }
 }

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::records;
+use crate::config::ChannelsConfig;
 use crate::store::{StoreError, StoreRef};
 
 const CHATS: &str = "channel_chats";
@@ -32,6 +33,18 @@ pub struct ChatRecord {
     pub plan_mode: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+/// The agent a chat's turns run: the chat's own choice (`/agent NAME`), then the channel's
+/// session default, then the one for every channel; `None` is the default agent.
+pub fn chosen_agent(
+    record: Option<&ChatRecord>,
+    channels: &ChannelsConfig,
+    channel: &str,
+) -> Option<String> {
+    record
+        .and_then(|r| r.agent.clone())
+        .or_else(|| channels.default_agent(channel).map(str::to_string))
 }
 
 #[derive(Clone)]

@@ -1,9 +1,12 @@
 //! The channel layer: IM chats mapped to threads, exactly-once delivery, streaming replies.
 //!
-//! A message's life: an adapter's poller (or the webhook route) hands normalized messages to
-//! the [`ChannelManager`], which checks access, journals them durably (only then is the
-//! platform acknowledged), and queues them per conversation. The conversation's worker runs
-//! the command or the agent turn, streams the answer into a status message, and plans the final
+//! Adapters plug in through `antler_channel`'s contract: each config section under
+//! `channels.<name>` builds its adapter, and one [`lifecycle`] task per section connects it,
+//! supervises its transport and restarts it when its connection settings change. A message's
+//! life: the transport (or the webhook route) hands normalized messages to the
+//! [`ChannelManager`], which checks access, journals them durably (only then is the platform
+//! acknowledged), and queues them per conversation. The conversation's worker runs the command
+//! or the agent turn ([`turn`]), streams the answer into a status message, and plans the final
 //! answer in the outbox, from which it is delivered once even across restarts.
 
 pub mod access;
@@ -12,21 +15,27 @@ pub mod budget;
 pub mod chunk;
 pub mod commands;
 mod deliver;
+mod deps;
 pub mod files;
 pub mod health;
 pub mod journal;
+mod lifecycle;
 pub mod manager;
 pub mod mapping;
+mod outbound;
 pub mod outbox;
 mod records;
+mod runtime;
 mod stream;
 pub mod supervise;
-mod telegram;
 mod turn;
+mod webhook;
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use antler_channel::WebhookHandler;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -35,35 +44,41 @@ use crate::harness::Harness;
 
 pub use actions::{NEW_CONVERSATION, WELCOME_TEXT};
 pub use health::{ChannelHealth, HealthBoard};
-pub use manager::{Accepted, ChannelManager, ChannelRuntime};
+pub use manager::{Accepted, ChannelManager};
+pub use outbound::UNDELIVERED_NOTICE;
+pub use runtime::ChannelRuntime;
 pub use stream::{CURSOR, WORKING_TEXT};
-pub use telegram::{TelegramWebhook, WebhookError};
-pub use turn::{BUSY_REPLY, ERROR_REPLY, NO_RESPONSE, UNDELIVERED_NOTICE};
+pub use turn::{BUSY_REPLY, ERROR_REPLY, NO_RESPONSE};
+pub use webhook::{WebhookAnswer, WebhookEndpoint};
 
-/// What the HTTP layer shares with the channels: health for `/readyz`, webhook endpoints.
+/// What the HTTP layer shares with the channels: health for `/readyz`, mounted webhooks.
 #[derive(Clone, Default)]
 pub struct ChannelHub {
     pub health: HealthBoard,
-    telegram_webhook: Arc<RwLock<Option<Arc<TelegramWebhook>>>>,
+    webhooks: Arc<RwLock<HashMap<String, Arc<WebhookEndpoint>>>>,
 }
 
 impl ChannelHub {
-    pub fn telegram_webhook(&self) -> Option<Arc<TelegramWebhook>> {
-        self.telegram_webhook
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+    /// The webhook of a connected channel in webhook mode.
+    pub fn webhook(&self, channel: &str) -> Option<Arc<WebhookEndpoint>> {
+        let webhooks = self.webhooks.read().unwrap_or_else(|p| p.into_inner());
+        webhooks.get(channel).cloned()
     }
 
-    pub(crate) fn set_telegram_webhook(&self, webhook: Arc<TelegramWebhook>) {
-        *self
-            .telegram_webhook
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Some(webhook);
+    fn mount(&self, channel: &str, handler: Arc<dyn WebhookHandler>, manager: ChannelManager) {
+        let endpoint = Arc::new(WebhookEndpoint::new(channel, handler, manager));
+        let mut webhooks = self.webhooks.write().unwrap_or_else(|p| p.into_inner());
+        webhooks.insert(channel.to_string(), endpoint);
+    }
+
+    fn unmount(&self, channel: &str) {
+        let mut webhooks = self.webhooks.write().unwrap_or_else(|p| p.into_inner());
+        webhooks.remove(channel);
     }
 }
 
-/// The running channel layer.
+/// The running channel layer. Owns one lifecycle task per adapter (each owning its
+/// transport's supervision) and, through the manager, every conversation worker.
 pub struct Channels {
     manager: ChannelManager,
     tasks: TaskTracker,
@@ -71,19 +86,20 @@ pub struct Channels {
 }
 
 impl Channels {
-    /// Starts every enabled channel in the background; failures show in `hub.health`.
+    /// Starts a lifecycle task for every adapter; enabled ones connect in the background and
+    /// failures show in `hub.health`.
     pub fn start(harness: Arc<Harness>, config: ConfigHandle, hub: ChannelHub) -> Self {
         let manager = ChannelManager::new(harness, config.clone());
         let tasks = TaskTracker::new();
         let intake_stop = CancellationToken::new();
-        let snapshot = config.current();
-        if snapshot.channels.telegram.enabled {
-            tasks.spawn(telegram::run(
-                manager.clone(),
-                snapshot.channels.telegram.clone(),
-                hub,
-                intake_stop.clone(),
-            ));
+        for section in config.current().channels.sections() {
+            let lifecycle = lifecycle::Lifecycle {
+                name: section.name(),
+                manager: manager.clone(),
+                hub: hub.clone(),
+                config: config.clone(),
+            };
+            tasks.spawn(lifecycle.run(intake_stop.clone()));
         }
         tasks.close();
         Self {
@@ -97,20 +113,21 @@ impl Channels {
         &self.manager
     }
 
-    /// Stops pollers and new work; turns in flight continue until the harness drains them.
+    /// Stops transports, webhooks and new work; turns in flight continue until the harness
+    /// drains them.
     pub fn stop_intake(&self) {
         self.intake_stop.cancel();
-        self.manager.inner.stop.cancel();
+        self.manager.stop();
     }
 
-    /// Waits for pollers and workers to finish, up to `grace`.
+    /// Waits for transports and workers to finish, up to `grace`.
     pub async fn wait(&self, grace: Duration) {
         self.stop_intake();
         if tokio::time::timeout(grace, self.tasks.wait())
             .await
             .is_err()
         {
-            tracing::warn!("Channel pollers still running after the grace period");
+            tracing::warn!("Channel transports still running after the grace period");
         }
         self.manager.shutdown(grace).await;
     }

@@ -1,6 +1,7 @@
 //! The outbox: every final send, edit and upload is a durable record with an idempotency key.
 //!
-//! Tree `channel_outbox`: `{journal key}\u{1e}{step}` → [`OutboxRecord`]. A record is written
+//! Tree `channel_outbox`: `{journal key}\u{1e}{step}` → [`OutboxRecord`], the step being an
+//! [`OutboxStep`] (`status`, `final-0`, `file-1`, …). A record is written
 //! before the request; the platform's message id is written as soon as the platform answers,
 //! and a record that has one is never sent again, so a restart resumes a delivery without
 //! producing a second copy. Records that keep failing move to `channel_dead_letters`.
@@ -47,6 +48,19 @@ pub struct OutboxRecord {
 }
 
 impl OutboxRecord {
+    /// The journal entry this record answers.
+    pub fn journal_key(&self) -> &str {
+        self.key
+            .rsplit_once('\u{1e}')
+            .map_or(&self.key, |(entry, _)| entry)
+    }
+
+    /// The step this record performs; `None` for a key written by a newer version.
+    pub fn step(&self) -> Option<OutboxStep> {
+        let (_, step) = self.key.rsplit_once('\u{1e}')?;
+        OutboxStep::decode(step)
+    }
+
     pub fn new(key: String, chat: ChatKey, is_group: bool, action: OutboxAction) -> Self {
         Self {
             key,
@@ -67,9 +81,58 @@ pub struct Outbox {
     store: StoreRef,
 }
 
-/// The idempotency key of step `step` of answering journal entry `journal_key`.
-pub fn outbox_key(journal_key: &str, step: &str) -> String {
-    format!("{journal_key}\u{1e}{step}")
+/// One step of answering a message; with the journal key it is the record's idempotency key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutboxStep {
+    /// The "Working on it…" message the answer streams into.
+    Status,
+    /// Chunk `n` of a command's reply.
+    Reply(usize),
+    /// Chunk `n` of an error reply.
+    Error(usize),
+    /// Chunk `n` of the final answer; `Final(0)` is written last, so its presence means the
+    /// whole answer is planned.
+    Final(usize),
+    /// Artifact `n`, uploaded after the text.
+    File(usize),
+    /// A new message carrying the text of an edit that could not land.
+    Resend(Box<OutboxStep>),
+}
+
+impl OutboxStep {
+    fn encode(&self) -> String {
+        match self {
+            OutboxStep::Status => "status".into(),
+            OutboxStep::Reply(n) => format!("reply-{n}"),
+            OutboxStep::Error(n) => format!("error-{n}"),
+            OutboxStep::Final(n) => format!("final-{n}"),
+            OutboxStep::File(n) => format!("file-{n}"),
+            OutboxStep::Resend(step) => format!("{}-resend", step.encode()),
+        }
+    }
+
+    fn decode(text: &str) -> Option<Self> {
+        if let Some(inner) = text.strip_suffix("-resend") {
+            return Self::decode(inner).map(|step| OutboxStep::Resend(Box::new(step)));
+        }
+        if text == "status" {
+            return Some(OutboxStep::Status);
+        }
+        let (kind, n) = text.rsplit_once('-')?;
+        let n = n.parse().ok()?;
+        match kind {
+            "reply" => Some(OutboxStep::Reply(n)),
+            "error" => Some(OutboxStep::Error(n)),
+            "final" => Some(OutboxStep::Final(n)),
+            "file" => Some(OutboxStep::File(n)),
+            _ => None,
+        }
+    }
+
+    /// The record key of this step of answering journal entry `journal_key`.
+    pub fn key(&self, journal_key: &str) -> String {
+        format!("{journal_key}\u{1e}{}", self.encode())
+    }
 }
 
 impl Outbox {
@@ -149,7 +212,7 @@ mod tests {
         let store: StoreRef = Arc::new(MemoryStore::default());
         let outbox = Outbox::new(store.clone());
         let chat = ChatKey::new("telegram", "42", None);
-        let key = outbox_key("j1", "final-0");
+        let key = OutboxStep::Final(0).key("j1");
         let send = OutboxAction::Send {
             text: "hello".into(),
             reply_to: None,
@@ -174,5 +237,26 @@ mod tests {
         outbox.dead_letter(&again).expect("dead");
         assert_eq!(outbox.dead_letters().expect("dead").len(), 1);
         assert!(outbox.for_entry("j1").expect("scan").is_empty());
+    }
+
+    #[test]
+    fn steps_round_trip_through_their_keys() {
+        let chat = ChatKey::new("telegram", "42", None);
+        let steps = [
+            OutboxStep::Status,
+            OutboxStep::Reply(0),
+            OutboxStep::Error(2),
+            OutboxStep::Final(11),
+            OutboxStep::File(3),
+            OutboxStep::Resend(Box::new(OutboxStep::Final(0))),
+        ];
+        for step in steps {
+            let action = OutboxAction::Send {
+                text: "x".into(),
+                reply_to: None,
+            };
+            let record = OutboxRecord::new(step.key("j\u{1f}1"), chat.clone(), false, action);
+            assert_eq!(record.step(), Some(step));
+        }
     }
 }

@@ -10,7 +10,7 @@ use antler_channel::{ChannelError, ChatKey};
 use tokio::time::Instant;
 
 use crate::channels::deliver::secs;
-use crate::channels::manager::ChannelRuntime;
+use crate::channels::runtime::ChannelRuntime;
 
 pub const WORKING_TEXT: &str = "Working on it…";
 pub const CURSOR: &str = " ▉";
@@ -117,7 +117,7 @@ impl<'a> StatusStream<'a> {
     }
 
     fn render(&self) -> String {
-        let max = self.runtime.parts.send.limits().max_text_len.max(16);
+        let max = self.runtime.profile.max_text_len.max(16);
         if self.text.trim().is_empty() {
             return match &self.progress {
                 Some(progress) => format!("{WORKING_TEXT}\n{progress}"),
@@ -149,8 +149,7 @@ impl<'a> Typing<'a> {
             runtime,
             chat,
             is_group,
-            // Groups have a third of a private chat's budget; typing must leave room for edits.
-            every: Duration::from_secs(if is_group { 8 } else { 4 }),
+            every: runtime.profile.typing_interval.of(is_group),
             last: None,
         }
     }

@@ -1,21 +1,27 @@
-//! Supervised intake: the polling loop with bounded backoff, and health reporting.
+//! Supervision of a channel's transport: restarts after errors and panics with bounded backoff,
+//! a stop for fatal errors, and the health every state shows in `/readyz`.
 //!
 //! Transient failures (network, 5xx) back off exponentially with jitter up to [`MAX_BACKOFF`];
-//! a fatal one (bad token, 409 Conflict from a second poller or a set webhook) stops the
-//! channel and marks it unhealthy: retrying could not help and would only hammer the API.
+//! a platform's rate limit waits the delay it asked for; a fatal error (bad token, 409 Conflict
+//! from a second poller or a set webhook) stops the channel and marks it unhealthy: retrying
+//! could not help and would only hammer the API.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use antler_channel::{ChannelError, PollUpdates};
+use antler_channel::{ChannelError, InboundSink, Transport, TransportContext};
+use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::channels::deliver::secs;
 use crate::channels::health::{ChannelHealth, HealthBoard};
-use crate::channels::manager::ChannelManager;
 
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const BASE_BACKOFF: Duration = Duration::from_millis(500);
+/// How long a transport gets to notice the stop signal before it is abandoned.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Delay before retry number `failures` (1-based): doubling from 0.5 s, capped, ±25 % jitter.
 pub fn backoff(failures: u32) -> Duration {
@@ -28,7 +34,7 @@ pub fn backoff(failures: u32) -> Duration {
 
 /// Marks a channel stopped for good, with the log line an operator needs.
 pub fn mark_fatal(health: &HealthBoard, channel: &str, error: &ChannelError) {
-    tracing::error!(channel, %error, "Channel stopped; fix the problem and restart antler");
+    tracing::error!(channel, %error, "Channel stopped; fix the problem (antler retries when its settings change)");
     health.set(
         channel,
         ChannelHealth::Unhealthy {
@@ -37,83 +43,95 @@ pub fn mark_fatal(health: &HealthBoard, channel: &str, error: &ChannelError) {
     );
 }
 
-/// Polls until `stop`, journalling each batch before acknowledging it.
-pub async fn run_poller(
-    manager: ChannelManager,
-    channel: String,
-    poll: Arc<dyn PollUpdates>,
-    health: HealthBoard,
-    stop: CancellationToken,
-) {
+/// Runs `transport` until `stop`, restarting it after errors and panics. Returns the fatal
+/// error that ended it, or `Ok` when stopped.
+pub(crate) async fn supervise(
+    channel: &str,
+    transport: Arc<dyn Transport>,
+    sink: Arc<dyn InboundSink>,
+    health: &HealthBoard,
+    stop: &CancellationToken,
+) -> Result<(), ChannelError> {
     let mut failures = 0u32;
-    health.set(&channel, ChannelHealth::Running);
     loop {
-        let result = tokio::select! {
-            _ = stop.cancelled() => break,
-            result = poll.poll() => result,
+        let live = Arc::new(AtomicBool::new(false));
+        let report = {
+            let (live, health, channel) = (live.clone(), health.clone(), channel.to_string());
+            Arc::new(move || {
+                if !live.swap(true, Ordering::SeqCst) {
+                    health.set(&channel, ChannelHealth::Running);
+                }
+            })
         };
-        let delay = match result {
-            Ok(messages) => match accept(&manager, &channel, messages).await {
-                Ok(_) => {
-                    poll.commit();
-                    if failures > 0 {
-                        tracing::info!(channel, "Channel recovered");
-                        health.set(&channel, ChannelHealth::Running);
-                    }
-                    failures = 0;
-                    continue;
-                }
-                Err(error) => {
-                    // Not acknowledged: the platform delivers the batch again.
-                    failures += 1;
-                    tracing::error!(channel, %error, "Could not journal incoming messages; they will be fetched again");
-                    backoff(failures)
-                }
-            },
-            Err(error) if error.is_fatal() => {
-                mark_fatal(&health, &channel, &error);
-                return;
+        let ctx = TransportContext::new(sink.clone(), stop.child_token(), report);
+        let run = AssertUnwindSafe(transport.run(ctx)).catch_unwind();
+        let abandoned = async {
+            stop.cancelled().await;
+            tokio::time::sleep(STOP_GRACE).await;
+        };
+        let result = tokio::select! {
+            result = run => result,
+            () = abandoned => {
+                tracing::warn!(channel, "The channel's transport ignored the stop signal; abandoning it");
+                return Ok(());
             }
-            Err(ChannelError::RateLimited { retry_after_secs }) => secs(retry_after_secs),
-            Err(error) => {
-                failures += 1;
-                let delay = backoff(failures);
-                tracing::warn!(channel, %error, ?delay, failures, "Polling failed; retrying");
-                health.set(
-                    &channel,
-                    ChannelHealth::Degraded {
-                        reason: error.to_string(),
-                    },
-                );
-                delay
+        };
+        if live.load(Ordering::SeqCst) {
+            failures = 0;
+        }
+        let delay = match result {
+            Ok(Ok(())) if stop.is_cancelled() => return Ok(()),
+            Ok(Err(error)) if error.is_fatal() => return Err(error),
+            Ok(Err(ChannelError::RateLimited { retry_after_secs })) => secs(retry_after_secs),
+            Ok(Ok(())) => degraded(
+                health,
+                channel,
+                &mut failures,
+                "the connection ended".into(),
+            ),
+            Ok(Err(error)) => degraded(health, channel, &mut failures, error.to_string()),
+            Err(panic) => {
+                let reason = format!("the transport panicked: {}", panic_text(panic.as_ref()));
+                tracing::error!(channel, reason, "Restarting the channel's transport");
+                degraded(health, channel, &mut failures, reason)
             }
         };
         tokio::select! {
-            _ = stop.cancelled() => break,
+            _ = stop.cancelled() => return Ok(()),
             _ = tokio::time::sleep(delay) => {}
         }
     }
-    health.set(&channel, ChannelHealth::Stopped);
 }
 
-/// Journals off the async threads: the flush is an fsync.
-async fn accept(
-    manager: &ChannelManager,
-    channel: &str,
-    messages: Vec<antler_channel::InboundMessage>,
-) -> Result<(), crate::store::StoreError> {
-    if messages.is_empty() {
-        return Ok(());
-    }
-    let manager = manager.clone();
-    let channel = channel.to_string();
-    tokio::task::spawn_blocking(move || manager.accept_batch(&channel, messages).map(|_| ()))
-        .await
-        .map_err(|e| crate::store::StoreError::Io(format!("journalling did not finish: {e}")))?
+fn degraded(health: &HealthBoard, channel: &str, failures: &mut u32, reason: String) -> Duration {
+    *failures += 1;
+    let delay = backoff(*failures);
+    tracing::warn!(
+        channel,
+        reason,
+        ?delay,
+        failures = *failures,
+        "Channel transport failed; retrying"
+    );
+    health.set(channel, ChannelHealth::Degraded { reason });
+    delay
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic payload".into())
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
+    use antler_channel::{InboundMessage, SinkError};
+    use async_trait::async_trait;
+
     use super::*;
 
     #[test]
@@ -125,5 +143,79 @@ mod tests {
         for failures in [10, 30, u32::MAX] {
             assert!(backoff(failures) <= MAX_BACKOFF + MAX_BACKOFF / 4);
         }
+    }
+
+    struct NullSink;
+
+    #[async_trait]
+    impl InboundSink for NullSink {
+        async fn accept(&self, _messages: Vec<InboundMessage>) -> Result<(), SinkError> {
+            Ok(())
+        }
+    }
+
+    /// Panics on the first run, fails on the second, then reports a fatal error.
+    struct Flaky {
+        runs: Mutex<u32>,
+    }
+
+    #[async_trait]
+    impl Transport for Flaky {
+        async fn run(&self, ctx: TransportContext) -> Result<(), ChannelError> {
+            let run = {
+                let mut runs = self.runs.lock().expect("runs");
+                *runs += 1;
+                *runs
+            };
+            ctx.report_live();
+            match run {
+                1 => panic!("boom"),
+                2 => Err(ChannelError::Network("reset".into())),
+                _ => Err(ChannelError::Unauthorized("revoked".into())),
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn panics_and_errors_restart_the_transport_until_a_fatal_error() {
+        let health = HealthBoard::default();
+        let flaky = Arc::new(Flaky {
+            runs: Mutex::new(0),
+        });
+        let result = supervise(
+            "test",
+            flaky.clone(),
+            Arc::new(NullSink),
+            &health,
+            &CancellationToken::new(),
+        )
+        .await;
+        assert!(matches!(result, Err(ChannelError::Unauthorized(_))));
+        assert_eq!(*flaky.runs.lock().expect("runs"), 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_ends_supervision_without_an_error() {
+        struct Waits;
+        #[async_trait]
+        impl Transport for Waits {
+            async fn run(&self, ctx: TransportContext) -> Result<(), ChannelError> {
+                ctx.report_live();
+                ctx.stop.cancelled().await;
+                Ok(())
+            }
+        }
+        let health = HealthBoard::default();
+        let stop = CancellationToken::new();
+        let task = {
+            let (health, stop) = (health.clone(), stop.clone());
+            tokio::spawn(async move {
+                supervise("test", Arc::new(Waits), Arc::new(NullSink), &health, &stop).await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(health.get("test"), Some(ChannelHealth::Running));
+        stop.cancel();
+        assert!(task.await.expect("join").is_ok());
     }
 }

@@ -9,13 +9,12 @@ pub mod handle;
 pub mod load;
 mod problem;
 pub mod schema;
-pub mod secret;
 pub mod validate;
 pub mod watch;
 
-pub use channels::{
-    ChannelSessionConfig, ChannelsConfig, GroupPolicy, StreamConfig, TelegramConfig, TelegramMode,
-};
+pub use antler_channel::{GroupPolicy, Secret, SessionConfig};
+pub use antler_telegram::{TelegramConfig, TelegramMode};
+pub use channels::{ChannelsConfig, StreamConfig};
 pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::ConfigHandle;
@@ -25,5 +24,4 @@ pub use load::{
 };
 pub use problem::ConfigProblem;
 pub use schema::*;
-pub use secret::Secret;
 pub use watch::{ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome};

@@ -18,6 +18,7 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
     check_fallbacks(&config.models, &mut problems);
     check_limits(config, &mut problems);
     check_gateway(config, &mut problems);
+    check_channels(config, &mut problems);
     for (index, admin) in config.admins.iter().enumerate() {
         if !is_user_id(admin) {
             problems.push(format!("admins[{index}]"), USER_ID_RULE);
@@ -307,6 +308,23 @@ fn check_limits(config: &AppConfig, problems: &mut Problems) {
         "uploads.max_total_size",
         "must be greater than 0 (bytes)",
     );
+}
+
+fn check_channels(config: &AppConfig, problems: &mut Problems) {
+    let channels = &config.channels;
+    problems.require(
+        channels
+            .stream
+            .min_interval
+            .is_none_or(|s| (0.0..=60.0).contains(&s)),
+        "channels.stream.min_interval",
+        "must be between 0 and 60 seconds",
+    );
+    for section in channels.sections() {
+        for (key, message) in section.problems() {
+            problems.push(format!("channels.{}.{key}", section.name()), message);
+        }
+    }
 }
 
 fn check_gateway(config: &AppConfig, problems: &mut Problems) {

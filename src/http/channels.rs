@@ -1,46 +1,61 @@
-//! Channel webhooks: verify, journal, acknowledge. No platform parsing beyond the adapter's.
+//! `POST /channels/{name}/webhook`: one route for every adapter in webhook mode. The adapter
+//! verifies and parses; the channel layer journals; the platform gets its answer only after.
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 
-use crate::channels::WebhookError;
-use crate::http::AppState;
+use crate::channels::WebhookAnswer;
+use crate::http::{ApiError, AppState};
 
-const TELEGRAM_SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
-
-/// `POST /channels/telegram/webhook`. 200 only once the update is journalled, so Telegram
-/// retries anything the daemon could not store; a retried update is recognised and dropped.
-pub(crate) async fn telegram_webhook(
+pub(crate) async fn webhook(
     State(state): State<Arc<AppState>>,
+    Path(channel): Path<String>,
     headers: HeaderMap,
     body: Bytes,
-) -> StatusCode {
-    let Some(webhook) = state.channels.telegram_webhook() else {
-        return StatusCode::NOT_FOUND;
+) -> Response {
+    let Some(endpoint) = state.channels.webhook(&channel) else {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            "channel_not_listening",
+            format!(
+                "no channel {channel:?} is receiving webhooks; enable channels.{channel} with a webhook mode and check `antler status`"
+            ),
+        )
+        .into_response();
     };
-    let secret = headers
-        .get(TELEGRAM_SECRET_HEADER)
-        .map(|value| value.as_bytes().to_vec());
-    let result =
-        tokio::task::spawn_blocking(move || webhook.receive(secret.as_deref(), &body)).await;
-    match result {
-        Ok(Ok(_)) => StatusCode::OK,
-        Ok(Err(WebhookError::BadSecret)) => StatusCode::UNAUTHORIZED,
-        // Telegram would retry a bad update forever; accept and drop it.
-        Ok(Err(WebhookError::BadUpdate(detail))) => {
-            tracing::warn!(detail, "Dropping an unreadable Telegram update");
-            StatusCode::OK
+    let answer = tokio::task::spawn_blocking(move || endpoint.receive(&headers, &body)).await;
+    match answer {
+        Ok(WebhookAnswer::Respond(response)) => {
+            let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK);
+            let mut answer = (status, Body::from(response.body)).into_response();
+            if let Some(content_type) = response.content_type {
+                answer
+                    .headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            }
+            answer
         }
-        Ok(Err(WebhookError::Store(error))) => {
-            tracing::error!(%error, "Could not journal a Telegram update; Telegram will retry");
-            StatusCode::SERVICE_UNAVAILABLE
+        Ok(WebhookAnswer::Refused(error)) => {
+            let (status, code) = match error {
+                antler_channel::WebhookError::Unauthorized(_) => {
+                    (StatusCode::UNAUTHORIZED, "webhook_unauthorized")
+                }
+                antler_channel::WebhookError::Malformed(_) => {
+                    (StatusCode::BAD_REQUEST, "webhook_malformed")
+                }
+            };
+            ApiError::new(status, code, error.to_string()).into_response()
         }
-        Err(error) => {
-            tracing::error!(%error, "Journalling a Telegram update did not finish");
-            StatusCode::SERVICE_UNAVAILABLE
-        }
+        Ok(WebhookAnswer::Unavailable(detail)) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "journal_unavailable",
+            format!("could not store the delivery ({detail}); retry later"),
+        )
+        .into_response(),
+        Err(error) => ApiError::internal(error).into_response(),
     }
 }

@@ -67,10 +67,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/", get(web::index))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .route(
-            "/channels/telegram/webhook",
-            post(channels::telegram_webhook),
-        )
+        .route("/channels/{channel}/webhook", post(channels::webhook))
         .route("/api/models", get(models::list))
         .route("/api/agents", get(agents::list).post(agents::create))
         .route(

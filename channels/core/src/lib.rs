@@ -1,18 +1,32 @@
 //! The platform-neutral chat channel interface.
 //!
-//! Adapters (`channels/<platform>`) translate a platform's events into [`InboundMessage`]s and
-//! deliver [`OutboundMessage`]s through small capability traits. This crate knows nothing of the
-//! agent: the daemon wires adapters to the harness, never the other way round.
+//! Adapters (`channels/<platform>`) implement [`ChannelConfig`] (their config section) and
+//! [`ChannelAdapter`] (connecting), translate the platform's events into [`InboundMessage`]s and
+//! deliver replies through small capability traits. This crate knows nothing of the agent: the
+//! daemon wires adapters to the harness, never the other way round.
 
+mod adapter;
 mod capabilities;
 mod channel;
 mod key;
 mod message;
+mod profile;
+mod secret;
+mod transport;
+mod webhook;
 
+pub use adapter::{
+    AccessSettings, ChannelAdapter, ChannelConfig, Connection, GroupPolicy, SessionConfig,
+    platform_ids,
+};
 pub use capabilities::{
-    ChannelError, ChannelLimits, DownloadFile, EditMessage, PollUpdates, React, SendMessage,
-    SentMessage, TypingIndicator, UploadFile,
+    ChannelError, DownloadFile, EditMessage, React, SendMessage, SentMessage, TypingIndicator,
+    UploadFile,
 };
 pub use channel::ChannelParts;
 pub use key::ChatKey;
-pub use message::{Attachment, InboundFile, InboundMessage, OutboundMessage};
+pub use message::{Attachment, InboundFile, InboundMessage};
+pub use profile::{BudgetLimits, ChannelProfile, Pace, ReactionSet};
+pub use secret::Secret;
+pub use transport::{InboundSink, SinkError, Transport, TransportContext};
+pub use webhook::{WebhookError, WebhookHandler, WebhookReply, WebhookRequest, WebhookResponse};

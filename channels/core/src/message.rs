@@ -1,11 +1,11 @@
-//! Normalized inbound and outbound chat messages.
+//! Normalized inbound messages and the local files sent with replies.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::key::ChatKey;
 
-/// A message a person sent on some platform, normalized.
+/// A message a person sent on some platform, normalized. This is what the daemon journals, so
+/// it carries only what answering needs, never the whole platform payload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InboundMessage {
     pub channel: String,
@@ -23,8 +23,6 @@ pub struct InboundMessage {
     pub mentions_bot: bool,
     /// The platform message id this one replies to.
     pub reply_to: Option<String>,
-    /// The raw platform payload, for adapters' own follow-ups.
-    pub raw: Value,
 }
 
 impl InboundMessage {
@@ -42,18 +40,6 @@ pub struct InboundFile {
     pub mime_type: Option<String>,
     pub size: Option<u64>,
     pub is_image: bool,
-}
-
-/// A reply to deliver.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OutboundMessage {
-    pub text: String,
-    pub attachments: Vec<Attachment>,
-    /// The last message of a turn (streaming updates are not final).
-    pub is_final: bool,
-    /// Edit this platform message instead of sending a new one.
-    pub edit_target: Option<String>,
-    pub reply_to: Option<String>,
 }
 
 /// A local file to upload with a reply.

@@ -5,7 +5,7 @@
 //! `m{root_message_id}` (one Antler thread per top-level group message, nothing to send back).
 
 use antler_channel::{InboundFile, InboundMessage};
-use teloxide::types::{FileMeta, Message};
+use teloxide::types::{FileMeta, Message, Update, UpdateKind};
 
 use crate::CHANNEL_NAME;
 
@@ -72,8 +72,15 @@ pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMe
         reply_to: message
             .reply_to_message()
             .map(|reply| reply.id.0.to_string()),
-        raw: serde_json::to_value(message).unwrap_or_default(),
     })
+}
+
+/// The message of an update the bot answers; `None` for other kinds of update.
+pub(crate) fn message_of(update: &Update, bot: &BotIdentity) -> Option<InboundMessage> {
+    match &update.kind {
+        UpdateKind::Message(message) => inbound_message(message, bot),
+        _ => None,
+    }
 }
 
 fn files_of(message: &Message) -> Vec<InboundFile> {

@@ -1,24 +1,32 @@
-//! Telegram adapter: teloxide requests behind Antler's channel capability traits.
+//! Telegram adapter: teloxide requests behind Antler's channel contract.
 //!
-//! The adapter never runs teloxide's `Dispatcher`: the manager drives `getUpdates` through
-//! [`PollUpdates`] so the offset (Telegram's acknowledgement) only advances after the manager
-//! journalled what it received. Webhook mode uses [`TelegramChannel::parse_update`] on the
-//! body the daemon's HTTP route verified.
+//! The adapter never runs teloxide's `Dispatcher`: its [`Transport`] drives `getUpdates` so the
+//! offset (Telegram's acknowledgement) only advances after the daemon journalled what it
+//! received. Webhook mode registers the URL at connect and verifies each push's secret header
+//! in [`webhook`].
 
+mod config;
 mod convert;
 mod error;
 mod markup;
+mod poll;
 mod send;
+mod webhook;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
-use antler_channel::{ChannelError, ChannelLimits, ChannelParts, InboundMessage, PollUpdates};
+use antler_channel::{
+    BudgetLimits, ChannelAdapter, ChannelError, ChannelParts, ChannelProfile, Connection, Pace,
+    ReactionSet,
+};
 use async_trait::async_trait;
 use teloxide::Bot;
-use teloxide::payloads::{GetUpdatesSetters, SetWebhookSetters};
+use teloxide::payloads::SetWebhookSetters;
 use teloxide::requests::Requester;
-use teloxide::types::{AllowedUpdate, Update, UpdateKind};
+use teloxide::types::AllowedUpdate;
 
+pub use config::{TelegramConfig, TelegramMode};
 pub use convert::{BotIdentity, inbound_message};
 pub use markup::to_html;
 
@@ -27,48 +35,113 @@ use crate::error::channel_error;
 /// The channel name used in chat keys and configuration.
 pub const CHANNEL_NAME: &str = "telegram";
 
-/// Bot API limits: 4096 characters a message, 20 MB downloads, 50 MB uploads, 10 MB photos.
-pub const TELEGRAM_LIMITS: ChannelLimits = ChannelLimits {
+/// Bot API rules: 4096 characters a message; about 30 messages a second per bot, one a second
+/// per chat and 20 a minute per group; 50 MB uploads, 10 MB photos, 20 MB downloads. The typing
+/// indicator lasts 5 s; groups get it less often to leave their smaller budget to edits.
+pub const TELEGRAM_PROFILE: ChannelProfile = ChannelProfile {
     max_text_len: 4096,
-    min_edit_interval_secs: 1.0,
+    edit_interval: Pace {
+        direct: Duration::from_secs(1),
+        group: Duration::from_secs(3),
+    },
+    typing_interval: Pace {
+        direct: Duration::from_secs(4),
+        group: Duration::from_secs(8),
+    },
+    budget: BudgetLimits {
+        global_per_second: 30,
+        direct_per_minute: 60,
+        group_per_minute: 20,
+        burst: 3,
+    },
     max_upload_bytes: 50 * 1024 * 1024,
     max_photo_bytes: 10 * 1024 * 1024,
     max_download_bytes: 20 * 1024 * 1024,
+    reactions: ReactionSet {
+        received: "👀",
+        done: "👍",
+        failed: "😢",
+    },
 };
 
-/// How to reach the Bot API.
-#[derive(Clone, Debug)]
-pub struct TelegramOptions {
-    pub bot_token: String,
-    /// A self-hosted Bot API server (or a test fake); `None` = `https://api.telegram.org`.
-    pub api_url: Option<String>,
-    /// Seconds `getUpdates` waits for news before answering empty.
-    pub poll_timeout_secs: u32,
+/// Builds the connection from `channels.telegram`.
+pub struct TelegramAdapter {
+    config: TelegramConfig,
 }
 
-/// One bot: the teloxide client, who the bot is, and the polling offset.
-pub struct TelegramChannel {
+impl TelegramAdapter {
+    pub fn new(config: TelegramConfig) -> Self {
+        Self { config }
+    }
+}
+
+#[async_trait]
+impl ChannelAdapter for TelegramAdapter {
+    fn profile(&self) -> ChannelProfile {
+        TELEGRAM_PROFILE
+    }
+
+    /// `getMe` checks the token; webhook mode then registers the URL and secret.
+    async fn connect(&self) -> Result<Connection, ChannelError> {
+        let config = &self.config;
+        let token = config
+            .bot_token
+            .as_ref()
+            .filter(|token| !token.is_empty())
+            .ok_or_else(|| {
+                ChannelError::Config(
+                    "channels.telegram.bot_token is empty; set it (e.g. $TELEGRAM_BOT_TOKEN)"
+                        .into(),
+                )
+            })?;
+        let channel = TelegramChannel::connect(token.expose(), config.api_url.as_deref()).await?;
+        let parts = channel.parts();
+        let bot_username = Some(channel.identity.username.clone());
+        match config.mode {
+            TelegramMode::Polling => Ok(Connection {
+                parts,
+                bot_username,
+                webhook: None,
+                transport: Some(Arc::new(poll::Poller::new(channel, config.poll_timeout))),
+            }),
+            TelegramMode::Webhook => {
+                let (url, secret) = match (&config.webhook_url, &config.webhook_secret) {
+                    (Some(url), Some(secret)) if !secret.is_empty() => (url, secret.expose()),
+                    _ => {
+                        return Err(ChannelError::Config(
+                            "webhook mode needs channels.telegram.webhook_url and webhook_secret"
+                                .into(),
+                        ));
+                    }
+                };
+                channel.set_webhook(url, secret).await?;
+                Ok(Connection {
+                    parts,
+                    bot_username,
+                    webhook: Some(Arc::new(webhook::TelegramWebhook::new(
+                        channel.identity.clone(),
+                        secret,
+                    ))),
+                    transport: None,
+                })
+            }
+        }
+    }
+}
+
+/// One bot: the teloxide client and who the bot is.
+pub(crate) struct TelegramChannel {
     bot: Bot,
     identity: BotIdentity,
-    poll_timeout_secs: u32,
-    offsets: Mutex<Offsets>,
-}
-
-#[derive(Default)]
-struct Offsets {
-    /// The `offset` of the next `getUpdates`: everything below it is acknowledged.
-    committed: i32,
-    /// One past the highest update id returned by `poll` and not committed yet.
-    pending: Option<i32>,
 }
 
 impl TelegramChannel {
     /// Checks the token with `getMe` and learns the bot's username.
-    pub async fn connect(options: &TelegramOptions) -> Result<Arc<Self>, ChannelError> {
-        let mut bot = Bot::new(&options.bot_token);
-        if let Some(api_url) = &options.api_url {
+    async fn connect(token: &str, api_url: Option<&str>) -> Result<Arc<Self>, ChannelError> {
+        let mut bot = Bot::new(token);
+        if let Some(api_url) = api_url {
             let url = url::Url::parse(api_url).map_err(|e| {
-                ChannelError::Platform(format!(
+                ChannelError::Config(format!(
                     "channels.telegram.api_url {api_url:?} is not a URL: {e}"
                 ))
             })?;
@@ -79,43 +152,28 @@ impl TelegramChannel {
             id: me.user.id.0,
             username: me.user.username.clone().unwrap_or_default(),
         };
-        Ok(Arc::new(Self {
-            bot,
-            identity,
-            poll_timeout_secs: options.poll_timeout_secs,
-            offsets: Mutex::new(Offsets::default()),
-        }))
+        Ok(Arc::new(Self { bot, identity }))
     }
 
-    pub fn identity(&self) -> &BotIdentity {
-        &self.identity
-    }
-
-    /// Every capability this adapter offers, for the manager.
-    pub fn parts(self: &Arc<Self>) -> ChannelParts {
+    fn parts(self: &Arc<Self>) -> ChannelParts {
         ChannelParts {
-            name: CHANNEL_NAME.into(),
             send: self.clone(),
             edit: Some(self.clone()),
             typing: Some(self.clone()),
+            react: Some(self.clone()),
             upload: Some(self.clone()),
             download: Some(self.clone()),
-            poll: Some(self.clone()),
         }
-    }
-
-    /// Parses a webhook body into a message; `Ok(None)` for updates the bot ignores.
-    pub fn parse_update(&self, body: &[u8]) -> Result<Option<InboundMessage>, ChannelError> {
-        let update: Update = serde_json::from_slice(body)
-            .map_err(|e| ChannelError::Platform(format!("unreadable telegram update: {e}")))?;
-        Ok(self.message_of(&update))
     }
 
     /// Registers `url` as the webhook; Telegram sends `secret` in every request's
     /// `X-Telegram-Bot-Api-Secret-Token` header.
-    pub async fn set_webhook(&self, url: &str, secret: &str) -> Result<(), ChannelError> {
-        let url = url::Url::parse(url)
-            .map_err(|e| ChannelError::Platform(format!("webhook url {url:?} is invalid: {e}")))?;
+    async fn set_webhook(&self, url: &str, secret: &str) -> Result<(), ChannelError> {
+        let url = url::Url::parse(url).map_err(|e| {
+            ChannelError::Config(format!(
+                "channels.telegram.webhook_url {url:?} is invalid: {e}"
+            ))
+        })?;
         self.bot
             .set_webhook(url)
             .secret_token(secret)
@@ -123,49 +181,5 @@ impl TelegramChannel {
             .await
             .map_err(channel_error)?;
         Ok(())
-    }
-
-    fn message_of(&self, update: &Update) -> Option<InboundMessage> {
-        match &update.kind {
-            UpdateKind::Message(message) => inbound_message(message, &self.identity),
-            _ => None,
-        }
-    }
-
-    fn offsets(&self) -> std::sync::MutexGuard<'_, Offsets> {
-        self.offsets
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-#[async_trait]
-impl PollUpdates for TelegramChannel {
-    async fn poll(&self) -> Result<Vec<InboundMessage>, ChannelError> {
-        let offset = {
-            let offsets = self.offsets();
-            offsets.committed
-        };
-        let updates = self
-            .bot
-            .get_updates()
-            .offset(offset)
-            .timeout(self.poll_timeout_secs)
-            .allowed_updates(vec![AllowedUpdate::Message])
-            .await
-            .map_err(channel_error)?;
-        if let Some(last) = updates.iter().map(|u| u.id.0).max() {
-            let next = i32::try_from(last).unwrap_or(i32::MAX).saturating_add(1);
-            let mut offsets = self.offsets();
-            offsets.pending = Some(offsets.pending.map_or(next, |p| p.max(next)));
-        }
-        Ok(updates.iter().filter_map(|u| self.message_of(u)).collect())
-    }
-
-    fn commit(&self) {
-        let mut offsets = self.offsets();
-        if let Some(pending) = offsets.pending.take() {
-            offsets.committed = offsets.committed.max(pending);
-        }
     }
 }

@@ -1,8 +1,8 @@
 //! The outbound capabilities: send, edit, typing, upload and download through the Bot API.
 
 use antler_channel::{
-    Attachment, ChannelError, ChannelLimits, ChatKey, DownloadFile, EditMessage, InboundFile,
-    SendMessage, SentMessage, TypingIndicator, UploadFile,
+    Attachment, ChannelError, ChatKey, DownloadFile, EditMessage, InboundFile, React, SendMessage,
+    SentMessage, TypingIndicator, UploadFile,
 };
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -11,16 +11,18 @@ use teloxide::net::Download;
 use teloxide::payloads::EditMessageTextSetters;
 use teloxide::payloads::{
     SendChatActionSetters, SendDocumentSetters, SendMessageSetters, SendPhotoSetters,
+    SetMessageReactionSetters,
 };
 use teloxide::requests::Requester;
 use teloxide::types::{
-    ChatAction, ChatId, FileId, InputFile, MessageId, ParseMode, ReplyParameters, ThreadId,
+    ChatAction, ChatId, FileId, InputFile, MessageId, ParseMode, ReactionType, ReplyParameters,
+    ThreadId,
 };
 use teloxide::{ApiError, RequestError};
 
 use crate::error::channel_error;
 use crate::markup::to_html;
-use crate::{TELEGRAM_LIMITS, TelegramChannel};
+use crate::{TELEGRAM_PROFILE, TelegramChannel};
 
 fn chat_id(chat: &ChatKey) -> Result<ChatId, ChannelError> {
     chat.chat_id
@@ -56,10 +58,6 @@ fn sent(message: &teloxide::types::Message) -> SentMessage {
 
 #[async_trait]
 impl SendMessage for TelegramChannel {
-    fn limits(&self) -> ChannelLimits {
-        TELEGRAM_LIMITS
-    }
-
     async fn send_text(
         &self,
         chat: &ChatKey,
@@ -129,6 +127,26 @@ impl TypingIndicator for TelegramChannel {
 }
 
 #[async_trait]
+impl React for TelegramChannel {
+    async fn react(
+        &self,
+        chat: &ChatKey,
+        message_id_text: &str,
+        reaction: &str,
+    ) -> Result<(), ChannelError> {
+        let emoji = ReactionType::Emoji {
+            emoji: reaction.to_string(),
+        };
+        self.bot
+            .set_message_reaction(chat_id(chat)?, message_id(message_id_text)?)
+            .reaction(vec![emoji])
+            .await
+            .map(|_| ())
+            .map_err(channel_error)
+    }
+}
+
+#[async_trait]
 impl UploadFile for TelegramChannel {
     async fn upload(
         &self,
@@ -136,15 +154,15 @@ impl UploadFile for TelegramChannel {
         file: &Attachment,
         reply_to: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
-        if file.size > TELEGRAM_LIMITS.max_upload_bytes {
+        if file.size > TELEGRAM_PROFILE.max_upload_bytes {
             return Err(ChannelError::TooLarge {
                 size: file.size,
-                limit: TELEGRAM_LIMITS.max_upload_bytes,
+                limit: TELEGRAM_PROFILE.max_upload_bytes,
             });
         }
         let input = InputFile::file(file.path.clone()).file_name(file.filename.clone());
         let chat_id = chat_id(chat)?;
-        let message = if file.is_image && file.size <= TELEGRAM_LIMITS.max_photo_bytes {
+        let message = if file.is_image && file.size <= TELEGRAM_PROFILE.max_photo_bytes {
             let mut request = self.bot.send_photo(chat_id, input);
             if let Some(thread) = forum_thread(chat) {
                 request = request.message_thread_id(thread);

@@ -1,4 +1,5 @@
-//! Secrets (API keys, bot tokens) that never appear in logs or debug output.
+//! Secrets (API keys, bot tokens) that never appear in logs or debug output. Defined here so
+//! adapters' config sections and the daemon's own configuration share one redacting type.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,110 @@
+//! The adapter contract: what each platform crate implements and the daemon iterates.
+//!
+//! A platform plugs in with two types: its config section ([`ChannelConfig`], the typed struct
+//! under `channels.<name>`), which also says who may talk to the bot, and its adapter
+//! ([`ChannelAdapter`]), which connects and hands back a [`Connection`]: the capabilities, and
+//! optionally a webhook handler (mounted at `POST /channels/<name>/webhook`) and a long-lived
+//! transport (poller, socket, gateway) that the daemon supervises.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::capabilities::ChannelError;
+use crate::channel::ChannelParts;
+use crate::profile::ChannelProfile;
+use crate::transport::Transport;
+use crate::webhook::WebhookHandler;
+
+/// A platform's section of the configuration and the way to build its adapter.
+pub trait ChannelConfig: Send + Sync + std::fmt::Debug {
+    /// The channel's name in chat keys, user ids (`{name}-{platform id}`), config and the webhook
+    /// path.
+    fn name(&self) -> &'static str;
+    fn enabled(&self) -> bool;
+    /// Who may talk to the bot and where; read for every message, so a reload applies at once.
+    fn access(&self) -> AccessSettings;
+    /// The agent that answers in this channel unless the chat chose one.
+    fn session_agent(&self) -> Option<&str>;
+    /// React to people's messages (received, answered, failed) where the adapter can.
+    fn reactions(&self) -> bool {
+        false
+    }
+    /// A digest of the settings that need a new connection when they change (credentials, mode,
+    /// endpoints); the daemon restarts only this channel when it changes.
+    fn connection_key(&self) -> u64;
+    /// What is wrong with the section: `(key below channels.<name>, what to do)`.
+    fn problems(&self) -> Vec<(String, String)>;
+    /// An adapter for these settings; nothing is contacted until [`ChannelAdapter::connect`].
+    fn adapter(&self) -> Box<dyn ChannelAdapter>;
+}
+
+/// One platform's adapter, built from its config section.
+#[async_trait]
+pub trait ChannelAdapter: Send + Sync {
+    fn profile(&self) -> ChannelProfile;
+    /// Checks the credentials, learns who the bot is and prepares the platform (e.g. registers
+    /// the webhook). A fatal error ([`ChannelError::is_fatal`]) stops the channel until the
+    /// operator acts; any other is retried with backoff.
+    async fn connect(&self) -> Result<Connection, ChannelError>;
+}
+
+/// A connected adapter.
+pub struct Connection {
+    pub parts: ChannelParts,
+    /// The bot's name on the platform; recognises `/cmd@BotName`.
+    pub bot_username: Option<String>,
+    /// Verifies and parses pushed deliveries (webhook modes).
+    pub webhook: Option<Arc<dyn WebhookHandler>>,
+    /// Pulls or receives messages until stopped (polling, sockets, gateways).
+    pub transport: Option<Arc<dyn Transport>>,
+}
+
+/// Who may talk to a channel and where. Ids are the platform's, as strings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessSettings {
+    /// Empty = every user (in direct chats and allowlisted group chats).
+    pub allowed_users: Vec<String>,
+    /// Group chats the bot answers in; a group chat not listed is denied.
+    pub allowed_chats: Vec<String>,
+    /// Always allowed, with Antler admin rights as the user `{channel}-{id}`.
+    pub admins: Vec<String>,
+    pub group_policy: GroupPolicy,
+}
+
+/// Session defaults of a channel (`channels.<name>.session`, and `channels.session` for all).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionConfig {
+    /// The agent that answers when neither the chat nor the user chose one.
+    pub agent: Option<String>,
+}
+
+/// When the bot answers in a group it is allowed in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupPolicy {
+    /// Only messages that mention the bot or reply to it.
+    #[default]
+    Mention,
+    All,
+}
+
+/// Platform ids from YAML, as integers (`42`, `-100123`) or strings (`U024BE7LH`); kept as strings.
+pub fn platform_ids<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Number(i64),
+        Text(String),
+    }
+    let ids = Vec::<Id>::deserialize(deserializer)?;
+    Ok(ids
+        .into_iter()
+        .map(|id| match id {
+            Id::Number(number) => number.to_string(),
+            Id::Text(text) => text,
+        })
+        .collect())
+}

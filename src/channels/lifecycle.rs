@@ -1,0 +1,166 @@
+//! One channel for the daemon's whole life: connected while its section is enabled, restarted
+//! alone when its connection settings (credentials, mode, endpoints) change, and stopped for
+//! good only by a fatal error (until the settings change) or shutdown.
+//!
+//! A session: connect (retried with backoff) → register with the manager → answer what the
+//! last run left pending → mount the webhook and/or run the transport under supervision.
+
+use antler_channel::{ChannelAdapter, ChannelConfig};
+use tokio_util::sync::CancellationToken;
+
+use crate::channels::ChannelHub;
+use crate::channels::health::ChannelHealth;
+use crate::channels::manager::ChannelManager;
+use crate::channels::runtime::ChannelRuntime;
+use crate::channels::supervise::{backoff, mark_fatal, supervise};
+use crate::config::{AppConfig, ConfigHandle};
+
+/// What the lifecycle task of one channel needs.
+pub(crate) struct Lifecycle {
+    pub(crate) name: &'static str,
+    pub(crate) manager: ChannelManager,
+    pub(crate) hub: ChannelHub,
+    pub(crate) config: ConfigHandle,
+}
+
+/// How a session ended.
+enum SessionEnd {
+    Stopped,
+    /// Retrying cannot help; wait for the operator to change the settings.
+    Fatal,
+}
+
+impl Lifecycle {
+    pub(crate) async fn run(self, stop: CancellationToken) {
+        let mut changes = self.config.subscribe();
+        loop {
+            let config = self.config.current();
+            let Some((key, adapter)) = enabled(&config, self.name) else {
+                self.hub.health.remove(self.name);
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                continue;
+            };
+            let session_stop = stop.child_token();
+            let session = self.session(adapter, session_stop.clone());
+            tokio::pin!(session);
+            let mut fatal = false;
+            loop {
+                tokio::select! {
+                    end = &mut session, if !fatal => {
+                        match end {
+                            SessionEnd::Stopped => return,
+                            SessionEnd::Fatal => fatal = true,
+                        }
+                    }
+                    _ = stop.cancelled(), if fatal => return,
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let now = self.config.current();
+                        if enabled(&now, self.name).map(|(k, _)| k) == Some(key) {
+                            continue;
+                        }
+                        tracing::info!(channel = self.name, "The channel's connection settings changed; restarting it");
+                        session_stop.cancel();
+                        if !fatal {
+                            (&mut session).await;
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn session(
+        &self,
+        adapter: Box<dyn ChannelAdapter>,
+        stop: CancellationToken,
+    ) -> SessionEnd {
+        let name = self.name;
+        let health = &self.hub.health;
+        health.set(name, ChannelHealth::Starting);
+        let mut failures = 0;
+        let connection = loop {
+            let attempt = tokio::select! {
+                _ = stop.cancelled() => return SessionEnd::Stopped,
+                attempt = adapter.connect() => attempt,
+            };
+            match attempt {
+                Ok(connection) => break connection,
+                Err(error) if error.is_fatal() => {
+                    mark_fatal(health, name, &error);
+                    return SessionEnd::Fatal;
+                }
+                Err(error) => {
+                    failures += 1;
+                    let delay = backoff(failures);
+                    tracing::warn!(channel = name, %error, ?delay, "Could not connect the channel; retrying");
+                    health.set(
+                        name,
+                        ChannelHealth::Degraded {
+                            reason: error.to_string(),
+                        },
+                    );
+                    tokio::select! {
+                        _ = stop.cancelled() => return SessionEnd::Stopped,
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
+            }
+        };
+        let runtime = ChannelRuntime::new(
+            name,
+            connection.parts,
+            adapter.profile(),
+            connection.bot_username,
+        );
+        tracing::info!(
+            channel = name,
+            bot = runtime.bot_username.as_deref().unwrap_or(""),
+            "Channel connected"
+        );
+        self.manager.register(runtime);
+        if let Err(error) = self.manager.recover(name) {
+            tracing::error!(channel = name, %error, "Could not read the journal of unanswered messages");
+        }
+        if let Some(handler) = connection.webhook {
+            self.hub.mount(name, handler, self.manager.clone());
+            health.set(name, ChannelHealth::Running);
+        }
+        let end = match connection.transport {
+            Some(transport) => {
+                let sink = self.manager.sink(name);
+                match supervise(name, transport, sink, health, &stop).await {
+                    Ok(()) => SessionEnd::Stopped,
+                    Err(error) => {
+                        mark_fatal(health, name, &error);
+                        SessionEnd::Fatal
+                    }
+                }
+            }
+            None => {
+                stop.cancelled().await;
+                SessionEnd::Stopped
+            }
+        };
+        self.hub.unmount(name);
+        self.manager.unregister(name);
+        if matches!(end, SessionEnd::Stopped) {
+            health.set(name, ChannelHealth::Stopped);
+        }
+        end
+    }
+}
+
+/// The connection key and a fresh adapter of `name`'s section, when it is enabled.
+fn enabled(config: &AppConfig, name: &str) -> Option<(u64, Box<dyn ChannelAdapter>)> {
+    let section: &dyn ChannelConfig = config.channels.section(name)?;
+    section
+        .enabled()
+        .then(|| (section.connection_key(), section.adapter()))
+}

@@ -1,0 +1,97 @@
+//! The run of a chat turn: started once the thread is free, its events streamed into the status
+//! message (text, tool activity) with the typing indicator kept alive.
+
+use std::time::Duration;
+
+use antler_channel::ChatKey;
+
+use crate::agent::RunOutcome;
+use crate::agent_api::{RunEvent, StopReason};
+use crate::channels::deps::TurnDeps;
+use crate::channels::runtime::ChannelRuntime;
+use crate::channels::stream::{StatusStream, Typing};
+use crate::config::AppConfig;
+use crate::harness::{RunError, RunHandle, RunRequest};
+
+/// How long a turn waits for a run started elsewhere (HTTP API) on the same thread.
+const BUSY_WAIT: Duration = Duration::from_secs(30);
+/// How often the status message and the typing indicator get a chance to refresh.
+const TICK: Duration = Duration::from_millis(200);
+
+/// What a finished run left for the answer.
+pub(super) struct Streamed {
+    /// `None` when the run's task panicked.
+    pub(super) outcome: Option<RunOutcome>,
+    /// The assistant text shown so far (the answer if the state has none).
+    pub(super) text: String,
+    /// An error the run reported.
+    pub(super) error: Option<String>,
+}
+
+impl Streamed {
+    pub(super) fn stop(&self) -> Option<StopReason> {
+        self.outcome.as_ref().map(|outcome| outcome.stop)
+    }
+}
+
+/// Starts the run, waiting up to [`BUSY_WAIT`] for another run on the thread to finish.
+pub(super) async fn start(deps: &TurnDeps, request: RunRequest) -> Result<RunHandle, RunError> {
+    let deadline = tokio::time::Instant::now() + BUSY_WAIT;
+    loop {
+        match deps.harness.start_run(request.clone()).await {
+            Err(RunError::Busy { .. }) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+pub(super) async fn stream(
+    runtime: &ChannelRuntime,
+    config: &AppConfig,
+    key: &ChatKey,
+    is_group: bool,
+    status_id: Option<String>,
+    mut handle: RunHandle,
+) -> Streamed {
+    let mut status = StatusStream::new(
+        runtime,
+        key,
+        is_group,
+        status_id,
+        runtime.edit_interval(config, is_group),
+        config.channels.stream.show_progress,
+    );
+    let mut typing = Typing::new(runtime, key, is_group);
+    let mut ticker = tokio::time::interval(TICK);
+    let mut error = None;
+    loop {
+        tokio::select! {
+            event = handle.events.recv() => match event {
+                None => break,
+                Some(RunEvent::TextDelta { message_id, delta }) => status.push_text(&message_id, &delta),
+                Some(RunEvent::ToolStarted { call }) => status.set_progress(Some(format!("· {}", call.name))),
+                Some(RunEvent::ToolFinished { .. }) => status.set_progress(None),
+                Some(RunEvent::Error { message, .. }) => error = Some(message),
+                Some(_) => {}
+            },
+            _ = ticker.tick() => {
+                typing.tick().await;
+                status.tick().await;
+            }
+        }
+    }
+    let outcome = match handle.outcome.await {
+        Ok(outcome) => Some(outcome),
+        Err(join) => {
+            tracing::warn!(error = %join, "A channel run panicked");
+            None
+        }
+    };
+    Streamed {
+        outcome,
+        text: status.text().to_string(),
+        error,
+    }
+}
