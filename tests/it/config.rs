@@ -468,3 +468,43 @@ async fn poll_once_reports_each_outcome() {
     assert_eq!(watcher.poll_once().await, PollOutcome::Reloaded);
     assert_eq!(handle.current().models[0].model, "c");
 }
+
+#[test]
+fn a_channel_section_loads_into_its_adapter_and_reports_problems_by_key() {
+    let env = MapEnv::new().with("TG_TOKEN", "123:abc");
+    let yaml = format!(
+        "{MODEL}channels:\n  telegram:\n    enabled: true\n    bot_token: $TG_TOKEN\n    mode: webhook\n    webhook_url: https://bot.example.com/channels/telegram/webhook\n    webhook_secret: s3cret\n    allowed_users: [1, \"2\"]\n    allowed_chats: [-100]\n    admins: [1]\n    group_policy: all\n    reactions: true\n  session:\n    agent: helper\n  stream:\n    min_interval: 0.5\n"
+    );
+    let config = load_ok(&yaml, &env);
+    let telegram = &config.channels.telegram;
+    assert_eq!(
+        telegram.bot_token.as_ref().map(|t| t.expose()),
+        Some("123:abc")
+    );
+    assert_eq!(telegram.allowed_users, ["1", "2"]);
+    assert_eq!(telegram.allowed_chats, ["-100"]);
+    assert!(telegram.reactions);
+    assert_eq!(config.channels.default_agent("telegram"), Some("helper"));
+    assert_eq!(config.channels.stream.min_interval, Some(0.5));
+    assert!(
+        !format!("{telegram:?}").contains("123:abc"),
+        "the token is redacted"
+    );
+
+    let typo = format!("{MODEL}channels:\n  telegram:\n    bot_tokn: x\n");
+    let found = problems(&typo, &env);
+    assert!(found.iter().any(|p| p.contains("bot_tokn")), "{found:?}");
+
+    let incomplete = format!(
+        "{MODEL}channels:\n  telegram:\n    enabled: true\n    mode: webhook\n    webhook_secret: \"not valid!\"\n"
+    );
+    let found = problems(&incomplete, &env);
+    for key in ["bot_token", "webhook_url", "webhook_secret"] {
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with(&format!("channels.telegram.{key}:"))),
+            "{key} missing from {found:?}"
+        );
+    }
+}

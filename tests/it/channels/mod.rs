@@ -4,7 +4,9 @@
 mod commands;
 mod conformance;
 mod files_webhook;
+mod reload;
 mod telegram;
+mod telegram_driver;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -25,12 +27,8 @@ pub(crate) struct Bot {
     task: tokio::task::JoinHandle<()>,
 }
 
-pub(crate) fn config_yaml(
-    dir: &Path,
-    fake: &FakeTelegram,
-    model: &FakeOpenAi,
-    telegram_extra: &str,
-) -> String {
+/// A daemon config with a fake model and `channels_section` (the keys under `channels:`).
+pub(crate) fn daemon_yaml(dir: &Path, model: &FakeOpenAi, channels_section: &str) -> String {
     format!(
         "config_version: 1\n\
          data_dir: {data}\n\
@@ -38,15 +36,34 @@ pub(crate) fn config_yaml(
          llm_call:\n  retry_max_attempts: 1\n\
          sandbox:\n  provider: local\n\
          gateway:\n  listen: 127.0.0.1:0\n  shutdown_grace_seconds: 0\n\
-         channels:\n  telegram:\n    enabled: true\n    bot_token: \"{FAKE_BOT_TOKEN}\"\n    api_url: {api}\n    poll_timeout: 1\n{telegram_extra}",
+         channels:\n{channels_section}",
         data = dir.join("data").display(),
         model_url = model.base_url(),
-        api = fake.api_url(),
     )
+}
+
+/// A daemon with Telegram enabled against `fake`; `telegram_extra` adds keys to its section.
+pub(crate) fn config_yaml(
+    dir: &Path,
+    fake: &FakeTelegram,
+    model: &FakeOpenAi,
+    telegram_extra: &str,
+) -> String {
+    let section = format!(
+        "  telegram:\n    enabled: true\n    bot_token: \"{FAKE_BOT_TOKEN}\"\n    api_url: {api}\n    poll_timeout: 1\n{telegram_extra}",
+        api = fake.api_url(),
+    );
+    daemon_yaml(dir, model, &section)
 }
 
 impl Bot {
     pub(crate) async fn start(yaml: &str) -> Self {
+        Self::start_watching(yaml, None).await
+    }
+
+    /// A daemon reading `yaml`; with `config_path` (holding the same text) it reloads the file
+    /// when it changes, as `antler run` does.
+    pub(crate) async fn start_watching(yaml: &str, config_path: Option<&Path>) -> Self {
         let loaded =
             match load_from_str(yaml, ConfigOrigin::Embedded, &MapEnv::new(), Path::new("/")) {
                 Ok(loaded) => loaded,
@@ -56,7 +73,7 @@ impl Bot {
         let shutdown = Shutdown::default();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let options = DaemonOptions {
-            config_path: None,
+            config_path: config_path.map(Path::to_path_buf),
             env: Arc::new(MapEnv::new()),
             on_ready: Some(Box::new(move |addr| {
                 let _ = ready_tx.send(addr);

@@ -347,14 +347,6 @@ async fn poller_conflict_marks_the_channel_unhealthy_without_a_retry_loop() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_shared_conformance_story_passes_for_telegram() {
-    let (fake, model, _dir, bot) = setup_bot("").await;
-    let driver = super::conformance::TelegramDriver { fake: &fake };
-    super::conformance::story(&driver, &model).await;
-    bot.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forum_topics_keep_their_own_threads_and_replies_stay_in_the_topic() {
     let extra = "    allowed_chats: [-300]\n    group_policy: all\n";
     let (fake, model, _dir, bot) = setup_bot(extra).await;
