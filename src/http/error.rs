@@ -80,6 +80,12 @@ impl From<crate::uploads::UploadError> for ApiError {
                 ApiError::new(StatusCode::NOT_FOUND, "upload_not_found", e.to_string())
             }
             E::Io(_) => ApiError::internal(e),
+            E::NotDeletable(_) => {
+                ApiError::new(StatusCode::CONFLICT, "upload_not_a_file", e.to_string())
+            }
+            E::UnusableDirectory => {
+                ApiError::new(StatusCode::CONFLICT, "uploads_dir_unusable", e.to_string())
+            }
             _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_filename", e.to_string()),
         }
     }
@@ -92,6 +98,11 @@ impl From<crate::artifacts::ArtifactError> for ApiError {
             E::Forbidden => ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "invalid_artifact_path",
+                e.to_string(),
+            ),
+            E::OutsideThread(_) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "artifact_outside_thread",
                 e.to_string(),
             ),
             E::NotFound(_) => {
