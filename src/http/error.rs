@@ -112,7 +112,7 @@ impl From<crate::artifacts::ArtifactError> for ApiError {
     }
 }
 
-/// Turns axum's own rejections (bad JSON, oversize bodies) into the same error shape.
+/// Answers paths no route matches.
 pub(crate) async fn fallback_not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,

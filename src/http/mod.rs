@@ -9,6 +9,7 @@ mod auth;
 mod channels;
 mod error;
 mod health;
+mod json_errors;
 mod models;
 mod runs;
 mod threads;
@@ -30,11 +31,11 @@ pub use auth::{AuthUser, LOCAL_USER};
 pub use error::ApiError;
 
 /// Largest JSON body accepted by ordinary routes.
-const JSON_BODY_LIMIT: usize = 1024 * 1024;
+pub(crate) const JSON_BODY_LIMIT: usize = 1024 * 1024;
 /// Time limit of ordinary requests; run routes get the run limit instead.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time limit of `/runs/stream` and `/runs/wait` (a run that long is cancelled by the client).
-const RUN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub(crate) const RUN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// Shared state of every handler.
 pub struct AppState {
@@ -45,6 +46,8 @@ pub struct AppState {
 }
 
 /// Builds the full router.
+///
+/// The outermost layer rewrites every non-JSON error into `{"error": …}`.
 pub fn router(state: Arc<AppState>) -> Router {
     let upload_limit = {
         let config = state.config.current();
@@ -103,10 +106,11 @@ pub fn router(state: Arc<AppState>) -> Router {
             axum::http::StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ));
-    Router::new()
+    let routes = Router::new()
         .merge(runs)
         .merge(uploads)
         .merge(rest)
         .fallback(error::fallback_not_found)
-        .with_state(state)
+        .with_state(state);
+    json_errors::with_json_errors(routes)
 }

@@ -2,6 +2,7 @@
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
 mod api;
+mod http_errors;
 mod lifecycle;
 
 use std::io::{BufRead, BufReader};
@@ -87,6 +88,34 @@ impl Daemon {
             .build()
             .expect("http client");
         Self { child, base, http }
+    }
+
+    /// Checks an error answer: `status`, the `{"error": {"code", "message"}}` shape with
+    /// `code`, and each of `needles` in the message (case-insensitive). Returns the message.
+    pub(crate) async fn expect_error(
+        response: reqwest::Response,
+        status: u16,
+        code: &str,
+        needles: &[&str],
+    ) -> String {
+        assert_eq!(response.status(), status, "{}", response.url());
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(content_type, "application/json");
+        let body: Value = response.json().await.expect("JSON error body");
+        let error = body["error"].as_object().expect("an error object");
+        assert_eq!(error.len(), 2, "only code and message: {body}");
+        assert_eq!(error["code"], code, "{body}");
+        let message = error["message"].as_str().expect("a message").to_owned();
+        for needle in needles {
+            assert!(
+                message.to_lowercase().contains(&needle.to_lowercase()),
+                "{needle:?} missing from {message:?}"
+            );
+        }
+        message
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
