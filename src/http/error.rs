@@ -30,6 +30,18 @@ impl ApiError {
         )
     }
 
+    /// A listener other hosts can reach without any API token: nobody may use the API yet.
+    pub fn api_locked() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "api_locked",
+            "the API is locked: the daemon listens on a non-loopback address and gateway.api_tokens \
+             is empty; add a token there (e.g. `api_tokens: [{token: $ANTLER_API_TOKEN, user: you}]`, \
+             re-read without a restart) and send 'Authorization: Bearer <token>', or listen on \
+             127.0.0.1 (gateway.listen, ANTLER_LISTEN in the shipped config)",
+        )
+    }
+
     /// Used for ids the caller may not see too, so foreign ids are indistinguishable from absent.
     pub fn thread_not_found(thread_id: &str) -> Self {
         Self::new(

@@ -43,11 +43,15 @@ pub struct AppState {
     pub config: ConfigHandle,
     /// Channel health (for `/readyz`) and webhook endpoints.
     pub channels: crate::channels::ChannelHub,
+    /// The listener accepts connections from other hosts (its address is not loopback). With
+    /// no `gateway.api_tokens` the API is then locked; see `auth::lock_gate`.
+    pub exposed: bool,
 }
 
 /// Builds the full router.
 ///
-/// The outermost layer rewrites every non-JSON error into `{"error": …}`.
+/// Layers outside the routes: the lock gate (401 for all but probes and webhooks while the API
+/// is locked), then, outermost, the rewrite of every non-JSON error into `{"error": …}`.
 pub fn router(state: Arc<AppState>) -> Router {
     let upload_limit = {
         let config = state.config.current();
@@ -111,6 +115,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(uploads)
         .merge(rest)
         .fallback(error::fallback_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::lock_gate,
+        ))
         .with_state(state);
     json_errors::with_json_errors(routes)
 }

@@ -2,6 +2,7 @@
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
 mod api;
+mod exposure;
 mod http_errors;
 mod lifecycle;
 
@@ -58,15 +59,26 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     fn start(config: &Path) -> Self {
+        Self::spawn(config, &[], None)
+    }
+
+    /// `antler --config <config> run` with extra environment variables; its log (stderr) goes
+    /// to `log` when given, else to the test's stderr.
+    pub(crate) fn spawn(config: &Path, env: &[(&str, &str)], log: Option<&Path>) -> Self {
+        let stderr = match log {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("create log file")),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_antler"))
             .arg("--config")
             .arg(config)
             .arg("run")
             .env("RUST_LOG", "warn")
             .env("NO_PROXY", "127.0.0.1,localhost")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn antler");
         let stdout = child.stdout.take().expect("stdout");
