@@ -5,6 +5,7 @@ mod api;
 mod exposure;
 mod http_errors;
 mod lifecycle;
+mod web_chat;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
