@@ -21,7 +21,17 @@ pub enum ArtifactError {
         "artifact paths must start with {OUTPUTS_VIRTUAL}/ or {UPLOADS_VIRTUAL}/ and contain no '..'"
     )]
     Forbidden,
-    #[error("no artifact at {0}")]
+    /// The path is well formed but is (or passes through) a symlink leading out of the thread's
+    /// directory; serving it could hand out any file the daemon can read.
+    #[error(
+        "{0} is a symlink (or lies under one) pointing outside this thread's files, so it is \
+         not served; ask the agent to copy the file itself into {OUTPUTS_VIRTUAL}/"
+    )]
+    OutsideThread(String),
+    #[error(
+        "no artifact at {0}; list the thread's files with GET /api/threads/{{thread_id}}/state \
+         (values.artifacts) or GET /api/threads/{{thread_id}}/uploads/list"
+    )]
     NotFound(String),
 }
 
@@ -74,19 +84,24 @@ pub fn resolve_artifact(
         ArtifactRoot::Outputs => outputs_dir,
         ArtifactRoot::Uploads => uploads_dir,
     };
-    let not_found = || ArtifactError::NotFound(virtual_path.to_string());
+    let not_found = || ArtifactError::NotFound(display_virtual(virtual_path));
     let canonical_root = root_dir.canonicalize().map_err(|_| not_found())?;
     let canonical = root_dir
         .join(&relative)
         .canonicalize()
         .map_err(|_| not_found())?;
     if !canonical.starts_with(&canonical_root) {
-        return Err(ArtifactError::Forbidden);
+        return Err(ArtifactError::OutsideThread(display_virtual(virtual_path)));
     }
     if !canonical.is_file() {
         return Err(not_found());
     }
     Ok(canonical)
+}
+
+/// The virtual path as the client should see it: always with its leading `/`.
+fn display_virtual(virtual_path: &str) -> String {
+    format!("/{}", virtual_path.trim_start_matches('/'))
 }
 
 /// Whether a file must be sent as an attachment rather than displayed inline.
@@ -199,9 +214,18 @@ mod tests {
         let found =
             resolve_artifact(&outputs, &uploads, "/mnt/user-data/outputs/report.md").unwrap();
         assert_eq!(fs::read_to_string(found).unwrap(), "# hi");
+        let escaped =
+            resolve_artifact(&outputs, &uploads, "mnt/user-data/outputs/link.txt").unwrap_err();
         assert_eq!(
-            resolve_artifact(&outputs, &uploads, "/mnt/user-data/outputs/link.txt"),
-            Err(ArtifactError::Forbidden)
+            escaped,
+            ArtifactError::OutsideThread("/mnt/user-data/outputs/link.txt".into())
+        );
+        let message = escaped.to_string();
+        assert!(message.contains("symlink"), "{message}");
+        assert!(!message.contains("must start with"), "{message}");
+        assert!(
+            !message.contains(base.path().to_str().unwrap()),
+            "{message}"
         );
         assert!(matches!(
             resolve_artifact(&outputs, &uploads, "/mnt/user-data/uploads/none.txt"),

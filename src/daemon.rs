@@ -23,12 +23,6 @@ const HTTP_CLOSE_GRACE: Duration = Duration::from_secs(5);
 pub enum DaemonError {
     #[error("gateway.listen {0:?} is not a socket address like 127.0.0.1:8787")]
     BadListen(String),
-    #[error(
-        "refusing to listen on {0}, a non-loopback address, without any gateway.api_tokens: \
-         anyone on the network could drive the agent. Add a token (gateway.api_tokens: \
-         [{{token: $ANTLER_API_TOKEN, user: you}}]) or listen on 127.0.0.1"
-    )]
-    InsecureListen(SocketAddr),
     #[error("could not listen on {addr}: {detail}; is another process using the port?")]
     Bind { addr: SocketAddr, detail: String },
     #[error(transparent)]
@@ -53,17 +47,17 @@ pub struct DaemonOptions {
     pub on_ready: Option<Box<dyn FnOnce(SocketAddr) + Send>>,
 }
 
-/// Checks the listen address against the tokens before anything binds.
+/// The address to bind, checked before anything binds.
+///
+/// A non-loopback address without `gateway.api_tokens` is accepted: the daemon then serves
+/// probes and channel webhooks and locks the API (see `http::auth`), so a container is
+/// reachable without a custom config and nothing is exposed before a token is set.
 pub fn listen_address(config: &crate::config::AppConfig) -> Result<SocketAddr, DaemonError> {
-    let addr: SocketAddr = config
+    config
         .gateway
         .listen
         .parse()
-        .map_err(|_| DaemonError::BadListen(config.gateway.listen.clone()))?;
-    if !addr.ip().is_loopback() && config.gateway.api_tokens.is_empty() {
-        return Err(DaemonError::InsecureListen(addr));
-    }
-    Ok(addr)
+        .map_err(|_| DaemonError::BadListen(config.gateway.listen.clone()))
 }
 
 /// Runs the daemon until `shutdown.graceful` fires, then drains and returns.
@@ -89,10 +83,14 @@ pub async fn run(
     let tasks = tokio_util::task::TaskTracker::new();
     let stop_accepting = CancellationToken::new();
     let hub = ChannelHub::default();
+    if let Some(warning) = crate::config::check::locked_api_warning(&snapshot) {
+        tracing::warn!(%bound, "{warning}");
+    }
     let app = router(Arc::new(AppState {
         harness: harness.clone(),
         config: config.clone(),
         channels: hub.clone(),
+        exposed: !bound.ip().is_loopback(),
     }));
     let server_stop = stop_accepting.clone();
     let server = tasks.spawn(async move {
@@ -146,13 +144,13 @@ mod tests {
     use crate::config::{ApiToken, AppConfig, Secret};
 
     #[test]
-    fn non_loopback_needs_a_token() {
+    fn any_socket_address_is_accepted_with_or_without_tokens() {
         let mut config = AppConfig::default();
         config.gateway.listen = "0.0.0.0:8787".into();
-        assert!(matches!(
-            listen_address(&config),
-            Err(DaemonError::InsecureListen(_))
-        ));
+        assert_eq!(
+            listen_address(&config).unwrap(),
+            "0.0.0.0:8787".parse::<SocketAddr>().unwrap()
+        );
         config.gateway.api_tokens.push(ApiToken {
             token: Secret::new("t"),
             user: "alice".into(),

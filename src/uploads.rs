@@ -31,9 +31,27 @@ pub enum UploadError {
     ControlCharacters(String),
     #[error("filename is {0} bytes long; the limit is 255 bytes")]
     TooLong(usize),
-    #[error("{0} already exists as a symlink or special file; refusing to write through it")]
+    #[error(
+        "{0} already exists as a symlink or special file; refusing to write through it, \
+         store the file under another name"
+    )]
     NotARegularFile(String),
-    #[error("no upload named {0:?}")]
+    /// Deleting is refused for anything but a regular file: a symlink may point anywhere.
+    #[error(
+        "{0:?} is a symlink or special file, not an uploaded file, so it was left in place; \
+         if it should not be there, remove it from the thread's uploads directory on the server"
+    )]
+    NotDeletable(String),
+    /// The uploads directory itself was replaced by a symlink or a file (never by antler).
+    #[error(
+        "the thread's uploads directory is a symlink or not a directory, so nothing is written \
+         there; remove it on the server (antler recreates it) and upload again"
+    )]
+    UnusableDirectory,
+    #[error(
+        "no upload named {0:?}; list the thread's uploads with \
+         GET /api/threads/{{thread_id}}/uploads/list"
+    )]
     NotFound(String),
     #[error("could not write the upload: {0}")]
     Io(String),
@@ -174,7 +192,7 @@ pub fn delete_upload(dir: &Path, raw_name: &str) -> Result<(), UploadError> {
     let path = dir.join(&name);
     let meta = fs::symlink_metadata(&path).map_err(|_| UploadError::NotFound(name.clone()))?;
     if !meta.file_type().is_file() {
-        return Err(UploadError::NotARegularFile(name));
+        return Err(UploadError::NotDeletable(name));
     }
     fs::remove_file(&path)?;
     let (stem, ext) = split_extension(&name);
@@ -196,7 +214,8 @@ fn ensure_real_dir(dir: &Path) -> Result<(), UploadError> {
     fs::create_dir_all(dir)?;
     let meta = fs::symlink_metadata(dir)?;
     if !meta.file_type().is_dir() {
-        return Err(UploadError::NotARegularFile(dir.display().to_string()));
+        // Never name the host path: clients only ever see virtual paths.
+        return Err(UploadError::UnusableDirectory);
     }
     Ok(())
 }
@@ -277,11 +296,27 @@ mod tests {
         let stored = store_upload(dir.path(), "victim.txt", b"new").unwrap();
         assert_eq!(stored.filename, "victim_1.txt");
         assert_eq!(fs::read(&target).unwrap(), b"original");
-        // Deleting through the symlink is refused too.
-        assert!(matches!(
-            delete_upload(dir.path(), "victim.txt"),
-            Err(UploadError::NotARegularFile(_))
-        ));
+        // Deleting through the symlink is refused too, and the message says what happened.
+        let refused = delete_upload(dir.path(), "victim.txt").unwrap_err();
+        assert_eq!(refused, UploadError::NotDeletable("victim.txt".into()));
+        let message = refused.to_string();
+        assert!(message.contains("symlink"), "{message}");
+        assert!(message.contains("left in place"), "{message}");
+        assert!(!message.contains("write"), "{message}");
+        assert_eq!(fs::read(&target).unwrap(), b"original");
+    }
+
+    #[test]
+    fn a_symlinked_uploads_directory_is_refused_without_naming_host_paths() {
+        let base = tempfile::tempdir().unwrap();
+        let elsewhere = base.path().join("elsewhere");
+        fs::create_dir_all(&elsewhere).unwrap();
+        let uploads = base.path().join("uploads");
+        std::os::unix::fs::symlink(&elsewhere, &uploads).unwrap();
+        let refused = store_upload(&uploads, "a.txt", b"x").unwrap_err();
+        assert_eq!(refused, UploadError::UnusableDirectory);
+        assert!(!refused.to_string().contains(base.path().to_str().unwrap()));
+        assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
     }
 
     #[test]

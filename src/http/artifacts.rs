@@ -7,6 +7,7 @@ use axum::body::Body;
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
@@ -15,6 +16,28 @@ use crate::artifacts::{content_disposition, must_download, resolve_artifact};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::ThreadPaths;
+
+/// Characters kept as they are in one URL path segment (RFC 3986 unreserved); everything else,
+/// `/`, `?`, `#`, `%` and spaces included, is percent-encoded.
+const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// The URL serving a thread's file at `virtual_path`, one encoded segment per path segment, so
+/// a name such as `report #1?.txt` stays one path (the route decodes it back).
+pub(crate) fn artifact_url(thread_id: &str, virtual_path: &str) -> String {
+    let mut url = format!(
+        "/api/threads/{}/artifacts",
+        utf8_percent_encode(thread_id, PATH_SEGMENT)
+    );
+    for segment in virtual_path.split('/').filter(|s| !s.is_empty()) {
+        url.push('/');
+        url.extend(utf8_percent_encode(segment, PATH_SEGMENT));
+    }
+    url
+}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -55,4 +78,25 @@ pub(crate) async fn serve(
         HeaderValue::from_static("nosniff"),
     );
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_urls_encode_each_segment() {
+        assert_eq!(
+            artifact_url("t-1", "/mnt/user-data/uploads/report #1?.txt"),
+            "/api/threads/t-1/artifacts/mnt/user-data/uploads/report%20%231%3F.txt"
+        );
+        assert_eq!(
+            artifact_url("t", "/mnt/user-data/outputs/100%/a&b=c;d.md"),
+            "/api/threads/t/artifacts/mnt/user-data/outputs/100%25/a%26b%3Dc%3Bd.md"
+        );
+        assert_eq!(
+            artifact_url("t", "/mnt/user-data/uploads/报告.pdf"),
+            "/api/threads/t/artifacts/mnt/user-data/uploads/%E6%8A%A5%E5%91%8A.pdf"
+        );
+    }
 }

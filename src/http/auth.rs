@@ -1,10 +1,16 @@
 //! Bearer-token authentication: `gateway.api_tokens` maps tokens to user ids.
 //!
-//! With no tokens configured the daemon only binds loopback (enforced at startup) and every
-//! request acts as the single local user, so a fresh install works without set-up.
+//! With no tokens configured on a loopback listener every request acts as the single local
+//! user, so a fresh install works without set-up. On a listener other hosts can reach, no tokens
+//! means the API is *locked*: the daemon still starts (a container must be reachable for its
+//! probes and channel webhooks), but everything except those answers 401 until a token is added.
 
-use axum::extract::FromRequestParts;
+use std::sync::Arc;
+
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
 
 use crate::http::AppState;
@@ -17,16 +23,21 @@ pub const LOCAL_USER: &str = "local";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthUser(pub String);
 
-impl FromRequestParts<std::sync::Arc<AppState>> for AuthUser {
+impl FromRequestParts<Arc<AppState>> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(
         parts: &mut Parts,
-        state: &std::sync::Arc<AppState>,
+        state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
         let config = state.config.current();
         let tokens = &config.gateway.api_tokens;
         if tokens.is_empty() {
+            // The lock gate refuses these requests first; this keeps a route that slipped past
+            // it from acting as the local user for the whole network.
+            if state.exposed {
+                return Err(ApiError::api_locked());
+            }
             return Ok(AuthUser(LOCAL_USER.to_string()));
         }
         let presented = parts
@@ -49,5 +60,64 @@ impl FromRequestParts<std::sync::Arc<AppState>> for AuthUser {
         matched
             .map(|user| AuthUser(user.to_string()))
             .ok_or_else(ApiError::unauthorized)
+    }
+}
+
+/// Whether the API is locked: reachable from other hosts with no token to check.
+///
+/// The tokens are read live, so adding one to the config file unlocks without a restart.
+pub(crate) fn api_locked(state: &AppState) -> bool {
+    state.exposed && state.config.current().gateway.api_tokens.is_empty()
+}
+
+/// Routes served while the API is locked: probes, and channel webhooks (each checks its own
+/// platform secret). Matched against the route pattern, not the raw path, so no spelling of a
+/// URL reaches a locked route through an open prefix; unmatched paths stay locked too.
+fn open_while_locked(route: &str) -> bool {
+    matches!(route, "/healthz" | "/readyz") || route.starts_with("/channels/")
+}
+
+/// Layer answering 401 `api_locked` for every route but the open ones while the API is locked.
+pub(crate) async fn lock_gate(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if api_locked(&state) {
+        let route = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map(MatchedPath::as_str);
+        if !route.is_some_and(open_while_locked) {
+            return ApiError::api_locked().into_response();
+        }
+    }
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_probes_and_channel_webhooks_stay_open() {
+        for open in [
+            "/healthz",
+            "/readyz",
+            "/channels/telegram/webhook",
+            "/channels/{name}/webhook",
+        ] {
+            assert!(open_while_locked(open), "{open}");
+        }
+        for locked in [
+            "/",
+            "/api/threads",
+            "/api/threads/{thread_id}/state",
+            "/healthz/x",
+            "/channels",
+            "/api/channels/x",
+        ] {
+            assert!(!open_while_locked(locked), "{locked}");
+        }
     }
 }

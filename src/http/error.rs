@@ -30,6 +30,18 @@ impl ApiError {
         )
     }
 
+    /// A listener other hosts can reach without any API token: nobody may use the API yet.
+    pub fn api_locked() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "api_locked",
+            "the API is locked: the daemon listens on a non-loopback address and gateway.api_tokens \
+             is empty; add a token there (e.g. `api_tokens: [{token: $ANTLER_API_TOKEN, user: you}]`, \
+             re-read without a restart) and send 'Authorization: Bearer <token>', or listen on \
+             127.0.0.1 (gateway.listen, ANTLER_LISTEN in the shipped config)",
+        )
+    }
+
     /// Used for ids the caller may not see too, so foreign ids are indistinguishable from absent.
     pub fn thread_not_found(thread_id: &str) -> Self {
         Self::new(
@@ -80,6 +92,12 @@ impl From<crate::uploads::UploadError> for ApiError {
                 ApiError::new(StatusCode::NOT_FOUND, "upload_not_found", e.to_string())
             }
             E::Io(_) => ApiError::internal(e),
+            E::NotDeletable(_) => {
+                ApiError::new(StatusCode::CONFLICT, "upload_not_a_file", e.to_string())
+            }
+            E::UnusableDirectory => {
+                ApiError::new(StatusCode::CONFLICT, "uploads_dir_unusable", e.to_string())
+            }
             _ => ApiError::new(StatusCode::BAD_REQUEST, "invalid_filename", e.to_string()),
         }
     }
@@ -94,6 +112,11 @@ impl From<crate::artifacts::ArtifactError> for ApiError {
                 "invalid_artifact_path",
                 e.to_string(),
             ),
+            E::OutsideThread(_) => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "artifact_outside_thread",
+                e.to_string(),
+            ),
             E::NotFound(_) => {
                 ApiError::new(StatusCode::NOT_FOUND, "artifact_not_found", e.to_string())
             }
@@ -101,7 +124,7 @@ impl From<crate::artifacts::ArtifactError> for ApiError {
     }
 }
 
-/// Turns axum's own rejections (bad JSON, oversize bodies) into the same error shape.
+/// Answers paths no route matches.
 pub(crate) async fn fallback_not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,

@@ -9,6 +9,7 @@ mod auth;
 mod channels;
 mod error;
 mod health;
+mod json_errors;
 mod models;
 mod runs;
 mod threads;
@@ -30,11 +31,11 @@ pub use auth::{AuthUser, LOCAL_USER};
 pub use error::ApiError;
 
 /// Largest JSON body accepted by ordinary routes.
-const JSON_BODY_LIMIT: usize = 1024 * 1024;
+pub(crate) const JSON_BODY_LIMIT: usize = 1024 * 1024;
 /// Time limit of ordinary requests; run routes get the run limit instead.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time limit of `/runs/stream` and `/runs/wait` (a run that long is cancelled by the client).
-const RUN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60 * 60);
+pub(crate) const RUN_REQUEST_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
 /// Shared state of every handler.
 pub struct AppState {
@@ -42,9 +43,15 @@ pub struct AppState {
     pub config: ConfigHandle,
     /// Channel health (for `/readyz`) and webhook endpoints.
     pub channels: crate::channels::ChannelHub,
+    /// The listener accepts connections from other hosts (its address is not loopback). With
+    /// no `gateway.api_tokens` the API is then locked; see `auth::lock_gate`.
+    pub exposed: bool,
 }
 
 /// Builds the full router.
+///
+/// Layers outside the routes: the lock gate (401 for all but probes and webhooks while the API
+/// is locked), then, outermost, the rewrite of every non-JSON error into `{"error": …}`.
 pub fn router(state: Arc<AppState>) -> Router {
     let upload_limit = {
         let config = state.config.current();
@@ -100,10 +107,15 @@ pub fn router(state: Arc<AppState>) -> Router {
             axum::http::StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ));
-    Router::new()
+    let routes = Router::new()
         .merge(runs)
         .merge(uploads)
         .merge(rest)
         .fallback(error::fallback_not_found)
-        .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::lock_gate,
+        ))
+        .with_state(state);
+    json_errors::with_json_errors(routes)
 }

@@ -3,9 +3,13 @@
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::multipart::MultipartError;
 use axum::extract::{Multipart, Path, State};
+use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::http::artifacts::artifact_url;
+use crate::http::json_errors::UPLOAD_TOO_LARGE;
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::ThreadPaths;
@@ -24,6 +28,24 @@ fn thread_paths(
     )?)
 }
 
+/// A broken multipart body: one over the route's limit is a 413, anything else a client error
+/// named as such.
+fn multipart_error(error: MultipartError) -> ApiError {
+    let status = error.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::too_large(UPLOAD_TOO_LARGE);
+    }
+    ApiError::new(
+        status,
+        "bad_request",
+        format!(
+            "the multipart body could not be read ({}); send multipart/form-data with one file \
+             field per file (curl: -F 'files=@report.pdf')",
+            error.body_text()
+        ),
+    )
+}
+
 fn mib(bytes: u64) -> String {
     format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
@@ -40,11 +62,7 @@ pub(crate) async fn upload(
     let mut total = uploads::total_size(&uploads_dir)?;
     // Read every part first so a limit violation stores nothing.
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
-    while let Some(mut field) = multipart
-        .next_field()
-        .await
-        .map_err(|e| ApiError::bad_request(format!("malformed multipart body: {e}")))?
-    {
+    while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
         let Some(name) = field.file_name().map(str::to_string) else {
             continue;
         };
@@ -55,11 +73,7 @@ pub(crate) async fn upload(
             )));
         }
         let mut bytes = Vec::new();
-        while let Some(chunk) = field
-            .chunk()
-            .await
-            .map_err(|e| ApiError::bad_request(format!("upload interrupted: {e}")))?
-        {
+        while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             bytes.extend_from_slice(&chunk);
             if bytes.len() as u64 > limits.max_file_size {
                 return Err(ApiError::too_large(format!(
@@ -98,7 +112,7 @@ pub(crate) async fn upload(
     let stored: Vec<Value> = infos
         .into_iter()
         .map(|info| {
-            let artifact_url = format!("/api/threads/{thread_id}/artifacts{}", info.path);
+            let artifact_url = artifact_url(&thread_id, &info.path);
             json!({
                 "filename": info.filename,
                 "size": info.size,

@@ -1,5 +1,6 @@
 //! `GET /`: a single-page web chat on the HTTP API, so a fresh install can be used from a
-//! browser with no set-up (on loopback without tokens it acts as the local user).
+//! browser with no set-up (on loopback without tokens it acts as the local user). It keeps its
+//! thread id in the browser and rebuilds the conversation from `/state` after a reload.
 
 use axum::http::header;
 use axum::response::IntoResponse;

@@ -4,8 +4,8 @@
 //! Admins (`admins:` in config.yaml) may bootstrap and manage agents for any user. An ordinary
 //! user may always list and use their own agents; with `agents.self_service: true` they may also
 //! bootstrap, create, change, delete and revert their own. With no API tokens configured the
-//! daemon only listens on loopback and every caller is the single local user, the operator, who
-//! therefore counts as an admin.
+//! HTTP API serves only a loopback listener (on any other address it is locked) and every
+//! caller is the single local user, the operator, who therefore counts as an admin.
 
 use crate::config::AppConfig;
 use crate::identity::is_channel_admin;

@@ -176,28 +176,6 @@ fn config_errors_exit_64_and_list_every_problem() {
     }
 }
 
-#[test]
-fn non_loopback_without_tokens_is_refused_before_binding() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("config.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "data_dir: {}\nmodels:\n  - name: a\n    model: m\n    base_url: http://127.0.0.1:9/v1\ngateway:\n  listen: 0.0.0.0:0\n",
-            dir.path().join("data").display()
-        ),
-    )
-    .unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_antler"))
-        .arg("--config")
-        .arg(&path)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(64));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("api_tokens"));
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn antler_status_reports_a_running_daemon_and_a_missing_one() {
     let fake = FakeOpenAi::start().await;

@@ -2,7 +2,10 @@
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
 mod api;
+mod exposure;
+mod http_errors;
 mod lifecycle;
+mod web_chat;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -57,15 +60,26 @@ pub(crate) struct Daemon {
 
 impl Daemon {
     fn start(config: &Path) -> Self {
+        Self::spawn(config, &[], None)
+    }
+
+    /// `antler --config <config> run` with extra environment variables; its log (stderr) goes
+    /// to `log` when given, else to the test's stderr.
+    pub(crate) fn spawn(config: &Path, env: &[(&str, &str)], log: Option<&Path>) -> Self {
+        let stderr = match log {
+            Some(path) => Stdio::from(std::fs::File::create(path).expect("create log file")),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_antler"))
             .arg("--config")
             .arg(config)
             .arg("run")
             .env("RUST_LOG", "warn")
             .env("NO_PROXY", "127.0.0.1,localhost")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("spawn antler");
         let stdout = child.stdout.take().expect("stdout");
@@ -87,6 +101,34 @@ impl Daemon {
             .build()
             .expect("http client");
         Self { child, base, http }
+    }
+
+    /// Checks an error answer: `status`, the `{"error": {"code", "message"}}` shape with
+    /// `code`, and each of `needles` in the message (case-insensitive). Returns the message.
+    pub(crate) async fn expect_error(
+        response: reqwest::Response,
+        status: u16,
+        code: &str,
+        needles: &[&str],
+    ) -> String {
+        assert_eq!(response.status(), status, "{}", response.url());
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert_eq!(content_type, "application/json");
+        let body: Value = response.json().await.expect("JSON error body");
+        let error = body["error"].as_object().expect("an error object");
+        assert_eq!(error.len(), 2, "only code and message: {body}");
+        assert_eq!(error["code"], code, "{body}");
+        let message = error["message"].as_str().expect("a message").to_owned();
+        for needle in needles {
+            assert!(
+                message.to_lowercase().contains(&needle.to_lowercase()),
+                "{needle:?} missing from {message:?}"
+            );
+        }
+        message
     }
 
     pub(crate) fn url(&self, path: &str) -> String {

@@ -1,0 +1,179 @@
+//! A listener other hosts can reach (the Docker image's `ANTLER_LISTEN=0.0.0.0:8787`) with no
+//! API tokens: the daemon starts, serves probes and channel webhooks, locks the API and the web
+//! chat until a token is added, and `antler config check` says so.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{Daemon, TOKEN_A};
+
+/// The repository's `config.yaml`, the file the Docker image ships.
+fn shipped_config() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config.yaml")
+}
+
+/// `antler config check <path>` with `env`; returns the exit code and stdout.
+fn config_check(path: &Path, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_antler"))
+        .args(["config", "check"])
+        .arg(path)
+        .env_remove("ANTLER_LISTEN")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_config_on_0_0_0_0_serves_probes_and_locks_the_api_until_a_token_is_added() {
+    let dir = tempfile::tempdir().unwrap();
+    // A copy, so the test can add a token the way an operator edits the file.
+    let config = dir.path().join("config.yaml");
+    std::fs::copy(shipped_config(), &config).unwrap();
+    let home = dir.path().join("home");
+    let log = dir.path().join("antler.log");
+    let mut daemon = Daemon::spawn(
+        &config,
+        &[
+            ("ANTLER_LISTEN", "0.0.0.0:0"),
+            ("ANTLER_HOME", home.to_str().unwrap()),
+        ],
+        Some(&log),
+    );
+    assert!(
+        daemon.base.starts_with("http://0.0.0.0:"),
+        "{}",
+        daemon.base
+    );
+    daemon.base = daemon.base.replace("0.0.0.0", "127.0.0.1");
+
+    let warning = std::fs::read_to_string(&log).unwrap();
+    for needle in ["locked", "gateway.api_tokens", "0.0.0.0"] {
+        assert!(
+            warning.contains(needle),
+            "{needle:?} missing from the log:\n{warning}"
+        );
+    }
+
+    for probe in ["/healthz", "/readyz"] {
+        let response = daemon.http.get(daemon.url(probe)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{probe}");
+    }
+    // Channel webhooks pass the gate (they verify their own secrets); no channel is
+    // configured here, so the route answers its own 404.
+    let webhook = daemon
+        .http
+        .post(daemon.url("/channels/telegram/webhook"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    Daemon::expect_error(webhook, 404, "not_found", &[]).await;
+
+    let locked_paths = [
+        "/",
+        "/api/threads",
+        "/api/models",
+        "/api/threads/t1/state",
+        "/no-such-page",
+    ];
+    for path in locked_paths {
+        let response = daemon.http.get(daemon.url(path)).send().await.unwrap();
+        Daemon::expect_error(
+            response,
+            401,
+            "api_locked",
+            &["locked", "gateway.api_tokens", "Authorization: Bearer"],
+        )
+        .await;
+    }
+    // No token can open it while none is configured; a run cannot start either.
+    let guessed = daemon.get("/api/threads", "anything").send().await.unwrap();
+    Daemon::expect_error(guessed, 401, "api_locked", &[]).await;
+    let run = daemon
+        .post("/api/threads/t1/runs/wait", "anything")
+        .json(&serde_json::json!({"input": {"messages": [{"role": "user", "content": "hi"}]}}))
+        .send()
+        .await
+        .unwrap();
+    Daemon::expect_error(run, 401, "api_locked", &[]).await;
+
+    // Adding a token to the file unlocks the API without a restart.
+    let yaml = std::fs::read_to_string(&config).unwrap();
+    let with_token = yaml.replace(
+        "  api_tokens: []",
+        &format!("  api_tokens:\n    - token: {TOKEN_A}\n      user: alice"),
+    );
+    assert_ne!(yaml, with_token, "the shipped config has `api_tokens: []`");
+    std::fs::write(&config, with_token).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let response = daemon.get("/api/threads", TOKEN_A).send().await.unwrap();
+        if response.status() == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still {}", response.status());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let without = daemon
+        .http
+        .get(daemon.url("/api/threads"))
+        .send()
+        .await
+        .unwrap();
+    Daemon::expect_error(without, 401, "unauthorized", &["gateway.api_tokens"]).await;
+    let page = daemon.http.get(daemon.url("/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+
+    daemon.signal("TERM");
+    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
+}
+
+#[test]
+fn config_check_warns_about_a_locked_api_and_fails_on_what_run_refuses() {
+    let config = shipped_config();
+    let home = tempfile::tempdir().unwrap();
+    let home_env = ("ANTLER_HOME", home.path().to_str().unwrap());
+
+    let (code, out) = config_check(&config, &[home_env]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(!out.contains("warning: gateway.listen"), "{out}");
+
+    let (code, out) = config_check(&config, &[home_env, ("ANTLER_LISTEN", "0.0.0.0:8787")]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("config OK"), "{out}");
+    let warning = out
+        .lines()
+        .find(|line| line.starts_with("warning: gateway.listen"))
+        .unwrap_or_else(|| panic!("no locked-API warning in:\n{out}"));
+    for needle in ["0.0.0.0:8787", "locked", "gateway.api_tokens", "/healthz"] {
+        assert!(
+            warning.contains(needle),
+            "{needle:?} missing from {warning}"
+        );
+    }
+
+    // An address `run` cannot use is a problem with its key path, exit 64, in both commands.
+    let bad = [home_env, ("ANTLER_LISTEN", "localhost:8787")];
+    let (code, out) = config_check(&config, &bad);
+    assert_eq!(code, Some(64), "{out}");
+    assert!(
+        out.contains("gateway.listen: must be an ip address and port"),
+        "{out}"
+    );
+    let run = Command::new(env!("CARGO_BIN_EXE_antler"))
+        .arg("--config")
+        .arg(&config)
+        .arg("run")
+        .envs(bad)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("gateway.listen"));
+}

@@ -1,0 +1,133 @@
+//! The web chat page at `/` and the API it rebuilds a conversation from after a reload.
+
+use antler_test_support::{FakeOpenAi, Reply};
+use serde_json::{Value, json};
+
+use super::{Daemon, Setup, TOKEN_A, TOKEN_B};
+
+fn messages(state: &Value) -> Vec<Value> {
+    state["values"]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// What the page renders from `/state`: `(kind, text)` per visible message, by the same rules
+/// as its script (hidden messages and harness-authored human notes skipped).
+fn visible(state: &Value) -> Vec<(String, String)> {
+    let mut shown = Vec::new();
+    for message in messages(state) {
+        if message["meta"]["hide_from_ui"] == true {
+            continue;
+        }
+        let content = message["content"].as_str().unwrap_or_default().to_owned();
+        match message["type"].as_str() {
+            Some("human") if message.get("name").is_none() => shown.push(("human".into(), content)),
+            Some("ai") => {
+                if !content.is_empty() {
+                    shown.push(("ai".into(), content));
+                }
+                for call in message["tool_calls"].as_array().into_iter().flatten() {
+                    shown.push(("tool".into(), call["name"].as_str().unwrap().to_owned()));
+                }
+            }
+            Some("tool") if message["name"] == "ask_clarification" => {
+                shown.push(("ai".into(), content))
+            }
+            _ => {}
+        }
+    }
+    shown
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_page_finds_the_conversation_in_the_state_api() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::chunks(["Hello ", "there."]))
+        .push(Reply::tool_call(
+            "ask_clarification",
+            json!({"question": "PDF or Markdown?", "clarification_type": "approach_choice", "options": ["PDF", "Markdown"]}),
+        ));
+    let setup = Setup::new(&fake.base_url(), "");
+    let daemon = setup.start();
+
+    // The page names its own thread id and streams into it without creating it first.
+    let thread = "web-0123456789abcdef0123";
+    let events = daemon.stream_run(TOKEN_A, thread, "hi").await;
+    assert_eq!(events.last().map(|(name, _)| name.as_str()), Some("end"));
+    let events = daemon
+        .stream_run(TOKEN_A, thread, "write me a report")
+        .await;
+    assert_eq!(events.last().map(|(name, _)| name.as_str()), Some("end"));
+
+    let state = daemon
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
+    assert_eq!(state["status"], "idle");
+    let shown = visible(&state);
+    let expected: Vec<(String, String)> = [
+        ("human", "hi"),
+        ("ai", "Hello there."),
+        ("human", "write me a report"),
+        ("tool", "ask_clarification"),
+        ("ai", "🔀 PDF or Markdown?\n\n  1. PDF\n  2. Markdown"),
+    ]
+    .into_iter()
+    .map(|(kind, text)| (kind.to_owned(), text.to_owned()))
+    .collect();
+    assert_eq!(shown, expected);
+    // Nothing the harness injected for the model is shown as a person's message.
+    for message in messages(&state) {
+        if message["type"] == "human" && message["meta"]["hide_from_ui"] != true {
+            assert!(message.get("name").is_none(), "{message}");
+        }
+    }
+
+    // A thread that is gone (or another user's) is a JSON 404: the page starts afresh.
+    for (path, token) in [
+        ("/api/threads/web-never-used/state".to_owned(), TOKEN_A),
+        (format!("/api/threads/{thread}/state"), TOKEN_B),
+    ] {
+        let response = daemon.get(&path, token).send().await.unwrap();
+        Daemon::expect_error(response, 404, "thread_not_found", &["POST /api/threads"]).await;
+    }
+    let deleted = daemon
+        .delete(&format!("/api/threads/{thread}"), TOKEN_A)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 200);
+    let response = daemon
+        .get(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .send()
+        .await
+        .unwrap();
+    Daemon::expect_error(response, 404, "thread_not_found", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_is_self_contained_and_reads_the_state_on_load() {
+    let fake = FakeOpenAi::start().await;
+    let setup = Setup::new(&fake.base_url(), "");
+    let daemon = setup.start();
+    let page = daemon.http.get(daemon.url("/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("default-src 'self'"), "{csp}");
+    let html = page.text().await.unwrap();
+    for needle in [
+        "/state",
+        "hide_from_ui",
+        "response.status === 404",
+        "api_locked",
+    ] {
+        assert!(html.contains(needle), "{needle:?} missing from the page");
+    }
+    // No third-party scripts or styles.
+    for external in ["http://", "https://", "src=\"//"] {
+        assert!(!html.contains(external), "{external:?} in the page");
+    }
+}
