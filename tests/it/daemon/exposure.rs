@@ -65,7 +65,7 @@ async fn the_shipped_config_on_0_0_0_0_serves_probes_and_locks_the_api_until_a_t
         assert_eq!(response.status(), 200, "{probe}");
     }
     // Channel webhooks pass the gate (they verify their own secrets); no channel is
-    // configured here, so the route answers its own 404.
+    // listening here, so the route answers its own 404 saying so.
     let webhook = daemon
         .http
         .post(daemon.url("/channels/telegram/webhook"))
@@ -73,7 +73,7 @@ async fn the_shipped_config_on_0_0_0_0_serves_probes_and_locks_the_api_until_a_t
         .send()
         .await
         .unwrap();
-    Daemon::expect_error(webhook, 404, "not_found", &[]).await;
+    Daemon::expect_error(webhook, 404, "channel_not_listening", &["channels.telegram"]).await;
 
     let locked_paths = [
         "/",
