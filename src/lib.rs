@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod harness;
 pub mod http;
 pub mod lead_agent;
+pub mod local_socket;
 pub mod messages;
 pub mod middleware;
 pub mod model;

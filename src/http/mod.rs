@@ -26,7 +26,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
 
-pub use auth::{AuthUser, LOCAL_USER};
+pub use auth::{AuthUser, Caller, LOCAL_USER};
 pub use error::ApiError;
 
 /// Largest JSON body accepted by ordinary routes.
@@ -42,6 +42,8 @@ pub struct AppState {
     pub config: ConfigHandle,
     /// Channel health (for `/readyz`) and webhook endpoints.
     pub channels: crate::channels::ChannelHub,
+    /// The default model's reachability (for `/readyz`), probed at most every 30 s.
+    pub model_probe: crate::model::probe::ModelProbe,
 }
 
 /// Builds the full router.
