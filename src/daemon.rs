@@ -185,7 +185,7 @@ fn log_default_model(config: &crate::config::AppConfig) {
     match config.default_model() {
         Some(model) => tracing::info!(
             model = %model.name,
-            provider = provider_name(&model.provider),
+            provider = %provider_name(&model.provider),
             model_id = %model.model,
             endpoint = %display_endpoint(&model.base_url),
             "Default model"

@@ -113,7 +113,7 @@ impl DaemonClient {
             .timeout(CONNECT_TIMEOUT)
             .send()
             .await
-            .map_err(|e| client.unreachable(e).to_string())?;
+            .map_err(error_detail)?;
         if !answer.status().is_success() {
             return Err(format!("/healthz answered HTTP {}", answer.status()));
         }
@@ -214,15 +214,18 @@ impl DaemonClient {
     }
 
     fn unreachable(&self, error: reqwest::Error) -> DaemonClientError {
-        let detail = if error.is_timeout() {
-            "no answer in time".to_string()
-        } else {
-            crate::model::http::causes(&error.without_url())
-        };
         DaemonClientError::Unreachable {
             socket: self.socket.display().to_string(),
-            detail,
+            detail: error_detail(error),
         }
+    }
+}
+
+fn error_detail(error: reqwest::Error) -> String {
+    if error.is_timeout() {
+        "no answer in time".to_string()
+    } else {
+        crate::model::http::causes(&error.without_url())
     }
 }
 
