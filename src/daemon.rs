@@ -91,7 +91,10 @@ pub async fn run(
         config: config.clone(),
         channels: hub.clone(),
         exposed: !bound.ip().is_loopback(),
+        model_probe: Default::default(),
     }));
+    // Bound only now that the store's lock is ours: a socket file left over is stale.
+    let socket_file = serve_local_socket(&snapshot.data_dir(), &app, &tasks, &stop_accepting);
     let server_stop = stop_accepting.clone();
     let server = tasks.spawn(async move {
         axum::serve(listener, app)
@@ -107,7 +110,11 @@ pub async fn run(
     }
     let channels = Channels::start(harness.clone(), config.clone(), hub);
     tasks.close();
-    tracing::info!(%bound, data_dir = %snapshot.data_dir().display(), "Antler is ready");
+    log_default_model(&snapshot);
+    let socket = socket_file.as_ref().map_or("(none)".to_string(), |file| {
+        file.path().display().to_string()
+    });
+    tracing::info!(%bound, %socket, data_dir = %snapshot.data_dir().display(), "Antler is ready");
     if let Some(on_ready) = options.on_ready {
         on_ready(bound);
     }
@@ -134,8 +141,55 @@ pub async fn run(
     } else if let Ok(Err(e)) = server.await {
         return Err(DaemonError::Serve(e.to_string()));
     }
+    drop(socket_file);
     tracing::info!("Antler stopped cleanly");
     Ok(())
+}
+
+/// Serves `app` on the data dir's Unix socket as the local operator (see
+/// [`crate::local_socket`]), owned by `tasks` and stopped with the TCP server. Without the
+/// socket the daemon still serves HTTP; the CLI then cannot reach it, which the log says.
+fn serve_local_socket(
+    data_dir: &std::path::Path,
+    app: &axum::Router,
+    tasks: &tokio_util::task::TaskTracker,
+    stop: &CancellationToken,
+) -> Option<crate::local_socket::SocketFile> {
+    let (listener, file) = match crate::local_socket::bind(data_dir) {
+        Ok(bound) => bound,
+        Err(error) => {
+            tracing::error!(%error, "No local socket: antler chat, agents and status cannot reach this daemon");
+            return None;
+        }
+    };
+    let app = app
+        .clone()
+        .layer(axum::Extension(crate::local_socket::LocalOperator));
+    let stop = stop.clone();
+    tasks.spawn(async move {
+        if let Err(error) = axum::serve(listener, app)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await
+        {
+            tracing::error!(%error, "The local socket server failed");
+        }
+    });
+    Some(file)
+}
+
+/// Says which model answers by default and where, so a wrong endpoint shows at start.
+fn log_default_model(config: &crate::config::AppConfig) {
+    use crate::model::probe::{display_endpoint, provider_name};
+    match config.default_model() {
+        Some(model) => tracing::info!(
+            model = %model.name,
+            provider = %provider_name(&model.provider),
+            model_id = %model.model,
+            endpoint = %display_endpoint(&model.base_url),
+            "Default model"
+        ),
+        None => tracing::warn!("No model is configured; runs will fail until models[] has one"),
+    }
 }
 
 #[cfg(test)]

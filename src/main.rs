@@ -32,12 +32,13 @@ struct Cli {
 enum Command {
     /// Run the daemon (the default when no command is given).
     Run,
-    /// Ask the running daemon (at gateway.listen) whether it is ready, and how each channel is.
+    /// Ask the running daemon (its socket in the data dir, else gateway.listen) whether it is
+    /// ready, and how its model, sandbox and channels are.
     Status,
-    /// Chat with the agent on the console.
+    /// Chat with the agent on the console (through the daemon when one owns the data dir).
     Chat {
-        /// Resume this thread.
-        #[arg(long, value_name = "ID")]
+        /// Resume this thread (an id that does not exist yet starts a new thread under it).
+        #[arg(long, value_name = "ID", value_parser = parse_thread_id)]
         thread: Option<String>,
     },
     /// Inspect the configuration.
@@ -45,11 +46,11 @@ enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
-    /// Manage custom agents in the data directory.
+    /// Manage custom agents (through the daemon when one owns the data dir).
     Agents {
-        /// Whose agents to work on.
-        #[arg(long, global = true, value_name = "ID", default_value = antler::agents::cli::DEFAULT_CLI_USER)]
-        user: String,
+        /// Whose agents to work on; required when gateway.api_tokens is set (else: local).
+        #[arg(long, global = true, value_name = "ID", value_parser = parse_user_id)]
+        user: Option<String>,
         #[command(subcommand)]
         command: antler::agents::cli::AgentsCommand,
     },
@@ -158,7 +159,14 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
     match cli.command {
         None | Some(Command::Run) => run_daemon(loaded).await,
         Some(Command::Chat { thread }) => chat(loaded, thread).await,
-        Some(Command::Status) => status(&loaded.config).await,
+        Some(Command::Status) => {
+            let ready = antler::status::run(&loaded.config, &mut std::io::stdout()).await?;
+            Ok(if ready {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
         Some(Command::Bench {
             command: BenchCommand::Turn { iterations },
         }) => {
@@ -202,10 +210,7 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
             result?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Agents { user, command }) => {
-            antler::agents::cli::run(&loaded.config, &user, command, &mut std::io::stdout())?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Some(Command::Agents { user, command }) => agents(&loaded, user, command).await,
         Some(Command::Config { .. }) | Some(Command::CrashChild { .. }) => Ok(ExitCode::SUCCESS),
     }
 }
@@ -286,11 +291,30 @@ fn spawn_signal_handler(shutdown: antler::daemon::Shutdown) -> anyhow::Result<()
     Ok(())
 }
 
+/// Ids are checked here so a bad one is a usage error (exit 2) before anything starts.
+fn parse_thread_id(value: &str) -> Result<String, String> {
+    antler::paths::validate_id("thread", value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
+fn parse_user_id(value: &str) -> Result<String, String> {
+    antler::paths::validate_id("user", value)
+        .map(|()| value.to_string())
+        .map_err(|e| e.to_string())
+}
+
 async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<ExitCode> {
+    use antler::chat::ChatBackend;
+    use antler::daemon_client::Located;
     use std::io::IsTerminal;
     let grace = std::time::Duration::from_secs(loaded.config.gateway.shutdown_grace_seconds);
-    let client =
-        antler::client::Client::new(loaded.config).context("cannot open the data directory")?;
+    let backend = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
+        Located::Daemon(daemon) => ChatBackend::Daemon(daemon),
+        Located::DataDir => ChatBackend::Embedded(
+            antler::client::Client::new(loaded.config).context("cannot open the data directory")?,
+        ),
+    };
     let options = antler::chat::ChatOptions {
         thread_id: thread,
         interactive: std::io::stdin().is_terminal(),
@@ -298,45 +322,36 @@ async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<Ex
     };
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut stdout = std::io::stdout();
-    antler::chat::run_repl(&client, stdin, &mut stdout, options).await?;
-    client.shutdown(grace).await?;
+    let result = antler::chat::run_repl(&backend, stdin, &mut stdout, options).await;
+    if let ChatBackend::Embedded(client) = &backend {
+        client.shutdown(grace).await?;
+    }
+    result?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the daemon's `/readyz` answer: overall readiness and per-channel health.
-async fn status(config: &antler::config::AppConfig) -> anyhow::Result<ExitCode> {
-    let url = format!("http://{}/readyz", config.gateway.listen);
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(std::time::Duration::from_secs(5))
-        .build()?;
-    let answer = match client.get(&url).send().await {
-        Ok(response) => response.json::<serde_json::Value>().await?,
-        Err(e) => {
-            println!("antler is not answering at {url}: {e}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let ready = answer["status"] == "ready";
-    println!(
-        "daemon    {}",
-        answer["status"].as_str().unwrap_or("unknown")
-    );
-    if let Some(problem) = answer["problem"].as_str() {
-        println!("          {problem}");
+async fn agents(
+    loaded: &LoadedConfig,
+    user: Option<String>,
+    command: antler::agents::cli::AgentsCommand,
+) -> anyhow::Result<ExitCode> {
+    use antler::daemon_client::Located;
+    let result = async {
+        let user = antler::agents::cli::resolve_user(&loaded.config, user.as_deref())?;
+        let daemon = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
+            Located::Daemon(daemon) => Some(daemon),
+            Located::DataDir => None,
+        };
+        let mut stdout = std::io::stdout();
+        antler::agents::cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await
     }
-    if let Some(channels) = answer["channels"].as_object() {
-        for (name, health) in channels {
-            let state = health["state"].as_str().unwrap_or("unknown");
-            match health["reason"].as_str() {
-                Some(reason) => println!("{name:<9} {state}: {reason}"),
-                None => println!("{name:<9} {state}"),
-            }
+    .await;
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.is_usage() => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(2))
         }
+        Err(e) => Err(e.into()),
     }
-    Ok(if ready {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }

@@ -1,17 +1,21 @@
-//! `antler agents …`: manage custom agents straight in the data directory (no daemon needed).
+//! `antler agents …`: manage custom agents, in the data directory or, while a daemon owns it,
+//! through the daemon's local socket.
 //!
 //! The CLI is the operator's tool: whoever can run it can read the data directory anyway, so it
-//! applies no admin rules; `--user` picks whose agents to work on.
+//! applies no admin rules (the daemon trusts its socket the same way); `--user` picks whose
+//! agents to work on, and must be given once `gateway.api_tokens` names users.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use clap::Subcommand;
+use clap::{ArgGroup, Subcommand};
 
-use crate::agents::{AgentConfig, AgentStore, AgentStoreError, VersionInfo};
+use crate::agents::cli_backend::Backend;
+use crate::agents::{AgentConfig, AgentStore, AgentStoreError, AgentUpdate, VersionInfo};
 use crate::config::AppConfig;
+use crate::daemon_client::{DaemonClient, DaemonClientError};
 
-/// The user `--user` defaults to: the local operator.
+/// The user `--user` defaults to on an install without API tokens: the local operator.
 pub const DEFAULT_CLI_USER: &str = "local";
 
 #[derive(Debug, Subcommand)]
@@ -32,6 +36,32 @@ pub enum AgentsCommand {
         /// Preferred model (a `models[].name` of the config).
         #[arg(long)]
         model: Option<String>,
+        /// Allowed tool groups, comma-separated (default: all groups; '' for none).
+        #[arg(long, value_name = "LIST", value_parser = parse_list)]
+        tool_groups: Option<NameList>,
+        /// Enabled skills, comma-separated (default: all enabled skills; '' for none).
+        #[arg(long, value_name = "LIST", value_parser = parse_list)]
+        skills: Option<NameList>,
+    },
+    /// Change the given fields of an agent; the files it replaces are kept in its history.
+    #[command(group(ArgGroup::new("change").required(true).multiple(true)))]
+    Update {
+        name: String,
+        /// One line saying what the agent is for.
+        #[arg(long, group = "change")]
+        description: Option<String>,
+        /// A new SOUL.md ('-' reads it from stdin).
+        #[arg(long, value_name = "PATH", group = "change")]
+        soul_file: Option<PathBuf>,
+        /// Preferred model (a `models[].name` of the config).
+        #[arg(long, group = "change")]
+        model: Option<String>,
+        /// Allowed tool groups, comma-separated ('' for none).
+        #[arg(long, value_name = "LIST", value_parser = parse_list, group = "change")]
+        tool_groups: Option<NameList>,
+        /// Enabled skills, comma-separated ('' for none).
+        #[arg(long, value_name = "LIST", value_parser = parse_list, group = "change")]
+        skills: Option<NameList>,
     },
     /// Delete an agent and its history.
     Delete { name: String },
@@ -39,6 +69,21 @@ pub enum AgentsCommand {
     History { name: String },
     /// Restore an earlier version (the current one is kept in the history).
     Revert { name: String, version: String },
+}
+
+/// A comma-separated list of names from the command line; empty means "none".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NameList(pub Vec<String>);
+
+fn parse_list(value: &str) -> Result<NameList, String> {
+    Ok(NameList(
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_string)
+            .collect(),
+    ))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +94,14 @@ pub enum AgentsCliError {
         "no agent named '{name}' for user '{user}'; list them with `antler agents list --user {user}`"
     )]
     NotFound { name: String, user: String },
+    #[error(
+        "--user is required because gateway.api_tokens is configured: say whose agents to work on, e.g. --user {example} (users with tokens: {users})"
+    )]
+    UserRequired { example: String, users: String },
+    #[error(
+        "nothing to update; give at least one of --description, --soul-file, --model, --tool-groups, --skills"
+    )]
+    NothingToUpdate,
     #[error("cannot read the soul file {path}: {source}")]
     SoulFile {
         path: String,
@@ -57,25 +110,96 @@ pub enum AgentsCliError {
     },
     #[error("model '{model}' is not configured; use one of: {available}")]
     UnknownModel { model: String, available: String },
+    #[error(transparent)]
+    Daemon(#[from] DaemonClientError),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
 }
 
-/// Runs one `antler agents` command for `user` on the config's data dir, printing to `out`.
-pub fn run(
+impl AgentsCliError {
+    /// A mistake in the command line (exit 2, like clap's own usage errors).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            AgentsCliError::UserRequired { .. } | AgentsCliError::NothingToUpdate
+        )
+    }
+}
+
+/// Whose agents a command works on: `--user` if given (a valid id), else the local operator on
+/// a token-less install. With tokens there is no obvious owner, so guessing is refused.
+pub fn resolve_user(config: &AppConfig, requested: Option<&str>) -> Result<String, AgentsCliError> {
+    if let Some(user) = requested {
+        crate::paths::validate_id("user", user).map_err(AgentStoreError::InvalidUser)?;
+        return Ok(user.to_string());
+    }
+    let mut users: Vec<&str> = config
+        .gateway
+        .api_tokens
+        .iter()
+        .map(|t| t.user.as_str())
+        .collect();
+    if users.is_empty() {
+        return Ok(DEFAULT_CLI_USER.to_string());
+    }
+    users.sort_unstable();
+    users.dedup();
+    Err(AgentsCliError::UserRequired {
+        example: users[0].to_string(),
+        users: users.join(", "),
+    })
+}
+
+/// Runs one `antler agents` command for `user`, through `daemon` when one owns the data dir,
+/// else on the config's data dir, printing to `out`.
+pub async fn run(
     config: &AppConfig,
+    daemon: Option<&DaemonClient>,
     user: &str,
     command: AgentsCommand,
     out: &mut dyn Write,
 ) -> Result<(), AgentsCliError> {
-    let store = AgentStore::new(config.data_dir());
+    let name = match &command {
+        AgentsCommand::List | AgentsCommand::Create { .. } => None,
+        AgentsCommand::Show { name }
+        | AgentsCommand::Update { name, .. }
+        | AgentsCommand::Delete { name }
+        | AgentsCommand::History { name }
+        | AgentsCommand::Revert { name, .. } => Some(name.clone()),
+    };
+    // One message for a missing agent, whichever backend and command noticed it.
+    run_command(config, daemon, user, command, out)
+        .await
+        .map_err(|error| match (error, name) {
+            (AgentsCliError::Store(AgentStoreError::NotFound { .. }), Some(name)) => {
+                AgentsCliError::NotFound {
+                    name,
+                    user: user.to_string(),
+                }
+            }
+            (error, _) => error,
+        })
+}
+
+async fn run_command(
+    config: &AppConfig,
+    daemon: Option<&DaemonClient>,
+    user: &str,
+    command: AgentsCommand,
+    out: &mut dyn Write,
+) -> Result<(), AgentsCliError> {
+    let agents = Backend::new(config, daemon, user);
+    let not_found = |name: &str| AgentsCliError::NotFound {
+        name: name.to_string(),
+        user: user.to_string(),
+    };
     match command {
         AgentsCommand::List => {
-            let agents = store.list(user)?;
-            if agents.is_empty() {
+            let list = agents.list(user).await?;
+            if list.is_empty() {
                 writeln!(out, "no agents for user '{user}'")?;
             }
-            for agent in agents {
+            for agent in list {
                 let model = agent.model.as_deref().unwrap_or("(default model)");
                 writeln!(
                     out,
@@ -85,12 +209,10 @@ pub fn run(
             }
         }
         AgentsCommand::Show { name } => {
-            let agent = store
-                .get(user, &name)?
-                .ok_or_else(|| AgentsCliError::NotFound {
-                    name: name.clone(),
-                    user: user.to_string(),
-                })?;
+            let agent = agents
+                .get(user, &name)
+                .await?
+                .ok_or_else(|| not_found(&name))?;
             let yaml = agent
                 .config
                 .to_yaml()
@@ -106,23 +228,64 @@ pub fn run(
             description,
             soul_file,
             model,
+            tool_groups,
+            skills,
         } => {
-            if let Some(model) = &model {
-                check_model(config, model)?;
-            }
             let soul = read_soul(&soul_file)?;
             let mut agent = AgentConfig::new(name.clone(), description.trim());
             agent.model = model;
-            let created = store.create(user, &name, &agent, &soul)?;
+            agent.tool_groups = tool_groups.map(|l| l.0);
+            agent.skills = skills.map(|l| l.0);
+            let created = agents.create(user, &agent, &soul).await?;
             writeln!(
                 out,
                 "created agent '{}' for user '{user}' in {}",
                 created.config.name,
-                store.agent_dir(user, &name)?.display()
+                AgentStore::new(config.data_dir())
+                    .agent_dir(user, &name)?
+                    .display()
             )?;
         }
+        AgentsCommand::Update {
+            name,
+            description,
+            soul_file,
+            model,
+            tool_groups,
+            skills,
+        } => {
+            let update = AgentUpdate {
+                soul: soul_file.as_deref().map(read_soul).transpose()?,
+                description: description.map(|d| d.trim().to_string()),
+                model,
+                tool_groups: tool_groups.map(|l| l.0),
+                skills: skills.map(|l| l.0),
+                ..Default::default()
+            };
+            if update == AgentUpdate::default() {
+                return Err(AgentsCliError::NothingToUpdate);
+            }
+            let outcome = agents.update(user, &name, update).await?;
+            let name = name.to_ascii_lowercase();
+            if outcome.fields.is_empty() {
+                writeln!(
+                    out,
+                    "agent '{name}' of user '{user}' already has these values; nothing changed"
+                )?;
+            } else {
+                write!(
+                    out,
+                    "updated agent '{name}' of user '{user}': {}",
+                    outcome.fields.join(", ")
+                )?;
+                match outcome.archived_version {
+                    Some(id) => writeln!(out, "; the replaced files are kept as version {id}")?,
+                    None => writeln!(out)?,
+                }
+            }
+        }
         AgentsCommand::Delete { name } => {
-            store.delete(user, &name)?;
+            agents.delete(user, &name).await?;
             writeln!(
                 out,
                 "deleted agent '{}' of user '{user}'",
@@ -130,7 +293,7 @@ pub fn run(
             )?;
         }
         AgentsCommand::History { name } => {
-            let versions = store.history(user, &name)?;
+            let versions = agents.history(user, &name).await?;
             if versions.is_empty() {
                 writeln!(out, "agent '{name}' has no earlier versions")?;
             }
@@ -139,7 +302,7 @@ pub fn run(
             }
         }
         AgentsCommand::Revert { name, version } => {
-            let archived = store.revert(user, &name, &version)?;
+            let archived = agents.revert(user, &name, &version).await?;
             write!(
                 out,
                 "agent '{}' reverted to version {version}",
@@ -182,141 +345,6 @@ fn read_soul(path: &Path) -> Result<String, AgentsCliError> {
     std::fs::read_to_string(path).map_err(error)
 }
 
-fn check_model(config: &AppConfig, model: &str) -> Result<(), AgentsCliError> {
-    if config.model(model).is_some() {
-        return Ok(());
-    }
-    let names: Vec<&str> = config.models.iter().map(|m| m.name.as_str()).collect();
-    Err(AgentsCliError::UnknownModel {
-        model: model.to_string(),
-        available: if names.is_empty() {
-            "(no models are configured)".to_string()
-        } else {
-            names.join(", ")
-        },
-    })
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ModelConfig;
-
-    fn run_ok(config: &AppConfig, user: &str, command: AgentsCommand) -> String {
-        let mut out = Vec::new();
-        run(config, user, command, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn create_show_history_revert_delete() {
-        let tmp = tempfile::tempdir().unwrap();
-        let config = AppConfig {
-            data_dir: Some(tmp.path().join("data")),
-            models: vec![ModelConfig {
-                name: "main".into(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
-        let soul_file = tmp.path().join("soul.md");
-        std::fs::write(&soul_file, "First soul.").unwrap();
-        let created = run_ok(
-            &config,
-            "alice",
-            AgentsCommand::Create {
-                name: "Helper".into(),
-                description: "Helps".into(),
-                soul_file: soul_file.clone(),
-                model: Some("main".into()),
-            },
-        );
-        assert!(
-            created.starts_with("created agent 'helper' for user 'alice'"),
-            "{created}"
-        );
-        let list = run_ok(&config, "alice", AgentsCommand::List);
-        assert!(list.contains("helper") && list.contains("main") && list.contains("Helps"));
-        assert_eq!(
-            run_ok(&config, "bob", AgentsCommand::List),
-            "no agents for user 'bob'\n"
-        );
-
-        let store = AgentStore::new(config.data_dir());
-        store
-            .update(
-                "alice",
-                "helper",
-                crate::agents::AgentUpdate {
-                    soul: Some("Second soul.".into()),
-                    ..Default::default()
-                },
-            )
-            .unwrap();
-        let history = run_ok(
-            &config,
-            "alice",
-            AgentsCommand::History {
-                name: "helper".into(),
-            },
-        );
-        assert!(history.starts_with("000001  "), "{history}");
-        let reverted = run_ok(
-            &config,
-            "alice",
-            AgentsCommand::Revert {
-                name: "helper".into(),
-                version: "000001".into(),
-            },
-        );
-        assert!(
-            reverted.contains("reverted to version 000001"),
-            "{reverted}"
-        );
-        let shown = run_ok(
-            &config,
-            "alice",
-            AgentsCommand::Show {
-                name: "helper".into(),
-            },
-        );
-        assert!(shown.contains("# SOUL.md\nFirst soul.") && shown.contains("model: main"));
-
-        let mut out = Vec::new();
-        let err = run(
-            &config,
-            "bob",
-            AgentsCommand::Show {
-                name: "helper".into(),
-            },
-            &mut out,
-        )
-        .unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("no agent named 'helper' for user 'bob'")
-        );
-        let err = run(
-            &config,
-            "alice",
-            AgentsCommand::Create {
-                name: "other".into(),
-                description: String::new(),
-                soul_file,
-                model: Some("gpt-nope".into()),
-            },
-            &mut out,
-        )
-        .unwrap_err();
-        assert!(matches!(err, AgentsCliError::UnknownModel { .. }), "{err}");
-
-        run_ok(
-            &config,
-            "alice",
-            AgentsCommand::Delete {
-                name: "helper".into(),
-            },
-        );
-        assert!(store.get("alice", "helper").unwrap().is_none());
-    }
-}
+#[path = "cli_tests.rs"]
+mod tests;

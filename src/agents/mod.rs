@@ -5,6 +5,7 @@
 //! the default agent's soul at `SOUL.md`. Names are validated before any path is built.
 
 pub mod cli;
+mod cli_backend;
 pub mod config;
 mod history;
 pub mod prompt;

@@ -47,6 +47,9 @@ pub enum HarnessError {
     DataDir { path: String, detail: String },
 }
 
+/// The store's directory under the data dir (the CLI checks its lock to find a running daemon).
+pub const STORE_DIR: &str = "store";
+
 /// Why a run could not start. Callers branch on the variant (HTTP 409, 404, 503, …).
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -131,7 +134,7 @@ impl Harness {
             path: data_dir.display().to_string(),
             detail: e.to_string(),
         })?;
-        let store = SledStore::open(data_dir.join("store"))?;
+        let store = SledStore::open(data_dir.join(STORE_DIR))?;
         Self::with_parts(config, Arc::new(store), None)
     }
 

@@ -4,6 +4,10 @@
 //! user, so a fresh install works without set-up. On a listener other hosts can reach, no tokens
 //! means the API is *locked*: the daemon still starts (a container must be reachable for its
 //! probes and channel webhooks), but everything except those answers 401 until a token is added.
+//!
+//! Requests over the daemon's Unix socket (see [`crate::local_socket`]) are the local operator,
+//! locked or not: no token, they act as the user named by the `x-antler-user` header (default
+//! `local`) and may manage any user's agents, as the `antler agents` CLI may on the data dir.
 
 use std::sync::Arc;
 
@@ -15,13 +19,32 @@ use subtle::ConstantTimeEq;
 
 use crate::http::AppState;
 use crate::http::error::ApiError;
+use crate::local_socket::{LocalOperator, USER_HEADER};
 
 /// The user id every request acts as when no API tokens are configured.
 pub const LOCAL_USER: &str = "local";
 
-/// The authenticated caller.
+/// The authenticated caller: the user id the request acts as, and how it got it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuthUser(pub String);
+pub struct AuthUser(pub String, pub Caller);
+
+/// How a caller was authenticated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caller {
+    /// A bearer token from `gateway.api_tokens`.
+    Token,
+    /// No tokens are configured and the listener is loopback: the single local user.
+    Tokenless,
+    /// The daemon's local socket: the operator, trusted like the CLI on the data dir.
+    LocalOperator,
+}
+
+impl AuthUser {
+    /// Whether the caller is the local operator (over the socket), who may act for any user.
+    pub fn is_operator(&self) -> bool {
+        self.1 == Caller::LocalOperator
+    }
+}
 
 impl FromRequestParts<Arc<AppState>> for AuthUser {
     type Rejection = ApiError;
@@ -30,6 +53,9 @@ impl FromRequestParts<Arc<AppState>> for AuthUser {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
+        if parts.extensions.get::<LocalOperator>().is_some() {
+            return operator(parts);
+        }
         let config = state.config.current();
         let tokens = &config.gateway.api_tokens;
         if tokens.is_empty() {
@@ -38,7 +64,7 @@ impl FromRequestParts<Arc<AppState>> for AuthUser {
             if state.exposed {
                 return Err(ApiError::api_locked());
             }
-            return Ok(AuthUser(LOCAL_USER.to_string()));
+            return Ok(AuthUser(LOCAL_USER.to_string(), Caller::Tokenless));
         }
         let presented = parts
             .headers
@@ -58,9 +84,22 @@ impl FromRequestParts<Arc<AppState>> for AuthUser {
             }
         }
         matched
-            .map(|user| AuthUser(user.to_string()))
+            .map(|user| AuthUser(user.to_string(), Caller::Token))
             .ok_or_else(ApiError::unauthorized)
     }
+}
+
+/// A socket request acts as the user its header names (checked like every id), else `local`.
+fn operator(parts: &Parts) -> Result<AuthUser, ApiError> {
+    let user = match parts.headers.get(USER_HEADER) {
+        None => LOCAL_USER.to_string(),
+        Some(value) => {
+            let user = value.to_str().unwrap_or_default().trim().to_string();
+            crate::paths::validate_id("user", &user)?;
+            user
+        }
+    };
+    Ok(AuthUser(user, Caller::LocalOperator))
 }
 
 /// Whether the API is locked: reachable from other hosts with no token to check.
@@ -78,12 +117,13 @@ fn open_while_locked(route: &str) -> bool {
 }
 
 /// Layer answering 401 `api_locked` for every route but the open ones while the API is locked.
+/// The local socket is never locked: it is the operator's, guarded by file permissions.
 pub(crate) async fn lock_gate(
     State(state): State<Arc<AppState>>,
     request: Request,
     next: Next,
 ) -> Response {
-    if api_locked(&state) {
+    if api_locked(&state) && request.extensions().get::<LocalOperator>().is_none() {
         let route = request
             .extensions()
             .get::<MatchedPath>()

@@ -16,19 +16,23 @@ pub(crate) async fn healthz() -> &'static str {
 
 /// The store answers and the configuration is valid. `channels` shows each channel's state;
 /// an unhealthy channel is reported but does not fail readiness (the others keep serving).
+/// `model` says whether the default model's endpoint answers (cached, time-bounded probe); an
+/// unreachable model is reported, not a readiness failure: the daemon still serves.
 pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
     let channels = json!(state.channels.health.snapshot());
-    // A read through the store proves it is open and answering.
-    match state.harness.threads().get("readyz-probe") {
+    let (status, mut body) = match state.harness.threads().get("readyz-probe") {
+        // A read through the store proves it is open and answering.
         Ok(_) => (
             StatusCode::OK,
-            Json(json!({"status": "ready", "channels": channels})),
+            json!({"status": "ready", "channels": channels}),
         ),
         Err(problem) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(
-                json!({"status": "not_ready", "problem": problem.to_string(), "channels": channels}),
-            ),
+            json!({"status": "not_ready", "problem": problem.to_string(), "channels": channels}),
         ),
+    };
+    if let Some(model) = state.config.current().default_model() {
+        body["model"] = json!(state.model_probe.check(model).await);
     }
+    (status, Json(body))
 }

@@ -27,7 +27,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
 
-pub use auth::{AuthUser, LOCAL_USER};
+pub use auth::{AuthUser, Caller, LOCAL_USER};
 pub use error::ApiError;
 
 /// Largest JSON body accepted by ordinary routes.
@@ -46,6 +46,8 @@ pub struct AppState {
     /// The listener accepts connections from other hosts (its address is not loopback). With
     /// no `gateway.api_tokens` the API is then locked; see `auth::lock_gate`.
     pub exposed: bool,
+    /// The default model's reachability (for `/readyz`), probed at most every 30 s.
+    pub model_probe: crate::model::probe::ModelProbe,
 }
 
 /// Builds the full router.

@@ -103,7 +103,8 @@ impl Endpoint {
         // could not be reached, which is what the user has to fix.
         ModelError::Connect {
             model: self.model.clone(),
-            base_url: self.base_url.clone(),
+            // Shown in chat replies and logs: no password or query string from the URL.
+            base_url: crate::model::probe::display_endpoint(&self.base_url),
             detail: causes(error),
         }
     }
@@ -245,7 +246,7 @@ async fn step<D: SseDecoder>(state: &mut DriveState<D>) {
 }
 
 /// The causes of an error without the top-level "error sending request for url (…)" line.
-fn causes(error: &(dyn StdError + 'static)) -> String {
+pub(crate) fn causes(error: &(dyn StdError + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut source = error.source();
     while let Some(cause) = source {

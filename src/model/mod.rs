@@ -138,6 +138,7 @@ pub mod anthropic;
 pub mod fallback;
 pub(crate) mod http;
 pub mod openai;
+pub mod probe;
 pub mod registry;
 pub mod retry;
 

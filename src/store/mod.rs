@@ -30,6 +30,12 @@ pub enum StoreError {
         "could not open the store at {path}: {detail}; is another antler process using this data_dir?"
     )]
     Open { path: String, detail: String },
+    /// Another process (a running daemon, usually) holds the store's lock.
+    #[error(
+        "the store at {path} is locked by another process, most likely an antler daemon using \
+         this data_dir; stop it first, or let `antler chat`, `agents` and `status` talk to it"
+    )]
+    Locked { path: String },
 }
 
 /// One write in an atomic batch.

@@ -32,10 +32,28 @@ impl SledStore {
             .path(path)
             .flush_every_ms(Some(FLUSH_EVERY_MS))
             .open()
-            .map_err(|e| open_error(&e))?;
+            .map_err(|e| {
+                if is_locked(path) {
+                    StoreError::Locked {
+                        path: path.display().to_string(),
+                    }
+                } else {
+                    open_error(&e)
+                }
+            })?;
         let data = db.open_tree(TREE_NAME).map_err(|e| open_error(&e))?;
         Ok(Self { db, data })
     }
+}
+
+/// Whether another open file holds the store's lock (sled takes an exclusive `flock` on
+/// `{path}/db`), without opening the store. A missing store is not locked.
+pub fn is_locked(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path.join("db")) else {
+        return false;
+    };
+    // A lock we get is released when `file` is dropped at the end of this function.
+    matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
 }
 
 fn full_key(tree: &str, key: &[u8]) -> Vec<u8> {
@@ -115,7 +133,11 @@ mod tests {
         let Err(err) = SledStore::open(dir.path()) else {
             panic!("a second open must fail");
         };
-        assert!(matches!(err, StoreError::Open { .. }), "{err}");
+        assert!(matches!(err, StoreError::Locked { .. }), "{err}");
+        assert!(is_locked(dir.path()));
+        drop(_first);
+        assert!(!is_locked(dir.path()));
+        assert!(!is_locked(&dir.path().join("missing")));
     }
 
     #[test]

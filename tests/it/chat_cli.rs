@@ -98,3 +98,35 @@ fn an_unreachable_model_says_so_and_names_the_variables() {
     assert!(stdout.contains("http://127.0.0.1:9/v1"), "{stdout}");
     assert!(stdout.contains("ANTLER_MODEL_URL"), "{stdout}");
 }
+
+#[test]
+fn thread_ids_are_checked_and_an_unknown_one_starts_a_thread_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), "http://127.0.0.1:9/v1");
+    let bad = Command::new(env!("CARGO_BIN_EXE_antler"))
+        .arg("--config")
+        .arg(&config)
+        .args(["chat", "--thread", "../../etc"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("invalid thread id \"../../etc\""),
+        "{stderr}"
+    );
+
+    let (stdout, _) = chat(&config, &["--thread", "notes-1"], "");
+    assert!(
+        stdout.starts_with(
+            "No conversation has the id notes-1 yet: starting a new one under that id.\n"
+        ),
+        "{stdout}"
+    );
+    let (stdout, _) = chat(&config, &["--thread", "notes-1"], "");
+    assert!(
+        stdout.starts_with("antler chat: thread notes-1 "),
+        "{stdout}"
+    );
+}

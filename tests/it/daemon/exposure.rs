@@ -73,7 +73,13 @@ async fn the_shipped_config_on_0_0_0_0_serves_probes_and_locks_the_api_until_a_t
         .send()
         .await
         .unwrap();
-    Daemon::expect_error(webhook, 404, "channel_not_listening", &["channels.telegram"]).await;
+    Daemon::expect_error(
+        webhook,
+        404,
+        "channel_not_listening",
+        &["channels.telegram"],
+    )
+    .await;
 
     let locked_paths = [
         "/",

@@ -1,4 +1,5 @@
-//! A scripted OpenAI Chat Completions server (`POST /v1/chat/completions`), streaming or not.
+//! A scripted OpenAI Chat Completions server (`POST /v1/chat/completions`), streaming or not,
+//! with the model list (`GET /v1/models`) that health probes read.
 
 use std::net::SocketAddr;
 
@@ -7,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use serde_json::{Value, json};
 
 use crate::reply::{Reply, ReplyBody, StreamEnd, split_text};
@@ -27,6 +28,7 @@ impl FakeOpenAi {
         let script = SharedScript::default();
         let router = Router::new()
             .route("/v1/chat/completions", post(handle))
+            .route("/v1/models", get(models))
             .with_state(script.clone());
         let addr = crate::serve(router).await;
         Self { addr, script }
@@ -64,6 +66,15 @@ async fn handle(State(script): State<SharedScript>, headers: HeaderMap, body: By
         ReplyBody::Stream { .. } if streaming => sse_response(frames(&reply, &model), reply.delay),
         ReplyBody::Stream { .. } => axum::Json(non_stream(&reply, &model)).into_response(),
     }
+}
+
+/// The list every OpenAI-compatible server answers; not scripted, so probing never consumes a
+/// scripted reply.
+async fn models() -> axum::Json<Value> {
+    axum::Json(json!({
+        "object": "list",
+        "data": [{"id": "fake-model", "object": "model", "created": 1_700_000_000, "owned_by": "fake"}],
+    }))
 }
 
 fn finish_reason(reply: &Reply, has_calls: bool) -> String {

@@ -1,0 +1,328 @@
+//! A cheap reachability check of the default model's endpoint, for `/readyz` and `antler status`.
+//!
+//! One `GET` of the provider's model list (`{base_url}/models` for OpenAI-compatible servers,
+//! `/v1/models` for Anthropic) with a short timeout; the answer is cached for
+//! [`PROBE_INTERVAL`], so a busy health checker never turns into load on the model server and a
+//! readiness request waits at most [`PROBE_TIMEOUT`]. Readiness never depends on it: a model
+//! that is down is reported, the daemon keeps serving.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ModelConfig, Provider};
+use crate::model::http::causes;
+
+/// How long one probe may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long an answer is reused before the endpoint is asked again.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(30);
+
+/// What `/readyz` says about the default model. Never carries the API key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelReachability {
+    /// The configured `models[].name`.
+    pub name: String,
+    /// `openai` (any OpenAI-compatible server) or `anthropic`.
+    pub provider: String,
+    /// The provider's model id.
+    pub model: String,
+    /// `base_url` without credentials, query or fragment.
+    pub endpoint: String,
+    /// Whether the endpoint answered at all.
+    pub reachable: bool,
+    /// What is wrong, when something is (unreachable, refused key, unexpected status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// The probe with its cache. Cheap to clone; clones share the cache.
+#[derive(Clone)]
+pub struct ModelProbe {
+    http: Result<reqwest::Client, String>,
+    timeout: Duration,
+    interval: Duration,
+    cache: Arc<tokio::sync::Mutex<Option<Cached>>>,
+}
+
+struct Cached {
+    /// The probed settings: a config reload that changes them is probed at once.
+    model: ModelConfig,
+    at: Instant,
+    answer: ModelReachability,
+}
+
+impl Default for ModelProbe {
+    fn default() -> Self {
+        Self::new(PROBE_TIMEOUT, PROBE_INTERVAL)
+    }
+}
+
+impl ModelProbe {
+    pub fn new(timeout: Duration, interval: Duration) -> Self {
+        // The model calls' own client settings (system proxies honoured), so the probe sees
+        // the endpoint the way a run does.
+        let http = crate::model::registry::ModelRegistry::http_client().map_err(|e| e.to_string());
+        Self {
+            http,
+            timeout,
+            interval,
+            cache: Arc::default(),
+        }
+    }
+
+    /// The model's reachability, from the cache when it is recent, else probed now (bounded by
+    /// the timeout). Concurrent callers wait for one probe instead of starting their own.
+    pub async fn check(&self, model: &ModelConfig) -> ModelReachability {
+        let mut cache = self.cache.lock().await;
+        if let Some(cached) = cache.as_ref()
+            && cached.at.elapsed() < self.interval
+            && same_endpoint(&cached.model, model)
+        {
+            return cached.answer.clone();
+        }
+        let answer = self.probe(model).await;
+        *cache = Some(Cached {
+            model: model.clone(),
+            at: Instant::now(),
+            answer: answer.clone(),
+        });
+        answer
+    }
+
+    async fn probe(&self, model: &ModelConfig) -> ModelReachability {
+        let mut answer = ModelReachability {
+            name: model.name.clone(),
+            provider: provider_name(&model.provider).to_string(),
+            model: model.model.clone(),
+            endpoint: display_endpoint(&model.base_url),
+            reachable: false,
+            problem: None,
+        };
+        let http = match &self.http {
+            Ok(http) => http,
+            Err(error) => {
+                answer.problem = Some(format!("cannot build an HTTP client: {error}"));
+                return answer;
+            }
+        };
+        if model.base_url.trim().is_empty() {
+            answer.problem = Some(format!(
+                "model '{}' has no base_url; set models[].base_url",
+                model.name
+            ));
+            return answer;
+        }
+        let key = model
+            .api_key
+            .as_ref()
+            .map(|k| k.expose())
+            .filter(|k| !k.is_empty());
+        let root = model.base_url.trim().trim_end_matches('/');
+        let request = match model.provider {
+            Provider::Openai => {
+                let request = http.get(format!("{root}/models"));
+                match key {
+                    Some(key) => request.bearer_auth(key),
+                    None => request,
+                }
+            }
+            Provider::Anthropic => {
+                let root = root.strip_suffix("/v1").unwrap_or(root);
+                let request = http
+                    .get(format!("{root}/v1/models"))
+                    .header("anthropic-version", "2023-06-01");
+                match key {
+                    Some(key) => request.header("x-api-key", key),
+                    None => request,
+                }
+            }
+        };
+        match request.timeout(self.timeout).send().await {
+            Ok(response) => {
+                answer.reachable = true;
+                answer.problem = status_problem(model, response.status().as_u16());
+            }
+            Err(error) => answer.problem = Some(send_problem(error, self.timeout)),
+        }
+        answer
+    }
+}
+
+/// The name of a provider as the config spells it.
+pub fn provider_name(provider: &Provider) -> &'static str {
+    match provider {
+        Provider::Openai => "openai",
+        Provider::Anthropic => "anthropic",
+    }
+}
+
+/// `base_url` for logs and status output: no user info (it may hold a password), no query or
+/// fragment (some gateways take keys there).
+pub fn display_endpoint(base_url: &str) -> String {
+    match url::Url::parse(base_url.trim()) {
+        Ok(mut url) => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.set_query(None);
+            url.set_fragment(None);
+            url.to_string().trim_end_matches('/').to_string()
+        }
+        // Not a URL: show nothing of it that could be a secret, only that it is unusable.
+        Err(_) => "(not a valid URL)".to_string(),
+    }
+}
+
+fn same_endpoint(a: &ModelConfig, b: &ModelConfig) -> bool {
+    a.name == b.name
+        && a.provider == b.provider
+        && a.model == b.model
+        && a.base_url == b.base_url
+        && a.api_key.as_ref().map(|k| k.expose()) == b.api_key.as_ref().map(|k| k.expose())
+}
+
+fn status_problem(model: &ModelConfig, status: u16) -> Option<String> {
+    match status {
+        200..=299 => None,
+        401 | 403 => Some(format!(
+            "the endpoint refused the API key (HTTP {status}); check models[].api_key of '{}'",
+            model.name
+        )),
+        404 => Some(
+            "the endpoint has no model list (HTTP 404); check base_url (OpenAI-compatible URLs \
+             usually end in /v1)"
+                .to_string(),
+        ),
+        _ => Some(format!("the endpoint answered HTTP {status}")),
+    }
+}
+
+fn send_problem(error: reqwest::Error, timeout: Duration) -> String {
+    if error.is_timeout() {
+        return format!(
+            "no answer within {} s; is the model server up and reachable from here?",
+            timeout.as_secs_f64()
+        );
+    }
+    if error.is_builder() {
+        return format!(
+            "base_url is not a usable URL: {}",
+            causes(&error.without_url())
+        );
+    }
+    format!(
+        "cannot connect: {}; is the model server running at this base_url?",
+        causes(&error.without_url())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Secret;
+
+    fn model(base_url: &str) -> ModelConfig {
+        ModelConfig {
+            name: "main".into(),
+            model: "m-1".into(),
+            base_url: base_url.into(),
+            api_key: Some(Secret::new("sk-secret")),
+            ..Default::default()
+        }
+    }
+
+    /// A server that answers every request with `status` and counts them.
+    async fn server(status: u16) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = hits.clone();
+        let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                assert_eq!(headers["authorization"], "Bearer sk-secret");
+                axum::http::StatusCode::from_u16(status).unwrap()
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{addr}/v1"), hits)
+    }
+
+    #[tokio::test]
+    async fn an_answering_endpoint_is_reachable_and_the_answer_is_cached() {
+        let (url, hits) = server(200).await;
+        let probe = ModelProbe::default();
+        let answer = probe.check(&model(&url)).await;
+        assert!(answer.reachable && answer.problem.is_none(), "{answer:?}");
+        assert_eq!(answer.endpoint, url);
+        assert_eq!(answer.provider, "openai");
+        probe.check(&model(&url)).await;
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // Another endpoint is probed at once, whatever the cache holds.
+        let (other, other_hits) = server(401).await;
+        let answer = probe.check(&model(&other)).await;
+        assert!(answer.reachable, "{answer:?}");
+        assert!(answer.problem.unwrap().contains("refused the API key"));
+        assert_eq!(other_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_stale_answer_is_probed_again() {
+        let (url, hits) = server(200).await;
+        let probe = ModelProbe::new(PROBE_TIMEOUT, Duration::ZERO);
+        probe.check(&model(&url)).await;
+        probe.check(&model(&url)).await;
+        assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn nobody_listening_is_unreachable_and_says_so() {
+        // Bind, then close: the port is free and refuses connections.
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let answer = ModelProbe::default()
+            .check(&model(&format!("http://127.0.0.1:{port}/v1")))
+            .await;
+        assert!(!answer.reachable);
+        let problem = answer.problem.unwrap();
+        assert!(problem.starts_with("cannot connect"), "{problem}");
+        assert!(!problem.contains("sk-secret"));
+    }
+
+    #[tokio::test]
+    async fn a_silent_endpoint_costs_at_most_the_timeout() {
+        // Accepts connections but never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _keep = tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                open.push(stream);
+            }
+        });
+        let probe = ModelProbe::new(Duration::from_millis(300), PROBE_INTERVAL);
+        let started = Instant::now();
+        let answer = probe.check(&model(&format!("http://{addr}/v1"))).await;
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(!answer.reachable);
+        assert!(answer.problem.unwrap().starts_with("no answer within"));
+    }
+
+    #[test]
+    fn endpoints_are_shown_without_credentials() {
+        assert_eq!(
+            display_endpoint("https://user:pw@gw.example/v1/?key=abc#x"),
+            "https://gw.example/v1"
+        );
+        assert_eq!(
+            display_endpoint("http://127.0.0.1:11434/v1"),
+            "http://127.0.0.1:11434/v1"
+        );
+        assert_eq!(display_endpoint("sk-oops"), "(not a valid URL)");
+    }
+}

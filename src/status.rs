@@ -1,0 +1,185 @@
+//! `antler status`: asks the running daemon whether it is ready (through its local socket when
+//! there is one, else at `gateway.listen`) and prints readiness, the default model's
+//! reachability, the sandbox and each channel.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::AppConfig;
+use crate::daemon_client::DaemonClient;
+use crate::harness::STORE_DIR;
+use crate::local_socket::socket_path;
+
+/// Longer than the daemon's model probe (3 s), which `/readyz` may wait for.
+const TCP_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// Prints the daemon's state to `out`; `Ok(true)` when it is ready.
+pub async fn run(config: &AppConfig, out: &mut dyn Write) -> std::io::Result<bool> {
+    let data_dir = config.data_dir();
+    let socket = socket_path(&data_dir);
+    let socket_problem = match DaemonClient::connect(&socket).await {
+        Ok(daemon) => match daemon.get_any_status("/readyz").await {
+            Ok((_, answer)) => {
+                print_readiness(&answer, out)?;
+                writeln!(out, "via       {}", socket.display())?;
+                return Ok(answer["status"] == "ready");
+            }
+            Err(e) => e.to_string(),
+        },
+        Err(detail) => detail,
+    };
+    let url = format!("http://{}/readyz", config.gateway.listen);
+    let tcp_problem = match ask_tcp(&url).await {
+        Ok(answer) => {
+            print_readiness(&answer, out)?;
+            writeln!(out, "via       {url}")?;
+            return Ok(answer["status"] == "ready");
+        }
+        Err(e) => e,
+    };
+    writeln!(
+        out,
+        "antler is not answering on {} ({socket_problem}) nor at {url} ({tcp_problem})",
+        socket.display()
+    )?;
+    if crate::store::sled_store::is_locked(&data_dir.join(STORE_DIR)) {
+        writeln!(
+            out,
+            "the data directory {} is locked by a process that does not answer: a daemon starting, \
+             stopping or stuck; stop it if it does not recover",
+            data_dir.display()
+        )?;
+    }
+    Ok(false)
+}
+
+async fn ask_tcp(url: &str) -> Result<Value, String> {
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(TCP_TIMEOUT)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let response = client
+        .get(url)
+        .send()
+        .await
+        .map_err(|e| crate::model::http::causes(&e.without_url()))?;
+    response
+        .json::<Value>()
+        .await
+        .map_err(|e| format!("not a readiness answer: {e}"))
+}
+
+/// One line per part: the daemon, its default model, the sandbox, then each channel.
+pub fn print_readiness(answer: &Value, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "daemon    {}",
+        answer["status"].as_str().unwrap_or("unknown")
+    )?;
+    if let Some(problem) = answer["problem"].as_str() {
+        writeln!(out, "          {problem}")?;
+    }
+    if let Some(model) = answer.get("model").filter(|m| m.is_object()) {
+        writeln!(out, "model     {}", model_line(model))?;
+    }
+    if let Some(sandbox) = answer.get("sandbox").and_then(Value::as_object) {
+        let provider = sandbox
+            .get("provider")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
+        let details: Vec<String> = sandbox
+            .iter()
+            .filter(|(key, _)| key.as_str() != "provider")
+            .map(|(key, value)| match value.as_str() {
+                Some(text) => format!("{key}: {text}"),
+                None => format!("{key}: {value}"),
+            })
+            .collect();
+        if details.is_empty() {
+            writeln!(out, "sandbox   {provider}")?;
+        } else {
+            writeln!(out, "sandbox   {provider} ({})", details.join(", "))?;
+        }
+    }
+    if let Some(channels) = answer["channels"].as_object() {
+        for (name, health) in channels {
+            let state = health["state"].as_str().unwrap_or("unknown");
+            match health["reason"].as_str() {
+                Some(reason) => writeln!(out, "{name:<9} {state}: {reason}")?,
+                None => writeln!(out, "{name:<9} {state}")?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn model_line(model: &Value) -> String {
+    let text = |key: &str| model[key].as_str().unwrap_or("?");
+    let reachability = match (model["reachable"].as_bool(), model["problem"].as_str()) {
+        (Some(true), None) => "reachable".to_string(),
+        (Some(true), Some(problem)) => format!("reachable, but {problem}"),
+        (_, Some(problem)) => format!("unreachable: {problem}"),
+        (_, None) => "unreachable".to_string(),
+    };
+    format!(
+        "{} ({} {}) at {}: {reachability}",
+        text("name"),
+        text("provider"),
+        text("model"),
+        text("endpoint")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn printed(answer: Value) -> String {
+        let mut out = Vec::new();
+        print_readiness(&answer, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn prints_the_model_sandbox_and_channels() {
+        let text = printed(json!({
+            "status": "ready",
+            "model": {"name": "default", "provider": "openai", "model": "qwen2.5:7b",
+                      "endpoint": "http://127.0.0.1:9/v1", "reachable": false,
+                      "problem": "cannot connect: Connection refused"},
+            "sandbox": {"provider": "bwrap", "state": "ok"},
+            "channels": {"telegram": {"state": "unhealthy", "reason": "bad token"}},
+        }));
+        assert_eq!(
+            text,
+            "daemon    ready\n\
+             model     default (openai qwen2.5:7b) at http://127.0.0.1:9/v1: unreachable: cannot connect: Connection refused\n\
+             sandbox   bwrap (state: ok)\n\
+             telegram  unhealthy: bad token\n"
+        );
+    }
+
+    #[test]
+    fn a_reachable_model_and_an_older_daemon_without_the_new_parts() {
+        let text = printed(json!({
+            "status": "ready",
+            "model": {"name": "m", "provider": "anthropic", "model": "claude",
+                      "endpoint": "https://api.anthropic.com", "reachable": true},
+            "sandbox": {"provider": "local"},
+        }));
+        assert!(
+            text.contains(
+                "model     m (anthropic claude) at https://api.anthropic.com: reachable\n"
+            )
+        );
+        assert!(text.contains("sandbox   local\n"));
+        assert_eq!(
+            printed(json!({"status": "not_ready", "problem": "store down", "channels": {}})),
+            "daemon    not_ready\n          store down\n"
+        );
+    }
+}
