@@ -20,11 +20,12 @@ const EXEC_MARKER: &str = "ANTLER_EXEC_ID";
 /// How long the output of a command killed over quota is awaited after the kill.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// Kills every process whose environment carries `ANTLER_EXEC_ID=$ANTLER_KILL`, with its
-/// process group (the engine has no API to signal an exec). `timeout`, the command's root,
+/// process group (the engine has no API to signal an exec). Written for dash and busybox `sh`
+/// (`kill -s KILL -- -PGID`; redirections ordered so unreadable `/proc` entries stay quiet). `timeout`, the command's root,
 /// leads the group, so a child that dropped its environment still goes with it.
 const KILL_SCRIPT: &str = r#"for d in /proc/[0-9]*; do
-  if tr '\0' '\n' < "$d/environ" 2>/dev/null | grep -qx "ANTLER_EXEC_ID=$ANTLER_KILL"; then
-    p=${d#/proc/}; kill -KILL -- "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+  if tr '\0' '\n' 2>/dev/null < "$d/environ" | grep -qx "ANTLER_EXEC_ID=$ANTLER_KILL"; then
+    p=${d#/proc/}; kill -s KILL -- "-$p" 2>/dev/null; kill -s KILL "$p" 2>/dev/null
   fi
 done; true"#;
 
@@ -237,5 +238,45 @@ mod tests {
             ["timeout", "-s", "KILL", "2", "sh", "-c", "echo hi"]
         );
         assert_eq!(exec_command("x", Duration::ZERO)[3], "1");
+    }
+
+    #[test]
+    fn the_kill_script_ends_the_marked_command_and_its_whole_group() {
+        use std::os::unix::process::CommandExt;
+        let marker = uuid::Uuid::new_v4().to_string();
+        // The child that drops its environment is only reachable through the group.
+        let mut command = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & env -i sleep 30"])
+            .env(EXEC_MARKER, &marker)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = command.id().to_string();
+        std::thread::sleep(Duration::from_millis(300));
+        let killed = std::process::Command::new("sh")
+            .args(["-c", KILL_SCRIPT])
+            .env("ANTLER_KILL", &marker)
+            .output()
+            .unwrap();
+        assert!(killed.status.success(), "{killed:?}");
+        assert!(killed.stderr.is_empty(), "quiet: {killed:?}");
+        assert!(
+            command.wait().unwrap().code().is_none(),
+            "killed by a signal"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        // Killed orphans may linger as zombies until init reaps them; only live ones count.
+        let listing = std::process::Command::new("ps")
+            .args(["-eo", "pgid=,stat="])
+            .output()
+            .unwrap();
+        let alive = String::from_utf8_lossy(&listing.stdout)
+            .lines()
+            .filter_map(|line| {
+                line.split_once(char::is_whitespace)
+                    .map(|(g, s)| (g.trim(), s.trim()))
+            })
+            .any(|(pgid, stat)| pgid == group && !stat.starts_with('Z'));
+        assert!(!alive, "nothing of the group is left");
     }
 }
