@@ -2,6 +2,7 @@
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
 mod api;
+mod leaks;
 mod lifecycle;
 
 use std::io::{BufRead, BufReader};
