@@ -33,7 +33,7 @@ pub enum DaemonError {
     Bind { addr: SocketAddr, detail: String },
     #[error(transparent)]
     Harness(#[from] HarnessError),
-    #[error("the sandbox could not start: {0}")]
+    #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("the HTTP server failed: {0}")]
     Serve(String),

@@ -133,7 +133,7 @@ impl SandboxSlot {
                 *info = Some(chosen);
             }
             Err(error) => {
-                tracing::error!(%error, "No sandbox could be started; runs fail until the sandbox settings are fixed");
+                tracing::error!(%error, "Could not start the sandbox; fix the sandbox settings");
                 *info = None;
             }
         }
