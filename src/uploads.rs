@@ -196,7 +196,10 @@ fn ensure_real_dir(dir: &Path) -> Result<(), UploadError> {
     fs::create_dir_all(dir)?;
     let meta = fs::symlink_metadata(dir)?;
     if !meta.file_type().is_dir() {
-        return Err(UploadError::NotARegularFile(dir.display().to_string()));
+        // Named by its virtual path: this error reaches HTTP clients.
+        return Err(UploadError::NotARegularFile(
+            crate::paths::VIRTUAL_UPLOADS.to_string(),
+        ));
     }
     Ok(())
 }

@@ -397,7 +397,8 @@ pub struct DockerSandboxConfig {
     /// Engine address: `unix:///path/docker.sock`, or `http://127.0.0.1:PORT` / `tcp://…`
     /// (plain HTTP, no TLS). Unset = the local unix socket (`$DOCKER_HOST` when it is `unix://`).
     pub host: Option<String>,
-    /// Image the containers run; it must provide `sh`, `sleep` and `timeout`.
+    /// Image the containers run; it must provide `sh`, `sleep`, `timeout`, `tr` and `grep` (the
+    /// last two find a command to kill when it passes the disk quota).
     pub image: String,
     /// Most containers kept (in use plus warm); released ones are evicted least recently used.
     pub replicas: usize,
