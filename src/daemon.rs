@@ -27,6 +27,8 @@ pub enum DaemonError {
     Bind { addr: SocketAddr, detail: String },
     #[error(transparent)]
     Harness(#[from] HarnessError),
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("the HTTP server failed: {0}")]
     Serve(String),
 }
@@ -69,6 +71,9 @@ pub async fn run(
     let snapshot = config.current();
     let addr = listen_address(&snapshot)?;
     let harness = Arc::new(Harness::open(config.clone())?);
+    // Probed now, as config.yaml promises: a sandbox that cannot start fails here, loudly,
+    // rather than on some user's first run.
+    harness.prepare_sandbox().await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| DaemonError::Bind {

@@ -64,13 +64,9 @@ impl ThreadPaths {
         Ok(())
     }
 
-    /// The state's view of these paths.
+    /// The state's view of these paths: the virtual ones, never these host paths.
     pub fn thread_data(&self) -> crate::state::ThreadData {
-        crate::state::ThreadData {
-            workspace_path: self.workspace().to_string_lossy().into_owned(),
-            uploads_path: self.uploads().to_string_lossy().into_owned(),
-            outputs_path: self.outputs().to_string_lossy().into_owned(),
-        }
+        crate::state::ThreadData::virtual_paths()
     }
 }
 
@@ -102,10 +98,7 @@ mod tests {
             paths.uploads(),
             PathBuf::from("/data/users/alice/threads/t-1/user-data/uploads")
         );
-        assert_eq!(
-            paths.thread_data().outputs_path,
-            "/data/users/alice/threads/t-1/user-data/outputs"
-        );
+        assert_eq!(paths.thread_data().outputs_path, VIRTUAL_OUTPUTS);
     }
 
     #[test]

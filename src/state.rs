@@ -41,12 +41,33 @@ pub struct SandboxState {
     pub sandbox_id: String,
 }
 
-/// Host-side directories of the thread (never shown to the model, which sees `/mnt/user-data/*`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The thread's directories as the model and every client see them (`/mnt/user-data/*`). The
+/// state is served by `/state` and streamed in events, so it never holds a host path.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ThreadData {
     pub workspace_path: String,
     pub uploads_path: String,
     pub outputs_path: String,
+}
+
+impl ThreadData {
+    /// The only value a thread's data can have: the virtual directories.
+    pub fn virtual_paths() -> Self {
+        Self {
+            workspace_path: crate::paths::VIRTUAL_WORKSPACE.into(),
+            uploads_path: crate::paths::VIRTUAL_UPLOADS.into(),
+            outputs_path: crate::paths::VIRTUAL_OUTPUTS.into(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ThreadData {
+    /// Checkpoints written by older versions hold host paths here; whatever was stored, reading
+    /// yields the virtual paths, so an old thread's `/state` cannot leak the data directory.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(Self::virtual_paths())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -141,11 +141,19 @@ fn slot_middleware(
     let on = |enabled: bool, make: &dyn Fn() -> MiddlewareRef| enabled.then(make);
     let middleware = match slot {
         Slot::ThreadData => on(features.sandbox.is_on(), &|| {
-            arc(ThreadDataMiddleware::new(config.data_dir()))
+            if config.sandbox.eager {
+                arc(ThreadDataMiddleware::eager(config.data_dir()))
+            } else {
+                arc(ThreadDataMiddleware::new(config.data_dir()))
+            }
         }),
         Slot::Uploads => on(features.sandbox.is_on(), &|| arc(UploadsMiddleware)),
         Slot::Sandbox => from_feature(&features.sandbox, "sandbox", || {
-            Some(arc(SandboxMiddleware::new(sandbox_provider.clone())))
+            Some(arc(if config.sandbox.eager {
+                SandboxMiddleware::eager(sandbox_provider.clone())
+            } else {
+                SandboxMiddleware::new(sandbox_provider.clone())
+            }))
         })?,
         Slot::DanglingToolCall => Some(arc(DanglingToolCallMiddleware)),
         Slot::Guardrail => from_feature(&features.guardrail, "guardrail", || {

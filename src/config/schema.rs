@@ -355,6 +355,12 @@ pub struct SandboxConfig {
     pub max_processes: u64,
     /// Largest file a command may write, in MiB (RLIMIT_FSIZE).
     pub max_file_size_mb: u64,
+    /// Disk quota of one thread's files (workspace, uploads and outputs together), in MiB;
+    /// enforced for the file tools before they write and for bash while it runs. 0 disables.
+    pub thread_quota_mb: u64,
+    /// Disk quota of the whole data directory (every thread, the store), in MiB; sandbox writes
+    /// stop when it is reached. 0 disables.
+    pub data_dir_quota_mb: u64,
     /// Settings of the `docker` provider.
     pub docker: DockerSandboxConfig,
 }
@@ -377,6 +383,8 @@ impl Default for SandboxConfig {
             memory_mb: 4096,
             max_processes: 1024,
             max_file_size_mb: 1024,
+            thread_quota_mb: 1024,
+            data_dir_quota_mb: 20 * 1024,
             docker: DockerSandboxConfig::default(),
         }
     }
@@ -389,7 +397,8 @@ pub struct DockerSandboxConfig {
     /// Engine address: `unix:///path/docker.sock`, or `http://127.0.0.1:PORT` / `tcp://…`
     /// (plain HTTP, no TLS). Unset = the local unix socket (`$DOCKER_HOST` when it is `unix://`).
     pub host: Option<String>,
-    /// Image the containers run; it must provide `sh`, `sleep` and `timeout`.
+    /// Image the containers run; it must provide `sh`, `sleep`, `timeout`, `tr` and `grep` (the
+    /// last two find a command to kill when it passes the disk quota).
     pub image: String,
     /// Most containers kept (in use plus warm); released ones are evicted least recently used.
     pub replicas: usize,

@@ -19,6 +19,7 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
     check_limits(config, &mut problems);
     check_gateway(config, &mut problems);
     check_channels(config, &mut problems);
+    check_sandbox(config, &mut problems);
     for (index, admin) in config.admins.iter().enumerate() {
         if !is_user_id(admin) {
             problems.push(format!("admins[{index}]"), USER_ID_RULE);
@@ -361,9 +362,70 @@ fn check_gateway(config: &AppConfig, problems: &mut Problems) {
     }
 }
 
+fn check_sandbox(config: &AppConfig, problems: &mut Problems) {
+    let sandbox = &config.sandbox;
+    let (thread, data_dir) = (sandbox.thread_quota_mb, sandbox.data_dir_quota_mb);
+    if thread > 0 && data_dir > 0 {
+        problems.require(
+            thread <= data_dir,
+            "sandbox.thread_quota_mb",
+            format!(
+                "must not exceed sandbox.data_dir_quota_mb ({data_dir}); raise that or lower this \
+                 (0 turns a quota off)"
+            ),
+        );
+    }
+    // Below a few MiB every `pip install` or checkout fails, which reads like a bug, not a quota.
+    for (key, value) in [
+        ("sandbox.thread_quota_mb", thread),
+        ("sandbox.data_dir_quota_mb", data_dir),
+    ] {
+        problems.require(
+            value == 0 || value >= MIN_QUOTA_MB,
+            key,
+            format!("must be 0 (no quota) or at least {MIN_QUOTA_MB} MiB"),
+        );
+    }
+}
+
+/// Smallest quota accepted (MiB).
+const MIN_QUOTA_MB: u64 = 16;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sandbox_quotas_are_checked_by_key() {
+        let mut config = AppConfig::default();
+        let keys = |config: &AppConfig| {
+            let mut problems = Problems::default();
+            check_sandbox(config, &mut problems);
+            problems.0.iter().map(|p| p.to_string()).collect::<Vec<_>>()
+        };
+        assert!(keys(&config).is_empty(), "the defaults are valid");
+        config.sandbox.thread_quota_mb = config.sandbox.data_dir_quota_mb + 1;
+        let problems = keys(&config);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("sandbox.thread_quota_mb"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[0].contains("sandbox.data_dir_quota_mb"),
+            "{problems:?}"
+        );
+        config.sandbox.thread_quota_mb = 0;
+        config.sandbox.data_dir_quota_mb = 3;
+        let problems = keys(&config);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("sandbox.data_dir_quota_mb"),
+            "{problems:?}"
+        );
+        config.sandbox.data_dir_quota_mb = 0;
+        assert!(keys(&config).is_empty(), "0 turns both off");
+    }
 
     #[test]
     fn user_id_pattern() {

@@ -4,6 +4,7 @@
 //! and the registry of active runs, which enforces one run per thread. Each run is a task
 //! tracked for shutdown; its events stream to the caller through the [`RunHandle`].
 
+mod sandbox_slot;
 pub mod testing;
 
 use std::collections::HashMap;
@@ -24,13 +25,15 @@ use crate::config::{AppConfig, ConfigHandle};
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, LeadAgentError, make_lead_agent};
 use crate::messages::Message;
 use crate::model::{ModelError, ModelRegistry};
-use crate::sandbox::{ProviderSettings, SandboxError, SandboxProvider, select_provider};
+use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::state::ThreadState;
 use crate::store::threads::ThreadError;
 use crate::store::{
     Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
 };
 use crate::tools::registry::ToolRegistry;
+
+use sandbox_slot::{SandboxLease, SandboxSlot};
 
 /// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -105,13 +108,21 @@ struct Inner {
     agents: Arc<AgentStore>,
     /// Skill scans and system prompts the lead-agent factory reuses across runs.
     lead_cache: LeadAgentCache,
-    /// Chosen on the first run (probing bwrap is async), then shared by every thread.
-    sandbox: tokio::sync::OnceCell<Arc<dyn SandboxProvider>>,
-    /// The configured tools, rebuilt when the configuration `Arc` changes.
-    tools: Mutex<Option<(Arc<AppConfig>, Arc<ToolRegistry>)>>,
+    /// Chosen at start-up ([`Harness::prepare_sandbox`]) or on the first run, replaced when
+    /// the sandbox settings change (see [`sandbox_slot`]).
+    sandbox: SandboxSlot,
+    /// The configured tools, rebuilt when the configuration `Arc` or the provider changes.
+    tools: Mutex<Option<ToolsFor>>,
     runs: Mutex<HashMap<String, ActiveRun>>,
     tracker: TaskTracker,
     accepting: AtomicBool,
+}
+
+/// A tool registry and what it was built for.
+struct ToolsFor {
+    config: Arc<AppConfig>,
+    sandbox: Arc<dyn SandboxProvider>,
+    registry: Arc<ToolRegistry>,
 }
 
 struct ActiveRun {
@@ -161,7 +172,7 @@ impl Harness {
                 models,
                 agents,
                 lead_cache: LeadAgentCache::new(),
-                sandbox: tokio::sync::OnceCell::new(),
+                sandbox: SandboxSlot::new(),
                 tools: Mutex::new(None),
                 runs: Mutex::new(HashMap::new()),
                 tracker: TaskTracker::new(),
@@ -181,6 +192,19 @@ impl Harness {
     /// The custom agents of every user (`{data_dir}/users/{user}/agents`).
     pub fn agents(&self) -> &Arc<AgentStore> {
         &self.inner.agents
+    }
+
+    /// Chooses the sandbox provider now (probing bubblewrap or the Docker engine) instead of on
+    /// the first run, and logs the choice and why. The daemon calls this at start.
+    pub async fn prepare_sandbox(&self) -> Result<SandboxInfo, SandboxError> {
+        let config = self.inner.config.current();
+        let (provider, _lease) = self.inner.sandbox.lease(&config).await?;
+        Ok(provider.info())
+    }
+
+    /// The sandbox provider in force (`None` before one was chosen, or when choosing failed).
+    pub fn sandbox_info(&self) -> Option<SandboxInfo> {
+        self.inner.sandbox.info()
     }
 
     /// Starts a run on a thread, creating the thread for `user_id` if it does not exist. The
@@ -211,11 +235,12 @@ impl Harness {
         let record = self.owned_or_created(&user_id, &thread_id)?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
-        let guard = self.register(&thread_id, &run_id, &cancel)?;
+        let mut guard = self.register(&thread_id, &run_id, &cancel)?;
 
         let models = self.models(&config)?;
         let checkpointer: Arc<dyn Checkpointer> = Arc::new(self.inner.threads.clone());
-        let sandbox = self.sandbox(&config).await?;
+        let (sandbox, lease) = self.inner.sandbox.lease(&config).await?;
+        guard.sandbox = Some(lease);
         let tools = self.tools(&config, &sandbox)?;
         let lead = make_lead_agent(
             &options,
@@ -395,9 +420,7 @@ impl Harness {
                 }
             }
         }
-        if let Some(sandbox) = self.inner.sandbox.get() {
-            sandbox.shutdown().await;
-        }
+        self.inner.sandbox.shutdown().await;
         let threads = self.inner.threads.clone();
         tokio::task::spawn_blocking(move || threads.flush())
             .await
@@ -450,23 +473,12 @@ impl Harness {
             inner: self.inner.clone(),
             thread_id: thread_id.to_string(),
             run_id: run_id.to_string(),
+            sandbox: None,
         })
     }
 
     fn runs(&self) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
         lock_runs(&self.inner)
-    }
-
-    async fn sandbox(&self, config: &AppConfig) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
-        self.inner
-            .sandbox
-            .get_or_try_init(|| async {
-                let settings = ProviderSettings::from_config(config, None);
-                let provider: Arc<dyn SandboxProvider> = select_provider(settings).await?;
-                Ok(provider)
-            })
-            .await
-            .cloned()
     }
 
     fn tools(
@@ -478,10 +490,11 @@ impl Harness {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Some((built_for, registry)) = cache.as_ref()
-            && Arc::ptr_eq(built_for, config)
+        if let Some(built) = cache.as_ref()
+            && Arc::ptr_eq(&built.config, config)
+            && Arc::ptr_eq(&built.sandbox, sandbox)
         {
-            return Ok(registry.clone());
+            return Ok(built.registry.clone());
         }
         let registry = ToolRegistry::from_config(config, sandbox.clone()).map_err(|problems| {
             RunError::Tools(
@@ -493,7 +506,11 @@ impl Harness {
             )
         })?;
         let registry = Arc::new(registry);
-        *cache = Some((config.clone(), registry.clone()));
+        *cache = Some(ToolsFor {
+            config: config.clone(),
+            sandbox: sandbox.clone(),
+            registry: registry.clone(),
+        });
         Ok(registry)
     }
 
@@ -547,6 +564,8 @@ struct RunGuard {
     inner: Arc<Inner>,
     thread_id: String,
     run_id: String,
+    /// Keeps the run's sandbox provider from being shut down under it.
+    sandbox: Option<SandboxLease>,
 }
 
 impl Drop for RunGuard {

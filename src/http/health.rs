@@ -17,22 +17,33 @@ pub(crate) async fn healthz() -> &'static str {
 /// The store answers and the configuration is valid. `channels` shows each channel's state;
 /// an unhealthy channel is reported but does not fail readiness (the others keep serving).
 /// `model` says whether the default model's endpoint answers (cached, time-bounded probe); an
-/// unreachable model is reported, not a readiness failure: the daemon still serves.
+/// unreachable model is reported, not a readiness failure: the daemon still serves. `sandbox`
+/// says which provider runs tools and whether shell commands work.
 pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
     let channels = json!(state.channels.health.snapshot());
+    let sandbox = sandbox_json(&state);
     let (status, mut body) = match state.harness.threads().get("readyz-probe") {
         // A read through the store proves it is open and answering.
         Ok(_) => (
             StatusCode::OK,
-            json!({"status": "ready", "channels": channels}),
+            json!({"status": "ready", "channels": channels, "sandbox": sandbox}),
         ),
         Err(problem) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            json!({"status": "not_ready", "problem": problem.to_string(), "channels": channels}),
+            json!({"status": "not_ready", "problem": problem.to_string(), "channels": channels, "sandbox": sandbox}),
         ),
     };
     if let Some(model) = state.config.current().default_model() {
         body["model"] = json!(state.model_probe.check(model).await);
     }
     (status, Json(body))
+}
+
+/// `{"provider": "bwrap", "bash": true, "reason": "auto: bubblewrap works"}`, or `null` while no
+/// provider was chosen (none could start: the daemon log says why).
+fn sandbox_json(state: &AppState) -> Value {
+    match state.harness.sandbox_info() {
+        Some(info) => json!({"provider": info.provider, "bash": info.bash, "reason": info.reason}),
+        None => Value::Null,
+    }
 }

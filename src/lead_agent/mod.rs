@@ -28,7 +28,7 @@ use crate::agents::{
 use crate::config::AppConfig;
 use crate::middleware::DynamicContextMiddleware;
 use crate::model::ModelRegistry;
-use crate::sandbox::SandboxProvider;
+use crate::sandbox::{SandboxInfo, SandboxProvider};
 use crate::skills::{BOOTSTRAP_SKILL, skills_dir};
 use crate::store::Checkpointer;
 use crate::tools::registry::ToolRegistry;
@@ -187,12 +187,12 @@ pub fn make_lead_agent(
         Some(agent) => Some(agent.soul.clone()),
         None => default_soul(&store),
     };
-    let mounts: Vec<(String, bool)> = config
-        .sandbox
-        .mounts
-        .iter()
-        .map(|m| (m.container_path.clone(), m.read_only))
-        .collect();
+    // The provider's own mounts: after a reload of `sandbox.*` the run may still hold the
+    // provider built from the earlier settings, and the prompt must name what it can reach.
+    let mounts: Vec<(String, bool)> = match &deps.sandbox {
+        Some(provider) => provider.info().mounts,
+        None => SandboxInfo::extra_mounts(&config.sandbox),
+    };
     let prompt_options = PromptOptions {
         // Bootstrap speaks as the default agent: the new agent does not exist yet.
         agent_name: custom.as_ref().map(|agent| agent.config.name.as_str()),

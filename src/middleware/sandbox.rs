@@ -1,8 +1,10 @@
 //! `SandboxMiddleware`: binds the thread to a sandbox, lazily on its first tool call by default.
 //!
 //! Most turns never run a tool, so acquiring up front would waste a container start; eager mode
-//! exists for deployments that prefer paying that cost before the first tool call. With no
-//! provider configured the middleware does nothing.
+//! (`sandbox.eager: true`) exists for deployments that prefer paying that cost before the first
+//! model call, while the model thinks. An eager acquire that fails does not fail the run: the
+//! first tool call tries again and tells the model why. With no provider the middleware does
+//! nothing.
 
 use std::sync::Arc;
 
@@ -53,20 +55,32 @@ impl Middleware for SandboxMiddleware {
         let Some(provider) = self.provider.as_ref().filter(|_| self.eager) else {
             return Ok(HookResult::proceed());
         };
-        if state.sandbox.is_some() {
+        // A bound id the provider no longer knows (another provider since a reload, or a
+        // container not running since a restart) is acquired again: that is the point of eager.
+        if let Some(bound) = &state.sandbox
+            && provider.get(&bound.sandbox_id).is_some()
+        {
             return Ok(HookResult::proceed());
         }
-        let sandbox_id = provider
-            .acquire(&ctx.user_id, &ctx.thread_id)
-            .await
-            .map_err(|e| MiddlewareError::Failed {
-                middleware: self.name().to_string(),
-                detail: e.to_string(),
-            })?;
-        Ok(HookResult::update(StateUpdate {
-            sandbox: Some(SandboxState { sandbox_id }),
-            ..Default::default()
-        }))
+        match provider.acquire(&ctx.user_id, &ctx.thread_id).await {
+            Ok(sandbox_id)
+                if state.sandbox.as_ref().map(|s| &s.sandbox_id) == Some(&sandbox_id) =>
+            {
+                Ok(HookResult::proceed())
+            }
+            Ok(sandbox_id) => {
+                tracing::debug!(thread_id = %ctx.thread_id, %sandbox_id, "Acquired sandbox before the run (sandbox.eager)");
+                Ok(HookResult::update(StateUpdate {
+                    sandbox: Some(SandboxState { sandbox_id }),
+                    ..Default::default()
+                }))
+            }
+            // The run goes on: the first tool call tries again and tells the model why it fails.
+            Err(error) => {
+                tracing::warn!(thread_id = %ctx.thread_id, %error, "Could not acquire a sandbox before the run");
+                Ok(HookResult::proceed())
+            }
+        }
     }
 
     async fn wrap_tool_call(
@@ -238,6 +252,11 @@ mod tests {
             .await
             .unwrap();
         assert!(result.update.sandbox.is_some());
+        let broken = SandboxMiddleware::eager(Some(Arc::new(Broken)))
+            .before_agent(&ThreadState::default(), &ctx)
+            .await
+            .expect("a failed eager acquire leaves the run going");
+        assert!(broken.update.sandbox.is_none());
         let without = tool_call(&SandboxMiddleware::new(None), &ThreadState::default()).await;
         assert!(without.update.sandbox.is_none());
         assert_eq!(without.message.content, "hi");

@@ -1,7 +1,9 @@
-//! `ThreadDataMiddleware`: records the thread's host directories in the state before a run.
+//! `ThreadDataMiddleware`: records the thread's directories in the state before a run.
 //!
-//! Lazy by default: only the paths are computed (the tools that write files create them), so a
-//! chat that never touches a file costs no filesystem work.
+//! The state is served to clients and streamed in events, so it records the virtual paths
+//! (`/mnt/user-data/*`), never the host ones. Lazy by default: the ids are validated but nothing
+//! is created (the tools that write files create the directories), so a chat that never touches
+//! a file costs no filesystem work; `sandbox.eager` creates them up front.
 
 use std::path::PathBuf;
 
@@ -62,9 +64,11 @@ impl Middleware for ThreadDataMiddleware {
                 .await
                 .map_err(|e| self.failed(e.to_string()))?
                 .map_err(|e| {
+                    // The host path stays in the log; the error reaches clients and the model.
+                    tracing::warn!(dir = %paths.user_data().display(), error = %e, "Could not create a thread's directories");
                     self.failed(format!(
-                        "could not create {}: {e}; check that data_dir is writable",
-                        paths.user_data().display()
+                        "could not create the thread's directories ({e}); check that data_dir is \
+                         writable and has free space"
                     ))
                 })?;
         }
@@ -96,11 +100,8 @@ mod tests {
             .await
             .unwrap();
         let data = result.update.thread_data.unwrap();
-        assert!(
-            data.uploads_path
-                .ends_with("users/alice/threads/thread-1/user-data/uploads")
-        );
-        assert!(!std::path::Path::new(&data.uploads_path).exists());
+        assert_eq!(data.uploads_path, "/mnt/user-data/uploads");
+        assert!(!tmp.path().join("users").exists(), "lazy creates nothing");
     }
 
     #[tokio::test]
@@ -111,7 +112,12 @@ mod tests {
             .before_agent(&ThreadState::default(), &ctx)
             .await
             .unwrap();
-        assert!(std::path::Path::new(&result.update.thread_data.unwrap().outputs_path).is_dir());
+        assert_eq!(
+            result.update.thread_data.unwrap().outputs_path,
+            "/mnt/user-data/outputs"
+        );
+        let paths = ThreadPaths::new(tmp.path(), "bob", "t1").unwrap();
+        assert!(paths.outputs().is_dir() && paths.workspace().is_dir());
         let bad = RunContext::new("../etc", "bob", Arc::new(AppConfig::default()));
         let err = ThreadDataMiddleware::new(tmp.path())
             .before_agent(&ThreadState::default(), &bad)

@@ -1,6 +1,7 @@
-//! Running one shell command: scrubbed environment, rlimits, no stdin, capped output and a
-//! wall-clock timeout that kills the whole process group.
+//! Running one shell command: scrubbed environment, rlimits, no stdin, capped output, and a
+//! wall-clock timeout and a disk-quota watchdog that kill the whole process group.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
-use crate::sandbox::{MountPoint, SandboxError};
+use crate::sandbox::{MountPoint, QuotaBreach, SandboxError};
 
 /// Bytes of stdout (and, separately, stderr) kept per command; the rest is drained and dropped.
 pub(crate) const OUTPUT_CAPTURE_BYTES: usize = 10 * 1024 * 1024;
@@ -51,6 +52,7 @@ pub(crate) struct RawOutput {
     pub(crate) stderr: Vec<u8>,
     pub(crate) exit_code: Option<i32>,
     pub(crate) timed_out: bool,
+    pub(crate) quota_exceeded: Option<QuotaBreach>,
 }
 
 /// The environment a command gets: allowlisted host variables plus the caller's, minus anything
@@ -172,11 +174,12 @@ pub(crate) fn bwrap_args(
 }
 
 /// Spawns the invocation in its own process group and waits for it, killing the group at the
-/// timeout.
+/// timeout or when `watchdog` reports a disk quota breach.
 pub(crate) async fn run(
     invocation: Invocation,
     limits: Limits,
     timeout: Duration,
+    watchdog: impl Future<Output = QuotaBreach>,
 ) -> Result<RawOutput, SandboxError> {
     let mut command = Command::new(&invocation.program);
     command
@@ -199,19 +202,27 @@ pub(crate) async fn run(
     let pid = child.id();
     let stdout = tokio::spawn(read_capped(child.stdout.take()));
     let stderr = tokio::spawn(read_capped(child.stderr.take()));
-    let (exit_code, timed_out) = match tokio::time::timeout(timeout, child.wait()).await {
-        Ok(Ok(status)) => (status.code(), false),
-        Ok(Err(e)) => {
+    let ended = tokio::select! {
+        status = child.wait() => Ended::Exited(status),
+        () = tokio::time::sleep(timeout) => Ended::TimedOut,
+        breach = watchdog => Ended::OverQuota(breach),
+    };
+    let (exit_code, timed_out, quota_exceeded) = match ended {
+        Ended::Exited(Ok(status)) => (status.code(), false, None),
+        Ended::Exited(Err(e)) => {
             return Err(SandboxError::Unavailable(format!(
                 "waiting for the command failed: {e}"
             )));
         }
-        Err(_) => {
+        Ended::TimedOut | Ended::OverQuota(_) => {
             if let Some(pid) = pid {
                 kill_process_group(pid);
             }
             let _ = child.wait().await;
-            (None, true)
+            match ended {
+                Ended::OverQuota(breach) => (None, false, Some(breach)),
+                _ => (None, true, None),
+            }
         }
     };
     // Background children still holding the pipes must not keep the call open forever.
@@ -234,7 +245,15 @@ pub(crate) async fn run(
         stderr,
         exit_code,
         timed_out,
+        quota_exceeded,
     })
+}
+
+/// How the wait for a command ended.
+enum Ended {
+    Exited(std::io::Result<std::process::ExitStatus>),
+    TimedOut,
+    OverQuota(QuotaBreach),
 }
 
 async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
@@ -352,11 +371,56 @@ mod tests {
             file_size_bytes: 0,
         };
         let started = std::time::Instant::now();
-        let out = run(invocation, limits, Duration::from_millis(300))
-            .await
-            .unwrap();
+        let out = run(
+            invocation,
+            limits,
+            Duration::from_millis(300),
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
         assert!(out.timed_out);
         assert_eq!(String::from_utf8_lossy(&out.stdout), "start\n");
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_watchdog_breach_kills_the_group_and_is_reported() {
+        let marker = tempfile::tempdir().unwrap();
+        let late = marker.path().join("late");
+        let invocation = Invocation {
+            program: host_shell(),
+            args: vec![
+                "-c".into(),
+                format!("echo start; (sleep 2; touch {}) & sleep 30", late.display()),
+            ],
+            env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+            cwd: std::env::temp_dir(),
+        };
+        let limits = Limits {
+            cpu_seconds: 10,
+            address_space_bytes: 0,
+            processes: 0,
+            file_size_bytes: 0,
+        };
+        let breach = QuotaBreach {
+            scope: crate::sandbox::QuotaScope::Thread,
+            used: 2,
+            limit: 1,
+            writing: 0,
+        };
+        let watchdog = async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            breach
+        };
+        let out = run(invocation, limits, Duration::from_secs(20), watchdog)
+            .await
+            .unwrap();
+        assert_eq!(out.quota_exceeded, Some(breach));
+        assert!(!out.timed_out);
+        assert_eq!(out.exit_code, None);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "start\n");
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert!(!late.exists(), "the background job died with the group");
     }
 }

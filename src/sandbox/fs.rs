@@ -9,6 +9,7 @@ use std::path::Path;
 use globset::{GlobBuilder, GlobMatcher};
 use regex::RegexBuilder;
 
+use crate::sandbox::quota::ThreadQuota;
 use crate::sandbox::{PathMapper, ResolvedPath, SandboxError};
 
 /// Directory names skipped by listings and searches (noise the model rarely wants).
@@ -91,23 +92,39 @@ pub(crate) fn read_text(
     slice_lines(&String::from_utf8_lossy(&bytes), start_line, end_line)
 }
 
+/// Writes `content`, first checking the thread's disk quota (when the path counts against it)
+/// and booking the size change afterwards.
 pub(crate) fn write_bytes(
     mapper: &PathMapper,
+    quota: Option<&ThreadQuota>,
     path: &str,
     content: &[u8],
     append: bool,
 ) -> Result<(), SandboxError> {
     let resolved = writable(mapper, path)?;
-    if let Some(parent) = resolved.host_path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| io_error(mapper, &resolved, &e))?;
-    }
     // Resolution checked the path; refusing a symlink here closes the gap where one is
     // planted between that check and the open.
-    if std::fs::symlink_metadata(&resolved.host_path).is_ok_and(|m| m.file_type().is_symlink()) {
+    let existing = std::fs::symlink_metadata(&resolved.host_path).ok();
+    if existing
+        .as_ref()
+        .is_some_and(|m| m.file_type().is_symlink())
+    {
         return Err(SandboxError::PathRejected(format!(
             "{} is a symbolic link; write to a regular file instead",
             resolved.virtual_path
         )));
+    }
+    let quota = quota.filter(|q| q.covers(&resolved.host_path));
+    let replaced = match (&existing, append) {
+        (Some(meta), false) => meta.len(),
+        _ => 0,
+    };
+    let added = content.len() as u64;
+    if let Some(quota) = quota {
+        quota.check_write(replaced, added)?;
+    }
+    if let Some(parent) = resolved.host_path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io_error(mapper, &resolved, &e))?;
     }
     let mut file = std::fs::OpenOptions::new()
         .create(true)
@@ -116,8 +133,17 @@ pub(crate) fn write_bytes(
         .truncate(!append)
         .open(&resolved.host_path)
         .map_err(|e| io_error(mapper, &resolved, &e))?;
-    file.write_all(content)
-        .map_err(|e| io_error(mapper, &resolved, &e))
+    let written = file
+        .write_all(content)
+        .map_err(|e| io_error(mapper, &resolved, &e));
+    if let Some(quota) = quota {
+        // A failed write may have left part of the content: let the next check walk again.
+        match written {
+            Ok(()) => quota.record_write(replaced, added),
+            Err(_) => quota.mark_stale(),
+        }
+    }
+    written
 }
 
 pub(crate) fn list_dir(
@@ -334,13 +360,28 @@ mod tests {
         let (_tmp, m) = setup();
         write_bytes(
             &m,
+            None,
             "/mnt/user-data/workspace/src/a.py",
             b"print('Hi')\n",
             false,
         )
         .unwrap();
-        write_bytes(&m, "/mnt/user-data/workspace/src/a.py", b"hi again\n", true).unwrap();
-        write_bytes(&m, "/mnt/user-data/workspace/b.txt", b"nothing", false).unwrap();
+        write_bytes(
+            &m,
+            None,
+            "/mnt/user-data/workspace/src/a.py",
+            b"hi again\n",
+            true,
+        )
+        .unwrap();
+        write_bytes(
+            &m,
+            None,
+            "/mnt/user-data/workspace/b.txt",
+            b"nothing",
+            false,
+        )
+        .unwrap();
         assert_eq!(
             read_text(&m, "/mnt/user-data/workspace/src/a.py", None, None).unwrap(),
             "print('Hi')\nhi again\n"

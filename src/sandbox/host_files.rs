@@ -2,21 +2,28 @@
 //! bind-mounts the thread's dirs (host, bwrap, docker) serves file tools from here, off the
 //! async runtime.
 
+use crate::sandbox::quota::ThreadQuota;
 use crate::sandbox::{GrepMatch, GrepOptions, PathMapper, SandboxError, fs};
 
-/// File operations on the host directories behind a [`PathMapper`].
-#[derive(Clone, Debug)]
+/// File operations on the host directories behind a [`PathMapper`], writes behind the thread's
+/// disk quota.
+#[derive(Clone)]
 pub(crate) struct HostFiles {
     mapper: PathMapper,
+    quota: ThreadQuota,
 }
 
 impl HostFiles {
-    pub(crate) fn new(mapper: PathMapper) -> Self {
-        Self { mapper }
+    pub(crate) fn new(mapper: PathMapper, quota: ThreadQuota) -> Self {
+        Self { mapper, quota }
     }
 
     pub(crate) fn mapper(&self) -> &PathMapper {
         &self.mapper
+    }
+
+    pub(crate) fn quota(&self) -> &ThreadQuota {
+        &self.quota
     }
 
     async fn blocking<T: Send + 'static>(
@@ -51,14 +58,14 @@ impl HostFiles {
         content: &str,
         append: bool,
     ) -> Result<(), SandboxError> {
-        let (path, content) = (path.to_string(), content.to_string());
-        self.blocking(move |m| fs::write_bytes(m, &path, content.as_bytes(), append))
+        let (path, content, quota) = (path.to_string(), content.to_string(), self.quota.clone());
+        self.blocking(move |m| fs::write_bytes(m, Some(&quota), &path, content.as_bytes(), append))
             .await
     }
 
     pub(crate) async fn update_file(&self, path: &str, content: &[u8]) -> Result<(), SandboxError> {
-        let (path, content) = (path.to_string(), content.to_vec());
-        self.blocking(move |m| fs::write_bytes(m, &path, &content, false))
+        let (path, content, quota) = (path.to_string(), content.to_vec(), self.quota.clone());
+        self.blocking(move |m| fs::write_bytes(m, Some(&quota), &path, &content, false))
             .await
     }
 

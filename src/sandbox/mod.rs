@@ -13,6 +13,7 @@ mod fs;
 mod host_files;
 mod path_mapper;
 mod provider;
+mod quota;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,7 @@ pub use provider::{
     ExecMode, HostSandbox, HostSandboxProvider, ProviderSettings, bwrap_available,
     select_host_provider, select_provider,
 };
+pub use quota::{QuotaBreach, QuotaScope};
 
 /// What a finished (or killed) command left behind; every path in it is already virtual.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -37,6 +39,8 @@ pub struct CommandOutput {
     /// `None` when the process was killed by a signal (including at its timeout).
     pub exit_code: Option<i32>,
     pub timed_out: bool,
+    /// Set when the command was killed because the thread's files passed a disk quota.
+    pub quota_exceeded: Option<QuotaBreach>,
 }
 
 impl CommandOutput {
@@ -53,7 +57,9 @@ impl CommandOutput {
         match self.exit_code {
             Some(0) => {}
             Some(code) => text.push_str(&format!("\nExit Code: {code}")),
-            None if !self.timed_out => text.push_str("\nExit Code: killed by a signal"),
+            None if !self.timed_out && self.quota_exceeded.is_none() => {
+                text.push_str("\nExit Code: killed by a signal")
+            }
             None => {}
         }
         if text.trim().is_empty() {
@@ -138,6 +144,11 @@ pub enum SandboxError {
     InvalidArgument(String),
     #[error("{0}")]
     ShellDisabled(String),
+    #[error(
+        "disk quota exceeded: {0}. Delete files you no longer need (for example with `rm` under \
+         /mnt/user-data/workspace) or write less, then retry"
+    )]
+    QuotaExceeded(QuotaBreach),
     #[error("{path}: {message}")]
     Io { path: String, message: String },
 }
@@ -149,6 +160,46 @@ pub trait SandboxProvider: Send + Sync {
     fn get(&self, sandbox_id: &str) -> Option<Arc<dyn Sandbox>>;
     async fn release(&self, sandbox_id: &str) -> Result<(), SandboxError>;
     async fn shutdown(&self);
+
+    /// What this provider really is and mounts, so logs, `/readyz` and the system prompt
+    /// describe the sandbox a run gets rather than what the configuration says now.
+    fn info(&self) -> SandboxInfo {
+        SandboxInfo {
+            provider: "custom".into(),
+            bash: true,
+            reason: "supplied by the embedding application".into(),
+            mounts: Vec::new(),
+            holds_resources: false,
+        }
+    }
+}
+
+/// A provider's description: its kind, whether shell commands run, why it was chosen, and the
+/// extra mounts its sandboxes have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SandboxInfo {
+    /// `bwrap`, `local`, `docker`, or `custom` for an embedder's provider.
+    pub provider: String,
+    /// Whether the `bash` tool can run commands.
+    pub bash: bool,
+    /// Why this provider was chosen, e.g. `auto: bubblewrap works`.
+    pub reason: String,
+    /// Configured extra mounts as (virtual path, read-only).
+    pub mounts: Vec<(String, bool)>,
+    /// Whether the provider keeps something alive between calls (containers) that must be
+    /// shut down before another provider may take over the same threads.
+    pub holds_resources: bool,
+}
+
+impl SandboxInfo {
+    /// The extra mounts of a sandbox configuration as the prompt lists them.
+    pub fn extra_mounts(config: &crate::config::SandboxConfig) -> Vec<(String, bool)> {
+        config
+            .mounts
+            .iter()
+            .map(|m| (m.container_path.clone(), m.read_only))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -161,7 +212,7 @@ mod tests {
             stdout: "hi".into(),
             stderr: "oops".into(),
             exit_code: Some(2),
-            timed_out: false,
+            ..Default::default()
         };
         assert_eq!(out.to_text(), "hi\nStd Error:\noops\nExit Code: 2");
         assert_eq!(

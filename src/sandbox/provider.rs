@@ -13,9 +13,10 @@ use crate::paths::ThreadPaths;
 use crate::sandbox::docker::DockerSandboxProvider;
 use crate::sandbox::exec::{self, Invocation, Limits};
 use crate::sandbox::host_files::HostFiles;
+use crate::sandbox::quota::DiskQuota;
 use crate::sandbox::{
-    CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, SandboxProvider,
-    scrub_env,
+    CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, SandboxInfo,
+    SandboxProvider, scrub_env,
 };
 
 /// Why host bash is off, with what to do about it.
@@ -122,24 +123,36 @@ pub async fn select_provider(
 pub async fn select_host_provider(
     settings: ProviderSettings,
 ) -> Result<Arc<HostSandboxProvider>, SandboxError> {
-    let mode = match settings.sandbox.provider {
-        SandboxProviderKind::Local => ExecMode::Local {
-            allow_bash: settings.sandbox.allow_host_bash,
-        },
+    let (mode, reason) = match settings.sandbox.provider {
+        SandboxProviderKind::Local => {
+            let allow_bash = settings.sandbox.allow_host_bash;
+            let reason = if allow_bash {
+                "configured: local, shell commands run on the host (sandbox.allow_host_bash)"
+            } else {
+                "configured: local, bash disabled (set sandbox.allow_host_bash or use bwrap)"
+            };
+            (ExecMode::Local { allow_bash }, reason.to_string())
+        }
         SandboxProviderKind::Bwrap => {
             bwrap_available().await.map_err(|reason| {
                 SandboxError::Unavailable(format!(
                     "sandbox.provider is bwrap but {reason}; fix that or set sandbox.provider: local"
                 ))
             })?;
-            bwrap_mode(&settings).await
+            (
+                bwrap_mode(&settings).await,
+                "configured: bwrap, bubblewrap works".to_string(),
+            )
         }
         SandboxProviderKind::Auto => match bwrap_available().await {
-            Ok(()) => bwrap_mode(&settings).await,
-            Err(reason) => {
-                tracing::warn!(%reason, "bwrap is unusable; falling back to the local sandbox with bash disabled");
-                ExecMode::Local { allow_bash: false }
-            }
+            Ok(()) => (
+                bwrap_mode(&settings).await,
+                "auto: bubblewrap works".to_string(),
+            ),
+            Err(reason) => (
+                ExecMode::Local { allow_bash: false },
+                format!("auto: bwrap failed ({reason}), using local with bash disabled"),
+            ),
         },
         SandboxProviderKind::Docker => {
             return Err(SandboxError::Unavailable(
@@ -147,7 +160,9 @@ pub async fn select_host_provider(
             ));
         }
     };
-    Ok(Arc::new(HostSandboxProvider::new(settings, mode)))
+    let mut provider = HostSandboxProvider::new(settings, mode);
+    provider.reason = reason;
+    Ok(Arc::new(provider))
 }
 
 async fn bwrap_mode(settings: &ProviderSettings) -> ExecMode {
@@ -161,6 +176,9 @@ async fn bwrap_mode(settings: &ProviderSettings) -> ExecMode {
 pub struct HostSandboxProvider {
     settings: ProviderSettings,
     mode: ExecMode,
+    /// Why this mode was chosen, for the start-up log and `/readyz`.
+    reason: String,
+    quota: Arc<DiskQuota>,
     sandboxes: Mutex<HashMap<String, Arc<HostSandbox>>>,
 }
 
@@ -168,9 +186,12 @@ impl HostSandboxProvider {
     pub fn new(mut settings: ProviderSettings, mode: ExecMode) -> Self {
         settings.data_dir =
             std::path::absolute(&settings.data_dir).unwrap_or(settings.data_dir.clone());
+        let quota = DiskQuota::new(&settings.data_dir, &settings.sandbox);
         Self {
+            reason: format!("{mode:?} chosen by the caller"),
             settings,
             mode,
+            quota,
             sandboxes: Mutex::new(HashMap::new()),
         }
     }
@@ -206,7 +227,7 @@ impl HostSandboxProvider {
         let config = &self.settings.sandbox;
         Ok(HostSandbox {
             id: format!("{}:{user_id}:{thread_id}", self.kind()),
-            files: HostFiles::new(mapper),
+            files: HostFiles::new(mapper, self.quota.thread(paths.user_data())),
             workspace: paths.workspace(),
             mode: self.mode,
             host_env: self.settings.host_env.clone(),
@@ -263,6 +284,16 @@ impl SandboxProvider for HostSandboxProvider {
 
     async fn shutdown(&self) {
         self.lock().clear();
+    }
+
+    fn info(&self) -> SandboxInfo {
+        SandboxInfo {
+            provider: self.kind().to_string(),
+            bash: !matches!(self.mode, ExecMode::Local { allow_bash: false }),
+            reason: self.reason.clone(),
+            mounts: SandboxInfo::extra_mounts(&self.settings.sandbox),
+            holds_resources: false,
+        }
     }
 }
 
@@ -337,12 +368,31 @@ impl Sandbox for HostSandbox {
                 }
             }
         };
+        let quota = self.files.quota().clone();
+        let budget = {
+            let quota = quota.clone();
+            tokio::task::spawn_blocking(move || quota.budget())
+                .await
+                .map_err(|e| SandboxError::Unavailable(format!("the quota check failed: {e}")))?
+        };
+        let mut limits = self.limits;
+        if let Some(room) = budget.file_room {
+            // No single file may outgrow what is left of the quota, whatever the watchdog sees.
+            limits.file_size_bytes = match limits.file_size_bytes {
+                0 => room,
+                configured => configured.min(room),
+            };
+        }
         let raw = exec::run(
             invocation,
-            self.limits,
+            limits,
             timeout.unwrap_or(self.default_timeout),
+            quota.clone().watch(budget),
         )
-        .await?;
+        .await;
+        // The command may have written anything: the next check walks the thread again.
+        quota.mark_stale();
+        let raw = raw?;
         Ok(CommandOutput {
             stdout: self
                 .files
@@ -354,6 +404,7 @@ impl Sandbox for HostSandbox {
                 .unmap_text(&String::from_utf8_lossy(&raw.stderr)),
             exit_code: raw.exit_code,
             timed_out: raw.timed_out,
+            quota_exceeded: raw.quota_exceeded,
         })
     }
 

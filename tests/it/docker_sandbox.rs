@@ -201,11 +201,79 @@ async fn a_command_past_its_timeout_is_reported_as_timed_out() {
         .into_iter()
         .find(|c| c.path.ends_with("/exec"))
         .unwrap();
+    let env: Vec<&str> = exec.body["Env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
     assert_eq!(
-        exec.body["Env"],
-        serde_json::json!(["HOME=/mnt/user-data/workspace"]),
+        env[0], "HOME=/mnt/user-data/workspace",
         "secret-looking env is dropped"
     );
+    assert!(
+        env[1].starts_with("ANTLER_EXEC_ID=") && env.len() == 2,
+        "only the marker a quota kill finds the command by is added: {env:?}"
+    );
+    provider.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_command_whose_files_pass_the_thread_quota_is_killed_inside_the_container() {
+    let fake = FakeDocker::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let workspace = antler::paths::ThreadPaths::new(&tmp.path().join("data"), "alice", "t1")
+        .unwrap()
+        .workspace();
+    // The "command" fills the bind-mounted workspace on the host, then never ends.
+    let fill = workspace.join("fill");
+    fake.on_exec(move |cmd| {
+        if cmd.iter().any(|part| part.contains("fill the disk")) {
+            std::fs::write(&fill, vec![0u8; 2 * 1024 * 1024]).unwrap();
+            ExecReply::hang()
+        } else {
+            ExecReply::stdout("")
+        }
+    });
+    let mut settings = settings(&fake.url(), tmp.path(), 1);
+    settings.sandbox.thread_quota_mb = 1;
+    let provider = DockerSandboxProvider::connect(settings).await.unwrap();
+    let id = provider.acquire("alice", "t1").await.unwrap();
+    let started = std::time::Instant::now();
+    let out = provider
+        .get(&id)
+        .unwrap()
+        .execute_command("echo fill the disk", &[], Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let breach = out.quota_exceeded.expect("the watchdog stops the command");
+    assert_eq!(breach.scope, antler::sandbox::QuotaScope::Thread);
+    assert!(!out.timed_out);
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let kill = fake
+        .exec_commands()
+        .into_iter()
+        .find(|cmd| {
+            cmd.len() == 3 && cmd[0] == "sh" && cmd[2].contains("ANTLER_EXEC_ID=$ANTLER_KILL")
+        })
+        .expect("a kill exec finds the command's processes by their marker");
+    assert!(kill[2].contains("kill -s KILL -- \"-$p\""), "{kill:?}");
+    // The kill names the very command that ran: its marker is the kill's target.
+    let envs: Vec<Vec<String>> = fake
+        .calls()
+        .into_iter()
+        .filter(|c| c.path.ends_with("/exec"))
+        .map(|c| serde_json::from_value(c.body["Env"].clone()).unwrap())
+        .collect();
+    let marker = envs[0]
+        .iter()
+        .find_map(|e| e.strip_prefix("ANTLER_EXEC_ID="))
+        .unwrap();
+    assert_eq!(envs[1], [format!("ANTLER_KILL={marker}")]);
     provider.shutdown().await;
 }
 

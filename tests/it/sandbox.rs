@@ -2,6 +2,7 @@
 
 mod bwrap;
 mod edits;
+mod harness;
 mod tools;
 
 use std::sync::Arc;
@@ -10,7 +11,9 @@ use antler::agent_api::RunContext;
 use antler::agent_api::{Tool, ToolContext, ToolOutput};
 use antler::config::{AppConfig, SandboxConfig};
 use antler::paths::ThreadPaths;
-use antler::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, Sandbox, SandboxProvider};
+use antler::sandbox::{
+    ExecMode, HostSandboxProvider, ProviderSettings, Sandbox, SandboxProvider, bwrap_available,
+};
 use antler::state::ThreadState;
 use antler::tools::builtin::{
     BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
@@ -22,6 +25,25 @@ const USER: &str = "alice";
 const THREAD: &str = "thread-1";
 /// The workspace as the model sees it.
 const WS: &str = "/mnt/user-data/workspace";
+
+/// Set (to `1`) by CI: a host where bubblewrap cannot run fails the bwrap tests instead of
+/// letting them skip, so a broken CI machine cannot pass them silently.
+pub(crate) const REQUIRE_BWRAP_VAR: &str = "ANTLER_REQUIRE_BWRAP";
+
+/// Whether the bwrap tests can run here. Without bubblewrap they print why and skip, unless
+/// [`REQUIRE_BWRAP_VAR`] is set, where that is a failure.
+pub(crate) async fn bwrap_usable() -> bool {
+    let Err(reason) = bwrap_available().await else {
+        return true;
+    };
+    let required = std::env::var(REQUIRE_BWRAP_VAR).is_ok_and(|v| v == "1" || v == "true");
+    assert!(
+        !required,
+        "{REQUIRE_BWRAP_VAR} is set but bwrap cannot run here: {reason}"
+    );
+    println!("skipping: bwrap cannot run here: {reason}");
+    false
+}
 
 /// One of each built-in tool over a provider.
 struct Tools {

@@ -15,6 +15,19 @@ use crate::sandbox::{
 /// Extra time the client waits for output after the in-container `timeout` should have fired,
 /// at most; short timeouts get proportionally less so a hung engine cannot stall a call long.
 const DEADLINE_GRACE: Duration = Duration::from_secs(5);
+/// Variable marking every process of one command, so a quota kill can find them.
+const EXEC_MARKER: &str = "ANTLER_EXEC_ID";
+/// How long the output of a command killed over quota is awaited after the kill.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// Kills every process whose environment carries `ANTLER_EXEC_ID=$ANTLER_KILL`, with its
+/// process group (the engine has no API to signal an exec). Written for dash and busybox `sh`
+/// (`kill -s KILL -- -PGID`; redirections ordered so unreadable `/proc` entries stay quiet). `timeout`, the command's root,
+/// leads the group, so a child that dropped its environment still goes with it.
+const KILL_SCRIPT: &str = r#"for d in /proc/[0-9]*; do
+  if tr '\0' '\n' 2>/dev/null < "$d/environ" | grep -qx "ANTLER_EXEC_ID=$ANTLER_KILL"; then
+    p=${d#/proc/}; kill -s KILL -- "-$p" 2>/dev/null; kill -s KILL "$p" 2>/dev/null
+  fi
+done; true"#;
 
 /// A running container bound to one (user, thread).
 pub struct DockerSandbox {
@@ -26,6 +39,24 @@ pub struct DockerSandbox {
 }
 
 impl DockerSandbox {
+    /// Kills the processes of the command marked `exec_id` (best effort: a failure is logged,
+    /// and the in-container `timeout` still ends the command at its deadline).
+    async fn kill_exec(&self, exec_id: &str) {
+        let killed = self
+            .engine
+            .exec(
+                &self.container,
+                vec!["sh".into(), "-c".into(), KILL_SCRIPT.into()],
+                vec![format!("ANTLER_KILL={exec_id}")],
+                VIRTUAL_WORKSPACE,
+                Duration::from_secs(10),
+            )
+            .await;
+        if let Err(error) = killed {
+            tracing::warn!(container = %self.container, %error, "Could not kill a command over its disk quota");
+        }
+    }
+
     /// The container's name on the engine.
     pub fn container(&self) -> &str {
         &self.container
@@ -73,21 +104,57 @@ impl Sandbox for DockerSandbox {
             // The daemon's uid usually has no passwd entry in the image, so HOME would be `/`.
             env.push(("HOME".into(), VIRTUAL_WORKSPACE.into()));
         }
+        let exec_id = uuid::Uuid::new_v4().to_string();
+        env.push((EXEC_MARKER.into(), exec_id.clone()));
         let env = env
             .into_iter()
             .map(|(name, value)| format!("{name}={value}"))
             .collect();
+        let quota = self.files.quota().clone();
+        let budget = {
+            let quota = quota.clone();
+            tokio::task::spawn_blocking(move || quota.budget())
+                .await
+                .map_err(|e| SandboxError::Unavailable(format!("the quota check failed: {e}")))?
+        };
         let started = tokio::time::Instant::now();
-        let raw = self
-            .engine
-            .exec(
-                &self.container,
-                exec_command(command, timeout),
-                env,
-                VIRTUAL_WORKSPACE,
-                timeout + timeout.min(DEADLINE_GRACE),
-            )
-            .await?;
+        let exec = self.engine.exec(
+            &self.container,
+            exec_command(command, timeout),
+            env,
+            VIRTUAL_WORKSPACE,
+            timeout + timeout.min(DEADLINE_GRACE),
+        );
+        tokio::pin!(exec);
+        let watchdog = quota.clone().watch(budget);
+        let (raw, quota_exceeded) = tokio::select! {
+            raw = &mut exec => (raw, None),
+            breach = watchdog => {
+                self.kill_exec(&exec_id).await;
+                let raw = tokio::time::timeout(KILL_GRACE, &mut exec).await.unwrap_or_else(|_| {
+                    Err(SandboxError::Unavailable(
+                        "the command killed over quota did not end".into(),
+                    ))
+                });
+                (raw, Some(breach))
+            }
+        };
+        quota.mark_stale();
+        if let Some(breach) = quota_exceeded {
+            let partial = raw.ok();
+            let mapper = self.files.mapper();
+            let text = |bytes: Option<&Vec<u8>>| {
+                mapper.unmap_text(&String::from_utf8_lossy(bytes.map_or(&[][..], |b| b)))
+            };
+            return Ok(CommandOutput {
+                stdout: text(partial.as_ref().map(|p| &p.stdout)),
+                stderr: text(partial.as_ref().map(|p| &p.stderr)),
+                exit_code: None,
+                timed_out: false,
+                quota_exceeded: Some(breach),
+            });
+        }
+        let raw = raw?;
         // `timeout -s KILL` exits 137 (or 124) when it had to kill the command.
         let killed_at_deadline =
             matches!(raw.exit_code, Some(124 | 137)) && started.elapsed() >= timeout;
@@ -104,6 +171,7 @@ impl Sandbox for DockerSandbox {
                 raw.exit_code.map(|code| code as i32)
             },
             timed_out,
+            quota_exceeded: None,
         })
     }
 
@@ -170,5 +238,45 @@ mod tests {
             ["timeout", "-s", "KILL", "2", "sh", "-c", "echo hi"]
         );
         assert_eq!(exec_command("x", Duration::ZERO)[3], "1");
+    }
+
+    #[test]
+    fn the_kill_script_ends_the_marked_command_and_its_whole_group() {
+        use std::os::unix::process::CommandExt;
+        let marker = uuid::Uuid::new_v4().to_string();
+        // The child that drops its environment is only reachable through the group.
+        let mut command = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & env -i sleep 30"])
+            .env(EXEC_MARKER, &marker)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = command.id().to_string();
+        std::thread::sleep(Duration::from_millis(300));
+        let killed = std::process::Command::new("sh")
+            .args(["-c", KILL_SCRIPT])
+            .env("ANTLER_KILL", &marker)
+            .output()
+            .unwrap();
+        assert!(killed.status.success(), "{killed:?}");
+        assert!(killed.stderr.is_empty(), "quiet: {killed:?}");
+        assert!(
+            command.wait().unwrap().code().is_none(),
+            "killed by a signal"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        // Killed orphans may linger as zombies until init reaps them; only live ones count.
+        let listing = std::process::Command::new("ps")
+            .args(["-eo", "pgid=,stat="])
+            .output()
+            .unwrap();
+        let alive = String::from_utf8_lossy(&listing.stdout)
+            .lines()
+            .filter_map(|line| {
+                line.split_once(char::is_whitespace)
+                    .map(|(g, s)| (g.trim(), s.trim()))
+            })
+            .any(|(pgid, stat)| pgid == group && !stat.starts_with('Z'));
+        assert!(!alive, "nothing of the group is left");
     }
 }

@@ -219,6 +219,11 @@ impl Engine {
         }
     }
 
+    /// Where the engine is, as error messages and logs name it.
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
     /// Runs `cmd` in `container`, collecting at most [`OUTPUT_CAPTURE_BYTES`] per stream, until
     /// the output ends or `deadline` passes.
     pub(crate) async fn exec(

@@ -36,7 +36,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::config::DockerSandboxConfig;
 use crate::paths::{ThreadPaths, VIRTUAL_WORKSPACE};
 use crate::sandbox::host_files::HostFiles;
-use crate::sandbox::{PathMapper, ProviderSettings, Sandbox, SandboxError, SandboxProvider};
+use crate::sandbox::quota::DiskQuota;
+use crate::sandbox::{
+    PathMapper, ProviderSettings, Sandbox, SandboxError, SandboxInfo, SandboxProvider,
+};
 
 pub use container::DockerSandbox;
 use engine::Engine;
@@ -83,6 +86,8 @@ struct Pool {
 struct Inner {
     engine: Engine,
     settings: ProviderSettings,
+    /// The bind-mounted thread directories are on this host, so they are measured here.
+    quota: Arc<DiskQuota>,
     docker: DockerSandboxConfig,
     timing: PoolTiming,
     pool: Mutex<Pool>,
@@ -119,6 +124,7 @@ impl DockerSandboxProvider {
         let engine = Engine::connect(docker.host.as_deref())?.ping().await?;
         let inner = Arc::new(Inner {
             engine,
+            quota: DiskQuota::new(&settings.data_dir, &settings.sandbox),
             settings,
             docker,
             timing,
@@ -227,7 +233,7 @@ impl Inner {
             id: id.clone(),
             container,
             engine: self.engine.clone(),
-            files: HostFiles::new(mapper),
+            files: HostFiles::new(mapper, self.quota.thread(paths.user_data())),
             default_timeout: Duration::from_secs(self.settings.sandbox.bash_command_timeout.max(1)),
         });
         self.pool().active.insert(id.clone(), sandbox);
@@ -437,6 +443,20 @@ impl SandboxProvider for DockerSandboxProvider {
             let _ = sweeper.await;
         }
         self.inner.remove_all().await;
+    }
+
+    fn info(&self) -> SandboxInfo {
+        SandboxInfo {
+            provider: "docker".into(),
+            bash: true,
+            reason: format!(
+                "configured: docker, {} answers (image {})",
+                self.inner.engine.endpoint(),
+                self.inner.docker.image
+            ),
+            mounts: SandboxInfo::extra_mounts(&self.inner.settings.sandbox),
+            holds_resources: true,
+        }
     }
 }
 

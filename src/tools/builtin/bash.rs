@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use crate::sandbox::QuotaBreach;
 use crate::tools::builtin::{SandboxAccess, ToolMeta, error_text, truncate_middle};
 
 /// Arguments of `bash`.
@@ -56,7 +57,9 @@ impl Tool for BashTool {
     fn description(&self) -> &str {
         "Execute a bash command in the sandbox. The thread's files are at /mnt/user-data/workspace \
          (scratch work), /mnt/user-data/uploads (user uploads) and /mnt/user-data/outputs (final \
-         deliverables); skills are read-only at /mnt/skills. Long output is shortened in the middle."
+         deliverables); skills are read-only at /mnt/skills. Long output is shortened in the middle. \
+         Every process a command starts ends with it (no background jobs), and the thread's files \
+         share a disk quota."
     }
 
     fn parameters(&self) -> Value {
@@ -81,19 +84,17 @@ impl Tool for BashTool {
             .execute_command(&args.command, &[], Some(timeout))
             .await
         {
-            Ok(output) if output.timed_out => {
-                let partial = output.to_text();
-                let note = format!(
-                    "Error: Command timed out after {} seconds and was killed. Run long tasks in the background or split them up.",
-                    timeout.as_secs()
-                );
-                if partial == "(no output)" {
-                    note
+            Ok(output) => {
+                let note = if output.timed_out {
+                    Some(timeout_note(timeout))
                 } else {
-                    format!("{partial}\n{note}")
+                    output.quota_exceeded.as_ref().map(quota_note)
+                };
+                match note {
+                    Some(note) => with_note(&output.to_text(), &note),
+                    None => output.to_text(),
                 }
             }
-            Ok(output) => output.to_text(),
             Err(error) => error_text(&error),
         };
         Ok(ToolOutput {
@@ -101,5 +102,69 @@ impl Tool for BashTool {
             update,
             artifact: None,
         })
+    }
+}
+
+/// What the model reads after a timeout. The whole process group is killed, background jobs
+/// included, so the only advice that works is to make each command finish in time.
+fn timeout_note(timeout: Duration) -> String {
+    let seconds = timeout.as_secs();
+    format!(
+        "Error: Command timed out after {seconds} seconds and was killed, together with every \
+         process it started (background jobs and `nohup` included: nothing outlives the call). \
+         Split the work into steps that each finish within {seconds} seconds (for example, \
+         process part of the input per call and save progress to files under \
+         /mnt/user-data/workspace), or make the command faster."
+    )
+}
+
+/// What the model reads after the quota watchdog killed a command.
+fn quota_note(breach: &QuotaBreach) -> String {
+    format!(
+        "Error: Command was killed because {breach}. Every process it started was stopped; files \
+         written so far are kept. Delete files you no longer need (for example `rm -r` of \
+         scratch data under /mnt/user-data/workspace) or write less, then continue."
+    )
+}
+
+/// Partial output (if any) followed by the note.
+fn with_note(partial: &str, note: &str) -> String {
+    if partial == "(no output)" {
+        note.to_string()
+    } else {
+        format!("{partial}\n{note}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::QuotaScope;
+
+    #[test]
+    fn the_timeout_note_does_not_promise_background_jobs() {
+        let note = timeout_note(Duration::from_secs(30));
+        assert!(note.contains("30 seconds"), "{note}");
+        assert!(note.contains("background jobs"), "{note}");
+        assert!(note.contains("nothing outlives the call"), "{note}");
+        assert!(!note.contains("Run long tasks in the background"), "{note}");
+    }
+
+    #[test]
+    fn the_quota_note_says_what_happened_and_what_to_do() {
+        let note = quota_note(&QuotaBreach {
+            scope: QuotaScope::Thread,
+            used: 1100 * 1024 * 1024,
+            limit: 1024 * 1024 * 1024,
+            writing: 0,
+        });
+        assert!(note.contains("1.1 GiB"), "{note}");
+        assert!(
+            note.contains("1.0 GiB quota (sandbox.thread_quota_mb)"),
+            "{note}"
+        );
+        assert!(note.contains("Delete files"), "{note}");
+        assert_eq!(with_note("(no output)", "n"), "n");
+        assert_eq!(with_note("partial", "n"), "partial\nn");
     }
 }

@@ -99,7 +99,8 @@ impl SandboxAccess {
             .get(&id)
             .ok_or_else(|| ToolError::Failed(SandboxError::NotFound(id.clone()).to_string()))?;
         let mut update = StateUpdate::default();
-        if ctx.state.sandbox.is_none() {
+        // A bound id of another provider (the sandbox settings were reloaded) is replaced.
+        if ctx.state.sandbox.as_ref().map(|s| &s.sandbox_id) != Some(&id) {
             update.sandbox = Some(SandboxState { sandbox_id: id });
         }
         Ok((sandbox, update))

@@ -5,6 +5,7 @@ mod api;
 mod cli;
 mod exposure;
 mod http_errors;
+mod leaks;
 mod lifecycle;
 mod web_chat;
 

@@ -1,22 +1,22 @@
 //! The bwrap provider's isolation: host files, secrets, network, timeout, outputs.
 //!
-//! Each test probes bubblewrap first and, where it cannot run, prints why and returns.
+//! Each test probes bubblewrap first and, where it cannot run, prints why and returns, unless
+//! `ANTLER_REQUIRE_BWRAP=1` (CI), where it fails.
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use antler::config::SandboxConfig;
 use antler::sandbox::SandboxProvider;
-use antler::sandbox::{ExecMode, ProviderSettings, bwrap_available, select_host_provider};
+use antler::sandbox::{ExecMode, ProviderSettings, select_host_provider};
 use antler::state::ThreadState;
 use antler::tools::builtin::{BashTool, SandboxAccess, ToolMeta};
 use serde_json::json;
 
-use super::{Fixture, THREAD, USER};
+use super::{Fixture, THREAD, USER, bwrap_usable};
 
 async fn bwrap_fixture(network: bool, host_env: Vec<(String, String)>) -> Option<Fixture> {
-    if let Err(reason) = bwrap_available().await {
-        println!("skipping: bwrap cannot run here: {reason}");
+    if !bwrap_usable().await {
         return None;
     }
     let sandbox = SandboxConfig {
@@ -218,16 +218,26 @@ async fn auto_selection_prefers_bwrap_and_local_keeps_bash_off() {
     let auto = select_host_provider(settings(antler::config::SandboxProviderKind::Auto))
         .await
         .unwrap();
-    match bwrap_available().await {
-        Ok(()) => assert!(matches!(
+    let info = auto.info();
+    if bwrap_usable().await {
+        assert!(matches!(
             auto.mode(),
             ExecMode::Bwrap { network: false, .. }
-        )),
-        Err(reason) => {
-            println!("bwrap unavailable ({reason}); auto must fall back to local");
-            assert_eq!(auto.mode(), ExecMode::Local { allow_bash: false });
-        }
+        ));
+        assert_eq!(
+            (info.provider.as_str(), info.bash, info.reason.as_str()),
+            ("bwrap", true, "auto: bubblewrap works")
+        );
+    } else {
+        assert_eq!(auto.mode(), ExecMode::Local { allow_bash: false });
+        assert_eq!((info.provider.as_str(), info.bash), ("local", false));
+        assert!(
+            info.reason.starts_with("auto: bwrap failed ("),
+            "{}",
+            info.reason
+        );
     }
+    assert!(!local.info().bash && local.info().reason.contains("sandbox.allow_host_bash"));
     let id = auto.acquire(USER, THREAD).await.unwrap();
     assert!(auto.get(&id).is_some());
     auto.release(&id).await.unwrap();
@@ -244,7 +254,7 @@ async fn bench_reports_the_overhead_of_each_provider() {
         .await
         .unwrap();
     let names: Vec<&str> = results.iter().map(|r| r.provider).collect();
-    let expected: &[&str] = if bwrap_available().await.is_ok() {
+    let expected: &[&str] = if bwrap_usable().await {
         &["local", "bwrap"]
     } else {
         &["local"]
