@@ -184,7 +184,8 @@ fn serve_local_socket(
 
 /// Says which model answers by default and where, so a wrong endpoint shows at start.
 fn log_default_model(config: &crate::config::AppConfig) {
-    use crate::model::probe::{display_endpoint, provider_name};
+    use crate::model::display_endpoint;
+    use crate::model::probe::provider_name;
     match config.default_model() {
         Some(model) => tracing::info!(
             model = %model.name,

@@ -14,8 +14,8 @@ use futures::stream::BoxStream;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::harness::STORE_DIR;
 use crate::local_socket::{USER_HEADER, socket_path};
+use crate::store::STORE_DIR;
 
 /// How long a daemon gets to answer the first `/healthz` before it counts as not answering.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);

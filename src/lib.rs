@@ -7,6 +7,7 @@
 pub mod agent;
 pub mod agent_api;
 pub mod agents;
+pub mod agents_cli;
 pub mod artifacts;
 pub mod bench;
 pub mod bench_daemon;

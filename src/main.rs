@@ -52,7 +52,7 @@ enum Command {
         #[arg(long, global = true, value_name = "ID", value_parser = parse_user_id)]
         user: Option<String>,
         #[command(subcommand)]
-        command: antler::agents::cli::AgentsCommand,
+        command: antler::agents_cli::AgentsCommand,
     },
     /// Measure the harness (figures are printed, nothing is asserted).
     Bench {
@@ -333,17 +333,17 @@ async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<Ex
 async fn agents(
     loaded: &LoadedConfig,
     user: Option<String>,
-    command: antler::agents::cli::AgentsCommand,
+    command: antler::agents_cli::AgentsCommand,
 ) -> anyhow::Result<ExitCode> {
     use antler::daemon_client::Located;
     let result = async {
-        let user = antler::agents::cli::resolve_user(&loaded.config, user.as_deref())?;
+        let user = antler::agents_cli::resolve_user(&loaded.config, user.as_deref())?;
         let daemon = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
             Located::Daemon(daemon) => Some(daemon),
             Located::DataDir => None,
         };
         let mut stdout = std::io::stdout();
-        antler::agents::cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await
+        antler::agents_cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await
     }
     .await;
     match result {

@@ -63,11 +63,6 @@ impl ThreadPaths {
         }
         Ok(())
     }
-
-    /// The state's view of these paths: the virtual ones, never these host paths.
-    pub fn thread_data(&self) -> crate::state::ThreadData {
-        crate::state::ThreadData::virtual_paths()
-    }
 }
 
 /// Checks an id against `^[A-Za-z0-9_-]{1,64}$` (by hand: no regex engine needed for this).
@@ -98,7 +93,6 @@ mod tests {
             paths.uploads(),
             PathBuf::from("/data/users/alice/threads/t-1/user-data/uploads")
         );
-        assert_eq!(paths.thread_data().outputs_path, VIRTUAL_OUTPUTS);
     }
 
     #[test]

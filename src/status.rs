@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::config::AppConfig;
 use crate::daemon_client::DaemonClient;
-use crate::harness::STORE_DIR;
 use crate::local_socket::socket_path;
+use crate::store::STORE_DIR;
 
 /// Longer than the daemon's model probe (3 s), which `/readyz` may wait for.
 const TCP_TIMEOUT: Duration = Duration::from_secs(8);

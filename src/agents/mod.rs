@@ -4,8 +4,6 @@
 //! Layout under the data dir: `users/{user}/agents/{name}/{config.yaml,SOUL.md,history/}` and
 //! the default agent's soul at `SOUL.md`. Names are validated before any path is built.
 
-pub mod cli;
-mod cli_backend;
 pub mod config;
 mod history;
 pub mod prompt;

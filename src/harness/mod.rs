@@ -27,6 +27,7 @@ use crate::messages::Message;
 use crate::model::{ModelError, ModelRegistry};
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::state::ThreadState;
+use crate::store::STORE_DIR;
 use crate::store::threads::ThreadError;
 use crate::store::{
     Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
@@ -49,9 +50,6 @@ pub enum HarnessError {
     )]
     DataDir { path: String, detail: String },
 }
-
-/// The store's directory under the data dir (the CLI checks its lock to find a running daemon).
-pub const STORE_DIR: &str = "store";
 
 /// Why a run could not start. Callers branch on the variant (HTTP 409, 404, 503, …).
 #[derive(Debug, thiserror::Error)]

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::paths::ThreadPaths;
-use crate::state::{StateUpdate, ThreadState};
+use crate::state::{StateUpdate, ThreadData, ThreadState};
 
 pub struct ThreadDataMiddleware {
     data_dir: PathBuf,
@@ -72,7 +72,7 @@ impl Middleware for ThreadDataMiddleware {
                     ))
                 })?;
         }
-        let thread_data = paths.thread_data();
+        let thread_data = ThreadData::virtual_paths();
         if state.thread_data.as_ref() == Some(&thread_data) {
             return Ok(HookResult::proceed());
         }

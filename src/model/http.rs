@@ -104,7 +104,7 @@ impl Endpoint {
         ModelError::Connect {
             model: self.model.clone(),
             // Shown in chat replies and logs: no password or query string from the URL.
-            base_url: crate::model::probe::display_endpoint(&self.base_url),
+            base_url: display_endpoint(&self.base_url),
             detail: causes(error),
         }
     }
@@ -246,6 +246,22 @@ async fn step<D: SseDecoder>(state: &mut DriveState<D>) {
 }
 
 /// The causes of an error without the top-level "error sending request for url (…)" line.
+/// `base_url` for logs and status output: no user info (it may hold a password), no query or
+/// fragment (some gateways take keys there).
+pub fn display_endpoint(base_url: &str) -> String {
+    match url::Url::parse(base_url.trim()) {
+        Ok(mut url) => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.set_query(None);
+            url.set_fragment(None);
+            url.to_string().trim_end_matches('/').to_string()
+        }
+        // Not a URL: show nothing of it that could be a secret, only that it is unusable.
+        Err(_) => "(not a valid URL)".to_string(),
+    }
+}
+
 pub(crate) fn causes(error: &(dyn StdError + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut source = error.source();

@@ -144,6 +144,7 @@ pub mod retry;
 
 pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
+pub use http::display_endpoint;
 pub use openai::OpenAiModel;
 pub use registry::ModelRegistry;
 pub use retry::{RetryPolicy, RetryingModel};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{ModelConfig, Provider};
-use crate::model::http::causes;
+use crate::model::http::{causes, display_endpoint};
 
 /// How long one probe may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
@@ -155,22 +155,6 @@ pub fn provider_name(provider: &Provider) -> &'static str {
     match provider {
         Provider::Openai => "openai",
         Provider::Anthropic => "anthropic",
-    }
-}
-
-/// `base_url` for logs and status output: no user info (it may hold a password), no query or
-/// fragment (some gateways take keys there).
-pub fn display_endpoint(base_url: &str) -> String {
-    match url::Url::parse(base_url.trim()) {
-        Ok(mut url) => {
-            let _ = url.set_username("");
-            let _ = url.set_password(None);
-            url.set_query(None);
-            url.set_fragment(None);
-            url.to_string().trim_end_matches('/').to_string()
-        }
-        // Not a URL: show nothing of it that could be a secret, only that it is unusable.
-        Err(_) => "(not a valid URL)".to_string(),
     }
 }
 

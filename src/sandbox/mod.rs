@@ -14,6 +14,7 @@ mod host_files;
 mod path_mapper;
 mod provider;
 mod quota;
+mod settings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,10 +27,11 @@ pub use exec::scrub_env;
 pub use fs::{GrepMatch, GrepOptions, slice_lines};
 pub use path_mapper::{MountPoint, PathMapper, ResolvedPath, VIRTUAL_SKILLS};
 pub use provider::{
-    ExecMode, HostSandbox, HostSandboxProvider, ProviderSettings, bwrap_available,
-    select_host_provider, select_provider,
+    ExecMode, HostSandbox, HostSandboxProvider, bwrap_available, select_host_provider,
+    select_provider,
 };
 pub use quota::{QuotaBreach, QuotaScope};
+pub use settings::ProviderSettings;
 
 /// What a finished (or killed) command left behind; every path in it is already virtual.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

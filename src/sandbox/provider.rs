@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::config::{AppConfig, SandboxConfig, SandboxProviderKind};
+use crate::config::SandboxProviderKind;
 use crate::paths::ThreadPaths;
 use crate::sandbox::docker::DockerSandboxProvider;
 use crate::sandbox::exec::{self, Invocation, Limits};
 use crate::sandbox::host_files::HostFiles;
 use crate::sandbox::quota::DiskQuota;
+use crate::sandbox::settings::ProviderSettings;
 use crate::sandbox::{
     CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, SandboxInfo,
     SandboxProvider, scrub_env,
@@ -32,30 +33,6 @@ pub enum ExecMode {
     Local { allow_bash: bool },
     /// Inside bubblewrap; `drop_to_uid` runs as uid 1000 in a user namespace.
     Bwrap { network: bool, drop_to_uid: bool },
-}
-
-/// What a provider needs to build sandboxes.
-#[derive(Clone, Debug)]
-pub struct ProviderSettings {
-    pub data_dir: PathBuf,
-    /// Shown read-only at `/mnt/skills` when it exists.
-    pub skills_dir: Option<PathBuf>,
-    pub sandbox: SandboxConfig,
-    /// The environment commands may inherit from (after scrubbing); normally the process env.
-    pub host_env: Vec<(String, String)>,
-}
-
-impl ProviderSettings {
-    /// Settings from the app config and the process environment. `skills_dir` falls back to
-    /// `sandbox.skills_path`.
-    pub fn from_config(config: &AppConfig, skills_dir: Option<PathBuf>) -> Self {
-        Self {
-            data_dir: config.data_dir(),
-            skills_dir: config.sandbox.skills_path.clone().or(skills_dir),
-            sandbox: config.sandbox.clone(),
-            host_env: std::env::vars().collect(),
-        }
-    }
 }
 
 /// Checks that bubblewrap can create its namespaces here (`bwrap --ro-bind / / true`).

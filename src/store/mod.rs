@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::state::ThreadState;
 
+/// The store's directory under the data dir (the CLI checks its lock to find a running daemon).
+pub const STORE_DIR: &str = "store";
+
 pub use memory::MemoryStore;
 pub use sled_store::SledStore;
 pub use threads::{ThreadRecord, ThreadStatus, ThreadStore};

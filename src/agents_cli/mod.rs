@@ -10,10 +10,14 @@ use std::path::{Path, PathBuf};
 
 use clap::{ArgGroup, Subcommand};
 
-use crate::agents::cli_backend::Backend;
+mod backend;
+mod error;
+
 use crate::agents::{AgentConfig, AgentStore, AgentStoreError, AgentUpdate, VersionInfo};
+use crate::agents_cli::backend::Backend;
+pub use crate::agents_cli::error::AgentsCliError;
 use crate::config::AppConfig;
-use crate::daemon_client::{DaemonClient, DaemonClientError};
+use crate::daemon_client::DaemonClient;
 
 /// The user `--user` defaults to on an install without API tokens: the local operator.
 pub const DEFAULT_CLI_USER: &str = "local";
@@ -84,46 +88,6 @@ fn parse_list(value: &str) -> Result<NameList, String> {
             .map(str::to_string)
             .collect(),
     ))
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AgentsCliError {
-    #[error(transparent)]
-    Store(#[from] AgentStoreError),
-    #[error(
-        "no agent named '{name}' for user '{user}'; list them with `antler agents list --user {user}`"
-    )]
-    NotFound { name: String, user: String },
-    #[error(
-        "--user is required because gateway.api_tokens is configured: say whose agents to work on, e.g. --user {example} (users with tokens: {users})"
-    )]
-    UserRequired { example: String, users: String },
-    #[error(
-        "nothing to update; give at least one of --description, --soul-file, --model, --tool-groups, --skills"
-    )]
-    NothingToUpdate,
-    #[error("cannot read the soul file {path}: {source}")]
-    SoulFile {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("model '{model}' is not configured; use one of: {available}")]
-    UnknownModel { model: String, available: String },
-    #[error(transparent)]
-    Daemon(#[from] DaemonClientError),
-    #[error("cannot write the output: {0}")]
-    Output(#[from] std::io::Error),
-}
-
-impl AgentsCliError {
-    /// A mistake in the command line (exit 2, like clap's own usage errors).
-    pub fn is_usage(&self) -> bool {
-        matches!(
-            self,
-            AgentsCliError::UserRequired { .. } | AgentsCliError::NothingToUpdate
-        )
-    }
 }
 
 /// Whose agents a command works on: `--user` if given (a valid id), else the local operator on
@@ -346,5 +310,4 @@ fn read_soul(path: &Path) -> Result<String, AgentsCliError> {
 }
 
 #[cfg(test)]
-#[path = "cli_tests.rs"]
 mod tests;

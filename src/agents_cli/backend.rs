@@ -7,8 +7,8 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::agents::cli::AgentsCliError;
 use crate::agents::{AgentConfig, AgentStore, AgentUpdate, StoredAgent, VersionInfo};
+use crate::agents_cli::error::AgentsCliError;
 use crate::config::AppConfig;
 use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 
