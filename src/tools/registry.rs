@@ -18,8 +18,8 @@ use crate::agent_api::{ToolRef, dedupe_tools};
 use crate::config::{AppConfig, ToolConfig};
 use crate::sandbox::SandboxProvider;
 use crate::tools::builtin::{
-    BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
-    StrReplaceTool, ToolMeta, ViewImageTool, WriteFileTool,
+    BashTool, GlobTool, GrepTool, HostLayout, LsTool, PresentFilesTool, ReadFileTool,
+    SandboxAccess, StrReplaceTool, ToolMeta, ViewImageTool, WriteFileTool,
 };
 use crate::tools::builtin::{WebFetchTool, WebSearchTool};
 
@@ -141,7 +141,7 @@ impl ToolRegistry {
                 });
                 continue;
             }
-            match build_tool(index, entry, &access) {
+            match build_tool(index, entry, &access, config) {
                 Ok(tool) if VISION_KINDS.contains(&entry.use_kind.as_str()) => vision.push(tool),
                 Ok(tool) => tools.push(tool),
                 Err(error) => problems.push(error),
@@ -150,10 +150,11 @@ impl ToolRegistry {
         if !problems.is_empty() {
             return Err(problems);
         }
-        tools.push(Arc::new(PresentFilesTool::new()) as ToolRef);
+        tools.push(Arc::new(PresentFilesTool::new(config.data_dir())) as ToolRef);
         vision.push(Arc::new(ViewImageTool::new(
             ToolMeta::new(crate::tools::builtin::VIEW_IMAGE, None),
             access,
+            HostLayout::from_config(config),
         )));
         let tools = dedupe_tools(tools);
         let vision = dedupe_tools(vision)
@@ -228,10 +229,13 @@ fn default_tool_configs() -> Vec<ToolConfig> {
         .collect()
 }
 
+/// Builds one tool with its slice of the config: its entry's parameters, else the `sandbox:`
+/// defaults, so a tool never reads the run's config while it works.
 fn build_tool(
     index: usize,
     entry: &ToolConfig,
     access: &SandboxAccess,
+    config: &AppConfig,
 ) -> Result<ToolRef, RegistryError> {
     let Some((kind, accepted)) = BUILTIN_KINDS
         .iter()
@@ -268,26 +272,48 @@ fn build_tool(
     let params = Params { index, entry };
     let meta = ToolMeta::new(entry.name.clone(), entry.group.as_deref());
     let access = access.clone();
+    let sandbox = &config.sandbox;
     let tool: ToolRef = match *kind {
-        "bash" => Arc::new(BashTool::new(
+        "bash" => {
+            let seconds = params.get::<u64>("timeout_seconds")?;
+            Arc::new(BashTool::new(
+                meta,
+                access,
+                params
+                    .get("max_output_chars")?
+                    .unwrap_or(sandbox.bash_output_max_chars),
+                Duration::from_secs(seconds.unwrap_or(sandbox.bash_command_timeout).max(1)),
+            ))
+        }
+        "ls" => Arc::new(LsTool::new(
             meta,
             access,
-            params.get("max_output_chars")?,
             params
-                .get::<u64>("timeout_seconds")?
-                .map(|s| Duration::from_secs(s.max(1))),
+                .get("max_output_chars")?
+                .unwrap_or(sandbox.ls_output_max_chars),
         )),
-        "ls" => Arc::new(LsTool::new(meta, access, params.get("max_output_chars")?)),
         "read_file" => Arc::new(ReadFileTool::new(
             meta,
             access,
-            params.get("max_output_chars")?,
+            params
+                .get("max_output_chars")?
+                .unwrap_or(sandbox.read_file_output_max_chars),
         )),
-        "write_file" => Arc::new(WriteFileTool::new(meta, access, params.get("max_bytes")?)),
+        "write_file" => Arc::new(WriteFileTool::new(
+            meta,
+            access,
+            params
+                .get("max_bytes")?
+                .unwrap_or(sandbox.write_file_max_bytes),
+        )),
         "str_replace" => Arc::new(StrReplaceTool::new(meta, access)),
         "glob" => Arc::new(GlobTool::new(meta, access)),
         "grep" => Arc::new(GrepTool::new(meta, access)),
-        "view_image" => Arc::new(ViewImageTool::new(meta, access)),
+        "view_image" => Arc::new(ViewImageTool::new(
+            meta,
+            access,
+            HostLayout::from_config(config),
+        )),
         "web_search" => Arc::new(
             WebSearchTool::from_params(
                 meta,
@@ -419,7 +445,9 @@ mod tests {
             registry.all()[1].description(),
             "List the contents of a directory up to 2 levels deep, directories ending in '/'."
         );
-        registry.add_external(vec![Arc::new(PresentFilesTool::new()) as ToolRef]);
+        registry.add_external(vec![
+            Arc::new(PresentFilesTool::new("/data".into())) as ToolRef
+        ]);
         assert_eq!(names(registry.all()), ["shell", "present_files"]);
     }
 
@@ -539,7 +567,9 @@ tools:
             names(&web_only),
             ["web_search", "web_fetch", "present_files", "view_image"]
         );
-        registry.add_external(vec![Arc::new(PresentFilesTool::new()) as ToolRef]);
+        registry.add_external(vec![
+            Arc::new(PresentFilesTool::new("/data".into())) as ToolRef
+        ]);
         assert_eq!(registry.all().len(), 3);
 
         let bad = AppConfig {

@@ -45,7 +45,8 @@ pub(crate) async fn bwrap_usable() -> bool {
     false
 }
 
-/// One of each built-in tool over a provider.
+/// One of each built-in tool over the fixture's provider, built with its config (as the
+/// registry builds them).
 struct Tools {
     bash: BashTool,
     ls: LsTool,
@@ -57,18 +58,33 @@ struct Tools {
     present: PresentFilesTool,
 }
 
-fn tools(provider: Arc<dyn SandboxProvider>) -> Tools {
-    let access = SandboxAccess::new(provider);
+fn tools(fx: &Fixture) -> Tools {
+    let access = SandboxAccess::new(fx.provider_ref());
     let meta = |name: &str| ToolMeta::new(name, None);
+    let sandbox = &fx.config.sandbox;
+    let timeout = std::time::Duration::from_secs(sandbox.bash_command_timeout);
     Tools {
-        bash: BashTool::new(meta("bash"), access.clone(), None, None),
-        ls: LsTool::new(meta("ls"), access.clone(), None),
-        read: ReadFileTool::new(meta("read_file"), access.clone(), None),
-        write: WriteFileTool::new(meta("write_file"), access.clone(), None),
+        bash: BashTool::new(
+            meta("bash"),
+            access.clone(),
+            sandbox.bash_output_max_chars,
+            timeout,
+        ),
+        ls: LsTool::new(meta("ls"), access.clone(), sandbox.ls_output_max_chars),
+        read: ReadFileTool::new(
+            meta("read_file"),
+            access.clone(),
+            sandbox.read_file_output_max_chars,
+        ),
+        write: WriteFileTool::new(
+            meta("write_file"),
+            access.clone(),
+            sandbox.write_file_max_bytes,
+        ),
         replace: StrReplaceTool::new(meta("str_replace"), access.clone()),
         glob: GlobTool::new(meta("glob"), access.clone()),
         grep: GrepTool::new(meta("grep"), access),
-        present: PresentFilesTool::new(),
+        present: PresentFilesTool::new(fx.config.data_dir()),
     }
 }
 

@@ -26,18 +26,20 @@ pub(crate) struct BashArgs {
 pub struct BashTool {
     meta: ToolMeta,
     access: SandboxAccess,
-    /// Overrides `sandbox.bash_output_max_chars`.
-    max_output_chars: Option<usize>,
-    /// Overrides `sandbox.bash_command_timeout`.
-    timeout: Option<Duration>,
+    /// Longer output is shortened in the middle; 0 = unlimited.
+    max_output_chars: usize,
+    /// The command's process group is killed after this long.
+    timeout: Duration,
 }
 
 impl BashTool {
+    /// Limits come from the tool's config entry, else `sandbox.bash_output_max_chars` and
+    /// `sandbox.bash_command_timeout` (the registry resolves them when it builds the tool).
     pub fn new(
         meta: ToolMeta,
         access: SandboxAccess,
-        max_output_chars: Option<usize>,
-        timeout: Option<Duration>,
+        max_output_chars: usize,
+        timeout: Duration,
     ) -> Self {
         Self {
             meta,
@@ -73,13 +75,7 @@ impl Tool for BashTool {
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let args: BashArgs = parse_args(args)?;
         let (sandbox, update) = self.access.sandbox(ctx).await?;
-        let config = &ctx.run.config.sandbox;
-        let timeout = self
-            .timeout
-            .unwrap_or_else(|| Duration::from_secs(config.bash_command_timeout.max(1)));
-        let max_chars = self
-            .max_output_chars
-            .unwrap_or(config.bash_output_max_chars);
+        let (timeout, max_chars) = (self.timeout, self.max_output_chars);
         let text = match sandbox
             .execute_command(&args.command, &[], Some(timeout))
             .await

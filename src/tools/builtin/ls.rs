@@ -26,12 +26,12 @@ pub(crate) struct LsArgs {
 pub struct LsTool {
     meta: ToolMeta,
     access: SandboxAccess,
-    /// Overrides `sandbox.ls_output_max_chars`.
-    max_output_chars: Option<usize>,
+    /// The tool entry's `max_output_chars`, else `sandbox.ls_output_max_chars`; 0 = unlimited.
+    max_output_chars: usize,
 }
 
 impl LsTool {
-    pub fn new(meta: ToolMeta, access: SandboxAccess, max_output_chars: Option<usize>) -> Self {
+    pub fn new(meta: ToolMeta, access: SandboxAccess, max_output_chars: usize) -> Self {
         Self {
             meta,
             access,
@@ -61,9 +61,7 @@ impl Tool for LsTool {
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let args: LsArgs = parse_args(args)?;
         let (sandbox, update) = self.access.sandbox(ctx).await?;
-        let max_chars = self
-            .max_output_chars
-            .unwrap_or(ctx.run.config.sandbox.ls_output_max_chars);
+        let max_chars = self.max_output_chars;
         let text = match sandbox.list_dir(&args.path, LS_DEPTH).await {
             Ok(entries) if entries.is_empty() => "(empty)".to_string(),
             Ok(entries) => truncate_head(&entries.join("\n"), max_chars, LS_HINT),

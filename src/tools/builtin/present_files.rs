@@ -20,12 +20,16 @@ pub(crate) struct PresentFilesArgs {
 }
 
 /// Needs no sandbox: it only checks paths against the thread's outputs directory.
-#[derive(Debug, Default)]
-pub struct PresentFilesTool;
+#[derive(Debug)]
+pub struct PresentFilesTool {
+    /// The (absolute) data dir the threads' outputs live under.
+    data_dir: PathBuf,
+}
 
 impl PresentFilesTool {
-    pub fn new() -> Self {
-        Self
+    pub fn new(data_dir: PathBuf) -> Self {
+        let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
+        Self { data_dir }
     }
 }
 
@@ -46,9 +50,7 @@ impl Tool for PresentFilesTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let args: PresentFilesArgs = parse_args(args)?;
-        let data_dir = ctx.run.config.data_dir();
-        let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
-        let paths = ThreadPaths::new(&data_dir, &ctx.run.user_id, &ctx.run.thread_id)
+        let paths = ThreadPaths::new(&self.data_dir, &ctx.run.user_id, &ctx.run.thread_id)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
         let outputs = paths.outputs();
         let mut artifacts = Vec::with_capacity(args.filepaths.len());

@@ -33,12 +33,12 @@ pub(crate) struct ReadFileArgs {
 pub struct ReadFileTool {
     meta: ToolMeta,
     access: SandboxAccess,
-    /// Overrides `sandbox.read_file_output_max_chars`.
-    max_output_chars: Option<usize>,
+    /// The tool entry's `max_output_chars`, else `sandbox.read_file_output_max_chars`.
+    max_output_chars: usize,
 }
 
 impl ReadFileTool {
-    pub fn new(meta: ToolMeta, access: SandboxAccess, max_output_chars: Option<usize>) -> Self {
+    pub fn new(meta: ToolMeta, access: SandboxAccess, max_output_chars: usize) -> Self {
         Self {
             meta,
             access,
@@ -69,9 +69,7 @@ impl Tool for ReadFileTool {
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let args: ReadFileArgs = parse_args(args)?;
         let (sandbox, mut update) = self.access.sandbox(ctx).await?;
-        let max_chars = self
-            .max_output_chars
-            .unwrap_or(ctx.run.config.sandbox.read_file_output_max_chars);
+        let max_chars = self.max_output_chars;
         let reply = |content: String, update| {
             Ok(ToolOutput {
                 content,

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use crate::config::{AppConfig, SandboxMountConfig};
 use crate::paths::ThreadPaths;
 use crate::sandbox::PathMapper;
 use crate::state::ViewedImage;
@@ -44,11 +45,36 @@ pub(crate) struct ViewImageArgs {
 pub struct ViewImageTool {
     meta: ToolMeta,
     access: SandboxAccess,
+    host: HostLayout,
+}
+
+/// Where the thread's files live on the host, to read an image without copying it: the data
+/// dir and the mount table the host providers use.
+#[derive(Clone, Debug)]
+pub struct HostLayout {
+    pub data_dir: PathBuf,
+    pub skills_path: Option<PathBuf>,
+    pub mounts: Vec<SandboxMountConfig>,
+}
+
+impl HostLayout {
+    pub fn from_config(config: &AppConfig) -> Self {
+        let data_dir = config.data_dir();
+        Self {
+            data_dir: std::path::absolute(&data_dir).unwrap_or(data_dir),
+            skills_path: config.sandbox.skills_path.clone(),
+            mounts: config.sandbox.mounts.clone(),
+        }
+    }
+
+    fn thread(&self, ctx: &ToolContext<'_>) -> Option<ThreadPaths> {
+        ThreadPaths::new(&self.data_dir, &ctx.run.user_id, &ctx.run.thread_id).ok()
+    }
 }
 
 impl ViewImageTool {
-    pub fn new(meta: ToolMeta, access: SandboxAccess) -> Self {
-        Self { meta, access }
+    pub fn new(meta: ToolMeta, access: SandboxAccess, host: HostLayout) -> Self {
+        Self { meta, access, host }
     }
 }
 
@@ -103,7 +129,7 @@ impl Tool for ViewImageTool {
             })
         };
         let virtual_path = normalise_virtual_key(&args.path);
-        let host = host_path(ctx, &args.path);
+        let host = host_path(&self.host, ctx, &args.path);
         // Refuse a huge file before loading it, when its size can be known up front.
         if let Some(size) = host
             .as_ref()
@@ -135,7 +161,7 @@ impl Tool for ViewImageTool {
         };
         let actual_path = match host.filter(|_| on_host) {
             Some(path) => path,
-            None => snapshot(ctx, &bytes, mime_type)
+            None => snapshot(&self.host, ctx, &bytes, mime_type)
                 .await
                 .map_err(ToolError::Failed)?,
         };
@@ -157,16 +183,9 @@ impl Tool for ViewImageTool {
 }
 
 /// The host file behind a virtual path, by the same mount table the host providers use.
-fn host_path(ctx: &ToolContext<'_>, path: &str) -> Option<PathBuf> {
-    let config = &ctx.run.config;
-    let data_dir = config.data_dir();
-    let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
-    let paths = ThreadPaths::new(&data_dir, &ctx.run.user_id, &ctx.run.thread_id).ok()?;
-    let mapper = PathMapper::for_thread(
-        &paths,
-        config.sandbox.skills_path.as_deref(),
-        &config.sandbox.mounts,
-    );
+fn host_path(host: &HostLayout, ctx: &ToolContext<'_>, path: &str) -> Option<PathBuf> {
+    let paths = host.thread(ctx)?;
+    let mapper = PathMapper::for_thread(&paths, host.skills_path.as_deref(), &host.mounts);
     mapper.resolve(path).ok().map(|r| r.host_path)
 }
 
@@ -178,11 +197,15 @@ async fn same_content(path: &Path, bytes: &[u8]) -> bool {
 
 /// Copies the image next to the thread's data so the middleware can read it from the host
 /// (for sandboxes whose files are not host files).
-async fn snapshot(ctx: &ToolContext<'_>, bytes: &[u8], mime_type: &str) -> Result<PathBuf, String> {
-    let data_dir = ctx.run.config.data_dir();
-    let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
-    let paths = ThreadPaths::new(&data_dir, &ctx.run.user_id, &ctx.run.thread_id)
-        .map_err(|e| e.to_string())?;
+async fn snapshot(
+    host: &HostLayout,
+    ctx: &ToolContext<'_>,
+    bytes: &[u8],
+    mime_type: &str,
+) -> Result<PathBuf, String> {
+    let paths = host
+        .thread(ctx)
+        .ok_or_else(|| "the thread's directory is unknown".to_string())?;
     let thread_dir = paths.user_data().parent().unwrap_or(paths.user_data());
     let dir = thread_dir.join(SNAPSHOT_DIR);
     let extension = mime_type.trim_start_matches("image/");

@@ -31,12 +31,12 @@ pub(crate) struct WriteFileArgs {
 pub struct WriteFileTool {
     meta: ToolMeta,
     access: SandboxAccess,
-    /// Overrides `sandbox.write_file_max_bytes`.
-    max_bytes: Option<usize>,
+    /// The tool entry's `max_bytes`, else `sandbox.write_file_max_bytes`; 0 = unlimited.
+    max_bytes: usize,
 }
 
 impl WriteFileTool {
-    pub fn new(meta: ToolMeta, access: SandboxAccess, max_bytes: Option<usize>) -> Self {
+    pub fn new(meta: ToolMeta, access: SandboxAccess, max_bytes: usize) -> Self {
         Self {
             meta,
             access,
@@ -66,9 +66,7 @@ impl Tool for WriteFileTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let args: WriteFileArgs = parse_args(args)?;
-        let max_bytes = self
-            .max_bytes
-            .unwrap_or(ctx.run.config.sandbox.write_file_max_bytes);
+        let max_bytes = self.max_bytes;
         let size = args.content.len();
         if !args.append && max_bytes > 0 && size > max_bytes {
             return Ok(ToolOutput::text(format!(

@@ -174,8 +174,8 @@ async fn files_written_to_outputs_appear_on_the_host() {
     let bash = BashTool::new(
         ToolMeta::new("bash", None),
         SandboxAccess::new(fx.provider_ref()),
-        None,
-        None,
+        20_000,
+        std::time::Duration::from_secs(60),
     );
     let mut state = ThreadState::default();
     let out = fx

@@ -16,7 +16,7 @@ use super::{Fixture, WS, tools};
 #[tokio::test]
 async fn write_file_caps_non_append_payloads_at_80_kib() {
     let fx = Fixture::new(ExecMode::Local { allow_bash: false });
-    let t = tools(fx.provider_ref());
+    let t = tools(&fx);
     let mut state = ThreadState::default();
     let too_big = "x".repeat(80 * 1024 + 1);
     let refused = fx
@@ -63,7 +63,7 @@ async fn write_file_caps_non_append_payloads_at_80_kib() {
         config: Arc::new(config),
         ..uncapped
     };
-    let t = tools(uncapped.provider_ref());
+    let t = tools(&uncapped);
     let out = uncapped
         .call(
             &t.write,
@@ -77,7 +77,7 @@ async fn write_file_caps_non_append_payloads_at_80_kib() {
 #[tokio::test]
 async fn str_replace_semantics() {
     let fx = Fixture::new(ExecMode::Local { allow_bash: false });
-    let t = tools(fx.provider_ref());
+    let t = tools(&fx);
     let mut state = ThreadState::default();
     let path = format!("{WS}/s.txt");
     let missing = fx
@@ -178,7 +178,7 @@ async fn str_replace_semantics() {
 #[tokio::test]
 async fn overwriting_requires_a_current_read() {
     let fx = Fixture::new(ExecMode::Local { allow_bash: false });
-    let t = tools(fx.provider_ref());
+    let t = tools(&fx);
     let paths = fx.paths();
     paths.ensure_dirs().unwrap();
     std::fs::write(paths.workspace().join("doc.md"), "original").unwrap();
@@ -283,7 +283,7 @@ async fn present_files_accepts_only_outputs() {
         paths.outputs().join("sneaky.md"),
     )
     .unwrap();
-    let present = PresentFilesTool::new();
+    let present = PresentFilesTool::new(fx.config.data_dir());
     let mut state = ThreadState::default();
     for bad in [
         "/mnt/user-data/workspace/draft.md",
@@ -318,7 +318,7 @@ async fn present_files_accepts_only_outputs() {
 #[tokio::test]
 async fn tools_acquire_lazily_and_registry_schemas_are_typed() {
     let fx = Fixture::new(ExecMode::Local { allow_bash: false });
-    let t = tools(fx.provider_ref());
+    let t = tools(&fx);
     let mut state = ThreadState::default();
     fx.call(&t.ls, json!({"path": WS}), &mut state).await;
     assert_eq!(

@@ -27,7 +27,7 @@ async fn file_tools_refuse_writes_past_the_thread_quota_and_allow_shrinking() {
         quota_config(1, false),
         Vec::new(),
     );
-    let t = tools(fx.provider_ref());
+    let t = tools(&fx);
     let mut state = ThreadState::default();
     let big = "x".repeat(700 * 1024);
     let out = fx
@@ -92,7 +92,7 @@ const FILL: &str = "i=0; while [ $i -lt 40 ]; do i=$((i+1)); \
 /// the model is told what happened and what to do, further growth is refused, and deleting
 /// files (a command started while over quota) still works.
 async fn bash_is_stopped_at_the_quota(fx: Fixture) {
-    let t = tools(fx.provider_ref());
+    let t = tools(&fx);
     let mut state = ThreadState::default();
     let started = Instant::now();
     let out = fx

@@ -23,7 +23,7 @@ fn local_with_bash() -> Fixture {
 #[tokio::test]
 async fn no_tool_output_contains_a_host_path() {
     let fx = local_with_bash();
-    let t = tools(fx.provider_ref());
+    let t = tools(&fx);
     let mut state = ThreadState::default();
     let calls: Vec<(&dyn Tool, serde_json::Value)> = vec![
         (
@@ -91,8 +91,8 @@ async fn bash_output_is_middle_truncated_with_the_exact_skipped_count() {
     let bash = BashTool::new(
         ToolMeta::new("bash", None),
         SandboxAccess::new(fx.provider_ref()),
-        Some(200),
-        None,
+        200,
+        std::time::Duration::from_secs(60),
     );
     let mut state = ThreadState::default();
     let out = fx
@@ -130,8 +130,8 @@ async fn bash_times_out_and_is_disabled_on_plain_local() {
     let bash = BashTool::new(
         ToolMeta::new("bash", None),
         SandboxAccess::new(fx.provider_ref()),
-        None,
-        Some(std::time::Duration::from_secs(1)),
+        20_000,
+        std::time::Duration::from_secs(1),
     );
     let mut state = ThreadState::default();
     let started = std::time::Instant::now();
@@ -150,7 +150,7 @@ async fn bash_times_out_and_is_disabled_on_plain_local() {
     );
 
     let plain = Fixture::new(ExecMode::Local { allow_bash: false });
-    let t = tools(plain.provider_ref());
+    let t = tools(&plain);
     let out = plain
         .call(
             &t.bash,
@@ -174,7 +174,7 @@ async fn read_file_ranges_hints_and_errors() {
     let read = ReadFileTool::new(
         ToolMeta::new("read_file", None),
         SandboxAccess::new(fx.provider_ref()),
-        Some(300),
+        300,
     );
     let paths = fx.paths();
     paths.ensure_dirs().unwrap();
@@ -260,7 +260,7 @@ async fn ls_glob_and_grep_truncate_with_hints() {
         .unwrap();
     }
     let access = SandboxAccess::new(fx.provider_ref());
-    let ls = LsTool::new(ToolMeta::new("ls", None), access.clone(), Some(250));
+    let ls = LsTool::new(ToolMeta::new("ls", None), access.clone(), 250);
     let mut state = ThreadState::default();
     let listing = fx.call(&ls, json!({"path": WS}), &mut state).await;
     let full: String = (0..30)
