@@ -6,6 +6,7 @@ mod cli;
 mod exposure;
 mod http_errors;
 mod leaks;
+mod run_errors;
 mod lifecycle;
 mod web_chat;
 
