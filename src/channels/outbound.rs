@@ -27,7 +27,9 @@ pub(crate) async fn note(
     }
 }
 
-/// Marks the person's message (👀, 👍, 😢) when reactions are on; skipped under rate pressure.
+/// Marks the person's message (👀, 👍, 😢) when reactions are on. It waits for the chat's budget
+/// like a final message does (a skipped "done" would leave the message looking unanswered), but
+/// a failure is only logged.
 pub(crate) async fn react(
     runtime: &ChannelRuntime,
     key: &ChatKey,
@@ -38,9 +40,7 @@ pub(crate) async fn react(
     let Some(react) = &runtime.parts.react else {
         return;
     };
-    if !runtime.budget.try_acquire(&key.chat_id, is_group) {
-        return;
-    }
+    runtime.budget.acquire(&key.chat_id, is_group).await;
     if let Err(error) = react.react(key, message_id, reaction).await {
         tracing::debug!(%error, chat = %key, "Could not react to a message");
     }

@@ -526,3 +526,46 @@ async fn markdown_becomes_telegram_html_with_a_plain_fallback() {
     );
     bot.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reactions_mark_received_answered_and_failed_messages_when_enabled() {
+    let (fake, model, _dir, bot) = setup_bot("    reactions: true\n").await;
+    let reactions_on = |fake: &FakeTelegram, message_id: i64| -> Vec<String> {
+        fake.calls_of("setMessageReaction")
+            .iter()
+            .filter(|c| c.body["message_id"] == message_id)
+            .map(|c| {
+                c.body["reaction"][0]["emoji"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect()
+    };
+    model.push(Reply::text("all good"));
+    let asked = fake.send_text(private_chat(31), 31, "hello");
+    fake.wait_for(WAIT, "the done reaction", |f| {
+        reactions_on(f, asked).len() == 2
+    })
+    .await;
+    assert_eq!(reactions_on(&fake, asked), ["👀", "👍"]);
+    assert!(has_text(&fake, 31, "all good"));
+
+    model.push(Reply::status(500));
+    let failing = fake.send_text(private_chat(31), 31, "this will fail");
+    fake.wait_for(WAIT, "the failed reaction", |f| {
+        reactions_on(f, failing).len() == 2
+    })
+    .await;
+    assert_eq!(reactions_on(&fake, failing), ["👀", "😢"]);
+    bot.stop().await;
+
+    // Off by default: the status message is enough on Telegram.
+    let (fake, model, _dir, bot) = setup_bot("").await;
+    model.push(Reply::text("quiet"));
+    fake.send_text(private_chat(32), 32, "hi");
+    fake.wait_for(WAIT, "the answer", |f| has_text(f, 32, "quiet"))
+        .await;
+    assert!(fake.calls_of("setMessageReaction").is_empty());
+    bot.stop().await;
+}

@@ -6,8 +6,8 @@ mod cli;
 mod exposure;
 mod http_errors;
 mod leaks;
-mod run_errors;
 mod lifecycle;
+mod run_errors;
 mod web_chat;
 
 use std::io::{BufRead, BufReader};

@@ -28,7 +28,10 @@ fn assert_failure(body: &Value, code: &str, needle: &str) {
     assert_eq!(body["stop_reason"], "error", "{body}");
     assert_eq!(body["error"]["code"], code, "{body}");
     let message = body["error"]["message"].as_str().expect("a message");
-    assert!(message.contains(needle), "{needle:?} missing from {message:?}");
+    assert!(
+        message.contains(needle),
+        "{needle:?} missing from {message:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,8 +61,11 @@ async fn a_model_too_slow_is_504() {
     fake.push(Reply::slow(["late"], Duration::from_secs(5)));
     let setup = Setup::new(&fake.base_url(), "");
     let yaml = std::fs::read_to_string(&setup.config_path).expect("config");
-    std::fs::write(&setup.config_path, yaml.replace("timeout: 30", "timeout: 1"))
-        .expect("config");
+    std::fs::write(
+        &setup.config_path,
+        yaml.replace("timeout: 30", "timeout: 1"),
+    )
+    .expect("config");
     let (status, body) = wait_for_run(&setup).await;
     assert_eq!(status, 504, "{body}");
     assert_failure(&body, "model_timeout", "did not answer within");

@@ -380,7 +380,7 @@ async fn method(
             &body,
             json!({"document": {"file_id": "D1", "file_unique_id": "UD1", "file_name": body["document"]["filename"].clone(), "file_size": body["document"]["size"].clone()}}),
         ),
-        "sendchataction" | "setwebhook" | "deletewebhook" => ok(json!(true)),
+        "sendchataction" | "setwebhook" | "deletewebhook" | "setmessagereaction" => ok(json!(true)),
         "getwebhookinfo" => {
             ok(json!({"url": "", "has_custom_certificate": false, "pending_update_count": 0}))
         }
