@@ -14,10 +14,11 @@ use crate::agent_api::{ToolRef, dedupe_tools};
 use crate::config::AppConfig;
 use crate::middleware::{
     ClarificationMiddleware, DanglingToolCallMiddleware, GuardrailMiddleware,
-    LoopDetectionMiddleware, SafetyFinishReasonMiddleware, SandboxMiddleware,
-    SubagentLimitMiddleware, SystemMessageCoalescingMiddleware, TerminalResponseMiddleware,
-    ThreadDataMiddleware, TitleMiddleware, TodoMiddleware, TokenBudgetMiddleware,
-    TokenUsageMiddleware, ToolErrorHandlingMiddleware, UploadsMiddleware, ViewImageMiddleware,
+    LoopDetectionMiddleware, ModelLengthFinishReasonMiddleware, SafetyFinishReasonMiddleware,
+    SandboxMiddleware, SubagentLimitMiddleware, SystemMessageCoalescingMiddleware,
+    TerminalResponseMiddleware, ThreadDataMiddleware, TitleMiddleware, TodoMiddleware,
+    TokenBudgetMiddleware, TokenUsageMiddleware, ToolErrorHandlingMiddleware, UploadsMiddleware,
+    ViewImageMiddleware,
 };
 use crate::model::ChatModel;
 use crate::sandbox::SandboxProvider;
@@ -41,6 +42,9 @@ pub struct AgentOptions {
     pub config: Option<Arc<AppConfig>>,
     /// Where the built-in `SandboxMiddleware` gets sandboxes; none ⇒ it does nothing.
     pub sandbox_provider: Option<Arc<dyn SandboxProvider>>,
+    /// The model the built-in `TitleMiddleware` asks for titles (`title.model_name`); none ⇒
+    /// the local fallback (the start of the first message).
+    pub title_model: Option<Arc<dyn ChatModel>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +99,7 @@ pub fn create_agent(
                 options.plan_mode,
                 &config,
                 options.sandbox_provider.clone(),
+                options.title_model.clone(),
             )?;
             insert_extras(chain, options.extra_middleware)?
         }
@@ -119,25 +124,36 @@ pub fn assemble_from_features(
     plan_mode: bool,
     config: &AppConfig,
     sandbox_provider: Option<Arc<dyn SandboxProvider>>,
+    title_model: Option<Arc<dyn ChatModel>>,
 ) -> Result<Vec<MiddlewareRef>, AgentBuildError> {
+    let deps = SlotDeps {
+        config,
+        sandbox_provider,
+        title_model,
+    };
     let mut chain = Vec::with_capacity(CHAIN_ORDER.len());
     for slot in CHAIN_ORDER {
-        if let Some(middleware) =
-            slot_middleware(slot, features, plan_mode, config, &sandbox_provider)?
-        {
+        if let Some(middleware) = slot_middleware(slot, features, plan_mode, &deps)? {
             chain.push(middleware);
         }
     }
     Ok(chain)
 }
 
+/// What the built-in middlewares are made from, besides the features.
+struct SlotDeps<'a> {
+    config: &'a AppConfig,
+    sandbox_provider: Option<Arc<dyn SandboxProvider>>,
+    title_model: Option<Arc<dyn ChatModel>>,
+}
+
 fn slot_middleware(
     slot: Slot,
     features: &RuntimeFeatures,
     plan_mode: bool,
-    config: &AppConfig,
-    sandbox_provider: &Option<Arc<dyn SandboxProvider>>,
+    deps: &SlotDeps<'_>,
 ) -> Result<Option<MiddlewareRef>, AgentBuildError> {
+    let config = deps.config;
     let on = |enabled: bool, make: &dyn Fn() -> MiddlewareRef| enabled.then(make);
     let middleware = match slot {
         Slot::ThreadData => on(features.sandbox.is_on(), &|| {
@@ -150,9 +166,9 @@ fn slot_middleware(
         Slot::Uploads => on(features.sandbox.is_on(), &|| arc(UploadsMiddleware)),
         Slot::Sandbox => from_feature(&features.sandbox, "sandbox", || {
             Some(arc(if config.sandbox.eager {
-                SandboxMiddleware::eager(sandbox_provider.clone())
+                SandboxMiddleware::eager(deps.sandbox_provider.clone())
             } else {
-                SandboxMiddleware::new(sandbox_provider.clone())
+                SandboxMiddleware::new(deps.sandbox_provider.clone())
             }))
         })?,
         Slot::DanglingToolCall => Some(arc(DanglingToolCallMiddleware)),
@@ -164,7 +180,11 @@ fn slot_middleware(
         Slot::Todo => on(plan_mode, &|| arc(TodoMiddleware)),
         Slot::TokenUsage => on(config.token_usage.enabled, &|| arc(TokenUsageMiddleware)),
         Slot::Title => from_feature(&features.auto_title, "auto_title", || {
-            Some(arc(TitleMiddleware::new(config.title.clone())))
+            let title = TitleMiddleware::new(config.title.clone());
+            Some(arc(match &deps.title_model {
+                Some(model) => title.with_model(model.clone()),
+                None => title,
+            }))
         })?,
         Slot::Memory => from_feature(&features.memory, "memory", || None)?,
         Slot::ViewImage => from_feature(&features.vision, "vision", || {
@@ -174,16 +194,24 @@ fn slot_middleware(
         Slot::SubagentLimit => from_feature(&features.subagent, "subagent", || {
             Some(arc(SubagentLimitMiddleware::default()))
         })?,
-        Slot::LoopDetection => from_feature(&features.loop_detection, "loop_detection", || {
-            Some(arc(LoopDetectionMiddleware::new(
-                config.loop_detection.clone(),
-            )))
-        })?,
-        Slot::TokenBudget => from_feature(&features.token_budget, "token_budget", || {
-            Some(arc(TokenBudgetMiddleware::new(config.token_budget.clone())))
-        })?,
+        // A built-in whose config block is switched off is not built (a custom one still is).
+        Slot::LoopDetection => match &features.loop_detection {
+            Feature::BuiltIn if !config.loop_detection.enabled => None,
+            feature => from_feature(feature, "loop_detection", || {
+                Some(arc(LoopDetectionMiddleware::new(
+                    config.loop_detection.clone(),
+                )))
+            })?,
+        },
+        Slot::TokenBudget => match &features.token_budget {
+            Feature::BuiltIn if !config.token_budget.enabled => None,
+            feature => from_feature(feature, "token_budget", || {
+                Some(arc(TokenBudgetMiddleware::new(config.token_budget.clone())))
+            })?,
+        },
         Slot::Extras => None,
         Slot::TerminalResponse => Some(arc(TerminalResponseMiddleware)),
+        Slot::LengthFinishReason => Some(arc(ModelLengthFinishReasonMiddleware)),
         Slot::SafetyFinishReason => on(config.safety_finish_reason.enabled, &|| {
             arc(SafetyFinishReasonMiddleware)
         }),
@@ -218,8 +246,9 @@ enum Direction {
 }
 
 /// Places `extras` into `chain`: unanchored ones in the `Extras` slot (ahead of the closing
-/// `TerminalResponse` / `SafetyFinishReason` / `Clarification` tail), anchored ones next to their
-/// anchor, resolved repeatedly so extras may anchor to each other. Clarification ends up last.
+/// `TerminalResponse` / `LengthFinishReason` / `SafetyFinishReason` / `Clarification` tail),
+/// anchored ones next to their anchor, resolved repeatedly so extras may anchor to each other.
+/// Clarification ends up last.
 pub fn insert_extras(
     mut chain: Vec<MiddlewareRef>,
     extras: Vec<MiddlewareRef>,
@@ -241,6 +270,7 @@ pub fn insert_extras(
     }
     let tail = [
         "TerminalResponseMiddleware",
+        "ModelLengthFinishReasonMiddleware",
         "SafetyFinishReasonMiddleware",
         CLARIFICATION,
     ];

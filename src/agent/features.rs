@@ -34,7 +34,9 @@ pub struct RuntimeFeatures {
     /// `BuiltIn` = the allowlist/denylist guardrail of `guardrails:` in the config (built even
     /// when `guardrails.enabled` is false: callers decide whether to switch it on).
     pub guardrail: Feature,
+    /// `BuiltIn` is built only while `loop_detection.enabled` is on in the config.
     pub loop_detection: Feature,
+    /// `BuiltIn` is built only while `token_budget.enabled` is on in the config.
     pub token_budget: Feature,
 }
 
@@ -87,6 +89,7 @@ pub enum Slot {
     /// Where unanchored `extra_middleware` go.
     Extras,
     TerminalResponse,
+    LengthFinishReason,
     SafetyFinishReason,
     Clarification,
 }
@@ -102,13 +105,15 @@ pub enum Slot {
 /// - `TokenUsage` after `Todo`, before `Title` (reference #20);
 /// - `SystemMessageCoalescing` after `ViewImage`, before `SubagentLimit` (reference #25, the
 ///   seed's principle 1 "消息合并 → subagent");
-/// - `TerminalResponse` and `SafetyFinishReason` after the custom middlewares and before
-///   `Clarification` (reference #30 and #32, the seed's "自定义中间件 → safety → clarification").
+/// - `TerminalResponse`, `LengthFinishReason` and `SafetyFinishReason` after the custom
+///   middlewares and before `Clarification` (reference #30, #31 and #32, the seed's
+///   "自定义中间件 → safety → clarification").
 ///
 /// `Extras` is the seed's "unanchored ⇒ just before Clarification": the seed's SDK chain ends
 /// `TokenBudget, Clarification`, so that spot is here, ahead of the closing tail
-/// (`TerminalResponse`, `SafetyFinishReason`, `Clarification`) which must see the answer first.
-pub const CHAIN_ORDER: [Slot; 20] = [
+/// (`TerminalResponse`, `LengthFinishReason`, `SafetyFinishReason`, `Clarification`) which must
+/// see the answer first.
+pub const CHAIN_ORDER: [Slot; 21] = [
     Slot::ThreadData,
     Slot::Uploads,
     Slot::Sandbox,
@@ -127,6 +132,7 @@ pub const CHAIN_ORDER: [Slot; 20] = [
     Slot::TokenBudget,
     Slot::Extras,
     Slot::TerminalResponse,
+    Slot::LengthFinishReason,
     Slot::SafetyFinishReason,
     Slot::Clarification,
 ];

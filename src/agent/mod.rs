@@ -5,7 +5,9 @@
 //! limit, checkpointing after every step. The contracts the loop drives (`RunContext`, `Tool`,
 //! `Middleware`, `RunEvent`, …) live in [`crate::agent_api`].
 
+mod call_ids;
 pub mod factory;
+pub mod failed_turn;
 pub mod features;
 pub mod run;
 

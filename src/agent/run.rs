@@ -3,7 +3,8 @@
 //! A *step* is one model call (with its `before_model`/`after_model` hooks) or one tool batch.
 //! After every step the state is checkpointed, so a crash or a cancellation loses at most the
 //! step in flight. The whole turn runs behind a panic boundary: a panicking tool or middleware
-//! ends the run with an error, never the process.
+//! ends the run with an error, never the process. A failed turn is closed with a hidden record,
+//! so the thread's history keeps alternating user and assistant turns.
 
 use std::panic::AssertUnwindSafe;
 
@@ -11,6 +12,8 @@ use futures::FutureExt;
 use futures::future::join_all;
 
 use crate::agent::Agent;
+use crate::agent::call_ids::make_call_ids_unique;
+use crate::agent::failed_turn::failed_turn_record;
 use crate::agent_api::{
     ErrorCode, Flow, HookResult, MiddlewareError, ModelNext, RunContext, RunEvent, StopReason,
     ToolContext, ToolError, ToolNext, ToolResult,
@@ -127,6 +130,11 @@ impl Agent {
                     )
                 }
             }
+        }
+        if stop.reason != StopReason::Cancelled
+            && let Some(failure) = &stop.error
+        {
+            self.record_failure(&mut turn, failure, ctx).await;
         }
         if let Some(failure) = &stop.error {
             ctx.events.emit(RunEvent::Error {
@@ -253,7 +261,10 @@ impl Agent {
             answer = call => answer,
         };
         let message = match answer {
-            Ok(ai) => Message::Ai(ai),
+            Ok(mut ai) => {
+                make_call_ids_unique(&mut ai, &turn.state.messages);
+                Message::Ai(ai)
+            }
             Err(ModelError::Cancelled) => return StepEnd::Stop(Stop::new(StopReason::Cancelled)),
             Err(e) => {
                 return StepEnd::Stop(Stop::error(ErrorCode::of_model_error(&e), e.to_string()));
@@ -376,6 +387,23 @@ impl Agent {
             });
         }
         None
+    }
+
+    /// Closes a failed turn with a hidden record (see [`failed_turn`](crate::agent::failed_turn))
+    /// and checkpoints it. Best effort: the run has failed already, so a failure here is logged.
+    async fn record_failure(&self, turn: &mut Turn, failure: &RunFailure, ctx: &RunContext) {
+        let Some(record) = failed_turn_record(&turn.state.messages, failure.code, &failure.message)
+        else {
+            return;
+        };
+        if let Err(error) = turn.state.apply(StateUpdate::message(Message::Ai(record))) {
+            tracing::warn!(%error, thread_id = %ctx.thread_id, "Could not record the failed turn");
+            return;
+        }
+        if let Some(stop) = self.checkpoint(turn, ctx).await {
+            let detail = stop.error.map(|e| e.message).unwrap_or_default();
+            tracing::warn!(thread_id = %ctx.thread_id, %detail, "Could not save the record of the failed turn");
+        }
     }
 
     async fn after_agent(&self, turn: &mut Turn, ctx: &RunContext) -> Result<(), Stop> {

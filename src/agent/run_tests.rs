@@ -481,7 +481,11 @@ async fn model_error_ends_the_run_and_keeps_earlier_steps() {
         .await;
     assert_eq!(outcome.stop, StopReason::Error);
     assert!(outcome.error.unwrap().message.contains("HTTP 400"));
-    assert_eq!(kinds(&outcome.state), ["human:q", "ai:", "tool:slept x"]);
+    let kinds = kinds(&outcome.state);
+    assert_eq!(kinds[..3], ["human:q", "ai:", "tool:slept x"]);
+    assert!(kinds[3].starts_with("ai:[This turn failed before an answer was given (model_error)"));
+    let record = outcome.state.last_ai().unwrap();
+    assert!(record.meta.hide_from_ui && record.meta.extra["turn_failed"]["code"] == "model_error");
     let mut codes = Vec::new();
     while let Ok(event) = rx.try_recv() {
         if let RunEvent::Error { code, .. } = event {
@@ -551,8 +555,8 @@ async fn a_panicking_tool_ends_the_run_with_an_error_not_a_crash() {
     assert!(outcome.error.unwrap().message.contains("tool exploded"));
     assert_eq!(
         checkpoints.saved.lock().unwrap().len(),
-        2,
-        "the input and the model step stay checkpointed"
+        3,
+        "the input and the model step stay checkpointed, then the failure is recorded"
     );
 }
 
@@ -589,5 +593,6 @@ async fn a_hook_error_ends_the_run_with_an_error() {
     assert_eq!(outcome.stop, StopReason::Error);
     assert!(outcome.error.unwrap().message.contains("hook broke"));
     assert!(model.requests().is_empty());
-    assert_eq!(kinds(&outcome.state), ["human:q"]);
+    let failed = &outcome.state.last_ai().unwrap().meta.extra["turn_failed"];
+    assert_eq!(failed["code"], "middleware_error");
 }

@@ -441,15 +441,19 @@ pub struct ToolConfig {
 }
 
 /// The built-in allowlist/denylist guardrail. The denylist wins; an empty allowlist allows
-/// every tool not denied.
+/// every tool not denied. With `policy_url`, every call the lists allow is also put to that
+/// policy service.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GuardrailsConfig {
     pub enabled: bool,
-    /// Deny a call when the guardrail provider itself fails (otherwise allow it with a warning).
+    /// Deny a call when the policy service cannot answer (unreachable, timeout, bad answer);
+    /// otherwise allow it with a warning. The local lists themselves never fail.
     pub fail_closed: bool,
     pub allowed_tools: Vec<String>,
     pub denied_tools: Vec<String>,
+    /// An HTTP policy service asked about each tool call (`POST`, JSON verdict).
+    pub policy_url: Option<String>,
 }
 
 impl Default for GuardrailsConfig {
@@ -459,6 +463,7 @@ impl Default for GuardrailsConfig {
             fail_closed: true,
             allowed_tools: Vec::new(),
             denied_tools: Vec::new(),
+            policy_url: None,
         }
     }
 }

@@ -293,6 +293,14 @@ fn check_limits(config: &AppConfig, problems: &mut Problems) {
         );
     }
 
+    if let Some(url) = &config.guardrails.policy_url {
+        problems.require(
+            is_http_url(url),
+            "guardrails.policy_url",
+            "must be an http:// or https:// URL of the policy service, or be removed",
+        );
+    }
+
     let uploads = &config.uploads;
     problems.require(
         uploads.max_files > 0,

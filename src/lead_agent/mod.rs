@@ -27,7 +27,7 @@ use crate::agents::{
 };
 use crate::config::AppConfig;
 use crate::middleware::DynamicContextMiddleware;
-use crate::model::ModelRegistry;
+use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::{SandboxInfo, SandboxProvider};
 use crate::skills::{BOOTSTRAP_SKILL, skills_dir};
 use crate::store::Checkpointer;
@@ -232,8 +232,11 @@ pub fn make_lead_agent(
         } else {
             Feature::Off
         },
+        // Built only while `token_budget.enabled` (and `loop_detection.enabled`) are on.
+        token_budget: Feature::BuiltIn,
         ..RuntimeFeatures::default()
     };
+    let title_model = title_model(deps.models, config);
     let agent = create_agent(
         model.model,
         tools,
@@ -247,6 +250,7 @@ pub fn make_lead_agent(
             name: Some(LEAD_AGENT_NAME.to_string()),
             recursion_limit: Some(config.recursion_limit_for(options.recursion_limit)),
             config: Some(config.clone()),
+            title_model,
             ..Default::default()
         },
     )?;
@@ -258,6 +262,21 @@ pub fn make_lead_agent(
         skill_names: skills.iter().map(|s| s.name.clone()).collect(),
         warnings,
     })
+}
+
+/// The model named by `title.model_name`. The loader already rejects a name that is not among
+/// `models`; a registry built by hand may still lack it, and then titles fall back to the first
+/// message.
+fn title_model(models: &ModelRegistry, config: &AppConfig) -> Option<Arc<dyn ChatModel>> {
+    let name = config.title.model_name.as_deref()?;
+    let model = models.get(name);
+    if model.is_none() {
+        tracing::warn!(
+            model = name,
+            "title.model_name names no configured model; titles use the first message"
+        );
+    }
+    model
 }
 
 /// Configured tools (filtered by the agent's groups), minus vision tools for a model without

@@ -1,15 +1,19 @@
-//! `DanglingToolCallMiddleware`: repairs the tool-call/tool-result pairing before a model call.
+//! `DanglingToolCallMiddleware`: repairs the shape of the history before a model call.
 //!
 //! Providers reject a history where an AI tool call has no result (a run was cancelled or crashed
-//! mid-tool) or a result has no call. The fix is request-only: the stored thread is untouched.
+//! mid-tool), a result has no call, or (Anthropic) two calls share an id; strict chat templates
+//! (llama.cpp, vLLM) reject two user messages in a row, which a cancelled or crashed turn, or
+//! hidden context next to the person's message, would otherwise leave. Results are paired with
+//! the calls of the AI message they follow, never across turns, because some servers reuse ids
+//! (`call_0` in every response). The fix is request-only: the stored thread is untouched.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use async_trait::async_trait;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Middleware, ModelNext};
-use crate::messages::{AiMessage, Message, MessageMeta, ToolMessage, ToolStatus};
+use crate::messages::{AiMessage, HumanMessage, Message, MessageMeta, ToolMessage, ToolStatus};
 use crate::model::{ModelError, ModelRequest};
 use crate::state::ThreadState;
 
@@ -41,68 +45,138 @@ impl Middleware for DanglingToolCallMiddleware {
         _ctx: &RunContext,
         next: ModelNext<'_>,
     ) -> Result<AiMessage, ModelError> {
-        request.messages = repair_tool_pairing(std::mem::take(&mut request.messages));
+        let messages = repair_tool_pairing(std::mem::take(&mut request.messages));
+        request.messages = merge_adjacent_human_messages(messages);
         next.call(request).await
     }
 }
 
-/// Puts every tool result right after the AI message that called it, answers calls without a
-/// result with [`INTERRUPTED_TOOL_RESULT`], and drops results no call asked for.
+/// Puts the results of each AI message's calls right after it, in call order.
+///
+/// A result answers a call of the nearest AI message before it (results never pair across a
+/// later AI message); a call without a result gets [`INTERRUPTED_TOOL_RESULT`], results no call
+/// of that message asked for are dropped, and other messages between an AI message and its
+/// results move behind the results. An id an earlier AI message already used is renamed in
+/// both the call and its result (`{id}_2`, …), so every id in the request is unique.
 pub fn repair_tool_pairing(messages: Vec<Message>) -> Vec<Message> {
     let mut synthetic_ids = 0usize;
-    let mut messages = messages;
-    // Empty call ids cannot be matched; give them stable synthetic ones first.
-    for message in &mut messages {
-        if let Message::Ai(ai) = message {
-            sanitize_calls(ai, &mut synthetic_ids);
-        }
-    }
-    let called: HashSet<String> = messages
+    let mut all_ids: HashSet<String> = messages
         .iter()
         .filter_map(Message::as_ai)
         .flat_map(|ai| ai.tool_calls.iter().map(|c| c.id.clone()))
         .collect();
-    let mut results: HashMap<String, ToolMessage> = HashMap::new();
-    let mut others = Vec::with_capacity(messages.len());
-    for message in messages {
-        match message {
-            Message::Tool(mut tool) => {
-                if called.contains(&tool.tool_call_id) {
-                    if tool.name.trim().is_empty() {
-                        tool.name = UNKNOWN_TOOL_NAME.to_string();
-                    }
-                    // A duplicate result for the same call: the first one answered it.
-                    results.entry(tool.tool_call_id.clone()).or_insert(tool);
-                } else {
-                    tracing::debug!(tool_call_id = %tool.tool_call_id, "Dropped a tool result without a matching call");
-                }
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut repaired = Vec::with_capacity(messages.len());
+    let mut rest = messages.into_iter().peekable();
+    while let Some(message) = rest.next() {
+        let mut ai = match message {
+            Message::Ai(ai) => ai,
+            Message::Tool(orphan) => {
+                tracing::debug!(tool_call_id = %orphan.tool_call_id, "Dropped a tool result that follows no tool call");
+                continue;
             }
-            other => others.push(other),
-        }
-    }
-    let mut repaired = Vec::with_capacity(others.len() + results.len());
-    for message in others {
-        let calls = match &message {
-            Message::Ai(ai) => ai.tool_calls.clone(),
-            _ => Vec::new(),
+            other => {
+                repaired.push(other);
+                continue;
+            }
         };
-        repaired.push(message);
-        for call in calls {
-            match results.remove(&call.id) {
-                Some(result) => repaired.push(Message::Tool(result)),
-                None => repaired.push(Message::Tool(ToolMessage {
-                    id: format!("dangling:{}", call.id),
-                    tool_call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    content: INTERRUPTED_TOOL_RESULT.to_string(),
-                    status: ToolStatus::Error,
-                    artifact: None,
-                    meta: MessageMeta::default(),
-                })),
+        // Empty call ids cannot be matched; give them stable synthetic ones first.
+        sanitize_calls(&mut ai, &mut synthetic_ids);
+        let mut results = Vec::new();
+        let mut between = Vec::new();
+        while let Some(next) = rest.next_if(|m| !matches!(m, Message::Ai(_))) {
+            match next {
+                Message::Tool(tool) => results.push(tool),
+                other => between.push(other),
             }
         }
+        let mut paired = Vec::with_capacity(ai.tool_calls.len());
+        for call in &mut ai.tool_calls {
+            // The first result for a call answers it; a duplicate is dropped below.
+            let result = results
+                .iter()
+                .position(|r| r.tool_call_id == call.id)
+                .map(|at| results.remove(at));
+            if !seen.insert(call.id.clone()) {
+                let renamed = unused_id(&call.id, &all_ids);
+                all_ids.insert(renamed.clone());
+                seen.insert(renamed.clone());
+                call.id = renamed;
+            }
+            let mut result = result.unwrap_or_else(|| ToolMessage {
+                id: format!("dangling:{}", call.id),
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: INTERRUPTED_TOOL_RESULT.to_string(),
+                status: ToolStatus::Error,
+                artifact: None,
+                meta: MessageMeta::default(),
+            });
+            result.tool_call_id = call.id.clone();
+            if result.name.trim().is_empty() {
+                result.name = UNKNOWN_TOOL_NAME.to_string();
+            }
+            paired.push(Message::Tool(result));
+        }
+        for unmatched in results {
+            tracing::debug!(tool_call_id = %unmatched.tool_call_id, "Dropped a tool result without a matching call");
+        }
+        repaired.push(Message::Ai(ai));
+        repaired.extend(paired);
+        repaired.extend(between);
     }
     repaired
+}
+
+/// Joins human messages that would reach the model back to back (system messages between them
+/// do not count: they are moved to the system prompt). Strict chat templates require user and
+/// assistant turns to alternate; joining keeps every word the model should read.
+pub fn merge_adjacent_human_messages(messages: Vec<Message>) -> Vec<Message> {
+    let mut merged: Vec<Message> = Vec::with_capacity(messages.len());
+    for message in messages {
+        let Message::Human(human) = message else {
+            merged.push(message);
+            continue;
+        };
+        let previous = merged
+            .iter_mut()
+            .rev()
+            .find(|m| !matches!(m, Message::System(_)));
+        match previous {
+            Some(Message::Human(earlier)) => join_human(earlier, human),
+            _ => merged.push(Message::Human(human)),
+        }
+    }
+    merged
+}
+
+fn join_human(earlier: &mut HumanMessage, later: HumanMessage) {
+    match (
+        earlier.content.trim().is_empty(),
+        later.content.trim().is_empty(),
+    ) {
+        (_, true) => {}
+        (true, false) => earlier.content = later.content,
+        (false, false) => {
+            earlier.content.push_str("\n\n");
+            earlier.content.push_str(&later.content);
+        }
+    }
+    earlier.images.extend(later.images);
+    // A person's words are in it now: it is no longer only injected context.
+    if later.name.is_none() {
+        earlier.name = None;
+    }
+    earlier.meta.hide_from_ui &= later.meta.hide_from_ui;
+}
+
+/// `{id}_2`, `{id}_3`, … whichever is not used yet (deterministic, so the request's prefix stays
+/// the same from one call to the next).
+fn unused_id(id: &str, used: &HashSet<String>) -> String {
+    (2..)
+        .map(|n| format!("{id}_{n}"))
+        .find(|candidate| !used.contains(candidate))
+        .unwrap_or_else(|| crate::messages::new_id("call"))
 }
 
 fn sanitize_calls(ai: &mut AiMessage, synthetic_ids: &mut usize) {
@@ -187,5 +261,78 @@ mod tests {
         let id = &repaired[0].as_ai().unwrap().tool_calls[0].id;
         assert_eq!(id, "antler_synthetic_tool_call_1");
         assert_eq!(repaired[1].as_tool().unwrap().tool_call_id, *id);
+    }
+
+    fn answered(call_id: &str, content: &str) -> Message {
+        Message::Tool(ToolMessage::success(&call(call_id, "ls"), content))
+    }
+
+    #[test]
+    fn an_id_reused_in_a_later_turn_pairs_with_its_own_turn_and_is_renamed() {
+        let mut second_ai = ai_calling(vec![call("call_0", "ls")]);
+        second_ai.set_id("ai-2".into());
+        let repaired = repair_tool_pairing(vec![
+            Message::human("first"),
+            ai_calling(vec![call("call_0", "ls")]),
+            answered("call_0", "first result"),
+            Message::ai("done"),
+            Message::human("second"),
+            second_ai,
+            answered("call_0", "second result"),
+        ]);
+        let contents: Vec<&str> = repaired.iter().map(Message::content).collect();
+        assert_eq!(
+            contents,
+            [
+                "first",
+                "",
+                "first result",
+                "done",
+                "second",
+                "",
+                "second result"
+            ]
+        );
+        assert_eq!(repaired[2].as_tool().unwrap().tool_call_id, "call_0");
+        assert_eq!(repaired[5].as_ai().unwrap().tool_calls[0].id, "call_0_2");
+        assert_eq!(repaired[6].as_tool().unwrap().tool_call_id, "call_0_2");
+    }
+
+    #[test]
+    fn results_never_pair_across_a_later_ai_message() {
+        let repaired = repair_tool_pairing(vec![
+            result("x"),
+            ai_calling(vec![call("a", "ls")]),
+            Message::ai("interrupted turn"),
+            result("a"),
+        ]);
+        let contents: Vec<&str> = repaired.iter().map(Message::content).collect();
+        assert_eq!(contents, ["", INTERRUPTED_TOOL_RESULT, "interrupted turn"]);
+    }
+
+    #[test]
+    fn adjacent_human_messages_are_joined() {
+        let mut note = crate::middleware::support::hidden_human("memory", "<memory>m</memory>");
+        note.id = "note".into();
+        let merged = merge_adjacent_human_messages(vec![
+            Message::Human(note),
+            Message::system("reminder"),
+            Message::human("unanswered question"),
+            Message::human("asked again"),
+            Message::ai("answer"),
+            Message::human("next"),
+        ]);
+        let contents: Vec<&str> = merged.iter().map(Message::content).collect();
+        assert_eq!(
+            contents,
+            [
+                "<memory>m</memory>\n\nunanswered question\n\nasked again",
+                "reminder",
+                "answer",
+                "next"
+            ]
+        );
+        let joined = merged[0].as_human().unwrap();
+        assert!(joined.name.is_none() && !joined.meta.hide_from_ui);
     }
 }

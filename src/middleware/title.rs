@@ -1,29 +1,119 @@
 //! `TitleMiddleware`: names a thread after its first exchange (reference §3.4).
 //!
-//! Only the local fallback exists so far (the first user message, shortened); [`parse_title`] is
-//! the cleaning step a title model's output will go through once one can be configured.
+//! With `title.model_name` the title model is asked for a short title (at most `max_words`
+//! words and `max_chars` characters, enforced on its answer too); without one, or when that
+//! call fails, times out or answers nothing usable, the title is the start of the first user
+//! message. The title call is not part of the run's event stream.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::StreamExt;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::config::schema::TitleConfig;
 use crate::messages::Message;
+use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
 use crate::tools::builtin::truncate_chars;
 
 pub const DEFAULT_TITLE: &str = "New Conversation";
 /// The fallback never keeps more than this many characters of the user's message.
 const FALLBACK_MAX_CHARS: usize = 50;
+/// How much of the first exchange the title model reads (each side).
+const TITLE_CONTEXT_CHARS: usize = 500;
+/// The run's answer is complete when titling starts; a slow title model must not hold it back
+/// for long.
+pub const TITLE_TIMEOUT: Duration = Duration::from_secs(20);
 
 pub struct TitleMiddleware {
     config: TitleConfig,
+    model: Option<Arc<dyn ChatModel>>,
 }
 
 impl TitleMiddleware {
+    /// Titles from the first message only (no model call).
     pub fn new(config: TitleConfig) -> Self {
-        Self { config }
+        Self {
+            config,
+            model: None,
+        }
     }
+
+    /// Asks `model` for titles (`title.model_name`), with the local title as the fallback.
+    pub fn with_model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// The model's title, or `None` (logged) when there is no model or no usable answer.
+    async fn model_title(&self, user: &str, answer: &str, ctx: &RunContext) -> Option<String> {
+        let model = self.model.as_ref()?;
+        let request = ModelRequest {
+            messages: vec![Message::human(title_prompt(
+                user,
+                answer,
+                self.config.max_words,
+            ))],
+            ..Default::default()
+        };
+        let call = tokio::time::timeout(TITLE_TIMEOUT, complete(model.as_ref(), request));
+        let outcome = tokio::select! {
+            _ = ctx.cancel.cancelled() => return None,
+            outcome = call => outcome,
+        };
+        let raw = match outcome {
+            Ok(Ok(raw)) => raw,
+            Ok(Err(error)) => {
+                tracing::warn!(%error, model = model.name(), thread_id = %ctx.thread_id, "The title model failed; using the first message as the title");
+                return None;
+            }
+            Err(_) => {
+                tracing::warn!(model = model.name(), thread_id = %ctx.thread_id, "The title model took too long; using the first message as the title");
+                return None;
+            }
+        };
+        let title = limit_words(&parse_title(&raw, usize::MAX), self.config.max_words);
+        let title = truncate_chars(&title, self.config.max_chars)
+            .trim_end()
+            .to_string();
+        (!title.is_empty()).then_some(title)
+    }
+}
+
+/// DeerFlow's title prompt; each side of the exchange is cut to 500 characters.
+pub fn title_prompt(user: &str, answer: &str, max_words: u32) -> String {
+    format!(
+        "Generate a concise title (max {max_words} words) for this conversation.\nUser: {}\n\
+         Assistant: {}\n\nReturn ONLY the title, no quotes, no explanation.",
+        truncate_chars(user.trim(), TITLE_CONTEXT_CHARS),
+        truncate_chars(answer.trim(), TITLE_CONTEXT_CHARS)
+    )
+}
+
+/// The first `max_words` words of `title` (whitespace-separated), joined by single spaces.
+pub fn limit_words(title: &str, max_words: u32) -> String {
+    title
+        .split_whitespace()
+        .take(max_words.max(1) as usize)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Drains one completion and returns its text.
+async fn complete(model: &dyn ChatModel, request: ModelRequest) -> Result<String, ModelError> {
+    let mut stream = model.stream(request).await?;
+    while let Some(event) = stream.next().await {
+        if let ModelEvent::Completed(message) = event? {
+            return Ok(message.content);
+        }
+    }
+    Err(ModelError::Stream {
+        model: model.name().to_string(),
+        detail: "the stream ended before the title was complete".into(),
+    })
 }
 
 /// The local title: the first user message, cut to `min(50, max_chars - 3)` chars + `"..."` when
@@ -87,7 +177,7 @@ impl Middleware for TitleMiddleware {
     async fn after_model(
         &self,
         state: &ThreadState,
-        _ctx: &RunContext,
+        ctx: &RunContext,
     ) -> Result<HookResult, MiddlewareError> {
         if !self.config.enabled || !should_title(state) {
             return Ok(HookResult::proceed());
@@ -98,8 +188,16 @@ impl Middleware for TitleMiddleware {
             .find(|m| m.is_genuine_human())
             .map(Message::content)
             .unwrap_or_default();
+        let answer = state
+            .last_ai()
+            .map(|ai| ai.content.as_str())
+            .unwrap_or_default();
+        let title = match self.model_title(first, answer, ctx).await {
+            Some(title) => title,
+            None => fallback_title(first, self.config.max_chars),
+        };
         Ok(HookResult::update(StateUpdate {
-            title: Some(fallback_title(first, self.config.max_chars)),
+            title: Some(title),
             ..Default::default()
         }))
     }
@@ -108,6 +206,82 @@ impl Middleware for TitleMiddleware {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::AppConfig;
+    use crate::model::{ModelErrorKind, ScriptedModel, ScriptedTurn};
+
+    fn first_exchange() -> ThreadState {
+        ThreadState {
+            messages: vec![
+                Message::human("Please help me plan a week-long trip to Rome in the spring"),
+                Message::ai("Sure! Here is a plan."),
+            ],
+            ..Default::default()
+        }
+    }
+
+    async fn title_with(model: Option<Arc<ScriptedModel>>, config: TitleConfig) -> String {
+        let mut middleware = TitleMiddleware::new(config);
+        if let Some(model) = model {
+            middleware = middleware.with_model(model);
+        }
+        let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+        let result = middleware
+            .after_model(&first_exchange(), &ctx)
+            .await
+            .unwrap();
+        result.update.title.unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_title_model_is_asked_and_its_answer_is_held_to_max_words_and_chars() {
+        let model = Arc::new(ScriptedModel::new(
+            "titler",
+            [ScriptedTurn::Text(vec![
+                "<think>hmm</think>\"Spring Rome Trip Week Plan With Extras\"".into(),
+            ])],
+        ));
+        let config = TitleConfig {
+            max_words: 4,
+            max_chars: 14,
+            ..Default::default()
+        };
+        assert_eq!(
+            title_with(Some(model.clone()), config).await,
+            "Spring Rome Tr"
+        );
+        let prompt = model.requests()[0].messages[0].content().to_string();
+        assert!(prompt.contains("(max 4 words)"), "{prompt}");
+        assert!(prompt.contains("User: Please help me plan"), "{prompt}");
+        assert!(
+            prompt.contains("Assistant: Sure! Here is a plan."),
+            "{prompt}"
+        );
+        let wide = TitleConfig {
+            max_words: 3,
+            ..Default::default()
+        };
+        let model = Arc::new(ScriptedModel::text("titler", "Spring Rome Trip Week"));
+        assert_eq!(title_with(Some(model), wide).await, "Spring Rome Trip");
+    }
+
+    #[tokio::test]
+    async fn a_failing_or_empty_title_model_falls_back_to_the_first_message() {
+        let failing = Arc::new(ScriptedModel::new(
+            "titler",
+            [ScriptedTurn::Fail(ModelErrorKind::Status(500))],
+        ));
+        let fallback = "Please help me plan a week-long trip to Rome in th...";
+        assert_eq!(
+            title_with(Some(failing), TitleConfig::default()).await,
+            fallback
+        );
+        let empty = Arc::new(ScriptedModel::text("titler", "<think>only thinking"));
+        assert_eq!(
+            title_with(Some(empty), TitleConfig::default()).await,
+            fallback
+        );
+        assert_eq!(title_with(None, TitleConfig::default()).await, fallback);
+    }
 
     #[test]
     fn short_and_empty_messages() {

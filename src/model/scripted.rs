@@ -2,9 +2,14 @@
 //!
 //! Used by `antler bench` (harness cost without network) and by unit tests. It is a real
 //! [`ChatModel`]: the loop cannot tell it from a provider.
+//!
+//! A call beyond the script is a bug in the test: it is answered with an error *and* counted,
+//! and dropping a model that saw such a call panics (fails the test), unless the test opted in
+//! with [`ScriptedModel::allow_unscripted`]. A cycling model never runs out.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -52,6 +57,8 @@ pub struct ScriptedModel {
     repeat: Option<Vec<ScriptedTurn>>,
     cursor: Mutex<usize>,
     requests: Mutex<Vec<ModelRequest>>,
+    unscripted: AtomicUsize,
+    allow_unscripted: AtomicBool,
 }
 
 impl ScriptedModel {
@@ -62,15 +69,16 @@ impl ScriptedModel {
             repeat: None,
             cursor: Mutex::new(0),
             requests: Mutex::new(Vec::new()),
+            unscripted: AtomicUsize::new(0),
+            allow_unscripted: AtomicBool::new(false),
         }
     }
 
     /// A model that cycles through `turns` forever and keeps no request log.
     pub fn cycling(name: impl Into<String>, turns: Vec<ScriptedTurn>) -> Self {
-        Self {
-            repeat: Some(turns),
-            ..Self::new(name, [])
-        }
+        let mut model = Self::new(name, []);
+        model.repeat = Some(turns);
+        model
     }
 
     pub fn text(name: impl Into<String>, answer: &str) -> Self {
@@ -90,6 +98,18 @@ impl ScriptedModel {
 
     pub fn remaining(&self) -> usize {
         self.turns.lock().map(|t| t.len()).unwrap_or(0)
+    }
+
+    /// Calls that found the script empty (each was answered with an error).
+    pub fn unscripted_calls(&self) -> usize {
+        self.unscripted.load(Ordering::SeqCst)
+    }
+
+    /// Lets calls beyond the script happen without failing the test (they still get an error):
+    /// for tests about what the caller does with that error.
+    pub fn allow_unscripted(&self) -> &Self {
+        self.allow_unscripted.store(true, Ordering::SeqCst);
+        self
     }
 
     fn next_turn(&self) -> Option<ScriptedTurn> {
@@ -128,6 +148,22 @@ impl ScriptedModel {
     }
 }
 
+impl Drop for ScriptedModel {
+    /// Fails the test that called the model beyond its script (documented invariant of this test
+    /// double; a benchmark's cycling model never runs out). Skipped while already panicking, so
+    /// the original failure is the one reported.
+    fn drop(&mut self) {
+        let unscripted = *self.unscripted.get_mut();
+        if unscripted > 0 && !*self.allow_unscripted.get_mut() && !std::thread::panicking() {
+            panic!(
+                "scripted model '{}' was called {unscripted} time(s) more than scripted; push \
+                 more turns, or call allow_unscripted() if the test is about that error",
+                self.name
+            );
+        }
+    }
+}
+
 fn completed(content: String, tool_calls: Vec<ToolCall>) -> AiMessage {
     let finish_reason = if tool_calls.is_empty() {
         FinishReason::Stop
@@ -160,6 +196,8 @@ impl ChatModel for ScriptedModel {
             log.push(request);
         }
         let Some(turn) = self.next_turn() else {
+            let count = self.unscripted.fetch_add(1, Ordering::SeqCst) + 1;
+            tracing::error!(model = %self.name, count, "The scripted model was called more often than scripted");
             return Err(ModelError::Provider {
                 model: self.name.clone(),
                 detail: "the scripted model was called more often than scripted".into(),
@@ -221,5 +259,36 @@ impl ChatModel for ScriptedModel {
             }
         };
         Ok(futures::stream::iter(events).boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unscripted_call_is_an_error_and_fails_the_test_on_drop() {
+        let model = ScriptedModel::text("m", "only answer");
+        assert!(model.stream(ModelRequest::default()).await.is_ok());
+        let error = model.stream(ModelRequest::default()).await.err().unwrap();
+        assert!(matches!(error, ModelError::Provider { .. }), "{error}");
+        assert_eq!(model.unscripted_calls(), 1);
+        let panic = catch_unwind(AssertUnwindSafe(move || drop(model))).unwrap_err();
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            message.contains("1 time(s) more than scripted"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_test_may_opt_in_to_unscripted_calls() {
+        let model = ScriptedModel::new("m", []);
+        model.allow_unscripted();
+        assert!(model.stream(ModelRequest::default()).await.is_err());
+        assert_eq!(model.unscripted_calls(), 1);
+        assert!(catch_unwind(AssertUnwindSafe(move || drop(model))).is_ok());
     }
 }

@@ -223,16 +223,17 @@ fn unanchored_extras_go_just_before_the_clarification_tail() {
     let agent = with_extras(vec![named("X"), named("Y")]).unwrap();
     let order = names(&agent);
     assert_eq!(
-        &order[order.len() - 5..],
+        &order[order.len() - 6..],
         [
             "X",
             "Y",
             "TerminalResponseMiddleware",
+            "ModelLengthFinishReasonMiddleware",
             "SafetyFinishReasonMiddleware",
             "ClarificationMiddleware"
         ]
     );
-    assert_eq!(order[order.len() - 6], "LoopDetectionMiddleware");
+    assert_eq!(order[order.len() - 7], "LoopDetectionMiddleware");
 }
 
 #[test]
@@ -256,9 +257,12 @@ fn full_feature_set_follows_the_seed_order() {
         loop_detection: Feature::BuiltIn,
         token_budget: Feature::BuiltIn,
     };
+    let mut config = antler::config::AppConfig::default();
+    config.token_budget.enabled = true;
     let agent = build(AgentOptions {
         features: Some(features),
         plan_mode: true,
+        config: Some(Arc::new(config)),
         ..Default::default()
     })
     .unwrap();
@@ -283,6 +287,7 @@ fn full_feature_set_follows_the_seed_order() {
             "LoopDetectionMiddleware",
             "TokenBudgetMiddleware",
             "TerminalResponseMiddleware",
+            "ModelLengthFinishReasonMiddleware",
             "SafetyFinishReasonMiddleware",
             "ClarificationMiddleware",
         ]
@@ -310,7 +315,7 @@ fn full_feature_set_follows_the_seed_order() {
         .filter(|n| seed.contains(&n.as_str()))
         .collect();
     assert_eq!(filtered, seed);
-    assert_eq!(CHAIN_ORDER.len(), 20);
+    assert_eq!(CHAIN_ORDER.len(), 21);
 }
 
 #[test]
@@ -359,5 +364,7 @@ fn injected_tools_follow_user_tools_and_user_wins_on_clash() {
     assert_eq!(tool_names, [ASK_CLARIFICATION]);
 }
 
+mod config_keys;
+mod history;
 mod middlewares;
 mod runs;

@@ -489,3 +489,30 @@ async fn registry_models_are_shared_and_resolve_unknown_names_to_the_default() {
     );
     assert_eq!(registry.config("gpt").unwrap().model, "fake-gpt");
 }
+
+#[tokio::test]
+async fn an_unscripted_call_fails_the_test_unless_allowed() {
+    for allowed in [false, true] {
+        let fake = FakeOpenAi::start().await;
+        if allowed {
+            fake.allow_unscripted();
+        }
+        let model = OpenAiModel::new(&openai_config("gpt", &fake.base_url()), client());
+        let events = run(&model, ask("nobody scripted this")).await;
+        assert!(
+            matches!(last_error(&events), ModelError::Status { status: 500, .. }),
+            "{events:?}"
+        );
+        assert_eq!(fake.unscripted_calls(), 1);
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(fake)));
+        match dropped {
+            Ok(()) => assert!(allowed, "dropping the fake must fail the test"),
+            Err(panic) => {
+                let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+                assert!(!allowed, "allowed, yet: {message}");
+                assert!(message.contains("1 unscripted request(s)"), "{message}");
+                assert!(message.contains("nobody scripted this"), "{message}");
+            }
+        }
+    }
+}

@@ -15,6 +15,10 @@
 //! # }
 //! ```
 //!
+//! A request that finds the script empty is a bug in the test: the fake answers it with HTTP
+//! 500 *and* counts it, and dropping the fake then panics (fails the test) unless the test opted
+//! in with `allow_unscripted()`.
+//!
 //! This crate must not depend on `antler`: it only knows the wire formats.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -31,6 +35,7 @@ mod openai;
 mod reply;
 mod sse;
 mod telegram;
+mod template;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
 pub use docker::{DockerCall, ExecReply, FakeContainer, FakeDocker};
@@ -40,6 +45,7 @@ pub use telegram::{
     BotCall, BotFailure, FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, group_chat,
     private_chat,
 };
+pub use template::{assert_strict_alternation, check_strict_alternation};
 
 /// Serves `router` on an ephemeral port of 127.0.0.1 for the rest of the test's runtime.
 pub async fn serve(router: Router) -> SocketAddr {
@@ -81,6 +87,7 @@ pub(crate) struct Script {
     queue: VecDeque<Reply>,
     recorded: Vec<RecordedRequest>,
     unscripted: usize,
+    allow_unscripted: bool,
 }
 
 #[derive(Clone, Default)]
@@ -132,6 +139,32 @@ impl SharedScript {
     pub(crate) fn remaining(&self) -> usize {
         self.lock().queue.len()
     }
+
+    pub(crate) fn allow_unscripted(&self) {
+        self.lock().allow_unscripted = true;
+    }
+
+    /// Panics when requests found the script empty and the test did not opt in; called when a
+    /// fake is dropped (skipped while already panicking, so the first failure is reported).
+    pub(crate) fn check_unscripted(&self, fake: &str) {
+        if std::thread::panicking() {
+            return;
+        }
+        let script = self.lock();
+        if script.unscripted > 0 && !script.allow_unscripted {
+            let last = script
+                .recorded
+                .last()
+                .map(|r| r.body.to_string())
+                .unwrap_or_default();
+            let last: String = last.chars().take(2000).collect();
+            panic!(
+                "{fake} received {} unscripted request(s); push more replies, or call \
+                 allow_unscripted() if the test is about that error. Last request: {last}",
+                script.unscripted
+            );
+        }
+    }
 }
 
 /// The scripting API both fakes share.
@@ -159,6 +192,13 @@ macro_rules! scripting_api {
                 self.script.unscripted()
             }
 
+            /// Lets requests beyond the script happen without failing the test when the fake is
+            /// dropped (they are still answered HTTP 500): for tests about that error.
+            pub fn allow_unscripted(&self) -> &Self {
+                self.script.allow_unscripted();
+                self
+            }
+
             /// Scripted replies not consumed yet.
             pub fn remaining(&self) -> usize {
                 self.script.remaining()
@@ -166,6 +206,12 @@ macro_rules! scripting_api {
 
             pub fn addr(&self) -> std::net::SocketAddr {
                 self.addr
+            }
+        }
+
+        impl Drop for $fake {
+            fn drop(&mut self) {
+                self.script.check_unscripted(stringify!($fake));
             }
         }
     };

@@ -1,9 +1,14 @@
 //! `GuardrailMiddleware`: asks a [`GuardrailProvider`] before every tool call and turns a denied
 //! call into an error tool message, so the model can choose another tool and the run goes on.
 //!
-//! The built-in provider is an allowlist/denylist from `guardrails:` in the config. When a
-//! provider fails, `fail_closed` (the default) denies the call; otherwise it is allowed with a
+//! The built-in provider is an allowlist/denylist from `guardrails:` in the config, followed by
+//! an HTTP policy service when `guardrails.policy_url` is set ([`PolicyServiceProvider`]). When
+//! a provider fails, `fail_closed` (the default) denies the call; otherwise it is allowed with a
 //! warning in the log.
+//!
+//! [`PolicyServiceProvider`]: policy::PolicyServiceProvider
+
+mod policy;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,6 +19,8 @@ use crate::agent_api::{Middleware, ToolNext, ToolResult};
 use crate::agent_api::{ToolContext, ToolError};
 use crate::config::GuardrailsConfig;
 use crate::messages::{ToolCall, ToolMessage};
+
+pub use policy::{POLICY_TIMEOUT, PolicyServiceProvider};
 
 /// A provider's verdict on one tool call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,12 +126,14 @@ impl GuardrailMiddleware {
         }
     }
 
-    /// The built-in allowlist/denylist guardrail of `guardrails:`.
+    /// The built-in guardrail of `guardrails:`: the lists, then the policy service if any.
     pub fn from_config(config: &GuardrailsConfig) -> Self {
-        Self::new(
-            Arc::new(AllowlistProvider::from_config(config)),
-            config.fail_closed,
-        )
+        let local = AllowlistProvider::from_config(config);
+        let provider: Arc<dyn GuardrailProvider> = match &config.policy_url {
+            Some(url) => Arc::new(PolicyServiceProvider::new(local, url)),
+            None => Arc::new(local),
+        };
+        Self::new(provider, config.fail_closed)
     }
 
     async fn decide(&self, call: &ToolCall, ctx: &ToolContext<'_>) -> Decision {
