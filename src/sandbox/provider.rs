@@ -346,12 +346,7 @@ impl Sandbox for HostSandbox {
             }
         };
         let quota = self.files.quota().clone();
-        let budget = {
-            let quota = quota.clone();
-            tokio::task::spawn_blocking(move || quota.budget())
-                .await
-                .map_err(|e| SandboxError::Unavailable(format!("the quota check failed: {e}")))?
-        };
+        let budget = quota.budget_off_thread().await?;
         let mut limits = self.limits;
         if let Some(room) = budget.file_room {
             // No single file may outgrow what is left of the quota, whatever the watchdog sees.

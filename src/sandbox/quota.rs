@@ -225,6 +225,14 @@ impl ThreadQuota {
         }
     }
 
+    /// [`Self::budget`] off the async threads (it may walk the thread's files).
+    pub(crate) async fn budget_off_thread(&self) -> Result<Budget, SandboxError> {
+        let quota = self.clone();
+        tokio::task::spawn_blocking(move || quota.budget())
+            .await
+            .map_err(|e| SandboxError::Unavailable(format!("the quota check failed: {e}")))
+    }
+
     /// The ceilings for a command starting now. A thread already over a quota may still run
     /// commands (that is how it deletes files), but they may not grow its usage further.
     pub(crate) fn budget(&self) -> Budget {

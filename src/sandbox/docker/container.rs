@@ -111,12 +111,7 @@ impl Sandbox for DockerSandbox {
             .map(|(name, value)| format!("{name}={value}"))
             .collect();
         let quota = self.files.quota().clone();
-        let budget = {
-            let quota = quota.clone();
-            tokio::task::spawn_blocking(move || quota.budget())
-                .await
-                .map_err(|e| SandboxError::Unavailable(format!("the quota check failed: {e}")))?
-        };
+        let budget = quota.budget_off_thread().await?;
         let started = tokio::time::Instant::now();
         let exec = self.engine.exec(
             &self.container,
