@@ -40,7 +40,8 @@ pub struct ModelReachability {
 /// The probe with its cache. Cheap to clone; clones share the cache.
 #[derive(Clone)]
 pub struct ModelProbe {
-    http: Result<reqwest::Client, String>,
+    /// Built at the first probe: a daemon nobody asks about its model pays nothing for it.
+    http: Arc<std::sync::OnceLock<Result<reqwest::Client, String>>>,
     timeout: Duration,
     interval: Duration,
     cache: Arc<tokio::sync::Mutex<Option<Cached>>>,
@@ -61,11 +62,8 @@ impl Default for ModelProbe {
 
 impl ModelProbe {
     pub fn new(timeout: Duration, interval: Duration) -> Self {
-        // The model calls' own client settings (system proxies honoured), so the probe sees
-        // the endpoint the way a run does.
-        let http = crate::model::registry::ModelRegistry::http_client().map_err(|e| e.to_string());
         Self {
-            http,
+            http: Arc::default(),
             timeout,
             interval,
             cache: Arc::default(),
@@ -100,7 +98,12 @@ impl ModelProbe {
             reachable: false,
             problem: None,
         };
-        let http = match &self.http {
+        // The model calls' own client settings (system proxies honoured), so the probe sees
+        // the endpoint the way a run does.
+        let http = self.http.get_or_init(|| {
+            crate::model::registry::ModelRegistry::http_client().map_err(|e| e.to_string())
+        });
+        let http = match http {
             Ok(http) => http,
             Err(error) => {
                 answer.problem = Some(format!("cannot build an HTTP client: {error}"));
