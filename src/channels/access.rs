@@ -55,6 +55,7 @@ mod tests {
             is_direct: direct,
             mentions_bot: mentioned,
             reply_to: None,
+            thread_reply: false,
         }
     }
 

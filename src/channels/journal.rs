@@ -153,6 +153,7 @@ mod tests {
             is_direct: true,
             mentions_bot: false,
             reply_to: None,
+            thread_reply: false,
         }
     }
 

@@ -271,6 +271,9 @@ impl ManagerInner {
                 tracing::info!(channel, chat = %message.chat_id, user = %message.user_id, reason, "Ignoring a message from outside the allowlist");
                 return Ok((Accepted::Denied, None));
             }
+            // A follow-up in a platform thread the bot already answers in is for the bot.
+            Verdict::NotAddressed
+                if message.thread_reply && self.deps.chats.get(&message.chat_key())?.is_some() => {}
             Verdict::NotAddressed => return Ok((Accepted::NotAddressed, None)),
         }
         let journal_key = match self.deps.journal.record(&message)? {

@@ -1,10 +1,11 @@
 //! The `channels:` section: settings shared by every chat channel, and one section per adapter.
 //!
-//! Each adapter owns the typed struct of its section (`antler_telegram::TelegramConfig`), which
+//! Each adapter owns the typed struct of its section (`antler_telegram::TelegramConfig`, `antler_slack::SlackConfig`), which
 //! also implements [`ChannelConfig`]; [`ChannelsConfig::sections`] is the one list the daemon
 //! iterates, so adding an adapter is a field here and an entry there.
 
 use antler_channel::{ChannelConfig, SessionConfig};
+use antler_slack::SlackConfig;
 use antler_telegram::TelegramConfig;
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,7 @@ pub struct ChannelsConfig {
     /// Inbound messages per user per minute before one polite notice (0 = unlimited).
     pub user_messages_per_minute: u32,
     pub telegram: TelegramConfig,
+    pub slack: SlackConfig,
 }
 
 impl Default for ChannelsConfig {
@@ -29,6 +31,7 @@ impl Default for ChannelsConfig {
             queue_limit: 8,
             user_messages_per_minute: 30,
             telegram: TelegramConfig::default(),
+            slack: SlackConfig::default(),
         }
     }
 }
@@ -36,7 +39,7 @@ impl Default for ChannelsConfig {
 impl ChannelsConfig {
     /// Every adapter's section, enabled or not.
     pub fn sections(&self) -> Vec<&dyn ChannelConfig> {
-        vec![&self.telegram]
+        vec![&self.telegram, &self.slack]
     }
 
     /// The section of the channel called `name`.

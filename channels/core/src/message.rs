@@ -23,6 +23,12 @@ pub struct InboundMessage {
     pub mentions_bot: bool,
     /// The platform message id this one replies to.
     pub reply_to: Option<String>,
+    /// A reply inside a platform thread (a Slack thread) that does not mention the bot. Where
+    /// only mentions are answered, the daemon still answers it when the bot already takes part
+    /// in that thread's conversation (it has a thread for the message's chat key), so people
+    /// can follow up without mentioning the bot every time.
+    #[serde(default)]
+    pub thread_reply: bool,
 }
 
 impl InboundMessage {

@@ -72,6 +72,7 @@ pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMe
         reply_to: message
             .reply_to_message()
             .map(|reply| reply.id.0.to_string()),
+        thread_reply: false,
     })
 }
 

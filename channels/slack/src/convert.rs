@@ -1,0 +1,238 @@
+//! Slack events and slash commands → `InboundMessage`: which conversation, who, what, files.
+//!
+//! Dedupe key: the daemon journals by (channel, workspace, chat, message id), filled here with
+//! (`slack`, team id, channel id, the message's `ts`). A `ts` is unique within a channel, and
+//! every copy of one message carries it: a redelivered envelope, an Events API retry
+//! (`X-Slack-Retry-Num`, same `event_id`) and the `app_mention` + `message` pair Slack sends for
+//! one mention (two `event_id`s) all land on one journal entry, so exactly one answer is sent.
+//! The `event_id` alone would answer a mention twice.
+//!
+//! Topics: in channels one conversation per Slack thread (`thread_ts`, or the message's own
+//! `ts` when it starts one), so replies always go into that thread; in DMs see
+//! [`DmThreading`].
+
+use std::sync::OnceLock;
+
+use antler_channel::{InboundFile, InboundMessage};
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::CHANNEL_NAME;
+use crate::config::DmThreading;
+
+/// Message ids of slash commands start with this; their answers are ephemeral.
+pub(crate) const SLASH_PREFIX: &str = "cmd:";
+
+/// Who the bot is, from `auth.test`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BotIdentity {
+    pub user_id: String,
+    pub bot_id: Option<String>,
+    pub team_id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    subtype: Option<String>,
+    user: Option<String>,
+    bot_id: Option<String>,
+    #[serde(default)]
+    text: String,
+    ts: Option<String>,
+    thread_ts: Option<String>,
+    channel: Option<String>,
+    channel_type: Option<String>,
+    team: Option<String>,
+    #[serde(default)]
+    files: Vec<SlackFile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SlackFile {
+    id: Option<String>,
+    name: Option<String>,
+    mimetype: Option<String>,
+    size: Option<u64>,
+    url_private_download: Option<String>,
+    url_private: Option<String>,
+    /// `tombstone` (deleted), `hidden_by_limit` (free plans), `external`: nothing to fetch.
+    mode: Option<String>,
+}
+
+/// The message of an `event_callback` (the Events API body, or a Socket Mode envelope's
+/// payload); `None` for events the bot does not answer.
+pub fn event_message(
+    callback: &Value,
+    bot: &BotIdentity,
+    dm_threading: DmThreading,
+) -> Option<InboundMessage> {
+    if callback["type"] != "event_callback" {
+        return None;
+    }
+    let event: Event = serde_json::from_value(callback["event"].clone()).ok()?;
+    if !matches!(event.kind.as_str(), "message" | "app_mention") {
+        return None;
+    }
+    // Edits, deletions, joins and bot posts are not questions; shared files and thread
+    // replies also sent to the channel are.
+    if !matches!(
+        event.subtype.as_deref(),
+        None | Some("file_share") | Some("thread_broadcast")
+    ) {
+        return None;
+    }
+    let user = event.user.clone()?;
+    if event.bot_id.is_some() || user == bot.user_id {
+        return None;
+    }
+    let (channel, ts) = (event.channel.clone()?, event.ts.clone()?);
+    let is_direct = event.channel_type.as_deref() == Some("im")
+        || (event.channel_type.is_none() && channel.starts_with('D'));
+    let mention = format!("<@{}", bot.user_id);
+    let mentions_bot = event.kind == "app_mention" || event.text.contains(&mention);
+    let text = plain_text(&strip_mention(&event.text, &bot.user_id));
+    let files: Vec<InboundFile> = event.files.iter().filter_map(inbound_file).collect();
+    if text.is_empty() && files.is_empty() {
+        return None;
+    }
+    let in_thread = event
+        .thread_ts
+        .as_ref()
+        .filter(|root| **root != ts)
+        .cloned();
+    let topic_id = match (is_direct, dm_threading) {
+        (true, DmThreading::PerDm) => in_thread.clone(),
+        _ => Some(event.thread_ts.clone().unwrap_or_else(|| ts.clone())),
+    };
+    let workspace = callback["team_id"]
+        .as_str()
+        .map(String::from)
+        .or(event.team)
+        .unwrap_or_else(|| bot.team_id.clone());
+    Some(InboundMessage {
+        channel: CHANNEL_NAME.into(),
+        workspace_id: Some(workspace),
+        chat_id: channel,
+        topic_id,
+        user_id: user,
+        display_name: None,
+        platform_message_id: ts,
+        text,
+        files,
+        is_direct,
+        mentions_bot,
+        reply_to: None,
+        thread_reply: !is_direct && in_thread.is_some() && !mentions_bot,
+    })
+}
+
+/// A slash command (`/antler new`) as the chat command it stands for (`/new`); the command
+/// alone is `/help`. Its answers are ephemeral (see [`SLASH_PREFIX`]).
+pub fn command_message(fields: &Value, bot: &BotIdentity) -> Option<InboundMessage> {
+    let field = |name: &str| fields[name].as_str().filter(|v| !v.is_empty());
+    let (user, channel, trigger) = (
+        field("user_id")?,
+        field("channel_id")?,
+        field("trigger_id")?,
+    );
+    let argument = field("text").unwrap_or("").trim();
+    let text = match argument {
+        "" => "/help".to_string(),
+        slashed if slashed.starts_with('/') => slashed.to_string(),
+        plain => format!("/{plain}"),
+    };
+    let is_direct = channel.starts_with('D') || field("channel_name") == Some("directmessage");
+    Some(InboundMessage {
+        channel: CHANNEL_NAME.into(),
+        workspace_id: Some(field("team_id").unwrap_or(&bot.team_id).to_string()),
+        chat_id: channel.to_string(),
+        topic_id: None,
+        user_id: user.to_string(),
+        display_name: field("user_name").map(String::from),
+        platform_message_id: format!("{SLASH_PREFIX}{user}:{trigger}"),
+        text,
+        files: Vec::new(),
+        is_direct,
+        mentions_bot: true,
+        reply_to: None,
+        thread_reply: false,
+    })
+}
+
+/// The user a slash command's answers go to, from its message id.
+pub(crate) fn slash_user(message_id: &str) -> Option<&str> {
+    let rest = message_id.strip_prefix(SLASH_PREFIX)?;
+    rest.split_once(':').map(|(user, _)| user)
+}
+
+fn inbound_file(file: &SlackFile) -> Option<InboundFile> {
+    if matches!(
+        file.mode.as_deref(),
+        Some("tombstone" | "hidden_by_limit" | "external")
+    ) {
+        return None;
+    }
+    let handle = file
+        .url_private_download
+        .clone()
+        .or(file.url_private.clone())?;
+    let mime_type = file.mimetype.clone();
+    Some(InboundFile {
+        handle,
+        filename: file.name.clone().or(file.id.clone()),
+        is_image: mime_type
+            .as_deref()
+            .is_some_and(|m| m.starts_with("image/")),
+        mime_type,
+        size: file.size,
+    })
+}
+
+/// Removes every mention of the bot (`<@U123>`, `<@U123|name>`) and tidies the whitespace.
+fn strip_mention(text: &str, bot_user: &str) -> String {
+    let pattern = format!(r"<@{}(\|[^>]*)?>", regex::escape(bot_user));
+    let stripped = match Regex::new(&pattern) {
+        Ok(regex) => regex.replace_all(text, " ").into_owned(),
+        Err(_) => text.to_string(),
+    };
+    stripped
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+/// Slack's markup in a person's message → the plain text the agent reads: links, channel and
+/// broadcast mentions, and the three escaped characters. User mentions stay (`<@U…>`), so the
+/// agent can mention people back.
+fn plain_text(text: &str) -> String {
+    static RULES: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    let rules = RULES.get_or_init(|| {
+        [
+            (r"<((?:https?|mailto):[^|>]+)\|([^>]+)>", "$2 ($1)"),
+            (r"<((?:https?|mailto):[^|>]+)>", "$1"),
+            (r"<#[A-Z0-9]+\|([^>]*)>", "#$1"),
+            (r"<!(here|channel|everyone)(\|[^>]*)?>", "@$1"),
+        ]
+        .into_iter()
+        .filter_map(|(pattern, replacement)| Some((Regex::new(pattern).ok()?, replacement)))
+        .collect()
+    });
+    let mut out = text.to_string();
+    for (regex, replacement) in rules {
+        out = regex.replace_all(&out, *replacement).into_owned();
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+#[cfg(test)]
+#[path = "convert_tests.rs"]
+mod tests;
