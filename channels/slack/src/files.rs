@@ -63,10 +63,18 @@ impl UploadFile for SlackChannel {
         if let Some(thread) = &chat.topic_id {
             complete = complete.with_thread_ts(SlackTs::new(thread.clone()));
         }
+        // The answer (full file objects) is not needed; parsing it could only turn a shared file
+        // into a failure that shares it again.
         self.api
             .call(
                 "files.completeUploadExternal",
-                session.files_complete_upload_external(&complete),
+                session
+                    .http_session_api
+                    .http_post::<_, serde::de::IgnoredAny>(
+                        "files.completeUploadExternal",
+                        &complete,
+                        None,
+                    ),
             )
             .await?;
         Ok(SentMessage {

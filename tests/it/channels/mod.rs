@@ -1,10 +1,14 @@
-//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API and the scripted
-//! OpenAI-compatible model.
+//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API or the fake
+//! Slack, and the scripted OpenAI-compatible model.
 
 mod commands;
 mod conformance;
 mod files_webhook;
 mod reload;
+mod slack;
+mod slack_driver;
+mod slack_events;
+mod slack_transport;
 mod telegram;
 mod telegram_driver;
 

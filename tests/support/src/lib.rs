@@ -1,5 +1,5 @@
 //! Test fakes that speak real wire protocols on 127.0.0.1 (OpenAI Chat Completions, Anthropic
-//! Messages, Telegram Bot API, Docker Engine API), so tests drive the real clients end to end.
+//! Messages, Telegram Bot API, Slack Web API / Socket Mode / Events API, Docker Engine API), so tests drive the real clients end to end.
 //!
 //! ```
 //! # async fn demo() {
@@ -33,6 +33,7 @@ mod anthropic;
 mod docker;
 mod openai;
 mod reply;
+mod slack;
 mod sse;
 mod telegram;
 mod template;
@@ -41,6 +42,11 @@ pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
 pub use docker::{DockerCall, ExecReply, FakeContainer, FakeDocker};
 pub use openai::FakeOpenAi;
 pub use reply::Reply;
+pub use slack::{
+    ConnectionInfo, EnvelopeInfo, FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_BOT_USER,
+    FAKE_SLACK_TEAM, FakeSlack, PostedMessage, SharedFile, Signing, SlackCall, SlackEventsClient,
+    SlackFailure, dm_channel, sign_slack_request,
+};
 pub use telegram::{
     BotCall, BotFailure, FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, group_chat,
     private_chat,
