@@ -39,7 +39,8 @@ pub const CHANNEL_NAME: &str = "slack";
 /// the escaping mrkdwn adds); `chat.postMessage` about one a second per channel; `chat.update`
 /// and `reactions.add` are Tier 3 (about 50 a minute per workspace), so edits stream at 1.5 s in
 /// DMs and 2.5 s in channels. The "is thinking…" status lasts until the bot replies, so it is
-/// refreshed rarely. Uploads are read into memory, hence the 100 MB cap (Slack takes 1 GB).
+/// refreshed rarely. A turn's first requests (reaction, status message, typing, first edit)
+/// fit the burst of 5. Uploads are read into memory, hence the 100 MB cap (Slack takes 1 GB).
 pub const SLACK_PROFILE: ChannelProfile = ChannelProfile {
     max_text_len: 3000,
     edit_interval: Pace {
@@ -54,7 +55,7 @@ pub const SLACK_PROFILE: ChannelProfile = ChannelProfile {
         global_per_second: 3,
         direct_per_minute: 60,
         group_per_minute: 50,
-        burst: 3,
+        burst: 5,
     },
     max_upload_bytes: 100 * 1024 * 1024,
     max_photo_bytes: 100 * 1024 * 1024,
