@@ -12,7 +12,6 @@ use antler_channel::{
     ChannelError, ChatKey, EditMessage, React, SendMessage, SentMessage, TypingIndicator,
 };
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde::de::IgnoredAny;
 use slack_morphism::prelude::{
     SlackApiAssistantThreadsSetStatusRequest, SlackApiChatPostEphemeralRequest,
@@ -32,13 +31,6 @@ use crate::{SLACK_PROFILE, SlackChannel};
 const EPHEMERAL_PREFIX: &str = "ephemeral:";
 /// What the assistant status shows while the agent works.
 const THINKING: &str = "is thinking…";
-
-/// Only what is used of a `chat.postMessage` answer: the message Slack accepted must never be
-/// sent again because a field the adapter ignores failed to parse (a duplicate reply).
-#[derive(Deserialize)]
-struct Posted {
-    ts: String,
-}
 
 fn channel_id(chat: &ChatKey) -> SlackChannelId {
     SlackChannelId::new(chat.chat_id.clone())
