@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -34,6 +34,9 @@ use crate::store::StoreError;
 
 /// A conversation's worker exits after this long without messages.
 const WORKER_IDLE: Duration = Duration::from_secs(60);
+/// A message still waiting this long behind the conversation's current turn gets the
+/// "queued" note; one answered sooner needs none.
+const QUEUED_NOTE_DELAY: Duration = Duration::from_secs(2);
 
 pub const QUEUED_NOTE: &str =
     "Queued: I'll answer this as soon as the current request in this chat finishes.";
@@ -73,7 +76,17 @@ struct ManagerInner {
 
 struct ChatQueue {
     sender: mpsc::Sender<String>,
-    busy: Arc<AtomicBool>,
+    progress: Arc<QueueProgress>,
+}
+
+/// How far a conversation's worker got: a message's position against `started` tells whether it
+/// is still waiting.
+#[derive(Default)]
+struct QueueProgress {
+    /// Messages put into the queue so far.
+    queued: AtomicU64,
+    /// Messages the worker has begun.
+    started: AtomicU64,
 }
 
 type Job = (ChatKey, String, Arc<ChannelRuntime>, InboundMessage);
@@ -357,8 +370,15 @@ impl ManagerInner {
         if let Some(queue) = queues.get(&queue_name) {
             match queue.sender.try_send(journal_key.clone()) {
                 Ok(()) => {
-                    if notify_queued && queue.busy.load(Ordering::SeqCst) {
-                        self.spawn_note(runtime, key, QUEUED_NOTE, message);
+                    let position = queue.progress.queued.fetch_add(1, Ordering::SeqCst) + 1;
+                    if notify_queued {
+                        self.note_if_still_waiting(
+                            runtime,
+                            key,
+                            message,
+                            &queue.progress,
+                            position,
+                        );
                     }
                     return;
                 }
@@ -374,20 +394,44 @@ impl ManagerInner {
         }
         let limit = self.deps.config.current().channels.queue_limit.max(1);
         let (sender, receiver) = mpsc::channel(limit);
-        let busy = Arc::new(AtomicBool::new(false));
+        let progress = Arc::new(QueueProgress::default());
         let _ = sender.try_send(journal_key);
+        progress.queued.store(1, Ordering::SeqCst);
         queues.insert(
             queue_name.clone(),
             ChatQueue {
                 sender,
-                busy: busy.clone(),
+                progress: progress.clone(),
             },
         );
         drop(queues);
         let inner = self.clone();
         let key = key.clone();
         self.tracker.spawn(async move {
-            inner.worker(queue_name, key, receiver, busy).await;
+            inner.worker(queue_name, key, receiver, progress).await;
+        });
+    }
+
+    /// Says "queued" only to a message that is still waiting after [`QUEUED_NOTE_DELAY`].
+    fn note_if_still_waiting(
+        self: &Arc<Self>,
+        runtime: Arc<ChannelRuntime>,
+        key: &ChatKey,
+        message: &InboundMessage,
+        progress: &Arc<QueueProgress>,
+        position: u64,
+    ) {
+        let (inner, progress) = (self.clone(), progress.clone());
+        let (key, is_group) = (key.clone(), !message.is_direct);
+        let reply_to = message.platform_message_id.clone();
+        self.tracker.spawn(async move {
+            tokio::select! {
+                _ = inner.deps.stop.cancelled() => return,
+                _ = tokio::time::sleep(QUEUED_NOTE_DELAY) => {}
+            }
+            if progress.started.load(Ordering::SeqCst) < position {
+                note(&runtime, &key, is_group, QUEUED_NOTE, Some(&reply_to)).await;
+            }
         });
     }
 
@@ -411,7 +455,7 @@ impl ManagerInner {
         queue_name: String,
         key: ChatKey,
         mut receiver: mpsc::Receiver<String>,
-        busy: Arc<AtomicBool>,
+        progress: Arc<QueueProgress>,
     ) {
         loop {
             let journal_key = tokio::select! {
@@ -432,9 +476,8 @@ impl ManagerInner {
                     }
                 },
             };
-            busy.store(true, Ordering::SeqCst);
+            progress.started.fetch_add(1, Ordering::SeqCst);
             self.handle(&key, &journal_key).await;
-            busy.store(false, Ordering::SeqCst);
         }
     }
 

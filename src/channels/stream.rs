@@ -129,6 +129,8 @@ impl<'a> StatusStream<'a> {
         if shown.len() < self.text.len() {
             shown.push('…');
         }
+        // A delta often ends in a space; the cursor brings its own.
+        shown.truncate(shown.trim_end().len());
         shown.push_str(CURSOR);
         shown
     }

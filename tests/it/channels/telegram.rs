@@ -386,7 +386,8 @@ async fn forum_topics_keep_their_own_threads_and_replies_stay_in_the_topic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_for_a_busy_conversation_is_queued_with_a_note_and_answered_next() {
     let (fake, model, _dir, bot) = setup_bot("").await;
-    model.push(Reply::slow(["slow", " first"], Duration::from_millis(600)));
+    // Slow enough that the second message is still waiting when the note is due (2 s).
+    model.push(Reply::slow(["slow", " first"], Duration::from_millis(1600)));
     model.push(Reply::text("second answer"));
     fake.send_text(private_chat(21), 21, "first");
     fake.wait_for(WAIT, "first status", |f| has_text(f, 21, "Working on it…"))
