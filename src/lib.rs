@@ -22,6 +22,7 @@ pub mod http;
 pub mod identity;
 pub mod lead_agent;
 pub mod local_socket;
+pub mod lru;
 pub mod messages;
 pub mod middleware;
 pub mod model;

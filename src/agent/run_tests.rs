@@ -19,7 +19,7 @@ use crate::model::{
     ChatModel, ModelError, ModelErrorKind, ModelRequest, ScriptedModel, ScriptedTurn,
 };
 use crate::state::{StateUpdate, ThreadState};
-use crate::store::{Checkpoint, Checkpointer, StoreError};
+use crate::store::{Checkpoint, Checkpointer, StepCheckpoint, StoreError};
 use crate::tools::FnTool;
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -162,8 +162,14 @@ struct MemoryCheckpointer {
 
 #[async_trait]
 impl Checkpointer for MemoryCheckpointer {
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        self.saved.lock().unwrap().push(checkpoint.clone());
+    async fn save(&self, checkpoint: StepCheckpoint<'_>) -> Result<(), StoreError> {
+        self.saved.lock().unwrap().push(Checkpoint {
+            thread_id: checkpoint.thread_id.to_string(),
+            run_id: checkpoint.run_id.to_string(),
+            step: checkpoint.step,
+            state: checkpoint.state.clone(),
+            created_at: chrono::Utc::now(),
+        });
         Ok(())
     }
     async fn latest(&self, _thread_id: &str) -> Result<Option<Checkpoint>, StoreError> {

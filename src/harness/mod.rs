@@ -153,7 +153,7 @@ impl Harness {
         store: StoreRef,
         models: Option<ModelRegistry>,
     ) -> Result<Self, HarnessError> {
-        let threads = ThreadStore::new(store);
+        let threads = ThreadStore::new(store)?;
         let reset = threads.reset_busy()?;
         if !reset.is_empty() {
             tracing::warn!(threads = ?reset, "Threads left busy by an unclean stop were marked interrupted");

@@ -42,7 +42,7 @@ pub enum CrashChildError {
 /// then the model streams so slowly that the parent can kill the process mid-step.
 pub async fn crash_child(data_dir: &Path) -> Result<(), CrashChildError> {
     let store = Arc::new(SledStore::open(data_dir.join("store"))?);
-    let threads = ThreadStore::new(store);
+    let threads = ThreadStore::new(store)?;
     threads.create(CRASH_USER_ID, Some(CRASH_THREAD_ID.into()), Map::new())?;
     threads.set_status(CRASH_THREAD_ID, ThreadStatus::Busy)?;
     threads.flush()?;
