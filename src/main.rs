@@ -54,6 +54,11 @@ enum Command {
         #[command(subcommand)]
         command: antler::agents_cli::AgentsCommand,
     },
+    /// Inspect or compact the store on the data dir (the daemon must be stopped).
+    Store {
+        #[command(subcommand)]
+        command: antler::store_cli::StoreCommand,
+    },
     /// Measure the harness (figures are printed, nothing is asserted).
     Bench {
         #[command(subcommand)]
@@ -211,6 +216,15 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Agents { user, command }) => agents(&loaded, user, command).await,
+        Some(Command::Store { command }) => {
+            let config = loaded.config.clone();
+            tokio::task::spawn_blocking(move || {
+                antler::store_cli::run(&config, &command, &mut std::io::stdout())
+            })
+            .await
+            .context("the store command did not finish")??;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Config { .. }) | Some(Command::CrashChild { .. }) => Ok(ExitCode::SUCCESS),
     }
 }

@@ -29,6 +29,7 @@ use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::state::ThreadState;
 use crate::store::STORE_DIR;
 use crate::store::threads::ThreadError;
+use crate::store::threads::ThreadStoreOptions;
 use crate::store::{
     Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
 };
@@ -143,7 +144,8 @@ impl Harness {
             path: data_dir.display().to_string(),
             detail: e.to_string(),
         })?;
-        let store = SledStore::open(data_dir.join(STORE_DIR))?;
+        let cache_mb = config.current().store.cache_capacity_mb;
+        let store = SledStore::open_with_cache(data_dir.join(STORE_DIR), cache_mb)?;
         Self::with_parts(config, Arc::new(store), None)
     }
 
@@ -153,7 +155,15 @@ impl Harness {
         store: StoreRef,
         models: Option<ModelRegistry>,
     ) -> Result<Self, HarnessError> {
-        let threads = ThreadStore::new(store)?;
+        let snapshot = config.current();
+        let threads = ThreadStore::with_options(
+            store,
+            ThreadStoreOptions {
+                state_cache_bytes: usize::try_from(snapshot.cache.thread_states_mb)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(1024 * 1024),
+            },
+        )?;
         let reset = threads.reset_busy()?;
         if !reset.is_empty() {
             tracing::warn!(threads = ?reset, "Threads left busy by an unclean stop were marked interrupted");
@@ -162,14 +172,15 @@ impl Harness {
             Some(registry) => Models::Fixed(Arc::new(registry)),
             None => Models::FromConfig(Mutex::new(None)),
         };
-        let agents = Arc::new(AgentStore::new(config.current().data_dir()));
+        let agents =
+            Arc::new(AgentStore::new(snapshot.data_dir()).with_cache(snapshot.cache.agents));
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 threads,
                 models,
                 agents,
-                lead_cache: LeadAgentCache::new(),
+                lead_cache: LeadAgentCache::with_capacity(snapshot.cache.prompts),
                 sandbox: SandboxSlot::new(),
                 tools: Mutex::new(None),
                 runs: Mutex::new(HashMap::new()),
