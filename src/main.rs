@@ -98,6 +98,43 @@ enum BenchCommand {
         /// A new thread per message (else one growing conversation per client).
         #[arg(long)]
         fresh_threads: bool,
+        /// The daemon binary to measure (default: this one).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+    },
+    /// Write bytes and daemon CPU per turn on fresh threads and at a history of 10, 100 and
+    /// 1,000 messages.
+    Store {
+        /// Measured turns per row.
+        #[arg(long, default_value_t = 20)]
+        turns: usize,
+        /// Size of each message and answer.
+        #[arg(long, default_value_t = 512)]
+        message_bytes: usize,
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+    },
+    /// RSS over a soak (sampled every 1,000 turns), then bursts of runs in flight against a
+    /// slow model: peak RSS, RSS after, p50/p99, errors.
+    Soak {
+        #[arg(long, default_value_t = 10_000)]
+        turns: u64,
+        #[arg(long, default_value_t = 200)]
+        threads: u64,
+        #[arg(long, default_value_t = 8)]
+        clients: u64,
+        /// Runs in flight at once per burst (0: no burst).
+        #[arg(long, default_value_t = 1000)]
+        burst: usize,
+        #[arg(long, default_value_t = 3)]
+        bursts: usize,
+        #[arg(long, default_value_t = 300)]
+        model_delay_ms: u64,
+        /// Seconds after a burst before RSS is read again.
+        #[arg(long, default_value_t = 10)]
+        settle_seconds: u64,
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
     },
     /// Overhead of a trivial `bash` call (`true`) per sandbox provider, against `sh -c true`.
     Sandbox {
@@ -188,13 +225,54 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench {
             command:
+                BenchCommand::Store {
+                    turns,
+                    message_bytes,
+                    binary,
+                },
+        }) => {
+            let binary = bench_binary(binary)?;
+            let report = antler::bench_daemon::store::run(&binary, turns, message_bytes).await?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            command:
+                BenchCommand::Soak {
+                    turns,
+                    threads,
+                    clients,
+                    burst,
+                    bursts,
+                    model_delay_ms,
+                    settle_seconds,
+                    binary,
+                },
+        }) => {
+            let binary = bench_binary(binary)?;
+            let options = antler::bench_daemon::soak::SoakOptions {
+                turns,
+                threads,
+                clients,
+                burst_runs: burst,
+                bursts,
+                model_delay: std::time::Duration::from_millis(model_delay_ms),
+                settle: std::time::Duration::from_secs(settle_seconds),
+            };
+            let report = antler::bench_daemon::soak::run(&binary, options).await?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            command:
                 BenchCommand::Daemon {
                     clients,
                     seconds,
                     fresh_threads,
+                    binary,
                 },
         }) => {
-            let binary = std::env::current_exe().context("cannot find the antler binary")?;
+            let binary = bench_binary(binary)?;
             let report = antler::bench_daemon::run(
                 &binary,
                 clients.max(1),
@@ -226,6 +304,14 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Config { .. }) | Some(Command::CrashChild { .. }) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The daemon binary a benchmark measures: the given one, else this one.
+fn bench_binary(binary: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match binary {
+        Some(binary) => Ok(binary),
+        None => std::env::current_exe().context("cannot find the antler binary"),
     }
 }
 
