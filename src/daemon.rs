@@ -76,9 +76,9 @@ pub async fn run(
     harness.prepare_sandbox().await?;
     let limits = crate::listener::ListenerLimits::from_config(&snapshot.gateway);
     let listener = crate::listener::bind(addr, limits.backlog).map_err(|e| DaemonError::Bind {
-            addr,
-            detail: e.to_string(),
-        })?;
+        addr,
+        detail: e.to_string(),
+    })?;
     let bound = listener.local_addr().map_err(|e| DaemonError::Bind {
         addr,
         detail: e.to_string(),

@@ -47,8 +47,8 @@ pub fn run(
     };
     match command {
         StoreCommand::Stats => {
-            let sled =
-                SledStore::open_with_cache(&path, config.store.cache_capacity_mb).map_err(locked)?;
+            let sled = SledStore::open_with_cache(&path, config.store.cache_capacity_mb)
+                .map_err(locked)?;
             let disk = sled.size_on_disk()?;
             let threads = ThreadStore::new(Arc::new(sled))?;
             let mut stats = threads.stats()?;

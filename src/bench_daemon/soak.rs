@@ -137,7 +137,11 @@ pub async fn run(binary: &Path, options: SoakOptions) -> Result<SoakReport, Daem
         let finished = tasks.iter().all(|t| t.is_finished());
         let turns = done.load(Ordering::SeqCst).min(options.turns);
         if turns >= next || finished {
-            samples.push((next.min(turns), daemon.rss_kib(), started.elapsed().as_secs_f64()));
+            samples.push((
+                next.min(turns),
+                daemon.rss_kib(),
+                started.elapsed().as_secs_f64(),
+            ));
             next += 1000;
             continue;
         }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::Router;
@@ -41,6 +42,8 @@ pub struct Daemon {
     /// From spawning the process to the first successful `/healthz`.
     pub ready: Duration,
     pub dir: PathBuf,
+    /// Bytes the daemon sent over HTTP: model request bodies and the responses it gave.
+    network: Arc<AtomicU64>,
     model_server: tokio::task::JoinHandle<()>,
 }
 
@@ -67,10 +70,13 @@ pub async fn start(
     let model_addr = listener.local_addr().map_err(setup)?;
     let body: Arc<str> = completion_body(&model.answer).into();
     let delay = model.delay;
+    let network = Arc::new(AtomicU64::new(0));
+    let counted = network.clone();
     let model_server = tokio::spawn(async move {
         let app = Router::new().route(
             "/v1/chat/completions",
-            post(move || {
+            post(move |request: axum::body::Bytes| {
+                counted.fetch_add(request.len() as u64, Ordering::Relaxed);
                 let body = body.clone();
                 async move {
                     tokio::time::sleep(delay).await;
@@ -154,6 +160,7 @@ pub async fn start(
         http,
         ready: started.elapsed(),
         dir,
+        network,
         model_server,
     })
 }
@@ -165,7 +172,8 @@ impl Daemon {
         let url = format!("{}/api/threads/{thread}/runs/wait", self.base);
         match self.http.post(&url).json(&body).send().await {
             Ok(response) if response.status().is_success() => {
-                let _ = response.bytes().await;
+                let received = response.bytes().await.map_or(0, |b| b.len());
+                self.network.fetch_add(received as u64, Ordering::Relaxed);
                 Ok(())
             }
             Ok(response) => Err(format!("HTTP {}", response.status())),
@@ -184,7 +192,8 @@ impl Daemon {
         let mut nanos = 0u64;
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", self.pid)) {
             for task in tasks.flatten() {
-                let stat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+                let stat =
+                    std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
                 nanos += stat
                     .split_whitespace()
                     .next()
@@ -196,6 +205,11 @@ impl Daemon {
             return crate::bench::cpu_time_of(&self.pid.to_string());
         }
         Duration::from_nanos(nanos)
+    }
+
+    /// Bytes of model request bodies and of responses the daemon sent so far.
+    pub fn network_bytes(&self) -> u64 {
+        self.network.load(Ordering::Relaxed)
     }
 
     /// (bytes passed to write calls, bytes the process caused to be written to disk).

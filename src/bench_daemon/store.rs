@@ -2,9 +2,11 @@
 //! whose history holds about 10, 100 and 1,000 messages.
 //!
 //! A turn is one `/runs/wait` with a message of `message_bytes` answered by a model whose answer
-//! has the same size. The write figures are the daemon's `/proc/<pid>/io` counters: `wchar`
-//! (bytes handed to write calls: the store's log and flushes) and `write_bytes` (what reached
-//! the disk), read after the background flush settled.
+//! has the same size. The write figures come from the daemon's `/proc/<pid>/io` counters, read
+//! after the background flush settled: `store` is `wchar` (bytes handed to write calls) less
+//! what went over HTTP (the model request, which carries the history, and the `/runs/wait`
+//! response, which carries the whole state: both grow with the history by design), `disk` is
+//! `write_bytes` (what reached the disk, in pages), `network` the HTTP bytes left out.
 
 use std::fmt;
 use std::path::Path;
@@ -28,6 +30,7 @@ pub struct StoreRow {
     pub turns: usize,
     pub write_per_turn: u64,
     pub disk_per_turn: u64,
+    pub network_per_turn: u64,
     pub cpu_per_turn: Duration,
     pub p50: Duration,
 }
@@ -47,18 +50,26 @@ impl fmt::Display for StoreReport {
         )?;
         writeln!(
             f,
-            "{:<16} {:>8} {:>6} {:>13} {:>13} {:>10} {:>10}",
-            "thread", "history", "turns", "write/turn", "disk/turn", "CPU/turn", "p50"
+            "{:<16} {:>8} {:>6} {:>13} {:>13} {:>13} {:>10} {:>10}",
+            "thread",
+            "history",
+            "turns",
+            "store/turn",
+            "disk/turn",
+            "network/turn",
+            "CPU/turn",
+            "p50"
         )?;
         for row in &self.rows {
             writeln!(
                 f,
-                "{:<16} {:>8} {:>6} {:>11.1} K {:>11.1} K {:>7.3} ms {:>7.2} ms",
+                "{:<16} {:>8} {:>6} {:>11.1} K {:>11.1} K {:>11.1} K {:>7.3} ms {:>7.2} ms",
                 row.label,
                 row.history,
                 row.turns,
                 row.write_per_turn as f64 / 1024.0,
                 row.disk_per_turn as f64 / 1024.0,
+                row.network_per_turn as f64 / 1024.0,
                 row.cpu_per_turn.as_secs_f64() * 1e3,
                 row.p50.as_secs_f64() * 1e3
             )?;
@@ -114,6 +125,7 @@ async fn measure(
     let settle = Duration::from_millis(400);
     tokio::time::sleep(settle).await;
     let (write_before, disk_before) = daemon.written();
+    let network_before = daemon.network_bytes();
     let cpu_before = daemon.cpu();
     let mut samples = Vec::with_capacity(threads.len());
     for thread in threads {
@@ -126,6 +138,7 @@ async fn measure(
     }
     tokio::time::sleep(settle).await;
     let (write_after, disk_after) = daemon.written();
+    let network = daemon.network_bytes().saturating_sub(network_before);
     let cpu = daemon.cpu().saturating_sub(cpu_before);
     samples.sort();
     let n = threads.len() as u64;
@@ -133,8 +146,12 @@ async fn measure(
         label: label.to_string(),
         history,
         turns: threads.len(),
-        write_per_turn: write_after.saturating_sub(write_before) / n,
+        write_per_turn: write_after
+            .saturating_sub(write_before)
+            .saturating_sub(network)
+            / n,
         disk_per_turn: disk_after.saturating_sub(disk_before) / n,
+        network_per_turn: network / n,
         cpu_per_turn: cpu / n as u32,
         p50: percentile(&samples, 0.5),
     })

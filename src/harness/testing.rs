@@ -126,7 +126,9 @@ async fn build_history(
 ) -> Result<crate::state::ThreadState, CrashChildError> {
     let model = Arc::new(ScriptedModel::cycling(
         "history",
-        vec![ScriptedTurn::Text(vec!["an answer of some length ".repeat(8)])],
+        vec![ScriptedTurn::Text(vec![
+            "an answer of some length ".repeat(8),
+        ])],
     ));
     let agent = Agent {
         name: "history".into(),

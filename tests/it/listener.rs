@@ -61,7 +61,10 @@ async fn connections_past_the_cap_wait_in_the_backlog_and_are_served_later() {
         .unwrap();
     let mut buffer = [0; 64];
     let early = tokio::time::timeout(Duration::from_millis(300), second.read(&mut buffer)).await;
-    assert!(early.is_err(), "a connection past the cap must not be served yet");
+    assert!(
+        early.is_err(),
+        "a connection past the cap must not be served yet"
+    );
     drop(waiting);
     drop(first);
     let n = tokio::time::timeout(Duration::from_secs(10), second.read(&mut buffer))
@@ -122,5 +125,8 @@ async fn stopping_lets_open_requests_finish_and_refuses_new_connections() {
     assert_eq!(request(&mut stream, "").await, "HTTP/1.1 200 OK");
     stop.cancel();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(TcpStream::connect(addr).await.is_err(), "the listener is closed");
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "the listener is closed"
+    );
 }
