@@ -143,6 +143,12 @@ enum BenchCommand {
     },
 }
 
+/// With the `mimalloc` feature, the binary allocates with mimalloc (see ARCHITECTURE.md,
+/// "Memory", for why and the figures).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let cwd = match std::env::current_dir() {

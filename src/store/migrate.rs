@@ -7,25 +7,32 @@
 //! leaves every thread either converted or untouched, and the next start finishes the job. The
 //! `meta` key is written last; a data dir opened by this version is not readable by older ones.
 
+use serde::Deserialize;
+
 use crate::store::log::{self, CHANNELS, HEADS, Head, LOG};
-use crate::store::threads::{
-    LEGACY_CHECKPOINTS, THREADS, ThreadError, ThreadRecord, decode, encode,
-};
+use crate::store::trees::{LEGACY_CHECKPOINTS, META, THREADS};
 use crate::store::{BatchOp, Checkpoint, Store, StoreError};
 
-pub(crate) const META: &str = "meta";
+/// What conversion reads of a thread record.
+#[derive(Deserialize)]
+struct LegacyRecord {
+    thread_id: String,
+    #[serde(default)]
+    last_checkpoint: u64,
+}
+
 const FORMAT_KEY: &[u8] = b"threads_format";
 /// The layout this version writes: the checkpoint log.
 const FORMAT: &[u8] = b"2";
 
 /// Converts what is left to convert; returns how many threads were.
-pub(crate) fn run(store: &dyn Store) -> Result<usize, ThreadError> {
+pub(crate) fn run(store: &dyn Store) -> Result<usize, StoreError> {
     if store.get(META, FORMAT_KEY)?.as_deref() == Some(FORMAT) {
         return Ok(0);
     }
     let mut converted = 0;
     for (key, value) in store.scan_prefix(THREADS, b"")? {
-        let record: ThreadRecord = decode(&key, &value)?;
+        let record: LegacyRecord = decode(&key, &value)?;
         if convert_thread(store, &record)? {
             converted += 1;
         }
@@ -53,7 +60,7 @@ pub(crate) fn run(store: &dyn Store) -> Result<usize, ThreadError> {
     Ok(converted)
 }
 
-fn convert_thread(store: &dyn Store, record: &ThreadRecord) -> Result<bool, ThreadError> {
+fn convert_thread(store: &dyn Store, record: &LegacyRecord) -> Result<bool, StoreError> {
     let thread_id = record.thread_id.as_str();
     let checkpoints = store.scan_prefix(LEGACY_CHECKPOINTS, &log::prefix(thread_id))?;
     // Keys are zero-padded sequences: the last one is the newest checkpoint.
@@ -62,11 +69,9 @@ fn convert_thread(store: &dyn Store, record: &ThreadRecord) -> Result<bool, Thre
     };
     let checkpoint: Checkpoint = decode(newest_key, newest)?;
     let at = checkpoint.created_at.timestamp();
-    let corrupt = |detail: String| {
-        ThreadError::Store(StoreError::Corrupt {
-            key: format!("{thread_id}/checkpoint"),
-            detail,
-        })
+    let corrupt = |detail: String| StoreError::Corrupt {
+        key: format!("{thread_id}/checkpoint"),
+        detail,
     };
     let mut ops: Vec<BatchOp> = checkpoints
         .iter()
@@ -111,8 +116,15 @@ fn convert_thread(store: &dyn Store, record: &ThreadRecord) -> Result<bool, Thre
     ops.push(BatchOp::Put {
         tree: HEADS,
         key: thread_id.as_bytes().to_vec(),
-        value: encode(&head)?,
+        value: serde_json::to_vec(&head).map_err(|e| corrupt(e.to_string()))?,
     });
     store.apply_batch(ops)?;
     Ok(true)
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(key: &[u8], bytes: &[u8]) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt {
+        key: String::from_utf8_lossy(key).replace('\0', "/"),
+        detail: e.to_string(),
+    })
 }

@@ -36,6 +36,15 @@ use crate::state::{StateChanges, ThreadState};
 /// The store's directory under the data dir (the CLI checks its lock to find a running daemon).
 pub const STORE_DIR: &str = "store";
 
+/// The logical trees of the thread store (see ARCHITECTURE.md, "Storage").
+pub(crate) mod trees {
+    pub(crate) const THREADS: &str = "threads";
+    pub(crate) const USER_THREADS: &str = "user_threads";
+    /// Full-state checkpoints of data dirs written before the log, converted at open.
+    pub(crate) const LEGACY_CHECKPOINTS: &str = "checkpoints";
+    pub(crate) const META: &str = "meta";
+}
+
 pub use memory::MemoryStore;
 pub use sled_store::SledStore;
 pub use threads::{ThreadRecord, ThreadStatus, ThreadStore};

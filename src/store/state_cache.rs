@@ -21,17 +21,18 @@ pub(crate) struct CachedThread {
     pub(crate) channels: [u64; CHANNELS.len()],
 }
 
-/// Per-entry overhead counted on top of the records' sizes (maps, head, channels).
-const ENTRY_OVERHEAD: usize = 1024;
+/// Per-entry overhead counted on top of the messages (head, its bytes, channels, the LRU's
+/// bookkeeping), measured on fresh threads rather than guessed low.
+const ENTRY_OVERHEAD: usize = 2048;
 
 impl CachedThread {
-    /// An estimate of the memory the entry holds: the encoded size of its records plus the
-    /// in-memory shape of each message.
+    /// An estimate of the memory the entry holds: per message its encoded size (about what its
+    /// strings take), the in-memory shape and allocation overhead, plus a fixed part.
     pub(crate) fn weight(&self) -> usize {
         let messages: usize = self
             .slots
             .iter()
-            .map(|s| s.bytes as usize + std::mem::size_of::<Message>())
+            .map(|s| s.bytes as usize + std::mem::size_of::<Message>() + 128)
             .sum();
         messages + ENTRY_OVERHEAD
     }

@@ -1,6 +1,6 @@
 //! Thread records and the per-user thread index, on top of any [`Store`]; the thread's state
-//! itself is the checkpoint log ([`crate::store::log`], saved and folded in
-//! [`crate::store::checkpoints`]).
+//! itself is the checkpoint log ([`crate::store::log`]; saving and folding it are methods of
+//! [`ThreadStore`] too, in the store's `checkpoints` module).
 //!
 //! Layout (logical trees of the store, values are JSON):
 //! - `threads`: `{thread_id}` → [`ThreadRecord`]
@@ -24,10 +24,7 @@ use crate::store::log::{self, HEADS, LOG};
 use crate::store::state_cache::StateCache;
 use crate::store::{BatchOp, StoreError, StoreRef, migrate};
 
-pub(crate) const THREADS: &str = "threads";
-pub(crate) const USER_THREADS: &str = "user_threads";
-/// Full-state checkpoints of data dirs written before the log; [`migrate`] converts them.
-pub(crate) const LEGACY_CHECKPOINTS: &str = "checkpoints";
+pub(crate) use crate::store::trees::{LEGACY_CHECKPOINTS, THREADS, USER_THREADS};
 const MAX_THREAD_ID_LEN: usize = 256;
 /// The thread-state cache unless configured (`cache.thread_states_mb`).
 pub const DEFAULT_STATE_CACHE_MB: usize = 8;
