@@ -166,8 +166,11 @@ fn main() -> ExitCode {
         let code = run_check(path, &ProcessEnv, &cwd, &mut std::io::stdout());
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // A bounded blocking pool: a burst of blocking work queues instead of starting hundreds of
+    // threads, each keeping its own allocator arena (RSS that never comes back).
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(64)
         .build()
     {
         Ok(rt) => rt,

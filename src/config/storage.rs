@@ -38,7 +38,7 @@ pub struct CacheConfig {
 impl Default for CacheConfig {
     fn default() -> Self {
         Self {
-            thread_states_mb: 8,
+            thread_states_mb: 4,
             agents: 64,
             prompts: 64,
         }

@@ -27,7 +27,7 @@ use crate::store::{BatchOp, StoreError, StoreRef, migrate};
 pub(crate) use crate::store::trees::{LEGACY_CHECKPOINTS, THREADS, USER_THREADS};
 const MAX_THREAD_ID_LEN: usize = 256;
 /// The thread-state cache unless configured (`cache.thread_states_mb`).
-pub const DEFAULT_STATE_CACHE_MB: usize = 8;
+pub const DEFAULT_STATE_CACHE_MB: usize = 4;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
