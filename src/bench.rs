@@ -150,7 +150,7 @@ pub async fn turn(iterations: usize) -> Result<TurnReport, BenchError> {
 
 async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Series, BenchError> {
     let config = Arc::new(AppConfig::default());
-    let threads = ThreadStore::new(store);
+    let threads = ThreadStore::new(store).map_err(|e| BenchError::Setup(e.to_string()))?;
     let model = Arc::new(ScriptedModel::cycling("bench", turn_script()));
     let tools: Vec<ToolRef> = vec![echo_tool()];
     let features = RuntimeFeatures {

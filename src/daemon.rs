@@ -74,12 +74,11 @@ pub async fn run(
     // Probed now, as config.yaml promises: a sandbox that cannot start fails here, loudly,
     // rather than on some user's first run.
     harness.prepare_sandbox().await?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| DaemonError::Bind {
-            addr,
-            detail: e.to_string(),
-        })?;
+    let limits = crate::listener::ListenerLimits::from_config(&snapshot.gateway);
+    let listener = crate::listener::bind(addr, limits.backlog).map_err(|e| DaemonError::Bind {
+        addr,
+        detail: e.to_string(),
+    })?;
     let bound = listener.local_addr().map_err(|e| DaemonError::Bind {
         addr,
         detail: e.to_string(),
@@ -87,6 +86,7 @@ pub async fn run(
 
     let tasks = tokio_util::task::TaskTracker::new();
     let stop_accepting = CancellationToken::new();
+    let watcher_stop = CancellationToken::new();
     let hub = ChannelHub::default();
     if let Some(warning) = crate::config::check::locked_api_warning(&snapshot) {
         tracing::warn!(%bound, "{warning}");
@@ -100,13 +100,13 @@ pub async fn run(
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
     let socket_file = serve_local_socket(&snapshot.data_dir(), &app, &tasks, &stop_accepting);
-    let server_stop = stop_accepting.clone();
-    let server = tasks.spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(server_stop.cancelled_owned())
-            .await
-    });
-    let watcher_stop = CancellationToken::new();
+    let server = tasks.spawn(crate::listener::serve(
+        listener,
+        app,
+        limits,
+        stop_accepting.clone(),
+    ));
+    spawn_retention(&harness, &snapshot, &tasks, &watcher_stop);
     if let Some(path) = options.config_path {
         tasks.spawn(
             ConfigWatcher::new(path, config.clone(), options.env.clone())
@@ -143,12 +143,51 @@ pub async fn run(
         .is_err()
     {
         tracing::warn!("HTTP connections still open after the drain; closing anyway");
-    } else if let Ok(Err(e)) = server.await {
+    } else if let Err(e) = server.await {
         return Err(DaemonError::Serve(e.to_string()));
     }
     drop(socket_file);
     tracing::info!("Antler stopped cleanly");
     Ok(())
+}
+
+/// How often retention runs (also once at start).
+const RETENTION_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// With `store.retention_days`, drops superseded checkpoint records at start and then daily, on
+/// a blocking thread; stopped with the config watcher.
+fn spawn_retention(
+    harness: &Arc<Harness>,
+    config: &crate::config::AppConfig,
+    tasks: &tokio_util::task::TaskTracker,
+    stop: &CancellationToken,
+) {
+    let days = config.store.retention_days;
+    if days == 0 {
+        return;
+    }
+    let threads = harness.threads().clone();
+    let stop = stop.clone();
+    tasks.spawn(async move {
+        loop {
+            let threads = threads.clone();
+            match tokio::task::spawn_blocking(move || threads.apply_retention(days)).await {
+                Ok(Ok(report)) if report.records > 0 => tracing::info!(
+                    records = report.records,
+                    threads = report.threads,
+                    bytes = report.bytes,
+                    "Dropped superseded checkpoint records (store.retention_days)"
+                ),
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "Checkpoint retention failed"),
+                Err(error) => tracing::warn!(%error, "Checkpoint retention did not finish"),
+            }
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = tokio::time::sleep(RETENTION_EVERY) => {}
+            }
+        }
+    });
 }
 
 /// Serves `app` on the data dir's Unix socket as the local operator (see

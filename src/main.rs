@@ -54,6 +54,11 @@ enum Command {
         #[command(subcommand)]
         command: antler::agents_cli::AgentsCommand,
     },
+    /// Inspect or compact the store on the data dir (the daemon must be stopped).
+    Store {
+        #[command(subcommand)]
+        command: antler::store_cli::StoreCommand,
+    },
     /// Measure the harness (figures are printed, nothing is asserted).
     Bench {
         #[command(subcommand)]
@@ -93,6 +98,43 @@ enum BenchCommand {
         /// A new thread per message (else one growing conversation per client).
         #[arg(long)]
         fresh_threads: bool,
+        /// The daemon binary to measure (default: this one).
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+    },
+    /// Write bytes and daemon CPU per turn on fresh threads and at a history of 10, 100 and
+    /// 1,000 messages.
+    Store {
+        /// Measured turns per row.
+        #[arg(long, default_value_t = 20)]
+        turns: usize,
+        /// Size of each message and answer.
+        #[arg(long, default_value_t = 512)]
+        message_bytes: usize,
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
+    },
+    /// RSS over a soak (sampled every 1,000 turns), then bursts of runs in flight against a
+    /// slow model: peak RSS, RSS after, p50/p99, errors.
+    Soak {
+        #[arg(long, default_value_t = 10_000)]
+        turns: u64,
+        #[arg(long, default_value_t = 200)]
+        threads: u64,
+        #[arg(long, default_value_t = 8)]
+        clients: u64,
+        /// Runs in flight at once per burst (0: no burst).
+        #[arg(long, default_value_t = 1000)]
+        burst: usize,
+        #[arg(long, default_value_t = 3)]
+        bursts: usize,
+        #[arg(long, default_value_t = 300)]
+        model_delay_ms: u64,
+        /// Seconds after a burst before RSS is read again.
+        #[arg(long, default_value_t = 10)]
+        settle_seconds: u64,
+        #[arg(long, value_name = "PATH")]
+        binary: Option<PathBuf>,
     },
     /// Overhead of a trivial `bash` call (`true`) per sandbox provider, against `sh -c true`.
     Sandbox {
@@ -100,6 +142,12 @@ enum BenchCommand {
         iterations: usize,
     },
 }
+
+/// With the `mimalloc` feature, the binary allocates with mimalloc (see ARCHITECTURE.md,
+/// "Memory", for why and the figures).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -118,8 +166,11 @@ fn main() -> ExitCode {
         let code = run_check(path, &ProcessEnv, &cwd, &mut std::io::stdout());
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    // A bounded blocking pool: a burst of blocking work queues instead of starting hundreds of
+    // threads, each keeping its own allocator arena (RSS that never comes back).
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(64)
         .build()
     {
         Ok(rt) => rt,
@@ -183,13 +234,54 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Bench {
             command:
+                BenchCommand::Store {
+                    turns,
+                    message_bytes,
+                    binary,
+                },
+        }) => {
+            let binary = bench_binary(binary)?;
+            let report = antler::bench_daemon::store::run(&binary, turns, message_bytes).await?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            command:
+                BenchCommand::Soak {
+                    turns,
+                    threads,
+                    clients,
+                    burst,
+                    bursts,
+                    model_delay_ms,
+                    settle_seconds,
+                    binary,
+                },
+        }) => {
+            let binary = bench_binary(binary)?;
+            let options = antler::bench_daemon::soak::SoakOptions {
+                turns,
+                threads,
+                clients,
+                burst_runs: burst,
+                bursts,
+                model_delay: std::time::Duration::from_millis(model_delay_ms),
+                settle: std::time::Duration::from_secs(settle_seconds),
+            };
+            let report = antler::bench_daemon::soak::run(&binary, options).await?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Bench {
+            command:
                 BenchCommand::Daemon {
                     clients,
                     seconds,
                     fresh_threads,
+                    binary,
                 },
         }) => {
-            let binary = std::env::current_exe().context("cannot find the antler binary")?;
+            let binary = bench_binary(binary)?;
             let report = antler::bench_daemon::run(
                 &binary,
                 clients.max(1),
@@ -211,7 +303,24 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Agents { user, command }) => agents(&loaded, user, command).await,
+        Some(Command::Store { command }) => {
+            let config = loaded.config.clone();
+            tokio::task::spawn_blocking(move || {
+                antler::store_cli::run(&config, &command, &mut std::io::stdout())
+            })
+            .await
+            .context("the store command did not finish")??;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Config { .. }) | Some(Command::CrashChild { .. }) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The daemon binary a benchmark measures: the given one, else this one.
+fn bench_binary(binary: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match binary {
+        Some(binary) => Ok(binary),
+        None => std::env::current_exe().context("cannot find the antler binary"),
     }
 }
 

@@ -20,8 +20,8 @@ use crate::agent_api::{
 };
 use crate::messages::{Message, ToolCall, ToolMessage};
 use crate::model::{ModelError, ModelRequest, ToolSpec};
-use crate::state::{StateUpdate, ThreadState};
-use crate::store::Checkpoint;
+use crate::state::{StateChanges, StateError, StateUpdate, ThreadState};
+use crate::store::StepCheckpoint;
 
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
@@ -86,11 +86,32 @@ impl From<MiddlewareError> for Stop {
 struct Turn {
     state: ThreadState,
     steps: u32,
+    /// What changed since the last checkpoint, so a checkpoint writes only that.
+    changes: StateChanges,
+}
+
+impl Turn {
+    /// Every change to the state goes through here, so the checkpointer learns about it.
+    fn apply(&mut self, update: StateUpdate) -> Result<(), StateError> {
+        self.changes.record(&update);
+        self.state.apply(update)
+    }
+
+    fn apply_hook(&mut self, result: HookResult) -> Result<Flow, Stop> {
+        if !result.update.is_empty() {
+            self.apply(result.update)
+                .map_err(|e| Stop::error(ErrorCode::StateError, e.to_string()))?;
+        }
+        Ok(result.flow)
+    }
 }
 
 impl Agent {
     /// Runs one turn: `input` is appended to `state`, then the model and tools alternate until a
-    /// final answer, an interrupt, the recursion limit, cancellation or an error.
+    /// final answer, an interrupt, the recursion limit, cancellation or an error. With a
+    /// checkpointer, `state` must be the thread's state as the checkpointer last saved it (what
+    /// [`Checkpointer::latest`](crate::store::Checkpointer::latest) returns, or empty for a new
+    /// thread): checkpoints record what the run changes relative to it.
     pub async fn run(
         &self,
         state: ThreadState,
@@ -101,7 +122,11 @@ impl Agent {
             run_id: ctx.run_id.clone(),
             thread_id: ctx.thread_id.clone(),
         });
-        let mut turn = Turn { state, steps: 0 };
+        let mut turn = Turn {
+            state,
+            steps: 0,
+            changes: StateChanges::new(),
+        };
         let body = AssertUnwindSafe(self.run_steps(&mut turn, input, ctx)).catch_unwind();
         let mut stop = match body.await {
             Ok(stop) => stop,
@@ -162,7 +187,7 @@ impl Agent {
                 messages: input,
                 ..Default::default()
             };
-            if let Err(e) = turn.state.apply(update) {
+            if let Err(e) = turn.apply(update) {
                 return Stop::error(ErrorCode::StateError, e.to_string());
             }
         }
@@ -171,7 +196,7 @@ impl Agent {
                 Ok(result) => result,
                 Err(e) => return e.into(),
             };
-            match apply_hook(&mut turn.state, result) {
+            match turn.apply_hook(result) {
                 Ok(Flow::End) => return self.end_early(turn, ctx, StopReason::Interrupted).await,
                 Ok(_) => {}
                 Err(stop) => return stop,
@@ -237,7 +262,7 @@ impl Agent {
                 Ok(result) => result,
                 Err(e) => return StepEnd::Stop(e.into()),
             };
-            match apply_hook(&mut turn.state, result) {
+            match turn.apply_hook(result) {
                 Ok(Flow::End) => {
                     return StepEnd::Stop(self.end_early(turn, ctx, StopReason::Interrupted).await);
                 }
@@ -270,7 +295,7 @@ impl Agent {
                 return StepEnd::Stop(Stop::error(ErrorCode::of_model_error(&e), e.to_string()));
             }
         };
-        if let Err(e) = turn.state.apply(StateUpdate::message(message.clone())) {
+        if let Err(e) = turn.apply(StateUpdate::message(message.clone())) {
             return StepEnd::Stop(Stop::error(ErrorCode::StateError, e.to_string()));
         }
         ctx.events.emit(RunEvent::Message { message });
@@ -280,7 +305,7 @@ impl Agent {
                 Ok(result) => result,
                 Err(e) => return StepEnd::Stop(e.into()),
             };
-            match apply_hook(&mut turn.state, result) {
+            match turn.apply_hook(result) {
                 Ok(Flow::Continue) => {}
                 Ok(jump) => {
                     flow = jump;
@@ -334,7 +359,7 @@ impl Agent {
             update.merge(StateUpdate::message(Message::Tool(result.message.clone())));
             update.merge(result.update.clone());
         }
-        if let Err(e) = turn.state.apply(update) {
+        if let Err(e) = turn.apply(update) {
             return Some(Stop::error(ErrorCode::StateError, e.to_string()));
         }
         for result in results {
@@ -365,21 +390,22 @@ impl Agent {
         self.checkpoint(turn, ctx).await
     }
 
-    async fn checkpoint(&self, turn: &Turn, ctx: &RunContext) -> Option<Stop> {
+    async fn checkpoint(&self, turn: &mut Turn, ctx: &RunContext) -> Option<Stop> {
         if let Some(checkpointer) = &self.checkpointer {
-            let checkpoint = Checkpoint {
-                thread_id: ctx.thread_id.clone(),
-                run_id: ctx.run_id.clone(),
+            let checkpoint = StepCheckpoint {
+                thread_id: &ctx.thread_id,
+                run_id: &ctx.run_id,
                 step: u64::from(turn.steps),
-                state: turn.state.clone(),
-                created_at: chrono::Utc::now(),
+                state: &turn.state,
+                changes: &turn.changes,
             };
-            if let Err(e) = checkpointer.save(&checkpoint).await {
+            if let Err(e) = checkpointer.save(checkpoint).await {
                 return Some(Stop::error(
                     ErrorCode::CheckpointError,
                     format!("could not save the thread state: {e}"),
                 ));
             }
+            turn.changes.clear();
         }
         if ctx.events.wants_values() {
             ctx.events.emit(RunEvent::Values {
@@ -396,7 +422,7 @@ impl Agent {
         else {
             return;
         };
-        if let Err(error) = turn.state.apply(StateUpdate::message(Message::Ai(record))) {
+        if let Err(error) = turn.apply(StateUpdate::message(Message::Ai(record))) {
             tracing::warn!(%error, thread_id = %ctx.thread_id, "Could not record the failed turn");
             return;
         }
@@ -411,7 +437,7 @@ impl Agent {
         for middleware in self.middleware.iter().rev() {
             let result = middleware.after_agent(&turn.state, ctx).await?;
             changed |= !result.update.is_empty();
-            apply_hook(&mut turn.state, result)?;
+            turn.apply_hook(result)?;
         }
         if changed && let Some(stop) = self.checkpoint(turn, ctx).await {
             return Err(stop);
@@ -424,15 +450,6 @@ enum StepEnd {
     Continue,
     Retry,
     Stop(Stop),
-}
-
-fn apply_hook(state: &mut ThreadState, result: HookResult) -> Result<Flow, Stop> {
-    if !result.update.is_empty() {
-        state
-            .apply(result.update)
-            .map_err(|e| Stop::error(ErrorCode::StateError, e.to_string()))?;
-    }
-    Ok(result.flow)
 }
 
 /// The error text the model reads when a tool failed and no middleware handled it.

@@ -19,7 +19,7 @@ use crate::model::{
     ChatModel, ModelError, ModelErrorKind, ModelRequest, ScriptedModel, ScriptedTurn,
 };
 use crate::state::{StateUpdate, ThreadState};
-use crate::store::{Checkpoint, Checkpointer, StoreError};
+use crate::store::{Checkpoint, Checkpointer, StepCheckpoint, StoreError};
 use crate::tools::FnTool;
 
 type Log = Arc<Mutex<Vec<String>>>;
@@ -155,19 +155,21 @@ impl Middleware for Jump {
     }
 }
 
+/// Keeps every saved (step, state); `latest` is never asked by the loop.
 #[derive(Default)]
 struct MemoryCheckpointer {
-    saved: Mutex<Vec<Checkpoint>>,
+    saved: Mutex<Vec<(u64, crate::state::ThreadState)>>,
 }
 
 #[async_trait]
 impl Checkpointer for MemoryCheckpointer {
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        self.saved.lock().unwrap().push(checkpoint.clone());
+    async fn save(&self, step: StepCheckpoint<'_>) -> Result<(), StoreError> {
+        let saved = (step.step, step.state.clone());
+        self.saved.lock().unwrap().push(saved);
         Ok(())
     }
     async fn latest(&self, _thread_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        Ok(self.saved.lock().unwrap().last().cloned())
+        Ok(None)
     }
 }
 
@@ -261,16 +263,13 @@ async fn tools_run_concurrently_and_results_keep_call_order() {
     );
     assert_eq!(outcome.steps, 3);
     let saved = checkpoints.saved.lock().unwrap();
+    assert_eq!(saved.iter().map(|c| c.0).collect::<Vec<_>>(), [0, 1, 2, 3]);
     assert_eq!(
-        saved.iter().map(|c| c.step).collect::<Vec<_>>(),
-        [0, 1, 2, 3]
-    );
-    assert_eq!(
-        saved[0].state.messages.len(),
+        saved[0].1.messages.len(),
         1,
         "the question is saved before the model runs"
     );
-    assert_eq!(saved[3].state, outcome.state);
+    assert_eq!(saved[3].1, outcome.state);
     let request = &model.requests()[0];
     assert_eq!(request.system.as_deref(), Some("be brief"));
     assert_eq!(request.tools[0].name, "sleep");
@@ -374,7 +373,7 @@ async fn end_from_after_model_interrupts_and_checkpoints() {
     assert_eq!(outcome.stop, StopReason::Interrupted);
     assert!(entries(&log).is_empty(), "tools must not run after End");
     assert_eq!(
-        checkpoints.saved.lock().unwrap().last().unwrap().state,
+        checkpoints.saved.lock().unwrap().last().unwrap().1,
         outcome.state
     );
 }
@@ -447,8 +446,7 @@ async fn cancellation_mid_stream_keeps_the_last_completed_step() {
         "after_agent does not run after cancellation"
     );
     let last_saved = checkpoints.saved.lock().unwrap().last().cloned().unwrap();
-    assert_eq!(last_saved.step, 2);
-    assert_eq!(last_saved.state, outcome.state);
+    assert_eq!(last_saved, (2, outcome.state.clone()));
     let seen = watcher.await.unwrap();
     assert!(matches!(seen.first(), Some(RunEvent::Started { .. })));
     assert!(

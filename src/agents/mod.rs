@@ -4,6 +4,7 @@
 //! Layout under the data dir: `users/{user}/agents/{name}/{config.yaml,SOUL.md,history/}` and
 //! the default agent's soul at `SOUL.md`. Names are validated before any path is built.
 
+mod cache;
 pub mod config;
 mod history;
 pub mod prompt;
@@ -11,6 +12,7 @@ mod prompt_sections;
 pub mod store;
 pub mod tools;
 
+pub use cache::DEFAULT_CACHED_AGENTS;
 pub use config::{AgentConfig, AgentConfigError, ModelSettings, ReasoningEffort};
 pub use prompt::{DEFAULT_AGENT_NAME, PromptOptions, SkillSummary, apply_prompt_template};
 pub use store::{

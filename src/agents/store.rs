@@ -10,6 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use chrono::Utc;
 
+use crate::agents::cache::{AgentCache, DEFAULT_CACHED_AGENTS, stamp};
 use crate::agents::config::{AgentConfig, AgentConfigError, ModelSettings, ReasoningEffort};
 use crate::agents::history::{History, is_version_id, read_optional, write_atomic};
 use crate::agents::{AgentNameError, normalize_agent_name};
@@ -105,6 +106,7 @@ pub struct AgentStore {
     history_limit: usize,
     /// Serializes writers so history ids and the two-file replace never interleave.
     write_lock: Mutex<()>,
+    cache: AgentCache<StoredAgent>,
     #[cfg(test)]
     fail_soul_write: std::sync::atomic::AtomicBool,
 }
@@ -115,9 +117,16 @@ impl AgentStore {
             data_dir: data_dir.into(),
             history_limit: DEFAULT_HISTORY_LIMIT,
             write_lock: Mutex::new(()),
+            cache: AgentCache::new(DEFAULT_CACHED_AGENTS),
             #[cfg(test)]
             fail_soul_write: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Keeps at most `capacity` parsed agents in memory (`cache.agents`).
+    pub fn with_cache(mut self, capacity: usize) -> Self {
+        self.cache = AgentCache::new(capacity);
+        self
     }
 
     /// Keeps at most `limit` earlier versions per agent (0 disables history).
@@ -411,6 +420,16 @@ impl AgentStore {
     }
 
     fn load(&self, dir: &Path) -> Result<StoredAgent, AgentStoreError> {
+        let stamp = stamp(dir, [CONFIG_FILE, SOUL_FILE]);
+        if let Some(agent) = self.cache.get(dir, stamp) {
+            return Ok(agent);
+        }
+        let agent = self.load_files(dir)?;
+        self.cache.put(dir, stamp, agent.clone());
+        Ok(agent)
+    }
+
+    fn load_files(&self, dir: &Path) -> Result<StoredAgent, AgentStoreError> {
         let config_path = dir.join(CONFIG_FILE);
         let Some(bytes) = read_optional(&config_path).map_err(io("read", &config_path))? else {
             return Err(not_found(dir));

@@ -9,6 +9,7 @@ pub mod handle;
 pub mod load;
 mod problem;
 pub mod schema;
+pub mod storage;
 pub mod validate;
 pub mod watch;
 
@@ -24,4 +25,5 @@ pub use load::{
 };
 pub use problem::ConfigProblem;
 pub use schema::*;
+pub use storage::{CacheConfig, StoreConfig};
 pub use watch::{ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome};

@@ -64,6 +64,10 @@ pub struct AppConfig {
     /// Which tools the built-in guardrail lets the agent call.
     #[serde(default)]
     pub guardrails: GuardrailsConfig,
+    /// The embedded store: page cache and retention.
+    pub store: crate::config::StoreConfig,
+    /// Bounds of the in-memory caches (thread states, agents, prompts).
+    pub cache: crate::config::CacheConfig,
 }
 
 impl Default for AppConfig {
@@ -91,6 +95,8 @@ impl Default for AppConfig {
             tool_groups: Vec::new(),
             channels: Default::default(),
             guardrails: GuardrailsConfig::default(),
+            store: Default::default(),
+            cache: Default::default(),
         }
     }
 }
@@ -265,6 +271,16 @@ pub struct GatewayConfig {
     pub listen: String,
     pub api_tokens: Vec<ApiToken>,
     pub shutdown_grace_seconds: u64,
+    /// Connections the kernel queues before the daemon accepts them (capped by
+    /// `net.core.somaxconn`).
+    pub backlog: u32,
+    /// Connections served at once; past it, new ones wait in the backlog.
+    pub max_connections: usize,
+    /// Largest request head (request line and headers) in bytes; larger gets 431.
+    pub max_header_bytes: usize,
+    /// Seconds a connection may sit without sending a complete request head (between
+    /// requests, or a slow client mid-headers) before it is closed.
+    pub idle_timeout_seconds: u64,
 }
 
 impl Default for GatewayConfig {
@@ -273,6 +289,10 @@ impl Default for GatewayConfig {
             listen: "127.0.0.1:8787".into(),
             api_tokens: Vec::new(),
             shutdown_grace_seconds: 10,
+            backlog: 1024,
+            max_connections: 2048,
+            max_header_bytes: 32 * 1024,
+            idle_timeout_seconds: 60,
         }
     }
 }

@@ -20,6 +20,11 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
     check_gateway(config, &mut problems);
     check_channels(config, &mut problems);
     check_sandbox(config, &mut problems);
+    problems.require(
+        config.store.cache_capacity_mb >= 1,
+        "store.cache_capacity_mb",
+        "must be at least 1",
+    );
     for (index, admin) in config.admins.iter().enumerate() {
         if !is_user_id(admin) {
             problems.push(format!("admins[{index}]"), USER_ID_RULE);
@@ -342,6 +347,26 @@ fn check_gateway(config: &AppConfig, problems: &mut Problems) {
         gateway.listen.parse::<SocketAddr>().is_ok(),
         "gateway.listen",
         "must be an ip address and port, e.g. `127.0.0.1:8787` or `0.0.0.0:8787`",
+    );
+    problems.require(
+        gateway.backlog >= 1,
+        "gateway.backlog",
+        "must be at least 1",
+    );
+    problems.require(
+        gateway.max_connections >= 1,
+        "gateway.max_connections",
+        "must be at least 1",
+    );
+    problems.require(
+        (8192..=1024 * 1024).contains(&gateway.max_header_bytes),
+        "gateway.max_header_bytes",
+        "must be between 8192 and 1048576",
+    );
+    problems.require(
+        gateway.idle_timeout_seconds >= 1,
+        "gateway.idle_timeout_seconds",
+        "must be at least 1",
     );
     let mut first_by_token: HashMap<&str, usize> = HashMap::new();
     for (index, api_token) in gateway.api_tokens.iter().enumerate() {

@@ -29,6 +29,7 @@ use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::state::ThreadState;
 use crate::store::STORE_DIR;
 use crate::store::threads::ThreadError;
+use crate::store::threads::ThreadStoreOptions;
 use crate::store::{
     Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
 };
@@ -143,7 +144,8 @@ impl Harness {
             path: data_dir.display().to_string(),
             detail: e.to_string(),
         })?;
-        let store = SledStore::open(data_dir.join(STORE_DIR))?;
+        let cache_mb = config.current().store.cache_capacity_mb;
+        let store = SledStore::open_with_cache(data_dir.join(STORE_DIR), cache_mb)?;
         Self::with_parts(config, Arc::new(store), None)
     }
 
@@ -153,7 +155,15 @@ impl Harness {
         store: StoreRef,
         models: Option<ModelRegistry>,
     ) -> Result<Self, HarnessError> {
-        let threads = ThreadStore::new(store);
+        let snapshot = config.current();
+        let threads = ThreadStore::with_options(
+            store,
+            ThreadStoreOptions {
+                state_cache_bytes: usize::try_from(snapshot.cache.thread_states_mb)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(1024 * 1024),
+            },
+        )?;
         let reset = threads.reset_busy()?;
         if !reset.is_empty() {
             tracing::warn!(threads = ?reset, "Threads left busy by an unclean stop were marked interrupted");
@@ -162,14 +172,15 @@ impl Harness {
             Some(registry) => Models::Fixed(Arc::new(registry)),
             None => Models::FromConfig(Mutex::new(None)),
         };
-        let agents = Arc::new(AgentStore::new(config.current().data_dir()));
+        let agents =
+            Arc::new(AgentStore::new(snapshot.data_dir()).with_cache(snapshot.cache.agents));
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 threads,
                 models,
                 agents,
-                lead_cache: LeadAgentCache::new(),
+                lead_cache: LeadAgentCache::with_capacity(snapshot.cache.prompts),
                 sandbox: SandboxSlot::new(),
                 tools: Mutex::new(None),
                 runs: Mutex::new(HashMap::new()),
@@ -543,18 +554,13 @@ fn lock_runs(inner: &Inner) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
 /// Records the thread's final status. Durability comes from the store's group-commit flusher
 /// (a few milliseconds later) instead of an fsync per run: under load one flush covers many runs,
 /// and a crash in that window only loses the status change, which `reset_busy` repairs at start.
+/// Written inline: a record write takes microseconds, and a blocking-pool hop per run made a
+/// burst of runs spawn hundreds of threads (each with its own allocator arena).
 async fn finish_run(threads: ThreadStore, thread_id: String, status: ThreadStatus) {
-    let result = tokio::task::spawn_blocking(move || {
-        let record = threads.set_status(&thread_id, status);
-        threads.flush_soon();
-        record
-    })
-    .await;
-    match result {
-        Ok(Ok(_)) => {}
-        Ok(Err(error)) => tracing::warn!(%error, "Could not record the end of a run"),
-        Err(error) => tracing::warn!(%error, "Recording the end of a run did not finish"),
+    if let Err(error) = threads.set_status(&thread_id, status) {
+        tracing::warn!(%error, "Could not record the end of a run");
     }
+    threads.flush_soon();
 }
 
 /// Frees the thread for the next run when the run task ends, however it ends.

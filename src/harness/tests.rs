@@ -174,7 +174,7 @@ async fn shutdown_cancels_runs_past_the_grace_period_and_refuses_new_ones() {
 #[tokio::test]
 async fn threads_left_busy_are_interrupted_at_open() {
     let store: StoreRef = Arc::new(MemoryStore::new());
-    let threads = ThreadStore::new(store.clone());
+    let threads = ThreadStore::new(store.clone()).unwrap();
     threads
         .create("alice", Some("t1".into()), Map::new())
         .unwrap();

@@ -228,7 +228,7 @@ pub(crate) async fn wait(
     user: AuthUser,
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WaitResponse>), ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
     let request = run_request(&user, &thread_id, body, false)?;
     let handle = state.harness.start_run(request).await.map_err(run_error)?;
@@ -243,14 +243,25 @@ pub(crate) async fn wait(
         .map(|failure| json!({"code": failure.code, "message": failure.message}));
     Ok((
         status,
-        Json(json!({
-            "run_id": run_id,
-            "thread_id": thread_id,
-            "stop_reason": outcome.stop,
-            "error": error,
-            "values": outcome.state,
-        })),
+        Json(WaitResponse {
+            run_id,
+            thread_id,
+            stop_reason: outcome.stop,
+            error,
+            values: outcome.state,
+        }),
     ))
+}
+
+/// The body of `/runs/wait`, serialized straight from the state (no intermediate JSON tree:
+/// the state carries the whole history).
+#[derive(serde::Serialize)]
+pub(crate) struct WaitResponse {
+    run_id: String,
+    thread_id: String,
+    stop_reason: crate::agent_api::StopReason,
+    error: Option<Value>,
+    values: crate::state::ThreadState,
 }
 
 /// The status of a run that ended in a failure: the model's side as a gateway error by cause,

@@ -1,7 +1,6 @@
 //! What the lead-agent factory reuses across runs: the skills scan and the assembled system
 //! prompts, keyed by everything a prompt depends on.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -9,21 +8,35 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::agents::{PromptOptions, SkillSummary, apply_prompt_template};
+use crate::lru::Lru;
 use crate::skills::SkillsLoader;
 
-/// Prompts kept at most; past it the cache starts over (souls change rarely, agents are few).
-const MAX_CACHED_PROMPTS: usize = 256;
+/// Prompts kept unless configured (`cache.prompts`); the least recently used go first.
+pub(crate) const DEFAULT_CACHED_PROMPTS: usize = 64;
 
 /// Shared by every run of one harness.
-#[derive(Default)]
 pub struct LeadAgentCache {
     skills: SkillsLoader,
-    prompts: Mutex<HashMap<[u8; 32], Arc<str>>>,
+    prompts: Mutex<Lru<[u8; 32], Arc<str>>>,
+}
+
+impl Default for LeadAgentCache {
+    fn default() -> Self {
+        Self::with_capacity(DEFAULT_CACHED_PROMPTS)
+    }
 }
 
 impl LeadAgentCache {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A cache keeping at most `prompts` system prompts.
+    pub fn with_capacity(prompts: usize) -> Self {
+        Self {
+            skills: SkillsLoader::default(),
+            prompts: Mutex::new(Lru::new(prompts)),
+        }
     }
 
     /// The skills of `dir`, rescanned only when something in it changed.
@@ -38,15 +51,11 @@ impl LeadAgentCache {
             return prompt.clone();
         }
         let prompt: Arc<str> = apply_prompt_template(options).into();
-        let mut prompts = self.lock();
-        if prompts.len() >= MAX_CACHED_PROMPTS {
-            prompts.clear();
-        }
-        prompts.insert(key, prompt.clone());
+        self.lock().insert(key, prompt.clone(), 1);
         prompt
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Arc<str>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru<[u8; 32], Arc<str>>> {
         // Entries are inserted whole, so a poisoned map is still consistent.
         self.prompts
             .lock()
@@ -93,5 +102,18 @@ mod tests {
         });
         assert!(other_soul.contains("Be thorough."));
         assert_ne!(first, other_soul);
+    }
+
+    #[test]
+    fn the_prompt_cache_is_bounded() {
+        let cache = LeadAgentCache::with_capacity(2);
+        let souls = ["one", "two", "three"];
+        for soul in souls {
+            cache.prompt(&PromptOptions {
+                soul: Some(soul),
+                ..Default::default()
+            });
+        }
+        assert_eq!(cache.lock().len(), 2);
     }
 }

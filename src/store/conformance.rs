@@ -1,6 +1,6 @@
 //! The shared test story every [`Store`] backend must pass.
 
-use crate::store::{BatchOp, Store};
+use crate::store::{BatchOp, Expect, Store};
 
 /// Runs every conformance check against `store`, which must start empty.
 pub(crate) fn run_all(store: &dyn Store) {
@@ -8,6 +8,7 @@ pub(crate) fn run_all(store: &dyn Store) {
     trees_are_independent(store);
     scan_prefix_is_ordered_and_bounded(store);
     batches_apply_every_op(store);
+    conditional_batches_apply_all_or_nothing(store);
     store.flush().unwrap();
 }
 
@@ -91,4 +92,71 @@ fn batches_apply_every_op(store: &dyn Store) {
         Some(&b"3"[..])
     );
     store.apply_batch(Vec::new()).unwrap();
+}
+
+fn conditional_batches_apply_all_or_nothing(store: &dyn Store) {
+    let head = |value: Option<&[u8]>| Expect {
+        tree: "heads",
+        key: b"t".to_vec(),
+        value: value.map(<[u8]>::to_vec),
+    };
+    let log = |seq: u8| BatchOp::Put {
+        tree: "log",
+        key: vec![b't', 0, seq],
+        value: vec![seq],
+    };
+    let set_head = |value: &[u8]| BatchOp::Put {
+        tree: "heads",
+        key: b"t".to_vec(),
+        value: value.to_vec(),
+    };
+    // First write: the head must be absent.
+    assert!(
+        store
+            .apply_batch_if(&head(None), vec![log(1), set_head(b"v1")])
+            .unwrap()
+    );
+    // A writer that read no head (or an old one) loses, and writes nothing at all.
+    assert!(
+        !store
+            .apply_batch_if(&head(None), vec![log(2), set_head(b"other")])
+            .unwrap()
+    );
+    assert!(
+        !store
+            .apply_batch_if(&head(Some(b"v0")), vec![log(2), set_head(b"other")])
+            .unwrap()
+    );
+    assert_eq!(
+        store.get("heads", b"t").unwrap().as_deref(),
+        Some(&b"v1"[..])
+    );
+    assert_eq!(store.scan_prefix("log", b"t\0").unwrap().len(), 1);
+    // The writer that read the current head wins, deletes included.
+    assert!(
+        store
+            .apply_batch_if(
+                &head(Some(b"v1")),
+                vec![
+                    log(2),
+                    BatchOp::Delete {
+                        tree: "log",
+                        key: vec![b't', 0, 1],
+                    },
+                    set_head(b"v2"),
+                ]
+            )
+            .unwrap()
+    );
+    let keys: Vec<Vec<u8>> = store
+        .scan_prefix("log", b"t\0")
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys, [vec![b't', 0, 2]]);
+    assert_eq!(
+        store.get("heads", b"t").unwrap().as_deref(),
+        Some(&b"v2"[..])
+    );
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::store::{BatchOp, KeyValues, Store, StoreError};
+use crate::store::{BatchOp, Expect, KeyValues, Store, StoreError};
 
 type Trees = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
 
@@ -60,27 +60,40 @@ impl Store for MemoryStore {
     }
 
     fn apply_batch(&self, ops: Vec<BatchOp>) -> Result<(), StoreError> {
-        let mut trees = self.lock();
-        for op in ops {
-            match op {
-                BatchOp::Put { tree, key, value } => {
-                    trees
-                        .entry(tree.to_string())
-                        .or_default()
-                        .insert(key, value);
-                }
-                BatchOp::Delete { tree, key } => {
-                    if let Some(t) = trees.get_mut(tree) {
-                        t.remove(&key);
-                    }
-                }
-            }
-        }
+        apply(&mut self.lock(), ops);
         Ok(())
+    }
+
+    fn apply_batch_if(&self, expect: &Expect, ops: Vec<BatchOp>) -> Result<bool, StoreError> {
+        let mut trees = self.lock();
+        let current = trees.get(expect.tree).and_then(|t| t.get(&expect.key));
+        if current != expect.value.as_ref() {
+            return Ok(false);
+        }
+        apply(&mut trees, ops);
+        Ok(true)
     }
 
     fn flush(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+}
+
+fn apply(trees: &mut Trees, ops: Vec<BatchOp>) {
+    for op in ops {
+        match op {
+            BatchOp::Put { tree, key, value } => {
+                trees
+                    .entry(tree.to_string())
+                    .or_default()
+                    .insert(key, value);
+            }
+            BatchOp::Delete { tree, key } => {
+                if let Some(t) = trees.get_mut(tree) {
+                    t.remove(&key);
+                }
+            }
+        }
     }
 }
 

@@ -7,13 +7,19 @@
 //! write to survive a crash call [`Store::flush`] (the thread store does it in the background
 //! after every checkpoint).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::store::{BatchOp, KeyValues, Store, StoreError};
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+
+use crate::store::{BatchOp, Expect, KeyValues, Store, StoreError};
 
 /// sled's own periodic flush; bounds what a crash loses when nobody flushes explicitly.
 const FLUSH_EVERY_MS: u64 = 200;
 const TREE_NAME: &str = "antler";
+/// How long an open waits for a lock held by a store this process just closed.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// sled's page cache unless configured (`store.cache_capacity_mb`); sled's own default is 1 GiB.
+pub const DEFAULT_CACHE_CAPACITY_MB: u64 = 4;
 
 pub struct SledStore {
     db: sled::Db,
@@ -21,29 +27,119 @@ pub struct SledStore {
 }
 
 impl SledStore {
-    /// Opens (or creates) the store in directory `path`. Fails if another process holds it.
+    /// Opens (or creates) the store in directory `path` with the default page cache. Fails if
+    /// another process holds it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with_cache(path, DEFAULT_CACHE_CAPACITY_MB)
+    }
+
+    /// Opens the store with a page cache of `cache_capacity_mb` MiB (what sled keeps of the
+    /// tree in memory; the thread-state cache above it holds the folded threads).
+    pub fn open_with_cache(
+        path: impl AsRef<Path>,
+        cache_capacity_mb: u64,
+    ) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let open_error = |e: &dyn std::fmt::Display| StoreError::Open {
             path: path.display().to_string(),
             detail: e.to_string(),
         };
-        let db = sled::Config::new()
-            .path(path)
-            .flush_every_ms(Some(FLUSH_EVERY_MS))
-            .open()
-            .map_err(|e| {
-                if is_locked(path) {
-                    StoreError::Locked {
-                        path: path.display().to_string(),
-                    }
-                } else {
-                    open_error(&e)
+        // sled finishes writing out buffers on its own threads after a `Db` is dropped, and
+        // they hold its lock until then: a reopen right after a close waits for them briefly.
+        let deadline = std::time::Instant::now() + RELEASE_WAIT;
+        let db = loop {
+            let opened = sled::Config::new()
+                .path(path)
+                .cache_capacity(cache_capacity_mb.max(1) * 1024 * 1024)
+                .flush_every_ms(Some(FLUSH_EVERY_MS))
+                .open();
+            match opened {
+                Ok(db) => break db,
+                Err(_) if is_locked(path) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-            })?;
+                Err(_) if is_locked(path) => {
+                    return Err(StoreError::Locked {
+                        path: path.display().to_string(),
+                    });
+                }
+                Err(e) => return Err(open_error(&e)),
+            }
+        };
         let data = db.open_tree(TREE_NAME).map_err(|e| open_error(&e))?;
         Ok(Self { db, data })
     }
+
+    /// The size of the store's files on disk, in bytes.
+    pub fn size_on_disk(&self) -> Result<u64, StoreError> {
+        self.db.size_on_disk().map_err(io)
+    }
+}
+
+/// What [`compact`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactReport {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub keys: u64,
+}
+
+/// Rewrites the store at `path` into a fresh one holding only live keys (sled reclaims the
+/// space of deleted and overwritten values lazily; this gives it back at once), then swaps the
+/// directories. Offline: fails with [`StoreError::Locked`] while a daemon holds the store. A
+/// crash mid-way leaves the original in place (the copy is written beside it first).
+pub fn compact(path: &Path, cache_capacity_mb: u64) -> Result<CompactReport, StoreError> {
+    let copy_path = sibling(path, "compacting");
+    let old_path = sibling(path, "before-compaction");
+    let _ = std::fs::remove_dir_all(&copy_path);
+    let (bytes_before, keys) = {
+        let old = SledStore::open_with_cache(path, cache_capacity_mb)?;
+        let copy = SledStore::open_with_cache(&copy_path, cache_capacity_mb)?;
+        let bytes_before = old.size_on_disk()?;
+        let mut keys = 0;
+        for name in old.db.tree_names() {
+            let from = old.db.open_tree(&name).map_err(io)?;
+            let to = copy.db.open_tree(&name).map_err(io)?;
+            let mut batch = sled::Batch::default();
+            for entry in from.iter() {
+                let (key, value) = entry.map_err(io)?;
+                batch.insert(key, value);
+                keys += 1;
+                if keys % 10_000 == 0 {
+                    to.apply_batch(std::mem::take(&mut batch)).map_err(io)?;
+                }
+            }
+            to.apply_batch(batch).map_err(io)?;
+        }
+        copy.db.flush().map_err(io)?;
+        (bytes_before, keys)
+    };
+    let rename = |from: &Path, to: &Path| {
+        std::fs::rename(from, to).map_err(|e| {
+            StoreError::Io(format!(
+                "could not rename {} to {}: {e}",
+                from.display(),
+                to.display()
+            ))
+        })
+    };
+    let _ = std::fs::remove_dir_all(&old_path);
+    rename(path, &old_path)?;
+    rename(&copy_path, path)?;
+    std::fs::remove_dir_all(&old_path)
+        .map_err(|e| StoreError::Io(format!("could not remove {}: {e}", old_path.display())))?;
+    let bytes_after = SledStore::open_with_cache(path, cache_capacity_mb)?.size_on_disk()?;
+    Ok(CompactReport {
+        bytes_before,
+        bytes_after,
+        keys,
+    })
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{suffix}"));
+    path.with_file_name(name)
 }
 
 /// Whether another open file holds the store's lock (sled takes an exclusive `flock` on
@@ -109,6 +205,37 @@ impl Store for SledStore {
         self.data.apply_batch(batch).map_err(io)
     }
 
+    fn apply_batch_if(&self, expect: &Expect, ops: Vec<BatchOp>) -> Result<bool, StoreError> {
+        let expect_key = full_key(expect.tree, &expect.key);
+        let writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = ops
+            .into_iter()
+            .map(|op| match op {
+                BatchOp::Put { tree, key, value } => (full_key(tree, &key), Some(value)),
+                BatchOp::Delete { tree, key } => (full_key(tree, &key), None),
+            })
+            .collect();
+        // A transaction, not a batch: sled checks the read of the head and applies the writes
+        // as one unit, retrying the closure on a concurrent change.
+        let result = self.data.transaction(|tx| {
+            let current = tx.get(&expect_key)?;
+            if current.as_deref() != expect.value.as_deref() {
+                return Ok(false);
+            }
+            for (key, value) in &writes {
+                match value {
+                    Some(value) => tx.insert(key.as_slice(), value.as_slice())?,
+                    None => tx.remove(key.as_slice())?,
+                };
+            }
+            Ok::<bool, ConflictableTransactionError<()>>(true)
+        });
+        match result {
+            Ok(applied) => Ok(applied),
+            Err(TransactionError::Storage(e)) => Err(io(e)),
+            Err(TransactionError::Abort(())) => Ok(false),
+        }
+    }
+
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush().map_err(io)?;
         Ok(())
@@ -138,6 +265,35 @@ mod tests {
         drop(_first);
         assert!(!is_locked(dir.path()));
         assert!(!is_locked(&dir.path().join("missing")));
+    }
+
+    #[test]
+    fn compaction_keeps_every_key_and_frees_deleted_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store");
+        {
+            let store = SledStore::open(&path).unwrap();
+            let big = vec![7u8; 64 * 1024];
+            for i in 0..200u32 {
+                store.put("t", &i.to_be_bytes(), &big).unwrap();
+            }
+            for i in 0..190u32 {
+                store.delete("t", &i.to_be_bytes()).unwrap();
+            }
+            store.put("other", b"k", b"v").unwrap();
+            store.flush().unwrap();
+        }
+        let report = compact(&path, 4).unwrap();
+        assert_eq!(report.keys, 11);
+        assert!(report.bytes_after < report.bytes_before, "{report:?}");
+        let store = SledStore::open(&path).unwrap();
+        assert_eq!(store.scan_prefix("t", b"").unwrap().len(), 10);
+        assert_eq!(
+            store.get("other", b"k").unwrap().as_deref(),
+            Some(&b"v"[..])
+        );
+        assert!(!sibling(&path, "compacting").exists());
+        assert!(!sibling(&path, "before-compaction").exists());
     }
 
     #[test]

@@ -1,35 +1,33 @@
-//! Thread records, the per-user thread index and checkpoints, on top of any [`Store`].
+//! Thread records and the per-user thread index, on top of any [`Store`]; the thread's state
+//! itself is the checkpoint log ([`crate::store::log`]; saving and folding it are methods of
+//! [`ThreadStore`] too, in the store's `checkpoints` module).
 //!
 //! Layout (logical trees of the store, values are JSON):
 //! - `threads`: `{thread_id}` → [`ThreadRecord`]
 //! - `user_threads`: `{user_id}\0{thread_id}` → empty (the per-user index)
-//! - `checkpoints`: `{thread_id}\0{seq:020}` → [`Checkpoint`]; only the newest
-//!   [`KEPT_CHECKPOINTS`] per thread are kept so a long thread does not grow without bound.
+//! - `heads` and `log`: the thread's state (see [`crate::store::log`])
 //!
 //! A checkpoint and the record change it implies (`updated_at`, `title`, the checkpoint
-//! sequence) are written in one atomic batch. Durability: each checkpoint wakes a background
+//! version) are written in one atomic batch. Durability: each checkpoint wakes a background
 //! flusher thread, so the loop never waits for an fsync yet a crash loses at most the
 //! checkpoint whose flush was in flight (instead of sled's whole periodic-flush window).
 
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::store::{BatchOp, Checkpoint, Checkpointer, StoreError, StoreRef};
+use crate::store::flusher::Flusher;
+use crate::store::log::{self, HEADS, LOG};
+use crate::store::state_cache::StateCache;
+use crate::store::{BatchOp, StoreError, StoreRef, migrate};
 
-/// Checkpoints kept per thread; older ones are deleted when a new one is written.
-pub const KEPT_CHECKPOINTS: u64 = 3;
-
-const THREADS: &str = "threads";
-const USER_THREADS: &str = "user_threads";
-const CHECKPOINTS: &str = "checkpoints";
+pub(crate) use crate::store::trees::{LEGACY_CHECKPOINTS, THREADS, USER_THREADS};
 const MAX_THREAD_ID_LEN: usize = 256;
+/// The thread-state cache unless configured (`cache.thread_states_mb`).
+pub const DEFAULT_STATE_CACHE_MB: usize = 4;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -56,7 +54,7 @@ pub struct ThreadRecord {
     pub metadata: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_name: Option<String>,
-    /// Sequence number of the newest checkpoint (0 = none yet).
+    /// How many checkpoints the thread has (its head's version; 0 = none yet).
     #[serde(default)]
     pub last_checkpoint: u64,
 }
@@ -76,26 +74,50 @@ pub enum ThreadError {
 /// Typed access to threads and their checkpoints. Cheap to clone.
 #[derive(Clone)]
 pub struct ThreadStore {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
-struct Inner {
-    store: StoreRef,
+pub(crate) struct Inner {
+    pub(crate) store: StoreRef,
     /// Serialises read-modify-write of records (short, never held across `.await`).
     records: Mutex<()>,
-    flusher: Flusher,
+    pub(crate) flusher: Flusher,
+    pub(crate) cache: StateCache,
+}
+
+/// Sizes of what a [`ThreadStore`] keeps in memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ThreadStoreOptions {
+    /// Bound of the folded thread states kept (bytes, estimated).
+    pub state_cache_bytes: usize,
+}
+
+impl Default for ThreadStoreOptions {
+    fn default() -> Self {
+        Self {
+            state_cache_bytes: DEFAULT_STATE_CACHE_MB * 1024 * 1024,
+        }
+    }
 }
 
 impl ThreadStore {
-    pub fn new(store: StoreRef) -> Self {
+    /// A thread store with the default cache, after converting a data dir of the old layout
+    /// (see [`migrate`]).
+    pub fn new(store: StoreRef) -> Result<Self, ThreadError> {
+        Self::with_options(store, ThreadStoreOptions::default())
+    }
+
+    pub fn with_options(store: StoreRef, options: ThreadStoreOptions) -> Result<Self, ThreadError> {
+        migrate::run(store.as_ref())?;
         let flusher = Flusher::start(store.clone());
-        Self {
+        Ok(Self {
             inner: Arc::new(Inner {
                 store,
                 records: Mutex::new(()),
                 flusher,
+                cache: StateCache::new(options.state_cache_bytes),
             }),
-        }
+        })
     }
 
     pub fn store(&self) -> &StoreRef {
@@ -167,7 +189,8 @@ impl ThreadStore {
         Ok(records)
     }
 
-    /// Removes the record, its index entry and every checkpoint. `false` if there was none.
+    /// Removes the record, its index entry, its head and its whole log, in one batch. `false`
+    /// if there was none.
     pub fn delete(&self, thread_id: &str) -> Result<bool, ThreadError> {
         let _guard = self.lock();
         let Some(record) = self.read_record(thread_id)? else {
@@ -182,18 +205,22 @@ impl ThreadStore {
                 tree: USER_THREADS,
                 key: index_key(&record.user_id, thread_id),
             },
+            BatchOp::Delete {
+                tree: HEADS,
+                key: thread_id.as_bytes().to_vec(),
+            },
         ];
-        for (key, _) in self
-            .inner
-            .store
-            .scan_prefix(CHECKPOINTS, &checkpoint_prefix(thread_id))?
-        {
-            ops.push(BatchOp::Delete {
-                tree: CHECKPOINTS,
-                key,
-            });
+        for tree in [LOG, LEGACY_CHECKPOINTS] {
+            for (key, _) in self
+                .inner
+                .store
+                .scan_prefix(tree, &log::prefix(thread_id))?
+            {
+                ops.push(BatchOp::Delete { tree, key });
+            }
         }
         self.inner.store.apply_batch(ops)?;
+        self.inner.cache.remove(thread_id);
         Ok(true)
     }
 
@@ -254,93 +281,18 @@ impl ThreadStore {
         self.inner.flusher.wait_durable(timeout)
     }
 
-    fn lock(&self) -> MutexGuard<'_, ()> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ()> {
         match self.inner.records.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         }
     }
 
-    fn read_record(&self, thread_id: &str) -> Result<Option<ThreadRecord>, ThreadError> {
+    pub(crate) fn read_record(&self, thread_id: &str) -> Result<Option<ThreadRecord>, ThreadError> {
         match self.inner.store.get(THREADS, thread_id.as_bytes())? {
             Some(bytes) => Ok(Some(decode(thread_id.as_bytes(), &bytes)?)),
             None => Ok(None),
         }
-    }
-
-    fn save_checkpoint(&self, checkpoint: &Checkpoint) -> Result<(), ThreadError> {
-        let thread_id = checkpoint.thread_id.as_str();
-        let value = encode(checkpoint)?;
-        let _guard = self.lock();
-        let mut record = self
-            .read_record(thread_id)?
-            .unwrap_or_else(|| ThreadRecord {
-                thread_id: thread_id.to_string(),
-                user_id: String::new(),
-                created_at: checkpoint.created_at,
-                updated_at: checkpoint.created_at,
-                status: ThreadStatus::Idle,
-                title: None,
-                metadata: Map::new(),
-                agent_name: None,
-                last_checkpoint: 0,
-            });
-        record.last_checkpoint += 1;
-        record.updated_at = checkpoint.created_at;
-        if checkpoint.state.title.is_some() {
-            record.title = checkpoint.state.title.clone();
-        }
-        let seq = record.last_checkpoint;
-        let mut ops = vec![
-            BatchOp::Put {
-                tree: CHECKPOINTS,
-                key: checkpoint_key(thread_id, seq),
-                value,
-            },
-            put_record(&record)?,
-        ];
-        if seq > KEPT_CHECKPOINTS {
-            ops.push(BatchOp::Delete {
-                tree: CHECKPOINTS,
-                key: checkpoint_key(thread_id, seq - KEPT_CHECKPOINTS),
-            });
-        }
-        self.inner.store.apply_batch(ops)?;
-        drop(_guard);
-        self.inner.flusher.request();
-        Ok(())
-    }
-
-    fn latest_checkpoint(&self, thread_id: &str) -> Result<Option<Checkpoint>, ThreadError> {
-        let Some(record) = self.read_record(thread_id)? else {
-            return Ok(None);
-        };
-        if record.last_checkpoint == 0 {
-            return Ok(None);
-        }
-        let key = checkpoint_key(thread_id, record.last_checkpoint);
-        match self.inner.store.get(CHECKPOINTS, &key)? {
-            Some(bytes) => Ok(Some(decode(&key, &bytes)?)),
-            None => Ok(None),
-        }
-    }
-}
-
-#[async_trait]
-impl Checkpointer for ThreadStore {
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        self.save_checkpoint(checkpoint).map_err(into_store_error)
-    }
-
-    async fn latest(&self, thread_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        self.latest_checkpoint(thread_id).map_err(into_store_error)
-    }
-}
-
-fn into_store_error(error: ThreadError) -> StoreError {
-    match error {
-        ThreadError::Store(e) => e,
-        other => StoreError::Io(other.to_string()),
     }
 }
 
@@ -360,19 +312,11 @@ fn validate_thread_id(thread_id: &str) -> Result<(), ThreadError> {
     })
 }
 
-fn index_key(user_id: &str, thread_id: &str) -> Vec<u8> {
+pub(crate) fn index_key(user_id: &str, thread_id: &str) -> Vec<u8> {
     format!("{user_id}\0{thread_id}").into_bytes()
 }
 
-fn checkpoint_prefix(thread_id: &str) -> Vec<u8> {
-    format!("{thread_id}\0").into_bytes()
-}
-
-fn checkpoint_key(thread_id: &str, seq: u64) -> Vec<u8> {
-    format!("{thread_id}\0{seq:020}").into_bytes()
-}
-
-fn put_record(record: &ThreadRecord) -> Result<BatchOp, ThreadError> {
+pub(crate) fn put_record(record: &ThreadRecord) -> Result<BatchOp, ThreadError> {
     Ok(BatchOp::Put {
         tree: THREADS,
         key: record.thread_id.as_bytes().to_vec(),
@@ -380,115 +324,21 @@ fn put_record(record: &ThreadRecord) -> Result<BatchOp, ThreadError> {
     })
 }
 
-fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, ThreadError> {
+pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, ThreadError> {
     serde_json::to_vec(value)
         .map_err(|e| ThreadError::Store(StoreError::Io(format!("could not encode a record: {e}"))))
 }
 
-fn decode<T: for<'de> Deserialize<'de>>(key: &[u8], bytes: &[u8]) -> Result<T, ThreadError> {
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(
+    key: &[u8],
+    bytes: &[u8],
+) -> Result<T, ThreadError> {
     serde_json::from_slice(bytes).map_err(|e| {
         ThreadError::Store(StoreError::Corrupt {
             key: String::from_utf8_lossy(key).replace('\0', "/"),
             detail: e.to_string(),
         })
     })
-}
-
-/// How long the flusher waits for more checkpoints before one flush covers them all.
-const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(5);
-
-/// Flushes the store on a background thread whenever a checkpoint was written, coalescing
-/// requests that arrive while a flush is running.
-struct Flusher {
-    wake: Option<SyncSender<()>>,
-    thread: Option<JoinHandle<()>>,
-    progress: Arc<(Mutex<FlushProgress>, Condvar)>,
-}
-
-#[derive(Default)]
-struct FlushProgress {
-    requested: u64,
-    durable: u64,
-}
-
-impl Flusher {
-    fn start(store: StoreRef) -> Self {
-        let (wake, wakeups) = sync_channel(1);
-        let progress: Arc<(Mutex<FlushProgress>, Condvar)> = Arc::default();
-        let shared = progress.clone();
-        let thread = std::thread::Builder::new()
-            .name("antler-store-flush".into())
-            .spawn(move || flush_loop(&store, &wakeups, &shared))
-            .ok();
-        Self {
-            wake: thread.as_ref().map(|_| wake),
-            thread,
-            progress,
-        }
-    }
-
-    fn request(&self) {
-        if let Ok(mut progress) = self.progress.0.lock() {
-            progress.requested += 1;
-        }
-        if let Some(wake) = &self.wake {
-            // A full channel means a wake-up is already pending, which covers this request.
-            if let Err(TrySendError::Disconnected(())) = wake.try_send(()) {
-                tracing::warn!("store flusher stopped; checkpoints rely on the periodic flush");
-            }
-        }
-    }
-
-    fn wait_durable(&self, timeout: Duration) -> bool {
-        let (lock, changed) = &*self.progress;
-        let deadline = Instant::now() + timeout;
-        let Ok(mut progress) = lock.lock() else {
-            return false;
-        };
-        let target = progress.requested;
-        while progress.durable < target {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            progress = match changed.wait_timeout(progress, left) {
-                Ok((guard, _)) => guard,
-                Err(_) => return false,
-            };
-        }
-        true
-    }
-}
-
-fn flush_loop(
-    store: &StoreRef,
-    wakeups: &Receiver<()>,
-    progress: &(Mutex<FlushProgress>, Condvar),
-) {
-    while wakeups.recv().is_ok() {
-        // Group commit: checkpoints written within the window share one flush (an fsync per
-        // checkpoint would cost more CPU than the whole turn); a crash loses at most this window.
-        std::thread::sleep(GROUP_COMMIT_WINDOW);
-        let target = progress.0.lock().map(|p| p.requested).unwrap_or(0);
-        if let Err(error) = store.flush() {
-            tracing::warn!(%error, "Background checkpoint flush failed");
-            continue;
-        }
-        if let Ok(mut p) = progress.0.lock() {
-            p.durable = p.durable.max(target);
-        }
-        progress.1.notify_all();
-    }
-}
-
-impl Drop for Flusher {
-    fn drop(&mut self) {
-        // Closing the channel ends the loop; joining releases its store handle before a reopen.
-        self.wake.take();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,31 +1,14 @@
-//! Thread records, per-user isolation and checkpoint retention.
+//! Thread records and per-user isolation (checkpoints: `conformance_threads`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, json};
 
 use super::*;
-use crate::messages::Message;
-use crate::state::ThreadState;
-use crate::store::{MemoryStore, SledStore, Store};
+use crate::store::MemoryStore;
 
 fn threads() -> ThreadStore {
-    ThreadStore::new(Arc::new(MemoryStore::new()))
-}
-
-fn checkpoint(thread_id: &str, step: u64, title: Option<&str>) -> Checkpoint {
-    Checkpoint {
-        thread_id: thread_id.into(),
-        run_id: "r1".into(),
-        step,
-        state: ThreadState {
-            messages: vec![Message::human(format!("step {step}"))],
-            title: title.map(str::to_string),
-            ..Default::default()
-        },
-        created_at: Utc::now(),
-    }
+    ThreadStore::new(Arc::new(MemoryStore::new())).unwrap()
 }
 
 #[test]
@@ -109,34 +92,6 @@ fn invalid_thread_ids_are_rejected() {
 }
 
 #[tokio::test]
-async fn checkpoints_keep_the_latest_few_and_update_the_record() {
-    let threads = threads();
-    threads.create("u", Some("t".into()), Map::new()).unwrap();
-    assert_eq!(threads.latest("t").await.unwrap(), None);
-    for step in 1..=5 {
-        let title = (step == 2).then_some("A title");
-        threads.save(&checkpoint("t", step, title)).await.unwrap();
-    }
-    let latest = threads.latest("t").await.unwrap().unwrap();
-    assert_eq!(latest.step, 5);
-    let record = threads.get("t").unwrap().unwrap();
-    assert_eq!(record.title.as_deref(), Some("A title"));
-    assert_eq!(record.last_checkpoint, 5);
-    let kept = threads.store().scan_prefix(CHECKPOINTS, b"t\0").unwrap();
-    assert_eq!(kept.len() as u64, KEPT_CHECKPOINTS);
-    assert!(threads.wait_durable(Duration::from_secs(5)));
-    assert!(threads.delete("t").unwrap());
-    assert!(
-        threads
-            .store()
-            .scan_prefix(CHECKPOINTS, b"t\0")
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(threads.latest("t").await.unwrap(), None);
-}
-
-#[tokio::test]
 async fn busy_threads_are_reset_to_interrupted() {
     let threads = threads();
     threads
@@ -155,19 +110,4 @@ async fn busy_threads_are_reset_to_interrupted() {
         threads.get("idle").unwrap().unwrap().status,
         ThreadStatus::Idle
     );
-}
-
-#[tokio::test]
-async fn sled_backed_threads_survive_reopen() {
-    let dir = tempfile::tempdir().unwrap();
-    {
-        let store: Arc<dyn Store> = Arc::new(SledStore::open(dir.path()).unwrap());
-        let threads = ThreadStore::new(store);
-        threads.create("u", Some("t".into()), Map::new()).unwrap();
-        threads.save(&checkpoint("t", 1, None)).await.unwrap();
-        threads.flush().unwrap();
-    }
-    let threads = ThreadStore::new(Arc::new(SledStore::open(dir.path()).unwrap()));
-    assert_eq!(threads.latest("t").await.unwrap().unwrap().step, 1);
-    assert_eq!(threads.list("u").unwrap().len(), 1);
 }

@@ -9,6 +9,7 @@ mod config;
 mod daemon;
 mod docker_sandbox;
 mod lead_agent;
+mod listener;
 mod persistence;
 mod providers;
 mod sandbox;

@@ -7,10 +7,13 @@ use std::time::Duration;
 
 use antler::agent_api::{RunOptions, StopReason};
 use antler::config::{AppConfig, ConfigHandle, ModelConfig};
-use antler::harness::testing::{CRASH_READY_LINE, CRASH_THREAD_ID, CRASH_USER_ID};
+use antler::harness::testing::{
+    CRASH_EXPECTED_FILE, CRASH_HISTORY_TURNS, CRASH_READY_LINE, CRASH_THREAD_ID, CRASH_USER_ID,
+};
 use antler::harness::{Harness, RunRequest};
 use antler::messages::{Message, ToolStatus};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
+use antler::state::ThreadState;
 use antler::store::{SledStore, ThreadStatus};
 
 fn config_for(dir: &std::path::Path) -> AppConfig {
@@ -67,7 +70,7 @@ async fn a_thread_reads_back_intact_after_the_store_is_closed_and_reopened() {
 }
 
 #[tokio::test]
-async fn a_process_killed_mid_run_reopens_at_the_last_completed_step() {
+async fn a_process_killed_mid_turn_of_a_long_thread_reopens_at_the_last_completed_step() {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_antler"))
         .arg("__crash-child")
@@ -83,7 +86,7 @@ async fn a_process_killed_mid_run_reopens_at_the_last_completed_step() {
             .map_while(Result::ok)
             .any(|line| line == CRASH_READY_LINE)
     });
-    let ready = tokio::time::timeout(Duration::from_secs(30), ready).await;
+    let ready = tokio::time::timeout(Duration::from_secs(60), ready).await;
     // SIGKILL: no destructor, no flush, no chance to clean up.
     child.kill().unwrap();
     child.wait().unwrap();
@@ -107,8 +110,14 @@ async fn a_process_killed_mid_run_reopens_at_the_last_completed_step() {
         .await
         .unwrap()
         .unwrap();
-    let kinds: Vec<&str> = state
-        .messages
+    // Exactly the state after the last completed step, as the child saw it before the kill.
+    let expected: ThreadState =
+        serde_json::from_slice(&std::fs::read(dir.path().join(CRASH_EXPECTED_FILE)).unwrap())
+            .unwrap();
+    assert_eq!(state, expected);
+    let history = 2 * CRASH_HISTORY_TURNS;
+    assert_eq!(state.messages.len(), history + 3);
+    let kinds: Vec<&str> = state.messages[history..]
         .iter()
         .map(|m| match m {
             Message::Human(_) => "human",
@@ -120,14 +129,14 @@ async fn a_process_killed_mid_run_reopens_at_the_last_completed_step() {
     assert_eq!(
         kinds,
         ["human", "ai", "tool"],
-        "the two completed steps, not the one in flight"
+        "the completed steps of the killed turn, not the one in flight"
     );
     assert_eq!(
-        state.messages[1].as_ai().unwrap().tool_calls[0].name,
+        state.messages[history + 1].as_ai().unwrap().tool_calls[0].name,
         "lookup"
     );
     assert_eq!(
-        state.messages[2].as_tool().unwrap().status,
+        state.messages[history + 2].as_tool().unwrap().status,
         ToolStatus::Error
     );
 }

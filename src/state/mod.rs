@@ -4,12 +4,16 @@
 //! artifacts dedupe keeping order, `todos: Some([])` clears, `viewed_images: Some({})` clears,
 //! and a sandbox id can never silently change.
 
+mod changes;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::messages::Message;
+
+pub use changes::StateChanges;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThreadState {

@@ -1,0 +1,46 @@
+//! The `store:` and `cache:` sections: how much memory the store and the in-process caches may
+//! hold, and how long superseded checkpoint records are kept.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoreConfig {
+    /// sled's page cache in MiB (sled's own default is 1 GiB).
+    pub cache_capacity_mb: u64,
+    /// Drop checkpoint records a later one superseded (old versions of a rewritten message,
+    /// removed messages, old titles) once they are older than this many days; the thread's
+    /// current state is always kept. 0 keeps them forever.
+    pub retention_days: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            cache_capacity_mb: 4,
+            retention_days: 0,
+        }
+    }
+}
+
+/// Bounds of the least-recently-used caches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CacheConfig {
+    /// Folded thread states kept in memory, in MiB (estimated from their records).
+    pub thread_states_mb: u64,
+    /// Custom agents (config and SOUL.md) kept parsed.
+    pub agents: usize,
+    /// Assembled system prompts kept.
+    pub prompts: usize,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            thread_states_mb: 4,
+            agents: 64,
+            prompts: 64,
+        }
+    }
+}

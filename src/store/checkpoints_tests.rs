@@ -1,0 +1,150 @@
+//! The id walk that decides what a checkpoint writes, and a randomised check that folding the
+//! log always gives back exactly the state the reducers produced.
+
+use crate::messages::Message;
+use crate::state::{StateChanges, StateUpdate};
+use crate::store::ThreadStore;
+use crate::store::checkpoints::walk;
+use crate::store::log::SlotInfo;
+use crate::store::test_fixtures::{Driver, backends};
+
+fn slots(list: &[u64]) -> Vec<SlotInfo> {
+    list.iter()
+        .map(|&slot| SlotInfo { slot, bytes: 1 })
+        .collect()
+}
+
+fn ids(list: &[&str]) -> Vec<Message> {
+    list.iter()
+        .map(|id| {
+            let mut message = Message::human("x");
+            message.set_id((*id).to_string());
+            message
+        })
+        .collect()
+}
+
+fn touched(list: &[&str]) -> StateChanges {
+    let mut changes = StateChanges::new();
+    changes.record(&StateUpdate {
+        messages: ids(list),
+        ..Default::default()
+    });
+    changes
+}
+
+fn written_slots(
+    old: &[&str],
+    new: &[&str],
+    changed: &[&str],
+) -> (Vec<u64>, Vec<usize>, Vec<u64>, bool) {
+    let old_slots = slots(&(1..=old.len() as u64).collect::<Vec<_>>());
+    let w = walk(
+        &ids(old),
+        &old_slots,
+        &ids(new),
+        &touched(changed),
+        old.len() as u64 + 1,
+    );
+    (
+        w.slots.iter().map(|s| s.slot).collect(),
+        w.writes,
+        w.removed,
+        w.in_place,
+    )
+}
+
+#[test]
+fn appends_and_replacements_keep_slots_in_place() {
+    assert_eq!(
+        written_slots(&["a", "b"], &["a", "b", "c"], &["c"]),
+        (vec![1, 2, 3], vec![2], vec![], true)
+    );
+    assert_eq!(
+        written_slots(&["a", "b"], &["a", "b"], &["b"]),
+        (vec![1, 2], vec![1], vec![], true)
+    );
+    assert_eq!(
+        written_slots(&["a", "b"], &["a", "b"], &[]),
+        (vec![1, 2], vec![], vec![], true)
+    );
+}
+
+#[test]
+fn removals_and_moves_are_found_by_the_walk() {
+    // b removed, d appended.
+    assert_eq!(
+        written_slots(&["a", "b", "c"], &["a", "c", "d"], &["d"]),
+        (vec![1, 3, 4], vec![2], vec![2], false)
+    );
+    // The dynamic-context move: h is replaced by a reminder with its id, h moves behind.
+    assert_eq!(
+        written_slots(
+            &["a", "h"],
+            &["a", "h", "m", "h__user"],
+            &["h", "m", "h__user"]
+        ),
+        (vec![1, 2, 3, 4], vec![1, 2, 3], vec![], true)
+    );
+    // A message that would have to move forward gets a fresh slot.
+    assert_eq!(
+        written_slots(&["a", "b"], &["a", "x", "b"], &["x"]),
+        (vec![1, 3, 4], vec![1, 2], vec![2], false)
+    );
+    // Everything removed.
+    assert_eq!(
+        written_slots(&["a", "b"], &["z"], &["z"]),
+        (vec![3], vec![0], vec![1, 2], false)
+    );
+}
+
+#[test]
+fn random_updates_always_fold_back_to_the_reducers_state() {
+    let mut rng = fastrand::Rng::with_seed(7);
+    for (name, store, _dir) in backends() {
+        let threads = ThreadStore::new(store.clone()).unwrap();
+        let mut driver = Driver::new(threads.clone(), "random");
+        for step in 0..300 {
+            let mut update = StateUpdate::default();
+            let len = driver.state.messages.len();
+            match rng.u8(..10) {
+                0..=4 => update.messages.push(Message::human(format!("m{step}"))),
+                5 | 6 if len > 0 => {
+                    let mut message = driver.state.messages[rng.usize(..len)].clone();
+                    message.set_id(message.id().to_string());
+                    if let Message::Human(h) = &mut message {
+                        h.content = format!("edited {step}");
+                    }
+                    update.messages.push(message);
+                }
+                7 if len > 0 => {
+                    let id = driver.state.messages[rng.usize(..len)].id().to_string();
+                    update.remove_messages.push(id.clone());
+                    if rng.bool() {
+                        // Removed and re-added: it goes to the end.
+                        update
+                            .messages
+                            .push(Message::Human(crate::messages::HumanMessage {
+                                id,
+                                content: format!("readded {step}"),
+                                ..Default::default()
+                            }));
+                    }
+                }
+                8 => update.title = Some(format!("title {step}")),
+                9 if rng.u8(..10) == 0 => update.remove_all_messages = true,
+                _ => {
+                    update.extra.insert("k".into(), serde_json::json!(step));
+                }
+            }
+            driver.apply(update);
+            if rng.u8(..3) > 0 {
+                driver.save().unwrap();
+            }
+            if step % 50 == 49 {
+                driver.save().unwrap();
+                driver.assert_reads_back(&store, &format!("{name} at step {step}"));
+            }
+        }
+    }
+}
