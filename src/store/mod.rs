@@ -20,6 +20,7 @@ pub mod log;
 pub mod maintenance;
 pub mod memory;
 mod migrate;
+mod sled_batch;
 pub mod sled_store;
 mod state_cache;
 #[cfg(test)]

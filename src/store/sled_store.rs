@@ -1,16 +1,18 @@
 //! The sled-backed [`Store`]: one sled tree, logical trees as key prefixes.
 //!
-//! Keeping every logical tree in one sled tree (`{tree}\0{key}`) makes `apply_batch` a single
-//! `sled::Batch`, which sled applies atomically — a checkpoint and its thread record can never
-//! be half-written. Durability: sled buffers writes in memory and writes them out on `flush` or
-//! every `flush_every_ms`; a SIGKILL loses what was not flushed yet, so callers that need a
-//! write to survive a crash call [`Store::flush`] (the thread store does it in the background
-//! after every checkpoint).
+//! Every logical tree lives in one sled tree (`{tree}\0{key}`). Batches are applied key by key
+//! behind a redo record ([`sled_batch`](crate::store::sled_batch)), atomically across a crash,
+//! and behind the store's gate: writers one at a time, readers never in the middle of a batch
+//! (what `sled::Batch` guarantees too, at the price of two synchronous log writes per batch).
+//! Durability: sled buffers writes in memory and writes them out on `flush` or every
+//! `flush_every_ms`; a SIGKILL loses what was not flushed yet, so callers that need a write to
+//! survive a crash call [`Store::flush`] (the thread store does it in the background after
+//! every checkpoint).
 
 use std::path::{Path, PathBuf};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use sled::transaction::{ConflictableTransactionError, TransactionError};
-
+use crate::store::sled_batch::{self, Write};
 use crate::store::{BatchOp, Expect, KeyValues, Store, StoreError};
 
 /// sled's own periodic flush; bounds what a crash loses when nobody flushes explicitly.
@@ -24,6 +26,10 @@ pub const DEFAULT_CACHE_CAPACITY_MB: u64 = 4;
 pub struct SledStore {
     db: sled::Db,
     data: sled::Tree,
+    /// Writes exclusive, reads shared (a scan takes it per entry, like sled's own iterators):
+    /// a batch is applied key by key, and its redo record must not be overtaken by another
+    /// write (see [`sled_batch`]).
+    gate: RwLock<()>,
 }
 
 impl SledStore {
@@ -67,7 +73,32 @@ impl SledStore {
             }
         };
         let data = db.open_tree(TREE_NAME).map_err(|e| open_error(&e))?;
-        Ok(Self { db, data })
+        let replayed = sled_batch::recover(&data)?;
+        if replayed > 0 {
+            tracing::warn!(
+                writes = replayed,
+                "Completed a store batch that a crash had interrupted"
+            );
+        }
+        Ok(Self {
+            db,
+            data,
+            gate: RwLock::new(()),
+        })
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, ()> {
+        // The gate guards no data: a panic while it was held leaves nothing half-done that a
+        // redo record would not complete.
+        self.gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, ()> {
+        self.gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The size of the store's files on disk, in bytes.
@@ -166,6 +197,7 @@ fn io(e: sled::Error) -> StoreError {
 
 impl Store for SledStore {
     fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let _read = self.read();
         Ok(self
             .data
             .get(full_key(tree, key))
@@ -174,72 +206,69 @@ impl Store for SledStore {
     }
 
     fn put(&self, tree: &str, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+        let _write = self.write();
         self.data.insert(full_key(tree, key), value).map_err(io)?;
         Ok(())
     }
 
     fn delete(&self, tree: &str, key: &[u8]) -> Result<(), StoreError> {
+        let _write = self.write();
         self.data.remove(full_key(tree, key)).map_err(io)?;
         Ok(())
     }
 
     fn scan_prefix(&self, tree: &str, prefix: &[u8]) -> Result<KeyValues, StoreError> {
         let strip = tree.len() + 1;
-        self.data
-            .scan_prefix(full_key(tree, prefix))
-            .map(|entry| {
-                let (k, v) = entry.map_err(io)?;
-                Ok((k[strip..].to_vec(), v.to_vec()))
-            })
-            .collect()
+        let mut entries = self.data.scan_prefix(full_key(tree, prefix));
+        let mut found = Vec::new();
+        loop {
+            let entry = {
+                let _read = self.read();
+                entries.next()
+            };
+            match entry {
+                Some(entry) => {
+                    let (k, v) = entry.map_err(io)?;
+                    found.push((k[strip..].to_vec(), v.to_vec()));
+                }
+                None => return Ok(found),
+            }
+        }
     }
 
     fn apply_batch(&self, ops: Vec<BatchOp>) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        for op in ops {
-            match op {
-                BatchOp::Put { tree, key, value } => batch.insert(full_key(tree, &key), value),
-                BatchOp::Delete { tree, key } => batch.remove(full_key(tree, &key)),
-            }
-        }
-        self.data.apply_batch(batch).map_err(io)
+        let writes = full_writes(ops);
+        let _write = self.write();
+        sled_batch::apply(&self.data, &writes)
     }
 
     fn apply_batch_if(&self, expect: &Expect, ops: Vec<BatchOp>) -> Result<bool, StoreError> {
         let expect_key = full_key(expect.tree, &expect.key);
-        let writes: Vec<(Vec<u8>, Option<Vec<u8>>)> = ops
-            .into_iter()
-            .map(|op| match op {
-                BatchOp::Put { tree, key, value } => (full_key(tree, &key), Some(value)),
-                BatchOp::Delete { tree, key } => (full_key(tree, &key), None),
-            })
-            .collect();
-        // A transaction, not a batch: sled checks the read of the head and applies the writes
-        // as one unit, retrying the closure on a concurrent change.
-        let result = self.data.transaction(|tx| {
-            let current = tx.get(&expect_key)?;
-            if current.as_deref() != expect.value.as_deref() {
-                return Ok(false);
-            }
-            for (key, value) in &writes {
-                match value {
-                    Some(value) => tx.insert(key.as_slice(), value.as_slice())?,
-                    None => tx.remove(key.as_slice())?,
-                };
-            }
-            Ok::<bool, ConflictableTransactionError<()>>(true)
-        });
-        match result {
-            Ok(applied) => Ok(applied),
-            Err(TransactionError::Storage(e)) => Err(io(e)),
-            Err(TransactionError::Abort(())) => Ok(false),
+        let writes = full_writes(ops);
+        // The check and the writes happen under one hold of the write gate: no other write of
+        // this store (the only process that has it open) can come between them.
+        let _write = self.write();
+        let current = self.data.get(&expect_key).map_err(io)?;
+        if current.as_deref() != expect.value.as_deref() {
+            return Ok(false);
         }
+        sled_batch::apply(&self.data, &writes)?;
+        Ok(true)
     }
 
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush().map_err(io)?;
         Ok(())
     }
+}
+
+fn full_writes(ops: Vec<BatchOp>) -> Vec<Write> {
+    ops.into_iter()
+        .map(|op| match op {
+            BatchOp::Put { tree, key, value } => (full_key(tree, &key), Some(value)),
+            BatchOp::Delete { tree, key } => (full_key(tree, &key), None),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -294,6 +323,39 @@ mod tests {
         );
         assert!(!sibling(&path, "compacting").exists());
         assert!(!sibling(&path, "before-compaction").exists());
+    }
+
+    #[test]
+    fn an_open_completes_a_batch_a_crash_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = SledStore::open(dir.path()).unwrap();
+            let writes = full_writes(vec![
+                BatchOp::Put {
+                    tree: "log",
+                    key: b"t1".to_vec(),
+                    value: b"record".to_vec(),
+                },
+                BatchOp::Put {
+                    tree: "heads",
+                    key: b"t".to_vec(),
+                    value: b"v2".to_vec(),
+                },
+            ]);
+            // The redo record and the first write reached the disk, the head did not.
+            store
+                .data
+                .insert(sled_batch::PENDING_BATCH, sled_batch::encode(&writes))
+                .unwrap();
+            store.put("log", b"t1", b"record").unwrap();
+            store.flush().unwrap();
+        }
+        let store = SledStore::open(dir.path()).unwrap();
+        assert_eq!(
+            store.get("heads", b"t").unwrap().as_deref(),
+            Some(&b"v2"[..])
+        );
+        assert_eq!(store.data.len(), 2, "the redo record is gone");
     }
 
     #[test]
