@@ -7,6 +7,7 @@
 //! so the thread's history keeps alternating user and assistant turns.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::join_all;
@@ -207,7 +208,7 @@ impl Agent {
         if let Some(stop) = self.checkpoint(turn, ctx).await {
             return stop;
         }
-        let tool_specs: Vec<ToolSpec> = self.tools.iter().map(|t| t.spec()).collect();
+        let tool_specs: Arc<[ToolSpec]> = self.tools.iter().map(|t| t.spec()).collect();
         loop {
             if let Some(stop) = self.check_limits(turn, ctx) {
                 return stop;
@@ -254,7 +255,7 @@ impl Agent {
     async fn model_step(
         &self,
         turn: &mut Turn,
-        tool_specs: &[ToolSpec],
+        tool_specs: &Arc<[ToolSpec]>,
         ctx: &RunContext,
     ) -> StepEnd {
         for middleware in &self.middleware {
@@ -273,7 +274,7 @@ impl Agent {
         let request = ModelRequest {
             system: self.system_prompt.clone(),
             messages: turn.state.messages.clone(),
-            tools: tool_specs.to_vec(),
+            tools: tool_specs.clone(),
             thinking_enabled: ctx.options.thinking(),
             reasoning_effort: ctx.options.reasoning_effort.clone(),
             ..Default::default()

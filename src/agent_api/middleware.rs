@@ -216,8 +216,11 @@ async fn stream_model(
 ) -> Result<AiMessage, ModelError> {
     let mut stream = tokio::select! {
         _ = ctx.cancel.cancelled() => return Err(ModelError::Cancelled),
-        started = model.stream(request) => started?,
+        started = model.stream(&request) => started?,
     };
+    // The provider sent its own encoding: the copy of the history is not kept while the answer
+    // streams.
+    drop(request);
     let message_id = crate::messages::new_id("ai");
     loop {
         let event = tokio::select! {

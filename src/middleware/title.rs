@@ -104,7 +104,7 @@ pub fn limit_words(title: &str, max_words: u32) -> String {
 
 /// Drains one completion and returns its text.
 async fn complete(model: &dyn ChatModel, request: ModelRequest) -> Result<String, ModelError> {
-    let mut stream = model.stream(request).await?;
+    let mut stream = model.stream(&request).await?;
     while let Some(event) = stream.next().await {
         if let ModelEvent::Completed(message) = event? {
             return Ok(message.content);

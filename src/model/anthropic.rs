@@ -5,18 +5,15 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use eventsource_stream::Event;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, FinishReason, Message, ToolCall, ToolStatus, Usage};
+use crate::messages::{AiMessage, FinishReason, ToolCall, Usage};
+use crate::model::anthropic_request::request_body;
 use crate::model::http::{Endpoint, SseDecoder, decode_sse, parse_json};
 use crate::model::openai::finish_call;
-use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream, ToolChoice};
+use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 
-/// The Messages API requires `max_tokens`; this is used when neither config nor request set it.
-const DEFAULT_MAX_TOKENS: u32 = 4096;
-/// The smallest thinking budget the API accepts.
-const MIN_THINKING_BUDGET: u32 = 1024;
 const API_VERSION: &str = "2023-06-01";
 
 /// An Anthropic Messages endpoint: `POST {base_url}/v1/messages` with `stream: true`.
@@ -48,13 +45,14 @@ impl ChatModel for AnthropicModel {
         &self.config.name
     }
 
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let body = request_body(&self.config, &request);
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = request_body(&self.config, request);
         let mut http = self
             .client
             .post(&self.url)
             .header("anthropic-version", API_VERSION)
-            .json(&body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = self.endpoint.key() {
             http = http.header("x-api-key", key);
         }
@@ -65,133 +63,6 @@ impl ChatModel for AnthropicModel {
             EventDecoder::new(&self.config.name),
         ))
     }
-}
-
-/// The JSON body of one streaming Messages request.
-pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> Value {
-    let (system, messages) = convert_messages(request);
-    let mut max_tokens = request
-        .max_tokens
-        .or(config.max_tokens)
-        .unwrap_or(DEFAULT_MAX_TOKENS);
-    let mut body = json!({"model": config.model, "messages": messages, "stream": true});
-    if let Some(system) = system {
-        body["system"] = json!(system);
-    }
-    if request.thinking_enabled && config.supports_thinking {
-        let budget = thinking_budget(request.reasoning_effort.as_deref(), max_tokens);
-        // The budget must stay below max_tokens, or the API rejects the request.
-        max_tokens = max_tokens.max(budget + MIN_THINKING_BUDGET);
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
-    } else if let Some(temperature) = request.temperature.or(config.temperature) {
-        // With thinking on the API only accepts the default temperature, so it is left out.
-        body["temperature"] = json!(temperature);
-    }
-    body["max_tokens"] = json!(max_tokens);
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
-        body["tools"] = Value::Array(tools);
-        if let Some(choice) = &request.tool_choice {
-            body["tool_choice"] = match choice {
-                ToolChoice::Auto => json!({"type": "auto"}),
-                ToolChoice::None => json!({"type": "none"}),
-                ToolChoice::Required => json!({"type": "any"}),
-                ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
-            };
-        }
-    }
-    body
-}
-
-fn thinking_budget(effort: Option<&str>, max_tokens: u32) -> u32 {
-    match effort {
-        Some("low" | "minimal") => MIN_THINKING_BUDGET,
-        Some("medium") => 4096,
-        Some("high") => 16384,
-        _ => (max_tokens / 2).max(MIN_THINKING_BUDGET),
-    }
-}
-
-/// The top-level `system` text and the `messages` array of a Messages request.
-pub(crate) fn convert_messages(request: &ModelRequest) -> (Option<String>, Vec<Value>) {
-    let mut system: Vec<&str> = request.system.as_deref().into_iter().collect();
-    let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
-    let mut last_is_tool_results = false;
-    for message in &request.messages {
-        let is_tool = matches!(message, Message::Tool(_));
-        match message {
-            // The Messages API has no system role inside the conversation.
-            Message::System(m) => system.push(&m.content),
-            Message::Human(m) if m.images.is_empty() => {
-                out.push(json!({"role": "user", "content": m.content}));
-            }
-            Message::Human(m) => {
-                let mut blocks: Vec<Value> = m
-                    .images
-                    .iter()
-                    .map(|image| {
-                        json!({"type": "image", "source": {
-                            "type": "base64", "media_type": image.mime_type, "data": image.base64}})
-                    })
-                    .collect();
-                blocks.push(json!({"type": "text", "text": m.content}));
-                out.push(json!({"role": "user", "content": blocks}));
-            }
-            Message::Ai(m) => {
-                let blocks = ai_blocks(m);
-                // An empty assistant turn is rejected by the API and carries nothing.
-                if !blocks.is_empty() {
-                    out.push(json!({"role": "assistant", "content": blocks}));
-                }
-            }
-            Message::Tool(m) => {
-                let mut block = json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content});
-                if m.status == ToolStatus::Error {
-                    block["is_error"] = json!(true);
-                }
-                // All results of one assistant turn belong in a single user message.
-                match out.last_mut() {
-                    Some(last) if last_is_tool_results => {
-                        if let Some(blocks) = last["content"].as_array_mut() {
-                            blocks.push(block);
-                        }
-                    }
-                    _ => out.push(json!({"role": "user", "content": [block]})),
-                }
-            }
-        }
-        if !matches!(message, Message::System(_)) {
-            last_is_tool_results = is_tool;
-        }
-    }
-    let system = system
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>();
-    ((!system.is_empty()).then(|| system.join("\n\n")), out)
-}
-
-fn ai_blocks(message: &AiMessage) -> Vec<Value> {
-    let mut blocks = Vec::new();
-    // Thinking must be echoed with its signature for tool-use turns; unsigned text cannot be.
-    if let (Some(thinking), Some(signature)) = (&message.reasoning, &message.reasoning_signature) {
-        blocks.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}));
-    }
-    if !message.content.is_empty() {
-        blocks.push(json!({"type": "text", "text": message.content}));
-    }
-    for call in &message.tool_calls {
-        let input = match &call.args {
-            Value::Object(_) => call.args.clone(),
-            _ => Value::Object(Map::new()),
-        };
-        blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
-    }
-    blocks
 }
 
 #[derive(Debug, Deserialize)]

@@ -2,9 +2,10 @@
 use serde_json::json;
 
 use super::*;
-use crate::messages::{HumanMessage, ImageData, ToolMessage};
-use crate::model::ToolSpec;
+use crate::messages::{HumanMessage, ImageData, Message, ToolMessage};
+use crate::model::anthropic_request::{DEFAULT_MAX_TOKENS, convert_messages};
 use crate::model::http::{decode_events, sse_event};
+use crate::model::{ToolChoice, ToolSpec};
 
 fn config(supports_thinking: bool) -> ModelConfig {
     ModelConfig {
@@ -52,7 +53,12 @@ fn history_merges_tool_results_and_echoes_signed_thinking() {
         ..Default::default()
     };
     let (system, messages) = convert_messages(&request);
-    assert_eq!(system.as_deref(), Some("be brief\n\nextra context"));
+    assert_eq!(
+        system.map(|s| s.to_string()).as_deref(),
+        Some("be brief\n\nextra context")
+    );
+    let messages = serde_json::to_value(&messages).unwrap();
+    let messages = messages.as_array().unwrap();
     assert_eq!(messages.len(), 4);
     assert_eq!(
         messages[0]["content"][0]["source"]["media_type"],
@@ -73,6 +79,10 @@ fn history_merges_tool_results_and_echoes_signed_thinking() {
     assert_eq!(messages[3], json!({"role": "user", "content": "thanks"}));
 }
 
+fn body_of(config: &ModelConfig, request: &ModelRequest) -> Value {
+    serde_json::from_slice(&request_body(config, request)).unwrap()
+}
+
 #[test]
 fn body_enables_thinking_only_when_supported_and_requested() {
     let request = ModelRequest {
@@ -81,11 +91,12 @@ fn body_enables_thinking_only_when_supported_and_requested() {
             name: "t".into(),
             description: "d".into(),
             parameters: json!({"type": "object"}),
-        }],
+        }]
+        .into(),
         tool_choice: Some(ToolChoice::Required),
         ..Default::default()
     };
-    let body = request_body(&config(true), &request);
+    let body = body_of(&config(true), &request);
     assert_eq!(
         body["thinking"],
         json!({"type": "enabled", "budget_tokens": 2048})
@@ -94,7 +105,7 @@ fn body_enables_thinking_only_when_supported_and_requested() {
     assert!(body.get("temperature").is_none());
     assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
     assert_eq!(body["tool_choice"], json!({"type": "any"}));
-    let plain = request_body(&config(false), &request);
+    let plain = body_of(&config(false), &request);
     assert!(plain.get("thinking").is_none());
     assert_eq!(plain["temperature"], 0.3);
     let model = AnthropicModel::new(&config(false), reqwest::Client::new());

@@ -26,8 +26,8 @@ impl ChatModel for FallbackModel {
         self.primary.name()
     }
 
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        match self.primary.stream(request.clone()).await {
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        match self.primary.stream(request).await {
             Ok(stream) => Ok(stream),
             Err(ModelError::Cancelled) => Err(ModelError::Cancelled),
             Err(error) => {
@@ -60,7 +60,7 @@ mod tests {
         let model = FallbackModel::new(primary.clone(), backup.clone());
         assert_eq!(model.name(), "primary");
         let events: Vec<_> = model
-            .stream(ModelRequest::default())
+            .stream(&ModelRequest::default())
             .await
             .unwrap()
             .collect()
@@ -75,7 +75,7 @@ mod tests {
         let primary = Arc::new(ScriptedModel::text("primary", "hi"));
         let backup = Arc::new(ScriptedModel::text("backup", "unused"));
         let model = FallbackModel::new(primary, backup.clone());
-        assert!(model.stream(ModelRequest::default()).await.is_ok());
+        assert!(model.stream(&ModelRequest::default()).await.is_ok());
         assert_eq!(backup.remaining(), 1);
     }
 }

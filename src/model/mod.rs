@@ -4,6 +4,7 @@
 //! deltas as they arrive, then exactly one [`ModelEvent::Completed`] carrying the assembled
 //! [`AiMessage`] (tool calls reassembled, usage, finish reason). Errors are values, never panics.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,7 +21,9 @@ pub trait ChatModel: Send + Sync {
 
     /// Starts one completion. Connection and HTTP-status errors are returned here (so retry and
     /// fallback can act before anything was streamed); later problems arrive inside the stream.
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError>;
+    /// The request is borrowed: retries and fallbacks send the same one without copying the
+    /// history, and the stream owns nothing of it.
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError>;
 }
 
 pub type ModelStream = BoxStream<'static, Result<ModelEvent, ModelError>>;
@@ -39,7 +42,8 @@ pub enum ModelEvent {
 pub struct ModelRequest {
     pub system: Option<String>,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared: built once per run, not copied per model call.
+    pub tools: Arc<[ToolSpec]>,
     pub tool_choice: Option<ToolChoice>,
     pub thinking_enabled: bool,
     pub reasoning_effort: Option<String>,
@@ -135,9 +139,11 @@ pub mod scripted;
 pub use scripted::{ModelErrorKind, ScriptedModel, ScriptedTurn};
 
 pub mod anthropic;
+mod anthropic_request;
 pub mod fallback;
 pub(crate) mod http;
 pub mod openai;
+mod openai_request;
 pub mod probe;
 pub mod registry;
 pub mod retry;

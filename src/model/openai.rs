@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use eventsource_stream::Event;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, FinishReason, Message, ToolCall, Usage};
+use crate::messages::{AiMessage, FinishReason, ToolCall, Usage};
 use crate::model::http::{Endpoint, SseDecoder, decode_sse, parse_json};
-use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream, ToolChoice};
+use crate::model::openai_request::request_body;
+use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 
 /// A Chat Completions endpoint: `POST {base_url}/chat/completions` with `stream: true`.
 pub struct OpenAiModel {
@@ -40,9 +41,13 @@ impl ChatModel for OpenAiModel {
         &self.config.name
     }
 
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
-        let body = request_body(&self.config, &request);
-        let mut http = self.client.post(&self.url).json(&body);
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        let body = request_body(&self.config, request);
+        let mut http = self
+            .client
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body);
         if let Some(key) = self.endpoint.key() {
             http = http.bearer_auth(key);
         }
@@ -53,102 +58,6 @@ impl ChatModel for OpenAiModel {
             ChunkDecoder::new(&self.config.name),
         ))
     }
-}
-
-/// The JSON body of one streaming Chat Completions request.
-pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> Value {
-    let mut body = json!({
-        "model": config.model,
-        "messages": convert_messages(request),
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if let Some(max_tokens) = request.max_tokens.or(config.max_tokens) {
-        body["max_tokens"] = json!(max_tokens);
-    }
-    if let Some(temperature) = request.temperature.or(config.temperature) {
-        body["temperature"] = json!(temperature);
-    }
-    if request.thinking_enabled
-        && config.supports_thinking
-        && let Some(effort) = &request.reasoning_effort
-    {
-        body["reasoning_effort"] = json!(effort);
-    }
-    // Servers reject `tool_choice` without `tools`, so both are sent or neither.
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.parameters}})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-        if let Some(choice) = &request.tool_choice {
-            body["tool_choice"] = match choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
-            };
-        }
-    }
-    body
-}
-
-/// The conversation in Chat Completions form: the system prompt first, then every message.
-pub(crate) fn convert_messages(request: &ModelRequest) -> Vec<Value> {
-    let mut out = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
-        out.push(json!({"role": "system", "content": system}));
-    }
-    for message in &request.messages {
-        out.push(match message {
-            Message::System(m) => json!({"role": "system", "content": m.content}),
-            Message::Human(m) if m.images.is_empty() => {
-                json!({"role": "user", "content": m.content})
-            }
-            Message::Human(m) => {
-                let mut parts = vec![json!({"type": "text", "text": m.content})];
-                parts.extend(m.images.iter().map(|image| {
-                    let url = format!("data:{};base64,{}", image.mime_type, image.base64);
-                    json!({"type": "image_url", "image_url": {"url": url}})
-                }));
-                json!({"role": "user", "content": parts})
-            }
-            Message::Ai(m) => {
-                let mut ai = Map::new();
-                ai.insert("role".into(), json!("assistant"));
-                // `null` content is the documented form for a pure tool-call turn.
-                let content = if m.content.is_empty() && !m.tool_calls.is_empty() {
-                    Value::Null
-                } else {
-                    json!(m.content)
-                };
-                ai.insert("content".into(), content);
-                if !m.tool_calls.is_empty() {
-                    let calls: Vec<Value> = m.tool_calls.iter().map(tool_call_json).collect();
-                    ai.insert("tool_calls".into(), Value::Array(calls));
-                }
-                Value::Object(ai)
-            }
-            Message::Tool(m) => {
-                json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
-            }
-        });
-    }
-    out
-}
-
-fn tool_call_json(call: &ToolCall) -> Value {
-    // Arguments travel as a JSON string; unparseable ones are echoed exactly as the model sent them.
-    let arguments = match (&call.args, &call.args_error) {
-        (Value::String(raw), Some(_)) => raw.clone(),
-        (args, _) => args.to_string(),
-    };
-    json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}})
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -388,112 +297,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::config::Secret;
-    use crate::messages::{HumanMessage, ImageData, ToolMessage};
-    use crate::model::ToolSpec;
     use crate::model::http::{decode_events, sse_event};
-
-    fn config() -> ModelConfig {
-        ModelConfig {
-            name: "local".into(),
-            model: "qwen".into(),
-            base_url: "http://127.0.0.1:1/v1".into(),
-            api_key: Some(Secret::new("")),
-            max_tokens: Some(100),
-            temperature: Some(0.2),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn history_converts_to_chat_completions_messages() {
-        let call = ToolCall {
-            id: "call_1".into(),
-            name: "read_file".into(),
-            args: json!({"path": "a.txt"}),
-            args_error: None,
-        };
-        let bad = ToolCall {
-            id: "call_2".into(),
-            name: "bash".into(),
-            args: Value::String("{oops".into()),
-            args_error: Some("bad".into()),
-        };
-        let request = ModelRequest {
-            system: Some("be brief".into()),
-            messages: vec![
-                Message::Human(HumanMessage {
-                    content: "look".into(),
-                    images: vec![ImageData {
-                        mime_type: "image/png".into(),
-                        base64: "AAA=".into(),
-                    }],
-                    ..Default::default()
-                }),
-                Message::Ai(AiMessage {
-                    tool_calls: vec![call.clone(), bad.clone()],
-                    ..Default::default()
-                }),
-                Message::Tool(ToolMessage::success(&call, "hello")),
-                Message::Tool(ToolMessage::error(&bad, "invalid arguments")),
-                Message::ai("done"),
-            ],
-            ..Default::default()
-        };
-        let messages = convert_messages(&request);
-        assert_eq!(
-            messages[0],
-            json!({"role": "system", "content": "be brief"})
-        );
-        assert_eq!(
-            messages[1]["content"][1]["image_url"]["url"],
-            "data:image/png;base64,AAA="
-        );
-        assert_eq!(messages[2]["content"], Value::Null);
-        assert_eq!(
-            messages[2]["tool_calls"][0]["function"]["arguments"],
-            r#"{"path":"a.txt"}"#
-        );
-        assert_eq!(
-            messages[2]["tool_calls"][1]["function"]["arguments"],
-            "{oops"
-        );
-        assert_eq!(
-            messages[3],
-            json!({"role": "tool", "tool_call_id": "call_1", "content": "hello"})
-        );
-        assert_eq!(messages[4]["tool_call_id"], "call_2");
-        assert_eq!(messages[5], json!({"role": "assistant", "content": "done"}));
-    }
-
-    #[test]
-    fn body_carries_settings_tools_and_overrides() {
-        let request = ModelRequest {
-            tools: vec![ToolSpec {
-                name: "read_file".into(),
-                description: "reads".into(),
-                parameters: json!({"type": "object"}),
-            }],
-            tool_choice: Some(ToolChoice::Named("read_file".into())),
-            max_tokens: Some(7),
-            ..Default::default()
-        };
-        let body = request_body(&config(), &request);
-        assert_eq!(body["stream"], true);
-        assert_eq!(body["stream_options"]["include_usage"], true);
-        assert_eq!(body["max_tokens"], 7);
-        assert_eq!(body["temperature"], 0.2);
-        assert_eq!(body["tools"][0]["function"]["name"], "read_file");
-        assert_eq!(body["tool_choice"]["function"]["name"], "read_file");
-        let plain = request_body(
-            &config(),
-            &ModelRequest {
-                tool_choice: Some(ToolChoice::Auto),
-                ..Default::default()
-            },
-        );
-        assert!(plain.get("tools").is_none() && plain.get("tool_choice").is_none());
-    }
 
     fn data(json: Value) -> Event {
         sse_event("message", &json.to_string())

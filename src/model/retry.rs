@@ -79,14 +79,14 @@ impl ChatModel for RetryingModel {
         self.inner.name()
     }
 
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         let backoff = ExponentialBuilder::default()
             .with_min_delay(self.policy.base_delay)
             .with_max_delay(self.policy.cap_delay)
             .with_jitter()
             .with_max_times(self.policy.max_attempts.saturating_sub(1) as usize);
         let failed_attempts = AtomicU32::new(0);
-        (|| self.inner.stream(request.clone()))
+        (|| self.inner.stream(request))
             .retry(backoff)
             // Sleeping through tokio keeps the paused test clock in charge of retries.
             .sleep(tokio::time::sleep)
@@ -147,14 +147,14 @@ mod tests {
             "failing"
         }
 
-        async fn stream(&self, _request: ModelRequest) -> Result<ModelStream, ModelError> {
+        async fn stream(&self, _request: &ModelRequest) -> Result<ModelStream, ModelError> {
             self.calls.fetch_add(1, Ordering::SeqCst);
             let next = self.errors.lock().unwrap().pop();
             match next {
                 Some(error) => Err(error),
                 None => {
                     ScriptedModel::text("failing", "ok")
-                        .stream(ModelRequest::default())
+                        .stream(&ModelRequest::default())
                         .await
                 }
             }
@@ -176,7 +176,7 @@ mod tests {
         }]);
         let model = RetryingModel::new(inner.clone(), policy(3));
         let started = tokio::time::Instant::now();
-        let mut stream = model.stream(ModelRequest::default()).await.unwrap();
+        let mut stream = model.stream(&ModelRequest::default()).await.unwrap();
         assert_eq!(started.elapsed(), Duration::from_secs(30));
         assert_eq!(inner.calls.load(Ordering::SeqCst), 2);
         assert!(stream.next().await.unwrap().is_ok());
@@ -193,7 +193,7 @@ mod tests {
         let inner = failing((0..5).map(|_| status(503)).collect());
         let model = RetryingModel::new(inner.clone(), policy(4));
         let started = tokio::time::Instant::now();
-        let error = model.stream(ModelRequest::default()).await.err().unwrap();
+        let error = model.stream(&ModelRequest::default()).await.err().unwrap();
         assert!(matches!(error, ModelError::Status { status: 503, .. }));
         assert_eq!(inner.calls.load(Ordering::SeqCst), 4);
         // Delays 1s, 2s, 4s, each jittered up to double but never above the 8 s cap.
@@ -211,7 +211,7 @@ mod tests {
             status: 401,
         }]);
         let model = RetryingModel::new(inner.clone(), policy(3));
-        assert!(model.stream(ModelRequest::default()).await.is_err());
+        assert!(model.stream(&ModelRequest::default()).await.is_err());
         assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
 
         let inner = failing(vec![ModelError::RateLimited {
@@ -220,7 +220,7 @@ mod tests {
         }]);
         let model = RetryingModel::new(inner, policy(2));
         let started = tokio::time::Instant::now();
-        assert!(model.stream(ModelRequest::default()).await.is_ok());
+        assert!(model.stream(&ModelRequest::default()).await.is_ok());
         assert_eq!(started.elapsed(), MAX_RETRY_AFTER);
     }
 
@@ -235,7 +235,7 @@ mod tests {
         ));
         let model = RetryingModel::new(inner.clone(), policy(3));
         let events: Vec<_> = model
-            .stream(ModelRequest::default())
+            .stream(&ModelRequest::default())
             .await
             .unwrap()
             .collect()

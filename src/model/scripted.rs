@@ -189,11 +189,11 @@ impl ChatModel for ScriptedModel {
         &self.name
     }
 
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ModelError> {
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
         if self.repeat.is_none()
             && let Ok(mut log) = self.requests.lock()
         {
-            log.push(request);
+            log.push(request.clone());
         }
         let Some(turn) = self.next_turn() else {
             let count = self.unscripted.fetch_add(1, Ordering::SeqCst) + 1;
@@ -271,8 +271,8 @@ mod tests {
     #[tokio::test]
     async fn an_unscripted_call_is_an_error_and_fails_the_test_on_drop() {
         let model = ScriptedModel::text("m", "only answer");
-        assert!(model.stream(ModelRequest::default()).await.is_ok());
-        let error = model.stream(ModelRequest::default()).await.err().unwrap();
+        assert!(model.stream(&ModelRequest::default()).await.is_ok());
+        let error = model.stream(&ModelRequest::default()).await.err().unwrap();
         assert!(matches!(error, ModelError::Provider { .. }), "{error}");
         assert_eq!(model.unscripted_calls(), 1);
         let panic = catch_unwind(AssertUnwindSafe(move || drop(model))).unwrap_err();
@@ -287,7 +287,7 @@ mod tests {
     async fn a_test_may_opt_in_to_unscripted_calls() {
         let model = ScriptedModel::new("m", []);
         model.allow_unscripted();
-        assert!(model.stream(ModelRequest::default()).await.is_err());
+        assert!(model.stream(&ModelRequest::default()).await.is_err());
         assert_eq!(model.unscripted_calls(), 1);
         assert!(catch_unwind(AssertUnwindSafe(move || drop(model))).is_ok());
     }

@@ -61,7 +61,7 @@ fn ask(text: &str) -> ModelRequest {
 }
 
 async fn run(model: &dyn ChatModel, request: ModelRequest) -> Vec<Result<ModelEvent, ModelError>> {
-    match model.stream(request).await {
+    match model.stream(&request).await {
         Ok(stream) => stream.collect().await,
         Err(error) => vec![Err(error)],
     }
@@ -286,7 +286,7 @@ async fn connect_error_names_the_base_url_and_the_variables_to_set() {
     let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
     drop(listener);
     let model = OpenAiModel::new(&openai_config("local", &base_url), client());
-    let error = model.stream(ask("hi")).await.err().unwrap();
+    let error = model.stream(&ask("hi")).await.err().unwrap();
     assert!(matches!(error, ModelError::Connect { .. }), "{error:?}");
     assert!(error.is_retryable());
     let text = error.to_string();
@@ -336,7 +336,8 @@ async fn requests_carry_the_converted_history_and_tools() {
             name: "read_file".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }],
+        }]
+        .into(),
         tool_choice: Some(ToolChoice::Auto),
         temperature: Some(0.5),
         max_tokens: Some(300),
@@ -428,12 +429,12 @@ async fn the_api_key_is_sent_as_a_header_but_never_appears_in_errors() {
         .push(Reply::status(401).body(format!("Incorrect API key provided: {KEY}")))
         .push(Reply::status(400).body(format!(r#"{{"error": "bad key {KEY}"}}"#)));
     let model = OpenAiModel::new(&openai_config("gpt", &openai.base_url()), client());
-    let unauthorized = model.stream(ask("hi")).await.err().unwrap();
+    let unauthorized = model.stream(&ask("hi")).await.err().unwrap();
     assert!(matches!(
         unauthorized,
         ModelError::Unauthorized { status: 401, .. }
     ));
-    let bad_request = model.stream(ask("hi")).await.err().unwrap();
+    let bad_request = model.stream(&ask("hi")).await.err().unwrap();
     assert!(matches!(
         bad_request,
         ModelError::Status { status: 400, .. }
@@ -451,7 +452,7 @@ async fn the_api_key_is_sent_as_a_header_but_never_appears_in_errors() {
     let anthropic = FakeAnthropic::start().await;
     anthropic.push(Reply::status(403));
     let model = AnthropicModel::new(&anthropic_config("claude", &anthropic.base_url()), client());
-    let error = model.stream(ask("hi")).await.err().unwrap();
+    let error = model.stream(&ask("hi")).await.err().unwrap();
     assert!(matches!(
         error,
         ModelError::Unauthorized { status: 403, .. }
