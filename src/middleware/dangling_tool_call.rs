@@ -59,6 +59,15 @@ impl Middleware for DanglingToolCallMiddleware {
 /// results move behind the results. An id an earlier AI message already used is renamed in
 /// both the call and its result (`{id}_2`, …), so every id in the request is unique.
 pub fn repair_tool_pairing(messages: Vec<Message>) -> Vec<Message> {
+    // Nearly every request is well-formed already: checking is a scan, rebuilding moves the
+    // whole history.
+    if is_well_paired(&messages) {
+        return messages;
+    }
+    rebuild_pairing(messages)
+}
+
+fn rebuild_pairing(messages: Vec<Message>) -> Vec<Message> {
     let mut synthetic_ids = 0usize;
     let mut all_ids: HashSet<String> = messages
         .iter()
@@ -128,10 +137,57 @@ pub fn repair_tool_pairing(messages: Vec<Message>) -> Vec<Message> {
     repaired
 }
 
+/// Whether [`repair_tool_pairing`] would return `messages` unchanged: every call has a
+/// non-blank name and id used by no other call, and its AI message is followed by exactly one
+/// result per call, in call order, each with a non-blank name, before any other message; no
+/// result is anywhere else.
+fn is_well_paired(messages: &[Message]) -> bool {
+    let mut call_ids: HashSet<&str> = HashSet::new();
+    let mut index = 0;
+    while let Some(message) = messages.get(index) {
+        index += 1;
+        let ai = match message {
+            Message::Ai(ai) => ai,
+            Message::Tool(_) => return false,
+            _ => continue,
+        };
+        for call in &ai.tool_calls {
+            let well_formed = !call.name.trim().is_empty() && !call.id.trim().is_empty();
+            if !well_formed || !call_ids.insert(&call.id) {
+                return false;
+            }
+            match messages.get(index) {
+                Some(Message::Tool(result))
+                    if result.tool_call_id == call.id && !result.name.trim().is_empty() =>
+                {
+                    index += 1;
+                }
+                _ => return false,
+            }
+        }
+        // Anything up to the next AI message must not be a result.
+        let next_ai = messages[index..]
+            .iter()
+            .position(|m| matches!(m, Message::Ai(_)))
+            .map_or(messages.len(), |offset| index + offset);
+        if messages[index..next_ai]
+            .iter()
+            .any(|m| matches!(m, Message::Tool(_)))
+        {
+            return false;
+        }
+        index = next_ai;
+    }
+    true
+}
+
 /// Joins human messages that would reach the model back to back (system messages between them
 /// do not count: they are moved to the system prompt). Strict chat templates require user and
 /// assistant turns to alternate; joining keeps every word the model should read.
 pub fn merge_adjacent_human_messages(messages: Vec<Message>) -> Vec<Message> {
+    if !has_adjacent_humans(&messages) {
+        return messages;
+    }
     let mut merged: Vec<Message> = Vec::with_capacity(messages.len());
     for message in messages {
         let Message::Human(human) = message else {
@@ -148,6 +204,19 @@ pub fn merge_adjacent_human_messages(messages: Vec<Message>) -> Vec<Message> {
         }
     }
     merged
+}
+
+fn has_adjacent_humans(messages: &[Message]) -> bool {
+    let mut previous_was_human = false;
+    for message in messages {
+        match message {
+            Message::System(_) => {}
+            Message::Human(_) if previous_was_human => return true,
+            Message::Human(_) => previous_was_human = true,
+            _ => previous_was_human = false,
+        }
+    }
+    false
 }
 
 fn join_human(earlier: &mut HumanMessage, later: HumanMessage) {
@@ -216,6 +285,65 @@ mod tests {
 
     fn result(call_id: &str) -> Message {
         Message::Tool(ToolMessage::success(&call(call_id, "ls"), "ok"))
+    }
+
+    #[test]
+    fn the_well_paired_check_agrees_with_the_rebuild() {
+        let well = vec![
+            Message::system("reminder"),
+            Message::human("hi"),
+            ai_calling(vec![call("a", "ls"), call("b", "ls")]),
+            result("a"),
+            result("b"),
+            Message::human("hidden context"),
+            Message::ai("done"),
+            ai_calling(vec![call("c", "ls")]),
+            result("c"),
+        ];
+        let cases = [
+            well.clone(),
+            Vec::new(),
+            vec![Message::human("hi"), Message::ai("hello")],
+            // Results out of order, missing, duplicated, orphaned, or after other messages.
+            vec![
+                ai_calling(vec![call("a", "ls"), call("b", "ls")]),
+                result("b"),
+                result("a"),
+            ],
+            vec![ai_calling(vec![call("a", "ls")])],
+            vec![ai_calling(vec![call("a", "ls")]), result("a"), result("a")],
+            vec![result("a"), Message::human("hi")],
+            vec![
+                ai_calling(vec![call("a", "ls")]),
+                Message::human("x"),
+                result("a"),
+            ],
+            vec![
+                ai_calling(vec![call("a", "ls")]),
+                result("a"),
+                Message::human("x"),
+                result("a"),
+            ],
+            // Blank names or ids, and an id used twice.
+            vec![ai_calling(vec![call("a", " ")]), result("a")],
+            vec![ai_calling(vec![call("", "ls")]), result("")],
+            vec![
+                ai_calling(vec![call("a", "ls")]),
+                result("a"),
+                ai_calling(vec![call("a", "ls")]),
+                result("a"),
+            ],
+        ];
+        for (index, case) in cases.into_iter().enumerate() {
+            let unchanged = rebuild_pairing(case.clone()) == case;
+            assert_eq!(is_well_paired(&case), unchanged, "case {index}");
+            assert_eq!(
+                repair_tool_pairing(case.clone()),
+                rebuild_pairing(case),
+                "case {index}"
+            );
+        }
+        assert!(is_well_paired(&well));
     }
 
     #[test]

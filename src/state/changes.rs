@@ -6,13 +6,14 @@
 //! unchanged message, never skip a changed one.
 
 use std::collections::HashSet;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::state::StateUpdate;
 
 /// The message ids upserted since the last successful checkpoint.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StateChanges {
-    touched: HashSet<u64>,
+    touched: HashSet<u64, BuildHasherDefault<Prehashed>>,
 }
 
 impl StateChanges {
@@ -42,12 +43,37 @@ impl StateChanges {
     }
 }
 
-/// FNV-1a: a checkpoint asks about every message of the thread, so this must be cheap; it
-/// need not resist attacks (a collision costs one rewritten message).
+/// FNV-1a over the id's length and its last 16 bytes (the random part of generated ids): a
+/// checkpoint asks about every message of the thread, so this must be cheap; it need not resist
+/// attacks (a collision costs one rewritten message).
 fn id_hash(id: &str) -> u64 {
-    id.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
+    let bytes = id.as_bytes();
+    let tail = &bytes[bytes.len().saturating_sub(16)..];
+    tail.iter()
+        .fold(0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64, |hash, &byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// The set's keys are hashes already: hashing them again (SipHash) cost as much as the walk.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed here; anything else still spreads.
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
+    }
 }
 
 #[cfg(test)]
@@ -73,5 +99,20 @@ mod tests {
         );
         changes.clear();
         assert!(!changes.touches(&id) && changes.is_empty());
+    }
+
+    #[test]
+    fn ids_differing_anywhere_in_their_tail_or_length_are_told_apart() {
+        let mut changes = StateChanges::new();
+        changes.record(&StateUpdate::message(Message::Human(
+            crate::messages::HumanMessage {
+                id: "call_0".into(),
+                ..Default::default()
+            },
+        )));
+        assert!(changes.touches("call_0"));
+        for other in ["call_1", "call_00", "call_", "xcall_0"] {
+            assert!(!changes.touches(other), "{other}");
+        }
     }
 }
