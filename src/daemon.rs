@@ -107,6 +107,10 @@ pub async fn run(
         stop_accepting.clone(),
     ));
     spawn_retention(&harness, &snapshot, &tasks, &watcher_stop);
+    tasks.spawn(crate::memory_release::run(
+        (*harness).clone(),
+        watcher_stop.clone(),
+    ));
     if let Some(path) = options.config_path {
         tasks.spawn(
             ConfigWatcher::new(path, config.clone(), options.env.clone())

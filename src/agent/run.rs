@@ -208,7 +208,7 @@ impl Agent {
         if let Some(stop) = self.checkpoint(turn, ctx).await {
             return stop;
         }
-        let tool_specs: Arc<[ToolSpec]> = self.tools.iter().map(|t| t.spec()).collect();
+        let tool_specs: Arc<[Arc<ToolSpec>]> = self.tools.iter().map(|t| t.spec()).collect();
         loop {
             if let Some(stop) = self.check_limits(turn, ctx) {
                 return stop;
@@ -255,7 +255,7 @@ impl Agent {
     async fn model_step(
         &self,
         turn: &mut Turn,
-        tool_specs: &Arc<[ToolSpec]>,
+        tool_specs: &Arc<[Arc<ToolSpec>]>,
         ctx: &RunContext,
     ) -> StepEnd {
         for middleware in &self.middleware {

@@ -19,4 +19,6 @@ pub use middleware::{
     ToolResult,
 };
 pub use options::RunOptions;
-pub use tool::{Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for};
+pub use tool::{
+    MemoSpec, Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for,
+};

@@ -8,7 +8,7 @@ mod sandbox_slot;
 pub mod testing;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -113,6 +113,8 @@ struct Inner {
     /// The configured tools, rebuilt when the configuration `Arc` or the provider changes.
     tools: Mutex<Option<ToolsFor>>,
     runs: Mutex<HashMap<String, ActiveRun>>,
+    /// Runs ended since start: lets the daemon see activity without a hook per run.
+    runs_finished: AtomicU64,
     tracker: TaskTracker,
     accepting: AtomicBool,
 }
@@ -184,6 +186,7 @@ impl Harness {
                 sandbox: SandboxSlot::new(),
                 tools: Mutex::new(None),
                 runs: Mutex::new(HashMap::new()),
+                runs_finished: AtomicU64::new(0),
                 tracker: TaskTracker::new(),
                 accepting: AtomicBool::new(true),
             }),
@@ -322,6 +325,16 @@ impl Harness {
             cancel,
             outcome,
         })
+    }
+
+    /// Runs in flight now.
+    pub fn runs_in_flight(&self) -> usize {
+        lock_runs(&self.inner).len()
+    }
+
+    /// Runs ended since the harness opened, however they ended.
+    pub fn runs_finished(&self) -> u64 {
+        self.inner.runs_finished.load(Ordering::Relaxed)
     }
 
     /// Cancels the run `run_id` of `thread_id`; `false` if no such run is active.
@@ -574,6 +587,7 @@ struct RunGuard {
 
 impl Drop for RunGuard {
     fn drop(&mut self) {
+        self.inner.runs_finished.fetch_add(1, Ordering::Relaxed);
         let mut runs = lock_runs(&self.inner);
         if runs
             .get(&self.thread_id)

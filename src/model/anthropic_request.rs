@@ -270,7 +270,7 @@ fn ai_blocks(message: &AiMessage) -> Vec<Block<'_>> {
     blocks
 }
 
-struct Tools<'a>(&'a [ToolSpec]);
+struct Tools<'a>(&'a [std::sync::Arc<ToolSpec>]);
 
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

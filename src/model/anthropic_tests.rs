@@ -87,11 +87,11 @@ fn body_of(config: &ModelConfig, request: &ModelRequest) -> Value {
 fn body_enables_thinking_only_when_supported_and_requested() {
     let request = ModelRequest {
         thinking_enabled: true,
-        tools: vec![ToolSpec {
+        tools: vec![std::sync::Arc::new(ToolSpec {
             name: "t".into(),
             description: "d".into(),
             parameters: json!({"type": "object"}),
-        }]
+        })]
         .into(),
         tool_choice: Some(ToolChoice::Required),
         ..Default::default()

@@ -42,8 +42,8 @@ pub enum ModelEvent {
 pub struct ModelRequest {
     pub system: Option<String>,
     pub messages: Vec<Message>,
-    /// Shared: built once per run, not copied per model call.
-    pub tools: Arc<[ToolSpec]>,
+    /// Shared: each spec is built once per tool registry, the list once per run.
+    pub tools: Arc<[Arc<ToolSpec>]>,
     pub tool_choice: Option<ToolChoice>,
     pub thinking_enabled: bool,
     pub reasoning_effort: Option<String>,

@@ -66,7 +66,7 @@ struct StreamOptions {
     include_usage: bool,
 }
 
-struct Tools<'a>(&'a [ToolSpec]);
+struct Tools<'a>(&'a [std::sync::Arc<ToolSpec>]);
 
 impl Serialize for Tools<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -364,11 +364,11 @@ mod tests {
     #[test]
     fn body_carries_settings_tools_and_overrides() {
         let request = ModelRequest {
-            tools: vec![ToolSpec {
+            tools: vec![std::sync::Arc::new(ToolSpec {
                 name: "read_file".into(),
                 description: "reads".into(),
                 parameters: json!({"type": "object"}),
-            }]
+            })]
             .into(),
             tool_choice: Some(ToolChoice::Named("read_file".into())),
             max_tokens: Some(7),

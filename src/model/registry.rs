@@ -11,6 +11,8 @@ use crate::model::{
 
 /// Connection attempts give up after this long; the per-model `timeout` bounds the rest.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+const IDLE_CONNECTIONS_PER_HOST: usize = 16;
+const IDLE_CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Models ready to call, in config order; the first one is the default.
 #[derive(Clone, Default)]
@@ -96,6 +98,11 @@ impl ModelRegistry {
         reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("antler/", env!("CARGO_PKG_VERSION")))
+            // A burst of runs opens a connection each; keeping them all idle for reqwest's
+            // default 90 s held ~16 KiB of buffers apiece after the burst. A few warm ones
+            // are enough to skip the TLS handshake on the next turns.
+            .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
+            .pool_idle_timeout(IDLE_CONNECTION_TIMEOUT)
             .build()
             .map_err(|error| ModelError::Config(format!("cannot build the HTTP client: {error}")))
     }

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::agent_api::{ToolRef, dedupe_tools};
+use crate::agent_api::{MemoSpec, ToolRef, dedupe_tools};
 use crate::config::{AppConfig, ToolConfig};
 use crate::sandbox::SandboxProvider;
 use crate::tools::builtin::{
@@ -156,10 +156,14 @@ impl ToolRegistry {
             access,
             HostLayout::from_config(config),
         )));
-        let tools = dedupe_tools(tools);
+        let tools: Vec<ToolRef> = dedupe_tools(tools)
+            .into_iter()
+            .map(MemoSpec::wrap)
+            .collect();
         let vision = dedupe_tools(vision)
             .into_iter()
             .filter(|v| !tools.iter().any(|t| t.name() == v.name()))
+            .map(MemoSpec::wrap)
             .collect();
         Ok(Self { tools, vision })
     }
@@ -170,6 +174,7 @@ impl ToolRegistry {
         let external: Vec<ToolRef> = tools
             .into_iter()
             .filter(|t| !vision.iter().any(|v| v.name() == t.name()))
+            .map(MemoSpec::wrap)
             .collect();
         let all = std::mem::take(&mut self.tools).into_iter().chain(external);
         self.tools = dedupe_tools(all);

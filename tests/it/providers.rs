@@ -332,11 +332,11 @@ async fn requests_carry_the_converted_history_and_tools() {
             }),
             Message::Tool(ToolMessage::error(&call, "no such file")),
         ],
-        tools: vec![ToolSpec {
+        tools: vec![std::sync::Arc::new(ToolSpec {
             name: "read_file".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }]
+        })]
         .into(),
         tool_choice: Some(ToolChoice::Auto),
         temperature: Some(0.5),
