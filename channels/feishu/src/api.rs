@@ -351,3 +351,7 @@ fn still_refused(what: &str) -> ChannelError {
 pub(crate) fn data(body: &Value) -> &Value {
     &body["data"]
 }
+
+#[cfg(test)]
+#[path = "api_tests.rs"]
+mod tests;
