@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use antler_test_support::{
-    FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu, FakeOpenAi, FeishuSigning, Reply, p2p_chat,
-    url_verification,
+    FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu, FakeOpenAi, FeishuFailure, FeishuSigning, Reply,
+    p2p_chat, url_verification,
 };
 use serde_json::{Value, json};
 
@@ -346,6 +346,45 @@ async fn a_post_with_a_mention_and_an_image_reaches_the_agent_and_artifacts_go_o
             .iter()
             .all(|m| m.root_id.as_deref() == Some(post.as_str())),
         "everything stays in the topic"
+    );
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_that_cannot_be_patched_is_followed_by_a_new_reply_and_long_answers_span_cards() {
+    let (fake, model) = (FakeFeishu::start().await, FakeOpenAi::start().await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bot = start(&fake, &model, dir.path()).await;
+    // Every attempt to patch the status card fails (the message is too old to update).
+    for _ in 0..6 {
+        fake.fail_next(
+            "im.message.patch",
+            FeishuFailure::Code(230031, "The message has exceeded the update window.".into()),
+        );
+    }
+    model.push(Reply::text("the final answer"));
+    let asked = fake.user_says_p2p(ALICE, "hello");
+    answered(&fake, &asked).await;
+    let chat = p2p_chat(ALICE);
+    assert_eq!(
+        fake.chat_texts(&chat),
+        ["Working on it…", "the final answer"]
+    );
+
+    let limit = antler_feishu::FEISHU_PROFILE.max_text_len;
+    let paragraph = format!("{}\n\n", "word ".repeat(99).trim_end());
+    let long = paragraph.repeat(limit * 2 / paragraph.len() + 1);
+    model.push(Reply::text(&long));
+    let asked = fake.user_says_p2p(ALICE, "tell me everything");
+    answered(&fake, &asked).await;
+    let cards: Vec<String> = fake.chat_texts(&chat).into_iter().skip(2).collect();
+    assert!(cards.len() >= 3, "{} cards", cards.len());
+    assert!(cards.iter().all(|c| c.chars().count() <= limit));
+    let words = |text: &str| text.split_whitespace().count();
+    assert_eq!(
+        words(&cards.join(" ")),
+        words(&long),
+        "nothing lost between cards"
     );
     bot.stop().await;
 }
