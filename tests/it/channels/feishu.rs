@@ -388,3 +388,53 @@ async fn a_card_that_cannot_be_patched_is_followed_by_a_new_reply_and_long_answe
     );
     bot.stop().await;
 }
+
+#[test]
+fn the_section_reports_problems_by_key_and_refuses_websocket() {
+    use antler::config::{ConfigOrigin, MapEnv, load_from_str};
+    let load = |section: &str| {
+        let yaml = format!(
+            "config_version: 1\nmodels:\n  - name: m\n    provider: openai\n    model: m\n    base_url: http://127.0.0.1:9/v1\nchannels:\n  feishu:\n{section}"
+        );
+        load_from_str(
+            &yaml,
+            ConfigOrigin::Embedded,
+            &MapEnv::new(),
+            std::path::Path::new("/"),
+        )
+    };
+    let error = load("    enabled: true\n    mode: websocket\n    domain: not a url\n")
+        .expect_err("problems");
+    let found: Vec<String> = error.problems().iter().map(|p| p.to_string()).collect();
+    for key in [
+        "app_id",
+        "app_secret",
+        "verification_token",
+        "domain",
+        "mode",
+    ] {
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with(&format!("channels.feishu.{key}:"))),
+            "{key} missing from {found:?}"
+        );
+    }
+    let config = load(
+        "    enabled: true\n    app_id: cli_1\n    app_secret: sekrit-value\n    verification_token: v\n    encrypt_key: k\n    domain: lark\n    allowed_users: [ou_1]\n    allowed_chats: [oc_1]\n    admins: [ou_2]\n    group_policy: all\n",
+    )
+    .expect("valid")
+    .config;
+    let feishu = &config.channels.feishu;
+    assert_eq!(feishu.allowed_chats, ["oc_1"]);
+    assert!(
+        !format!("{feishu:?}").contains("sekrit-value"),
+        "secrets are redacted"
+    );
+    assert!(
+        config
+            .channels
+            .section("feishu")
+            .is_some_and(|s| s.enabled())
+    );
+}
