@@ -438,3 +438,38 @@ fn the_section_reports_problems_by_key_and_refuses_websocket() {
             .is_some_and(|s| s.enabled())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_app_secret_stops_only_the_channel_with_a_clear_reason() {
+    let (fake, model) = (FakeFeishu::start().await, FakeOpenAi::start().await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let section = feishu_section(&fake, "").replace("fake-app-secret", "wrong-secret");
+    let bot = Bot::start(&daemon_yaml(dir.path(), &model, &section)).await;
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let ready = bot.readyz().await;
+        if ready["channels"]["feishu"]["state"] == "unhealthy" {
+            let reason = ready["channels"]["feishu"]["reason"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(
+                reason.contains("app_secret") && reason.contains("10014"),
+                "{reason}"
+            );
+            assert_eq!(ready["status"], "ready", "the daemon itself keeps serving");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never unhealthy: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        fake.token_requests(),
+        1,
+        "no retry loop on refused credentials"
+    );
+    bot.stop().await;
+}
