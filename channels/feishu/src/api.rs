@@ -132,26 +132,38 @@ impl FeishuApi {
                 .send()
                 .await
                 .map_err(|e| network(what, &e))?;
-            let is_json = response
-                .headers()
-                .get(reqwest::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("application/json"));
-            if response.status().is_success() && !is_json {
-                return read_capped(what, response, max_bytes).await;
+            if !response.status().is_success() {
+                match classify(what, response, &token).await {
+                    Attempt::StaleToken(stale) if !refreshed => {
+                        refreshed = true;
+                        self.forget(&stale).await;
+                        continue;
+                    }
+                    Attempt::StaleToken(_) => return Err(still_refused(what)),
+                    Attempt::Failed(error) => return Err(error),
+                    Attempt::Done(_) => {
+                        return Err(ChannelError::Platform(format!(
+                            "feishu {what}: an answer without the file"
+                        )));
+                    }
+                }
             }
-            match classify(what, response, &token).await {
+            let bytes = read_capped(what, response, max_bytes).await?;
+            // An error envelope instead of the file; a file that is itself JSON has no `code`.
+            let envelope = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .filter(|body| body["code"].as_i64().is_some_and(|code| code != 0));
+            let Some(body) = envelope else {
+                return Ok(bytes);
+            };
+            match judge(what, StatusCode::OK, body, &token) {
                 Attempt::StaleToken(stale) if !refreshed => {
                     refreshed = true;
                     self.forget(&stale).await;
                 }
                 Attempt::StaleToken(_) => return Err(still_refused(what)),
                 Attempt::Failed(error) => return Err(error),
-                Attempt::Done(_) => {
-                    return Err(ChannelError::Platform(format!(
-                        "feishu {what}: a JSON answer instead of the file"
-                    )));
-                }
+                Attempt::Done(_) => return Ok(bytes),
             }
         }
     }
@@ -266,6 +278,11 @@ async fn classify(what: &'static str, response: Response, token: &str) -> Attemp
             )));
         }
     };
+    judge(what, status, body, token)
+}
+
+/// What Feishu's `code` means.
+fn judge(what: &'static str, status: StatusCode, body: Value, token: &str) -> Attempt {
     match body["code"].as_i64() {
         Some(0) if status.is_success() => Attempt::Done(body),
         Some(RATE_LIMITED) => Attempt::Failed(ChannelError::RateLimited {

@@ -80,6 +80,19 @@ async fn start(server: Arc<Server>) -> FeishuApi {
             get(|| async { axum::Json(json!({"code": 99991400, "msg": "request trigger frequency limit"})) }),
         )
         .route(
+            "/open-apis/file.json",
+            get(|| async { axum::Json(json!({"a": 1, "list": [1, 2, 3]})) }),
+        )
+        .route(
+            "/open-apis/missing",
+            get(|| async {
+                (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"code": 234003, "msg": "File not in msg."})),
+                )
+            }),
+        )
+        .route(
             "/open-apis/refused",
             get(|| async { axum::Json(json!({"code": 230002, "msg": "Bot/User can NOT be out of the chat."})) }),
         );
@@ -172,4 +185,25 @@ async fn tokens_are_replaced_before_they_expire() {
     assert_eq!(api.token().await.expect("cached"), "t-1");
     tokio::time::advance(Duration::from_secs(2 * 60)).await;
     assert_eq!(api.token().await.expect("refreshed"), "t-2");
+}
+
+#[tokio::test]
+async fn downloads_are_capped_and_a_json_file_is_not_an_error() {
+    let server = Arc::new(Server::default());
+    let api = start(server).await;
+    let file = api.url("open-apis/file.json").expect("url");
+    let bytes = api
+        .download("file", file.clone(), 1024)
+        .await
+        .expect("file");
+    assert_eq!(&bytes[..], br#"{"a":1,"list":[1,2,3]}"#);
+    assert!(matches!(
+        api.download("file", file, 5).await,
+        Err(ChannelError::TooLarge { limit: 5, .. })
+    ));
+    let missing = api.url("open-apis/missing").expect("url");
+    match api.download("file", missing, 1024).await {
+        Err(ChannelError::Platform(why)) => assert!(why.contains("234003"), "{why}"),
+        other => panic!("{other:?}"),
+    }
 }
