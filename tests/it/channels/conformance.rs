@@ -5,6 +5,7 @@
 //! the platform's pace, a file in, an artifact out, a 429 honoured, a journalled message answered
 //! once after a restart, and the access policy (a stranger, a group message without a mention).
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,9 @@ pub(crate) trait ChannelDriver: Sync {
     fn request_times(&self, user: u32) -> Vec<Instant>;
     /// The next edit is answered with a 429 asking to wait `retry_after`.
     fn rate_limit_next_edit(&self, retry_after: Duration);
+    /// The daemon listens at `addr` (again, after a restart): where a platform that pushes
+    /// webhooks delivers.
+    fn daemon_started(&self, _addr: SocketAddr) {}
 }
 
 /// Runs every scenario against a daemon on `dir`, restarting it once.
@@ -49,6 +53,7 @@ pub(crate) async fn story(driver: &dyn ChannelDriver, model: &FakeOpenAi, dir: &
     let section = driver.section_yaml(&USERS, &[GROUP]);
     let yaml = daemon_yaml(dir, model, &section);
     let bot = Bot::start(&yaml).await;
+    driver.daemon_started(bot.addr);
     conversation_and_commands(driver, model, USERS[0]).await;
     streaming_keeps_the_pace(driver, model, USERS[1]).await;
     files_in_and_out(driver, model, USERS[2]).await;
@@ -258,6 +263,7 @@ async fn restart_answers_a_journalled_message_once(
     bot.stop().await;
     model.push(Reply::text("done after restart"));
     let bot = Bot::start(yaml).await;
+    driver.daemon_started(bot.addr);
     wait_for_text(driver, user, "the recovered answer", "done after restart").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let texts = driver.bot_texts(user);

@@ -1,8 +1,10 @@
-//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API or the fake
-//! Slack, and the scripted OpenAI-compatible model.
+//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API, the fake Slack
+//! or the fake Feishu, and the scripted OpenAI-compatible model.
 
 mod commands;
 mod conformance;
+mod feishu;
+mod feishu_driver;
 mod files_webhook;
 mod reload;
 mod slack;

@@ -1,5 +1,6 @@
 //! Test fakes that speak real wire protocols on 127.0.0.1 (OpenAI Chat Completions, Anthropic
-//! Messages, Telegram Bot API, Slack Web API / Socket Mode / Events API, Docker Engine API), so tests drive the real clients end to end.
+//! Messages, Telegram Bot API, Slack Web API / Socket Mode / Events API, Feishu open API and event
+//! pushes, Docker Engine API), so tests drive the real clients end to end.
 //!
 //! ```
 //! # async fn demo() {
@@ -31,6 +32,7 @@ use serde_json::Value;
 
 mod anthropic;
 mod docker;
+mod feishu;
 mod openai;
 mod reply;
 mod slack;
@@ -40,6 +42,12 @@ mod template;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
 pub use docker::{DockerCall, ExecReply, FakeContainer, FakeDocker};
+pub use feishu::{
+    FAKE_FEISHU_APP_ID, FAKE_FEISHU_APP_SECRET, FAKE_FEISHU_BOT_NAME, FAKE_FEISHU_BOT_OPEN_ID,
+    FAKE_FEISHU_ENCRYPT_KEY, FAKE_FEISHU_TENANT, FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu,
+    FeishuCall, FeishuEventSender, FeishuFailure, FeishuMessage, FeishuSigning, UploadedFile,
+    UserMessage, encrypt_feishu_event, p2p_chat, sign_feishu_event, url_verification,
+};
 pub use openai::FakeOpenAi;
 pub use reply::Reply;
 pub use slack::{
