@@ -1,8 +1,9 @@
-//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API or the fake
-//! Slack, and the scripted OpenAI-compatible model.
+//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API, the fake Slack or
+//! the fake Discord, and the scripted OpenAI-compatible model.
 
 mod commands;
 mod conformance;
+mod discord_driver;
 mod files_webhook;
 mod reload;
 mod slack;

@@ -1,5 +1,6 @@
 //! Test fakes that speak real wire protocols on 127.0.0.1 (OpenAI Chat Completions, Anthropic
-//! Messages, Telegram Bot API, Slack Web API / Socket Mode / Events API, Docker Engine API), so tests drive the real clients end to end.
+//! Messages, Telegram Bot API, Slack Web API / Socket Mode / Events API, Discord REST and gateway,
+//! Docker Engine API), so tests drive the real clients end to end.
 //!
 //! ```
 //! # async fn demo() {
@@ -30,6 +31,7 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 mod anthropic;
+mod discord;
 mod docker;
 mod openai;
 mod reply;
@@ -39,6 +41,11 @@ mod telegram;
 mod template;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
+pub use discord::{
+    BotMessage, DiscordCall, DiscordFailure, DiscordRoute, FAKE_DISCORD_BOT_ID,
+    FAKE_DISCORD_BOT_NAME, FAKE_DISCORD_GUILD, FAKE_DISCORD_TOKEN, FakeDiscord, GatewaySession,
+    discord_message, discord_user,
+};
 pub use docker::{DockerCall, ExecReply, FakeContainer, FakeDocker};
 pub use openai::FakeOpenAi;
 pub use reply::Reply;
