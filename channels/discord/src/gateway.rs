@@ -27,13 +27,15 @@ use antler_channel::{ChannelError, Transport, TransportContext};
 use async_trait::async_trait;
 use reqwest::Method;
 use serenity::client::{ClientBuilder, Context, EventHandler};
-use serenity::gateway::{ConnectionStage, GatewayError};
+use serenity::gateway::{
+    ConnectionStage, GatewayError, ShardManager, ShardMessenger, ShardRunnerMessage,
+};
 use serenity::http::{Http, HttpBuilder};
 use serenity::model::application::Interaction;
 use serenity::model::channel::Message;
 use serenity::model::event::ResumedEvent;
 use serenity::model::gateway::{GatewayIntents, Ready};
-use serenity::model::id::ApplicationId;
+use serenity::model::id::{ApplicationId, ShardId};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -167,10 +169,30 @@ impl Transport for GatewayTransport {
                 }
             }
         };
-        // Closes the socket before any next session: never two sessions at once.
-        manager.shutdown_all().await;
+        session.retired.store(true, Ordering::SeqCst);
+        close(&manager).await;
         outcome
     }
+}
+
+/// Closes every shard's socket before any next session: never two sessions at once.
+///
+/// `shutdown_all` alone is not enough: after a shard restarted itself (INVALID_SESSION),
+/// serenity 0.12.5 leaves a stale "shutdown finished" note behind, so the next shutdown takes
+/// the note for the answer, forgets the runner before the shutdown reaches it, and that runner
+/// keeps its socket (a ghost session). Telling each runner directly first closes them for sure.
+async fn close(manager: &ShardManager) {
+    let runners: Vec<(ShardId, ShardMessenger)> = manager
+        .runners
+        .lock()
+        .await
+        .iter()
+        .map(|(id, info)| (*id, info.runner_tx.clone()))
+        .collect();
+    for (id, messenger) in runners {
+        messenger.send_to_shard(ShardRunnerMessage::Shutdown(id, 1000));
+    }
+    manager.shutdown_all().await;
 }
 
 /// What the daemon should do about a gateway error that ended the session.
@@ -193,6 +215,8 @@ fn gateway_error(error: GatewayError) -> ChannelError {
 struct Session {
     not_ready_since: Mutex<Option<Instant>>,
     commands_registered: AtomicBool,
+    /// The run is over: a late event of its client is not journalled.
+    retired: AtomicBool,
 }
 
 impl Default for Session {
@@ -200,6 +224,7 @@ impl Default for Session {
         Self {
             not_ready_since: Mutex::new(Some(Instant::now())),
             commands_registered: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
         }
     }
 }
@@ -333,10 +358,14 @@ impl EventHandler for Handler {
     }
 
     async fn message(&self, _ctx: Context, message: Message) {
-        self.journal(message).await;
+        if !self.session.retired.load(Ordering::SeqCst) {
+            self.journal(message).await;
+        }
     }
 
     async fn interaction_create(&self, _ctx: Context, interaction: Interaction) {
-        self.command(interaction).await;
+        if !self.session.retired.load(Ordering::SeqCst) {
+            self.command(interaction).await;
+        }
     }
 }

@@ -3,7 +3,9 @@
 
 mod commands;
 mod conformance;
+mod discord;
 mod discord_driver;
+mod discord_gateway;
 mod files_webhook;
 mod reload;
 mod slack;

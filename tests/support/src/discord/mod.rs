@@ -447,6 +447,11 @@ impl FakeDiscord {
         reactions
     }
 
+    /// Answers to interactions: (interaction id, callback body).
+    pub fn interaction_answers(&self) -> Vec<(String, Value)> {
+        self.shared.lock().interaction_answers.clone()
+    }
+
     /// The slash commands the bot registered last.
     pub fn registered_commands(&self) -> Option<Value> {
         self.shared.lock().commands.clone()
