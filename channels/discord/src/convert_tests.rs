@@ -29,6 +29,19 @@ fn person(id: &str) -> Value {
     json!({"id": id, "username": format!("user{id}"), "discriminator": "0", "avatar": null, "global_name": "Person"})
 }
 
+/// (payload, place, thread mode, chat, topic, direct, mentions, thread_reply, text)
+type Case<'a> = (
+    Value,
+    Option<&'a Place>,
+    bool,
+    &'a str,
+    Option<&'a str>,
+    bool,
+    bool,
+    bool,
+    &'a str,
+);
+
 fn parse(value: Value) -> Message {
     serde_json::from_value(value).expect("a message")
 }
@@ -52,18 +65,7 @@ fn table_of_messages() {
         json!({"id": BOT, "username": "antler", "discriminator": "0", "avatar": null, "bot": true}),
         "earlier answer",
     );
-    // (payload, place, thread mode, chat, topic, direct, mentions, thread_reply, text)
-    let cases: Vec<(
-        Value,
-        Option<&Place>,
-        bool,
-        &str,
-        Option<&str>,
-        bool,
-        bool,
-        bool,
-        &str,
-    )> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             payload("200", "55", None, person("7"), "hi"),
             None,

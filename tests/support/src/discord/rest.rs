@@ -78,7 +78,8 @@ fn failure_response(failure: DiscordFailure) -> Response {
     }
 }
 
-/// Records the call; refuses it without the bot token, or with the route's scripted failure.
+/// Records the call; the refusal when it lacks the bot token or the route has a scripted
+/// failure.
 fn admit(
     shared: &SharedDiscord,
     method: &Method,
@@ -86,7 +87,7 @@ fn admit(
     headers: &HeaderMap,
     body: Value,
     route: Option<DiscordRoute>,
-) -> Result<(), Response> {
+) -> Option<Response> {
     let authorized = headers.get("authorization").and_then(|v| v.to_str().ok())
         == Some(format!("Bot {FAKE_DISCORD_TOKEN}").as_str());
     let mut state = shared.lock();
@@ -101,7 +102,7 @@ fn admit(
         at: Instant::now(),
     });
     if !authorized {
-        return Err(error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized"));
+        return Some(error(StatusCode::UNAUTHORIZED, 0, "401: Unauthorized"));
     }
     if let Some(route) = route
         && let Some(failure) = state
@@ -109,9 +110,9 @@ fn admit(
             .get_mut(&route)
             .and_then(|queue| queue.pop_front())
     {
-        return Err(failure_response(failure));
+        return Some(failure_response(failure));
     }
-    Ok(())
+    None
 }
 
 fn gateway_url(shared: &SharedDiscord) -> String {
@@ -130,7 +131,7 @@ pub(crate) async fn gateway_bot(
     State(shared): State<SharedDiscord>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &Method::GET,
         "gateway/bot",
@@ -150,7 +151,7 @@ pub(crate) async fn gateway_bot(
 }
 
 pub(crate) async fn me(State(shared): State<SharedDiscord>, headers: HeaderMap) -> Response {
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &Method::GET,
         "users/@me",
@@ -175,7 +176,7 @@ pub(crate) async fn channel(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &Method::GET,
         &format!("channels/{id}"),
@@ -192,7 +193,7 @@ pub(crate) async fn channel(
 }
 
 /// JSON, or multipart with `payload_json` and `files[n]`.
-async fn message_body(request: Request) -> Result<(Value, Vec<(String, Vec<u8>)>), Response> {
+async fn message_body(request: Request) -> Result<(Value, Vec<(String, Vec<u8>)>), Box<Response>> {
     let multipart = request
         .headers()
         .get("content-type")
@@ -201,24 +202,27 @@ async fn message_body(request: Request) -> Result<(Value, Vec<(String, Vec<u8>)>
     if !multipart {
         let bytes = Bytes::from_request(request, &())
             .await
-            .map_err(IntoResponse::into_response)?;
+            .map_err(|e| Box::new(e.into_response()))?;
         let body = serde_json::from_slice(&bytes).map_err(|_| {
-            error(
+            Box::new(error(
                 StatusCode::BAD_REQUEST,
                 50109,
                 "The request body contains invalid JSON.",
-            )
+            ))
         })?;
         return Ok((body, Vec::new()));
     }
     let mut form = Multipart::from_request(request, &())
         .await
-        .map_err(IntoResponse::into_response)?;
+        .map_err(|e| Box::new(e.into_response()))?;
     let (mut payload, mut files) = (Value::Null, Vec::new());
     while let Ok(Some(field)) = form.next_field().await {
         let name = field.name().unwrap_or("").to_string();
         let filename = field.file_name().map(String::from);
-        let bytes = field.bytes().await.map_err(IntoResponse::into_response)?;
+        let bytes = field
+            .bytes()
+            .await
+            .map_err(|e| Box::new(e.into_response()))?;
         if name == "payload_json" {
             payload = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         } else if name.starts_with("files[") {
@@ -236,10 +240,10 @@ pub(crate) async fn create_message(
     let headers = request.headers().clone();
     let (body, files) = match message_body(request).await {
         Ok(parts) => parts,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let path = format!("channels/{channel}/messages");
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &Method::POST,
         &path,
@@ -328,7 +332,7 @@ pub(crate) async fn edit_message(
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path = format!("channels/{channel}/messages/{message}");
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &method,
         &path,
@@ -371,7 +375,7 @@ pub(crate) async fn typing(
     Path(channel): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &Method::POST,
         &format!("channels/{channel}/typing"),
@@ -394,7 +398,7 @@ pub(crate) async fn reaction(
     headers: HeaderMap,
 ) -> Response {
     let path = format!("channels/{channel}/messages/{message}/reactions/{emoji}/@me");
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &method,
         &path,
@@ -425,7 +429,7 @@ pub(crate) async fn start_thread(
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let path = format!("channels/{channel}/messages/{message}/threads");
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &Method::POST,
         &path,
@@ -474,7 +478,7 @@ pub(crate) async fn commands(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    if let Err(refused) = admit(
+    if let Some(refused) = admit(
         &shared,
         &Method::PUT,
         &format!("applications/{app}/commands"),
