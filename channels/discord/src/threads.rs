@@ -155,6 +155,12 @@ impl DiscordChannel {
             Err(error) => return Err(error.into_channel("start a thread for the answer")),
         }
         self.threads.exists(topic);
+        let mut places = lock(&self.threads.places);
+        if places.len() >= MAX_PLACES {
+            places.clear();
+        }
+        let parent = chat.chat_id.clone();
+        places.insert(topic.clone(), Place::Thread { parent });
         Ok(topic.clone())
     }
 }
