@@ -1,6 +1,7 @@
-//! Whether the bot answers a message: the channel's allowlists, admins and group policy.
+//! Whether the bot answers a message: the channel's allowlists, admins, group policy and
+//! group rules (allowed workspaces, free chats).
 
-use antler_channel::{AccessSettings, GroupPolicy, InboundMessage};
+use antler_channel::{AccessSettings, GroupPolicy, GroupRules, InboundMessage};
 
 /// What to do with an inbound message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,8 +13,8 @@ pub enum Verdict {
     NotAddressed,
 }
 
-/// Applies `settings` (read from the live config) to `message`.
-pub fn verdict(settings: &AccessSettings, message: &InboundMessage) -> Verdict {
+/// Applies `settings` and `rules` (read from the live config) to `message`.
+pub fn verdict(settings: &AccessSettings, rules: &GroupRules, message: &InboundMessage) -> Verdict {
     let admin = settings.admins.contains(&message.user_id);
     let user_allowed = admin
         || settings.allowed_users.is_empty()
@@ -25,13 +26,20 @@ pub fn verdict(settings: &AccessSettings, message: &InboundMessage) -> Verdict {
             Verdict::Deny("user not in allowed_users")
         };
     }
-    if !settings.allowed_chats.contains(&message.chat_id) {
+    let workspace_allowed = message
+        .workspace_id
+        .as_ref()
+        .is_some_and(|workspace| rules.allowed_workspaces.contains(workspace));
+    if !settings.allowed_chats.contains(&message.chat_id) && !workspace_allowed {
         return Verdict::Deny("group not in allowed_chats");
     }
     if !user_allowed {
         return Verdict::Deny("user not in allowed_users");
     }
-    if settings.group_policy == GroupPolicy::Mention && !message.mentions_bot {
+    if settings.group_policy == GroupPolicy::Mention
+        && !message.mentions_bot
+        && !rules.free_chats.contains(&message.chat_id)
+    {
         return Verdict::NotAddressed;
     }
     Verdict::Allow
@@ -104,7 +112,41 @@ mod tests {
             (&all, message("-5", "1", false, false), Verdict::Allow),
         ];
         for (idx, (settings, message, expected)) in cases.into_iter().enumerate() {
-            assert_eq!(verdict(settings, &message), expected, "case {idx}");
+            let rules = GroupRules::default();
+            assert_eq!(verdict(settings, &rules, &message), expected, "case {idx}");
+        }
+    }
+
+    #[test]
+    fn workspaces_allow_their_groups_and_free_chats_need_no_mention() {
+        let settings = AccessSettings {
+            allowed_chats: vec!["-5".into()],
+            ..AccessSettings::default()
+        };
+        let rules = GroupRules {
+            allowed_workspaces: vec!["G1".into()],
+            free_chats: vec!["-7".into()],
+        };
+        let in_guild = |chat: &str, guild: &str, mentioned: bool| InboundMessage {
+            workspace_id: Some(guild.into()),
+            ..message(chat, "1", false, mentioned)
+        };
+        let cases = [
+            (in_guild("-6", "G1", true), Verdict::Allow),
+            (in_guild("-6", "G1", false), Verdict::NotAddressed),
+            (
+                in_guild("-6", "G2", true),
+                Verdict::Deny("group not in allowed_chats"),
+            ),
+            (
+                in_guild("-7", "G2", false),
+                Verdict::Deny("group not in allowed_chats"),
+            ),
+            (in_guild("-7", "G1", false), Verdict::Allow),
+            (in_guild("-5", "G2", true), Verdict::Allow),
+        ];
+        for (idx, (message, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(verdict(&settings, &rules, &message), expected, "case {idx}");
         }
     }
 }

@@ -278,7 +278,7 @@ impl ManagerInner {
         let Some(section) = config.channels.section(channel) else {
             return Ok((Accepted::UnknownChannel, None));
         };
-        match verdict(&section.access(), &message) {
+        match verdict(&section.access(), &section.group_rules(), &message) {
             Verdict::Allow => {}
             Verdict::Deny(reason) => {
                 tracing::info!(channel, chat = %message.chat_id, user = %message.user_id, reason, "Ignoring a message from outside the allowlist");

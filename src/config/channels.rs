@@ -1,10 +1,12 @@
 //! The `channels:` section: settings shared by every chat channel, and one section per adapter.
 //!
-//! Each adapter owns the typed struct of its section (`antler_telegram::TelegramConfig`, `antler_slack::SlackConfig`, `antler_feishu::FeishuConfig`), which
-//! also implements [`ChannelConfig`]; [`ChannelsConfig::sections`] is the one list the daemon
-//! iterates, so adding an adapter is a field here and an entry there.
+//! Each adapter owns the typed struct of its section (`antler_telegram::TelegramConfig`,
+//! `antler_slack::SlackConfig`, `antler_discord::DiscordConfig`, `antler_feishu::FeishuConfig`),
+//! which also implements [`ChannelConfig`]; [`ChannelsConfig::sections`] is the one list the
+//! daemon iterates, so adding an adapter is a field here and an entry there.
 
 use antler_channel::{ChannelConfig, SessionConfig};
+use antler_discord::DiscordConfig;
 use antler_feishu::FeishuConfig;
 use antler_slack::SlackConfig;
 use antler_telegram::TelegramConfig;
@@ -22,6 +24,7 @@ pub struct ChannelsConfig {
     pub user_messages_per_minute: u32,
     pub telegram: TelegramConfig,
     pub slack: SlackConfig,
+    pub discord: DiscordConfig,
     pub feishu: FeishuConfig,
 }
 
@@ -34,6 +37,7 @@ impl Default for ChannelsConfig {
             user_messages_per_minute: 30,
             telegram: TelegramConfig::default(),
             slack: SlackConfig::default(),
+            discord: DiscordConfig::default(),
             feishu: FeishuConfig::default(),
         }
     }
@@ -42,7 +46,7 @@ impl Default for ChannelsConfig {
 impl ChannelsConfig {
     /// Every adapter's section, enabled or not.
     pub fn sections(&self) -> Vec<&dyn ChannelConfig> {
-        vec![&self.telegram, &self.slack, &self.feishu]
+        vec![&self.telegram, &self.slack, &self.discord, &self.feishu]
     }
 
     /// The section of the channel called `name`.

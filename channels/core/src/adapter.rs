@@ -25,6 +25,11 @@ pub trait ChannelConfig: Send + Sync + std::fmt::Debug {
     fn enabled(&self) -> bool;
     /// Who may talk to the bot and where; read for every message, so a reload applies at once.
     fn access(&self) -> AccessSettings;
+    /// Group rules beyond `access()` some platforms have (Discord guilds and free channels);
+    /// read with it for every message.
+    fn group_rules(&self) -> GroupRules {
+        GroupRules::default()
+    }
     /// The agent that answers in this channel unless the chat chose one.
     fn session_agent(&self) -> Option<&str>;
     /// React to people's messages (received, answered, failed) where the adapter can.
@@ -71,6 +76,17 @@ pub struct AccessSettings {
     /// Always allowed, with Antler admin rights as the user `{channel}-{id}`.
     pub admins: Vec<String>,
     pub group_policy: GroupPolicy,
+}
+
+/// Where group chats are allowed and answered beyond [`AccessSettings`]. Ids are the
+/// platform's, as strings; both lists are empty unless the platform has such settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupRules {
+    /// Workspaces (Discord guilds) whose every group chat is allowed, as if it were listed in
+    /// `allowed_chats` (`InboundMessage::workspace_id` is matched).
+    pub allowed_workspaces: Vec<String>,
+    /// Group chats where every message is for the bot, mentioned or not.
+    pub free_chats: Vec<String>,
 }
 
 /// Session defaults of a channel (`channels.<name>.session`, and `channels.session` for all).

@@ -8,6 +8,7 @@
 mod adapter;
 mod capabilities;
 mod channel;
+mod chunk;
 mod key;
 mod message;
 mod profile;
@@ -16,14 +17,15 @@ mod transport;
 mod webhook;
 
 pub use adapter::{
-    AccessSettings, ChannelAdapter, ChannelConfig, Connection, GroupPolicy, SessionConfig,
-    platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, Connection, GroupPolicy, GroupRules,
+    SessionConfig, platform_ids,
 };
 pub use capabilities::{
     ChannelError, DownloadFile, EditMessage, React, SendMessage, SentMessage, TypingIndicator,
     UploadFile,
 };
 pub use channel::ChannelParts;
+pub use chunk::split_message;
 pub use key::ChatKey;
 pub use message::{Attachment, InboundFile, InboundMessage};
 pub use profile::{BudgetLimits, ChannelProfile, Pace, ReactionSet};

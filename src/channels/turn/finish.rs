@@ -104,7 +104,8 @@ pub(super) async fn deliver(
 ) {
     let is_group = !entry.message.is_direct;
     let reply_to = entry.message.platform_message_id.clone();
-    let chunks = split_message(&answer.text, runtime.profile.max_text_len);
+    let (attachments, text) = within_upload_limit(answer.attachments, answer.text, runtime);
+    let chunks = split_message(&text, runtime.profile.max_text_len);
     let mut records = Vec::new();
     for (idx, chunk) in chunks.into_iter().enumerate() {
         let action = match (&status_id, idx, &runtime.parts.edit) {
@@ -120,7 +121,7 @@ pub(super) async fn deliver(
         let step = OutboxStep::Final(idx).key(&entry.key);
         records.push(OutboxRecord::new(step, key.clone(), is_group, action));
     }
-    for (idx, attachment) in answer.attachments.into_iter().enumerate() {
+    for (idx, attachment) in attachments.into_iter().enumerate() {
         let action = OutboxAction::Upload {
             attachment,
             reply_to: Some(reply_to.clone()),
@@ -134,6 +135,31 @@ pub(super) async fn deliver(
         }
     }
     send_all(deps, runtime, key, is_group, records).await;
+}
+
+/// Files the platform would refuse are named in the text with the reason instead of failing
+/// as uploads (which would only leave an "undelivered" notice).
+fn within_upload_limit(
+    attachments: Vec<Attachment>,
+    mut text: String,
+    runtime: &ChannelRuntime,
+) -> (Vec<Attachment>, String) {
+    let limit = runtime.profile.max_upload_bytes;
+    let (fitting, too_large): (Vec<_>, Vec<_>) =
+        attachments.into_iter().partition(|file| file.size <= limit);
+    if !too_large.is_empty() {
+        let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        let names: Vec<String> = too_large
+            .iter()
+            .map(|file| format!("{} ({:.1} MB)", file.filename, mib(file.size)))
+            .collect();
+        text.push_str(&format!(
+            "\n\n(Not attached, larger than the {:.0} MB this chat accepts: {})",
+            mib(limit),
+            names.join(", ")
+        ));
+    }
+    (fitting, text)
 }
 
 /// The answer of the current turn (a clarification question wins) and its presented files.

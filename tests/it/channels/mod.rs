@@ -1,8 +1,11 @@
-//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API, the fake Slack
-//! or the fake Feishu, and the scripted OpenAI-compatible model.
+//! Channel layer end to end: the daemon in-process, the fake Telegram Bot API, the fake Slack,
+//! the fake Discord or the fake Feishu, and the scripted OpenAI-compatible model.
 
 mod commands;
 mod conformance;
+mod discord;
+mod discord_driver;
+mod discord_gateway;
 mod feishu;
 mod feishu_driver;
 mod files_webhook;

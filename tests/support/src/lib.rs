@@ -1,6 +1,7 @@
 //! Test fakes that speak real wire protocols on 127.0.0.1 (OpenAI Chat Completions, Anthropic
-//! Messages, Telegram Bot API, Slack Web API / Socket Mode / Events API, Feishu open API and event
-//! pushes, Docker Engine API), so tests drive the real clients end to end.
+//! Messages, Telegram Bot API, Slack Web API / Socket Mode / Events API, Discord REST and gateway,
+//! Feishu open API and event pushes, Docker Engine API), so tests drive the real clients end to
+//! end.
 //!
 //! ```
 //! # async fn demo() {
@@ -31,6 +32,7 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 mod anthropic;
+mod discord;
 mod docker;
 mod feishu;
 mod openai;
@@ -41,6 +43,11 @@ mod telegram;
 mod template;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
+pub use discord::{
+    BotMessage, DiscordCall, DiscordFailure, DiscordRoute, FAKE_DISCORD_BOT_ID,
+    FAKE_DISCORD_BOT_NAME, FAKE_DISCORD_GUILD, FAKE_DISCORD_TOKEN, FakeDiscord, GatewaySession,
+    discord_message, discord_user,
+};
 pub use docker::{DockerCall, ExecReply, FakeContainer, FakeDocker};
 pub use feishu::{
     FAKE_FEISHU_APP_ID, FAKE_FEISHU_APP_SECRET, FAKE_FEISHU_BOT_NAME, FAKE_FEISHU_BOT_OPEN_ID,

@@ -1,0 +1,204 @@
+use serde_json::{Value, json};
+
+use super::*;
+
+const BOT: &str = "100";
+
+fn bot() -> BotIdentity {
+    BotIdentity {
+        user_id: BOT.into(),
+        name: "antler".into(),
+    }
+}
+
+/// A MESSAGE_CREATE payload as Discord sends it.
+fn payload(id: &str, channel: &str, guild: Option<&str>, author: Value, content: &str) -> Value {
+    let mut message = json!({
+        "id": id, "channel_id": channel, "author": author, "content": content,
+        "timestamp": "2024-01-01T00:00:00.000000+00:00", "edited_timestamp": null,
+        "tts": false, "mention_everyone": false, "mentions": [], "mention_roles": [],
+        "attachments": [], "embeds": [], "pinned": false, "type": 0
+    });
+    if let Some(guild) = guild {
+        message["guild_id"] = json!(guild);
+    }
+    message
+}
+
+fn person(id: &str) -> Value {
+    json!({"id": id, "username": format!("user{id}"), "discriminator": "0", "avatar": null, "global_name": "Person"})
+}
+
+/// (payload, place, thread mode, chat, topic, direct, mentions, thread_reply, text)
+type Case<'a> = (
+    Value,
+    Option<&'a Place>,
+    bool,
+    &'a str,
+    Option<&'a str>,
+    bool,
+    bool,
+    bool,
+    &'a str,
+);
+
+fn parse(value: Value) -> Message {
+    serde_json::from_value(value).expect("a message")
+}
+
+#[test]
+fn table_of_messages() {
+    let thread = Place::Thread {
+        parent: "300".into(),
+    };
+    let mention = |value: &mut Value| value["mentions"] = json!([{"id": BOT, "username": "antler", "discriminator": "0", "avatar": null, "bot": true}]);
+    let mut mentioned = payload("201", "300", Some("9"), person("7"), "<@100> hello there");
+    mention(&mut mentioned);
+    let mut replied = payload("202", "300", Some("9"), person("7"), "and this?");
+    replied["type"] = json!(19);
+    replied["message_reference"] =
+        json!({"message_id": "150", "channel_id": "300", "guild_id": "9"});
+    replied["referenced_message"] = payload(
+        "150",
+        "300",
+        Some("9"),
+        json!({"id": BOT, "username": "antler", "discriminator": "0", "avatar": null, "bot": true}),
+        "earlier answer",
+    );
+    let cases: Vec<Case<'_>> = vec![
+        (
+            payload("200", "55", None, person("7"), "hi"),
+            None,
+            true,
+            "55",
+            None,
+            true,
+            false,
+            false,
+            "hi",
+        ),
+        (
+            mentioned.clone(),
+            Some(&Place::Channel),
+            true,
+            "300",
+            Some("201"),
+            false,
+            true,
+            false,
+            "hello there",
+        ),
+        (
+            mentioned,
+            Some(&Place::Channel),
+            false,
+            "300",
+            None,
+            false,
+            true,
+            false,
+            "hello there",
+        ),
+        (
+            payload("203", "300", Some("9"), person("7"), "just chatting"),
+            Some(&Place::Channel),
+            true,
+            "300",
+            Some("203"),
+            false,
+            false,
+            false,
+            "just chatting",
+        ),
+        (
+            payload("204", "201", Some("9"), person("7"), "follow-up"),
+            Some(&thread),
+            true,
+            "300",
+            Some("201"),
+            false,
+            false,
+            true,
+            "follow-up",
+        ),
+        (
+            payload(
+                "205",
+                "201",
+                Some("9"),
+                person("7"),
+                "<@!100>   keep   spacing",
+            ),
+            Some(&thread),
+            true,
+            "300",
+            Some("201"),
+            false,
+            true,
+            false,
+            "keep   spacing",
+        ),
+        (
+            replied,
+            Some(&Place::Channel),
+            false,
+            "300",
+            None,
+            false,
+            true,
+            false,
+            "and this?",
+        ),
+    ];
+    for (idx, (value, place, mode, chat, topic, direct, mentions, thread_reply, text)) in
+        cases.into_iter().enumerate()
+    {
+        let message = inbound_message(&parse(value), &bot(), place, mode)
+            .unwrap_or_else(|| panic!("case {idx} gives a message"));
+        assert_eq!(message.chat_id, chat, "case {idx}");
+        assert_eq!(message.topic_id.as_deref(), topic, "case {idx}");
+        assert_eq!(message.is_direct, direct, "case {idx}");
+        assert_eq!(message.mentions_bot, mentions, "case {idx}");
+        assert_eq!(message.thread_reply, thread_reply, "case {idx}");
+        assert_eq!(message.text, text, "case {idx}");
+        assert_eq!(message.channel, "discord");
+        assert_eq!(message.display_name.as_deref(), Some("Person"));
+    }
+}
+
+#[test]
+fn bots_webhooks_and_system_messages_are_not_for_the_bot() {
+    let other_bot = json!({"id": "8", "username": "otherbot", "discriminator": "0", "avatar": null, "bot": true});
+    let itself =
+        json!({"id": BOT, "username": "antler", "discriminator": "0", "avatar": null, "bot": true});
+    let mut webhook = payload("3", "55", None, person("7"), "from a webhook");
+    webhook["webhook_id"] = json!("77");
+    let mut joined = payload("4", "55", None, person("7"), "");
+    joined["type"] = json!(7);
+    let empty = payload("5", "55", None, person("7"), "<@100>");
+    for value in [
+        payload("1", "55", None, other_bot, "beep"),
+        payload("2", "55", None, itself, "my own answer"),
+        webhook,
+        joined,
+        empty,
+    ] {
+        assert_eq!(inbound_message(&parse(value), &bot(), None, true), None);
+    }
+}
+
+#[test]
+fn attachments_become_files() {
+    let mut value = payload("9", "55", None, person("7"), "");
+    value["attachments"] = json!([{"id": "1", "filename": "notes.txt", "size": 15,
+        "url": "https://cdn.discordapp.com/attachments/55/1/notes.txt",
+        "proxy_url": "https://media.discordapp.net/attachments/55/1/notes.txt",
+        "content_type": "text/plain; charset=utf-8"}]);
+    let message = inbound_message(&parse(value), &bot(), None, true).expect("a file message");
+    assert_eq!(message.files.len(), 1);
+    let file = &message.files[0];
+    assert_eq!(file.filename.as_deref(), Some("notes.txt"));
+    assert_eq!(file.size, Some(15));
+    assert!(!file.is_image);
+    assert!(file.handle.starts_with("https://cdn.discordapp.com/"));
+}

@@ -1,0 +1,98 @@
+//! Runs the real daemon binary against the fake Discord and a scripted model, the way a person
+//! would try the Discord adapter: `cargo run -p antler-test-support --example fake_discord --
+//! <path to antler> <work dir>`. Writes `<work dir>/config.yaml`, starts `antler run`, sends a
+//! DM, a channel mention and a follow-up in the thread it starts, and prints what the bot did.
+
+use std::time::Duration;
+
+use antler_test_support::{FAKE_DISCORD_TOKEN, FakeDiscord, FakeOpenAi, Reply};
+
+const CHANNEL: &str = "400000000000000042";
+const USER: &str = "300000000000000001";
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(binary), Some(dir)) = (args.next(), args.next()) else {
+        eprintln!("usage: fake_discord <path to antler> <work dir>");
+        std::process::exit(64);
+    };
+    let discord = FakeDiscord::start().await;
+    discord.add_text_channel(CHANNEL);
+    let model = FakeOpenAi::start().await;
+    model.push(Reply::text(
+        "**Hello!** Here is a list:\n- one & two\n- `a < b`\n\nHey @everyone, see [the docs](https://example.com/a_b).",
+    ));
+    model.push(Reply::slow(
+        ["Threads ", "work ", "too."],
+        Duration::from_millis(700),
+    ));
+    model.push(Reply::text("And follow-ups need no mention."));
+    let dir = std::path::Path::new(&dir);
+    let config = format!(
+        "config_version: 1\ndata_dir: {data}\nmodels:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model}\nsandbox:\n  provider: local\ngateway:\n  listen: 127.0.0.1:0\nchannels:\n  discord:\n    enabled: true\n    bot_token: \"{FAKE_DISCORD_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [{CHANNEL}]\n",
+        data = dir.join("data").display(),
+        model = model.base_url(),
+        api = discord.api_url(),
+    );
+    let config_path = dir.join("config.yaml");
+    std::fs::write(&config_path, config).expect("write config");
+    let log = std::fs::File::create(dir.join("antler.log")).expect("log file");
+    let mut daemon = tokio::process::Command::new(binary)
+        .arg("--config")
+        .arg(&config_path)
+        .arg("run")
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start antler");
+    let limit = Duration::from_secs(30);
+    discord
+        .wait_for(limit, "the daemon's gateway session", |f| {
+            f.sessions().iter().any(|s| s.identified)
+        })
+        .await;
+    println!("sessions: {:?}", discord.sessions());
+    discord.user_says_dm(USER, "hi there");
+    let dm = FakeDiscord::dm_channel(USER);
+    discord
+        .wait_for(limit, "the DM answer", |f| {
+            f.channel_texts(&dm).iter().any(|t| t.contains("Hello"))
+        })
+        .await;
+    let asked = discord.user_says_in_channel(CHANNEL, USER, "and in a channel?", true);
+    discord
+        .wait_for(limit, "the thread answer", |f| {
+            f.channel_texts(&asked)
+                .iter()
+                .any(|t| t == "Threads work too.")
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    discord.user_says_in_channel(&asked, USER, "and then?", false);
+    discord
+        .wait_for(limit, "the follow-up answer", |f| {
+            f.channel_texts(&asked)
+                .iter()
+                .any(|t| t.starts_with("And follow-ups"))
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    println!("mention: {asked}; threads: {:?}", discord.threads());
+    for message in discord.messages() {
+        println!("{message:?}");
+    }
+    for call in discord.calls() {
+        println!("{} {} {}", call.method, call.path, call.body);
+    }
+    println!("reactions: {:?}", discord.reactions());
+    println!(
+        "slash commands registered: {}",
+        discord
+            .registered_commands()
+            .and_then(|c| c.as_array().map(Vec::len))
+            .unwrap_or(0)
+    );
+    let _ = daemon.kill().await;
+}
