@@ -18,7 +18,7 @@ const CHECK_EVERY: Duration = Duration::from_secs(2);
 
 /// Trims after activity, until `stop`. The task is the daemon's (owned by its tracker).
 pub async fn run(harness: Harness, stop: CancellationToken) {
-    let mut trimmed_at = harness.runs_finished();
+    let (_, mut trimmed_at) = harness.run_activity();
     let mut seen = trimmed_at;
     let mut ticks = tokio::time::interval(CHECK_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -29,8 +29,8 @@ pub async fn run(harness: Harness, stop: CancellationToken) {
         }
         // Quiet for a whole interval: the burst's connections have closed by now too (trimming
         // the moment the last run ended left their buffers, freed a moment later, in the heap).
-        let finished = harness.runs_finished();
-        let settled = finished == seen && harness.runs_in_flight() == 0;
+        let (in_flight, finished) = harness.run_activity();
+        let settled = finished == seen && in_flight == 0;
         seen = finished;
         if settled && finished != trimmed_at {
             trimmed_at = finished;

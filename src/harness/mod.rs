@@ -327,14 +327,10 @@ impl Harness {
         })
     }
 
-    /// Runs in flight now.
-    pub fn runs_in_flight(&self) -> usize {
-        lock_runs(&self.inner).len()
-    }
-
-    /// Runs ended since the harness opened, however they ended.
-    pub fn runs_finished(&self) -> u64 {
-        self.inner.runs_finished.load(Ordering::Relaxed)
+    /// (runs in flight now, runs ended since the harness opened however they ended).
+    pub fn run_activity(&self) -> (usize, u64) {
+        let finished = self.inner.runs_finished.load(Ordering::Relaxed);
+        (lock_runs(&self.inner).len(), finished)
     }
 
     /// Cancels the run `run_id` of `thread_id`; `false` if no such run is active.

@@ -71,10 +71,7 @@ async fn a_run_creates_the_thread_persists_and_frees_it() {
         "auto title reaches the record"
     );
     assert_eq!(f.harness.active_run("t1"), None);
-    assert_eq!(
-        (f.harness.runs_in_flight(), f.harness.runs_finished()),
-        (0, 1)
-    );
+    assert_eq!(f.harness.run_activity(), (0, 1));
     let second = f
         .harness
         .start_run(request("alice", "t1", "more"))

@@ -25,11 +25,14 @@ pub(crate) async fn start(
     Bot::start(&daemon_yaml(dir, model, &discord_section(fake, &extra))).await
 }
 
-/// The turn of `message` is over (its ✅ is on), so a next message is not queued behind it.
+/// The turn of `message` is over (its ✅ is on and its 👀, taken away right after, is gone), so
+/// a next message is not queued behind it.
 pub(crate) async fn wait_answered(fake: &FakeDiscord, channel: &str, message: &str) {
     let done = (channel.to_string(), message.to_string(), "✅".to_string());
+    let seen = (channel.to_string(), message.to_string(), "👀".to_string());
     fake.wait_for(WAIT, "the answered reaction", |f| {
-        f.reactions().contains(&done)
+        let reactions = f.reactions();
+        reactions.contains(&done) && !reactions.contains(&seen)
     })
     .await;
 }
