@@ -7,12 +7,16 @@
 
 pub mod document;
 pub mod inject;
+pub mod middleware;
+pub mod queue;
 
 pub mod repo;
 pub mod updater;
 
 pub use document::{Fact, FactCategory, MemoryDocument, Section};
 
+pub use middleware::MemoryMiddleware;
+pub use queue::{MemoryQueue, PendingConversation};
 pub use repo::{MemoryRepo, MemoryScope};
 pub use updater::{MemoryUpdate, MemoryUpdater};
 
