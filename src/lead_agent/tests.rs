@@ -84,7 +84,8 @@ impl Fixture {
                 user_id: user,
                 agents: Some(self.store.clone()),
                 cache: Some(&self.cache),
-            },
+                memory: None,
+                            },
         )
     }
 

@@ -35,3 +35,10 @@ pub enum MemoryError {
     #[error("the memory model answered with malformed JSON ({0}); memory is unchanged")]
     MalformedUpdate(String),
 }
+
+/// The memory parts a daemon shares: the repo (reads, chat and API edits) and the queue.
+#[derive(Clone)]
+pub struct MemoryService {
+    pub repo: MemoryRepo,
+    pub queue: MemoryQueue,
+}
