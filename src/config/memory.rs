@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MemoryConfig {
-    /// Memory is read into the first turn of a thread and updated after runs.
+    /// Memory is read into the first turn of a thread and updated after runs. Off by default:
+    /// every update is an extra model call, so an operator opts in.
     pub enabled: bool,
     /// The model that writes memory updates; unset = the run's model.
     pub model_name: Option<String>,
@@ -23,7 +24,7 @@ pub struct MemoryConfig {
 impl Default for MemoryConfig {
     fn default() -> Self {
         Self {
-            enabled: true,
+            enabled: false,
             model_name: None,
             debounce_seconds: 30,
             max_injection_tokens: 2000,

@@ -14,7 +14,11 @@ use crate::store::StoreRef;
 pub(super) const MEMORY_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The memory service, or `None` outside a tokio runtime (the queue needs one for its task).
-pub(super) fn start(inner: Weak<Inner>, store: StoreRef, config: &AppConfig) -> Option<MemoryService> {
+pub(super) fn start(
+    inner: Weak<Inner>,
+    store: StoreRef,
+    config: &AppConfig,
+) -> Option<MemoryService> {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::warn!("No async runtime at start; long-term memory is off for this harness");
         return None;

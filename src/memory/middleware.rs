@@ -8,10 +8,9 @@
 use async_trait::async_trait;
 
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunContext};
+use crate::memory::conversation::conversation_of;
 use crate::memory::queue::{MemoryQueue, PendingConversation};
 use crate::memory::repo::MemoryScope;
-use crate::memory::updater::ConversationMessage;
-use crate::messages::Message;
 use crate::state::ThreadState;
 
 pub struct MemoryMiddleware {
@@ -22,42 +21,6 @@ impl MemoryMiddleware {
     pub fn new(queue: MemoryQueue) -> Self {
         Self { queue }
     }
-}
-
-/// User text with upload blocks removed (`None`: nothing the user wrote).
-fn user_text(content: &str) -> Option<String> {
-    let mut text = content.to_string();
-    while let Some(start) = text.find("<current_uploads>") {
-        let end = text[start..]
-            .find("</current_uploads>")
-            .map(|i| start + i + "</current_uploads>".len())
-            .unwrap_or(text.len());
-        text.replace_range(start..end, "");
-    }
-    let text = text.trim();
-    (!text.is_empty()).then(|| text.to_string())
-}
-
-/// The user inputs and final answers of `messages`, in order.
-pub fn conversation_of(messages: &[Message]) -> Vec<ConversationMessage> {
-    messages
-        .iter()
-        .filter_map(|message| match message {
-            Message::Human(human) if !human.meta.hide_from_ui && human.name.is_none() => {
-                user_text(&human.content).map(|content| ConversationMessage {
-                    role: "user".into(),
-                    content,
-                })
-            }
-            Message::Ai(ai) if ai.tool_calls.is_empty() && !ai.content.trim().is_empty() => {
-                Some(ConversationMessage {
-                    role: "assistant".into(),
-                    content: ai.content.trim().to_string(),
-                })
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 #[async_trait]
@@ -99,6 +62,7 @@ impl Middleware for MemoryMiddleware {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::messages::Message;
     use crate::messages::{AiMessage, HumanMessage, ToolCall, ToolMessage};
 
     #[test]

@@ -5,6 +5,8 @@
 //! [`inject`] renders the `<memory>` block within a token budget, and [`queue`] debounces
 //! updates per conversation on an owned background task.
 
+pub mod chat;
+pub mod conversation;
 pub mod document;
 pub mod inject;
 pub mod middleware;

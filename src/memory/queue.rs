@@ -166,7 +166,7 @@ impl MemoryQueue {
         model_name: Option<String>,
         dropped: &[crate::messages::Message],
     ) -> Result<(), MemoryError> {
-        let earlier = crate::memory::middleware::conversation_of(dropped);
+        let earlier = crate::memory::conversation::conversation_of(dropped);
         if earlier.is_empty() {
             return Ok(());
         }

@@ -10,10 +10,11 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::MemoryConfig;
 use crate::memory::MemoryError;
+pub use crate::memory::conversation::ConversationMessage;
 use crate::memory::document::{Fact, FactCategory, MemoryDocument, normalize, now};
 use crate::memory::repo::{MemoryRepo, MemoryScope};
 use crate::messages::Message;
@@ -32,14 +33,6 @@ object and nothing else:\n\
 Confidence: 0.9-1.0 stated explicitly, 0.7-0.8 clearly implied, 0.5-0.6 inferred. Use \
 `correction` when the user corrects you. Only durable facts about the user; never record \
 uploaded files or upload events. Remove facts the conversation shows are wrong or outdated.";
-
-/// One message of the conversation the updater reads.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ConversationMessage {
-    /// `user` or `assistant`.
-    pub role: String,
-    pub content: String,
-}
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct SectionUpdate {
