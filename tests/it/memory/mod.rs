@@ -1,0 +1,5 @@
+//! Long-term memory end to end: isolation between users and agents through the harness, and
+//! the chat commands through Telegram against the fake Bot API.
+
+mod isolation;
+mod telegram;
