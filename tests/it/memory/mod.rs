@@ -3,4 +3,5 @@
 
 mod http;
 mod isolation;
+mod latency;
 mod telegram;
