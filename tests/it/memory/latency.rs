@@ -26,7 +26,11 @@ fn injection_and_update_with_100_facts_stay_fast() {
         for i in 0..100 {
             doc.facts.push(Fact::new(
                 &format!("fact number {i}: the user prefers option {i} for their setup"),
-                if i % 10 == 0 { FactCategory::Correction } else { FactCategory::Preference },
+                if i % 10 == 0 {
+                    FactCategory::Correction
+                } else {
+                    FactCategory::Preference
+                },
                 0.7 + (i % 30) as f64 / 100.0,
                 "t",
             ));
@@ -61,7 +65,15 @@ fn injection_and_update_with_100_facts_stay_fast() {
     }
     assert_eq!(repo.load(&scope).unwrap().facts.len(), config.max_facts);
     let (read, write) = (median(reads), median(writes));
-    println!("memory with 100 facts: injection build {read:?}, update apply {write:?} (median of 50)");
-    assert!(read < Duration::from_millis(50), "injection build took {read:?}");
-    assert!(write < Duration::from_millis(50), "update apply took {write:?}");
+    println!(
+        "memory with 100 facts: injection build {read:?}, update apply {write:?} (median of 50)"
+    );
+    assert!(
+        read < Duration::from_millis(50),
+        "injection build took {read:?}"
+    );
+    assert!(
+        write < Duration::from_millis(50),
+        "update apply took {write:?}"
+    );
 }
