@@ -494,6 +494,32 @@ mod tests {
     }
 
     #[test]
+    fn memory_keys_are_checked_by_key() {
+        let mut config = AppConfig::default();
+        let keys = |config: &AppConfig| {
+            let mut problems = Problems::default();
+            check_memory(config, &mut problems);
+            problems.0.iter().map(|p| p.to_string()).collect::<Vec<_>>()
+        };
+        assert!(keys(&config).is_empty(), "the defaults are valid");
+        config.memory.debounce_seconds = 0;
+        config.memory.max_injection_tokens = 50;
+        config.memory.fact_confidence_threshold = 1.5;
+        config.memory.max_facts = 5;
+        config.memory.model_name = Some("ghost".into());
+        let problems = keys(&config).join("\n");
+        for key in [
+            "memory.debounce_seconds",
+            "memory.max_injection_tokens",
+            "memory.fact_confidence_threshold",
+            "memory.max_facts",
+            "memory.model_name",
+        ] {
+            assert!(problems.contains(key), "{key} in {problems}");
+        }
+    }
+
+    #[test]
     fn user_id_pattern() {
         assert!(is_user_id("alice_01-x"));
         assert!(!is_user_id(""));
