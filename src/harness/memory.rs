@@ -20,7 +20,7 @@ pub(super) fn start(
     config: &AppConfig,
 ) -> Option<MemoryService> {
     if tokio::runtime::Handle::try_current().is_err() {
-        tracing::warn!("No async runtime at start; long-term memory is off for this harness");
+        tracing::debug!("No async runtime at start; long-term memory is off for this harness");
         return None;
     }
     let repo = MemoryRepo::new(store.clone());
