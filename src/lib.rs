@@ -24,6 +24,7 @@ pub mod lead_agent;
 pub mod listener;
 pub mod local_socket;
 pub mod lru;
+pub mod memory;
 pub mod memory_release;
 pub mod messages;
 pub mod middleware;

@@ -9,8 +9,11 @@ use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::chosen_agent;
 use crate::identity::channel_user_id;
 use crate::lead_agent::access::check_bootstrap;
+use crate::memory::MemoryScope;
+use crate::memory::chat as memory_chat;
 
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
+const MEMORY_UNAVAILABLE: &str = "Long-term memory is not available in this process.";
 pub const NEW_CONVERSATION: &str = "New conversation started.";
 
 pub(crate) enum CommandOutcome {
@@ -147,5 +150,31 @@ pub(crate) async fn run_command(
             reply(format!("Plan mode {}.", if on { "on" } else { "off" }))
         }
         Command::Cancel => reply("Nothing is running in this chat.".into()),
+        Command::Memory { .. } | Command::Forget(_) if !config.memory.enabled => {
+            reply("Long-term memory is turned off (memory.enabled).".into())
+        }
+        Command::Memory { facts } => {
+            let Some(memory) = deps.harness.memory() else {
+                return reply(MEMORY_UNAVAILABLE.into());
+            };
+            let record = deps.chats.get(key)?;
+            let agent = chosen_agent(record.as_ref(), &config.channels, &message.channel);
+            let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
+            let doc = memory.repo.load(&scope)?;
+            reply(if facts {
+                memory_chat::facts_reply(&doc)
+            } else {
+                memory_chat::summary_reply(&doc)
+            })
+        }
+        Command::Forget(argument) => {
+            let Some(memory) = deps.harness.memory() else {
+                return reply(MEMORY_UNAVAILABLE.into());
+            };
+            let record = deps.chats.get(key)?;
+            let agent = chosen_agent(record.as_ref(), &config.channels, &message.channel);
+            let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
+            reply(memory_chat::forget_reply(&memory.repo, &scope, &argument))
+        }
     }
 }

@@ -20,6 +20,12 @@ pub enum Command {
     Plan(Option<bool>),
     Cancel,
     Help,
+    /// `/memory` summarises, `/memory facts` lists facts with their ids.
+    Memory {
+        facts: bool,
+    },
+    /// `/forget <id|all>` (empty: usage).
+    Forget(String),
 }
 
 /// The text `/bootstrap` runs with when given none (as DeerFlow).
@@ -34,6 +40,8 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /bootstrap [text] — Start a bootstrap session (agent setup)\n\
 /plan on|off — Turn plan mode on or off\n\
 /cancel — Stop the running request\n\
+/memory [facts] — What I remember about you (facts with their ids)\n\
+/forget ID|all — Delete a remembered fact, or everything\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -75,6 +83,12 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         },
         "/cancel" | "/stop" => Command::Cancel,
         "/help" => Command::Help,
+        "/memory" => match rest.to_ascii_lowercase().as_str() {
+            "" => Command::Memory { facts: false },
+            "facts" => Command::Memory { facts: true },
+            _ => return None,
+        },
+        "/forget" => Command::Forget(rest.to_string()),
         _ => return None,
     };
     Some(command)
@@ -116,6 +130,11 @@ mod tests {
             ("/cancel", Some(Command::Cancel)),
             ("/help", Some(Command::Help)),
             ("/start", Some(Command::Start)),
+            ("/memory", Some(Command::Memory { facts: false })),
+            ("/memory facts", Some(Command::Memory { facts: true })),
+            ("/memory dump", None),
+            ("/forget fact_1", Some(Command::Forget("fact_1".into()))),
+            ("/forget", Some(Command::Forget(String::new()))),
             ("/weather-skill paris", None),
             ("/x", None),
         ];

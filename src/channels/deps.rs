@@ -34,6 +34,8 @@ pub(crate) enum TurnError {
     Path(#[from] crate::paths::PathError),
     #[error(transparent)]
     Run(#[from] RunError),
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
 }
 
 impl TurnDeps {

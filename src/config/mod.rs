@@ -7,6 +7,7 @@ mod decode;
 pub mod env;
 pub mod handle;
 pub mod load;
+pub mod memory;
 mod problem;
 pub mod schema;
 pub mod storage;
@@ -23,6 +24,7 @@ pub use load::{
     CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig, load_config,
     load_embedded_default, load_from_file, load_from_str, resolve_config_path,
 };
+pub use memory::MemoryConfig;
 pub use problem::ConfigProblem;
 pub use schema::*;
 pub use storage::{CacheConfig, StoreConfig};

@@ -68,6 +68,8 @@ pub struct AppConfig {
     pub store: crate::config::StoreConfig,
     /// Bounds of the in-memory caches (thread states, agents, prompts).
     pub cache: crate::config::CacheConfig,
+    /// Long-term memory per user and agent.
+    pub memory: crate::config::MemoryConfig,
 }
 
 impl Default for AppConfig {
@@ -97,6 +99,7 @@ impl Default for AppConfig {
             guardrails: GuardrailsConfig::default(),
             store: Default::default(),
             cache: Default::default(),
+            memory: Default::default(),
         }
     }
 }

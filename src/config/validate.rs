@@ -298,6 +298,8 @@ fn check_limits(config: &AppConfig, problems: &mut Problems) {
         );
     }
 
+    check_memory(config, problems);
+
     if let Some(url) = &config.guardrails.policy_url {
         problems.require(
             is_http_url(url),
@@ -424,6 +426,37 @@ fn check_sandbox(config: &AppConfig, problems: &mut Problems) {
 /// Smallest quota accepted (MiB).
 const MIN_QUOTA_MB: u64 = 16;
 
+fn check_memory(config: &AppConfig, problems: &mut Problems) {
+    let memory = &config.memory;
+    problems.require(
+        (1..=300).contains(&memory.debounce_seconds),
+        "memory.debounce_seconds",
+        "must be between 1 and 300",
+    );
+    problems.require(
+        (100..=8000).contains(&memory.max_injection_tokens),
+        "memory.max_injection_tokens",
+        "must be between 100 and 8000",
+    );
+    problems.require(
+        (0.0..=1.0).contains(&memory.fact_confidence_threshold),
+        "memory.fact_confidence_threshold",
+        "must be between 0 and 1",
+    );
+    problems.require(
+        (10..=500).contains(&memory.max_facts),
+        "memory.max_facts",
+        "must be between 10 and 500",
+    );
+    if let Some(name) = &memory.model_name {
+        problems.require(
+            config.model(name).is_some(),
+            "memory.model_name",
+            format!("names no model `{name}`; use a `name` from models or remove the key"),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -458,6 +491,32 @@ mod tests {
         );
         config.sandbox.data_dir_quota_mb = 0;
         assert!(keys(&config).is_empty(), "0 turns both off");
+    }
+
+    #[test]
+    fn memory_keys_are_checked_by_key() {
+        let mut config = AppConfig::default();
+        let keys = |config: &AppConfig| {
+            let mut problems = Problems::default();
+            check_memory(config, &mut problems);
+            problems.0.iter().map(|p| p.to_string()).collect::<Vec<_>>()
+        };
+        assert!(keys(&config).is_empty(), "the defaults are valid");
+        config.memory.debounce_seconds = 0;
+        config.memory.max_injection_tokens = 50;
+        config.memory.fact_confidence_threshold = 1.5;
+        config.memory.max_facts = 5;
+        config.memory.model_name = Some("ghost".into());
+        let problems = keys(&config).join("\n");
+        for key in [
+            "memory.debounce_seconds",
+            "memory.max_injection_tokens",
+            "memory.fact_confidence_threshold",
+            "memory.max_facts",
+            "memory.model_name",
+        ] {
+            assert!(problems.contains(key), "{key} in {problems}");
+        }
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! and the registry of active runs, which enforces one run per thread. Each run is a task
 //! tracked for shutdown; its events stream to the caller through the [`RunHandle`].
 
+mod memory;
+mod registries;
 mod sandbox_slot;
 pub mod testing;
 
@@ -23,6 +25,7 @@ use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason};
 use crate::agents::AgentStore;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, LeadAgentError, make_lead_agent};
+use crate::memory::MemoryService;
 use crate::messages::Message;
 use crate::model::{ModelError, ModelRegistry};
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
@@ -117,6 +120,8 @@ struct Inner {
     runs_finished: AtomicU64,
     tracker: TaskTracker,
     accepting: AtomicBool,
+    /// Long-term memory (`None` when the harness was built outside a runtime).
+    memory: Option<MemoryService>,
 }
 
 /// A tool registry and what it was built for.
@@ -159,7 +164,7 @@ impl Harness {
     ) -> Result<Self, HarnessError> {
         let snapshot = config.current();
         let threads = ThreadStore::with_options(
-            store,
+            store.clone(),
             ThreadStoreOptions {
                 state_cache_bytes: usize::try_from(snapshot.cache.thread_states_mb)
                     .unwrap_or(usize::MAX)
@@ -177,7 +182,8 @@ impl Harness {
         let agents =
             Arc::new(AgentStore::new(snapshot.data_dir()).with_cache(snapshot.cache.agents));
         Ok(Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new_cyclic(|weak| Inner {
+                memory: memory::start(weak.clone(), store, &snapshot),
                 config,
                 threads,
                 models,
@@ -199,6 +205,10 @@ impl Harness {
 
     pub fn threads(&self) -> &ThreadStore {
         &self.inner.threads
+    }
+
+    pub fn memory(&self) -> Option<&MemoryService> {
+        self.inner.memory.as_ref()
     }
 
     /// The custom agents of every user (`{data_dir}/users/{user}/agents`).
@@ -265,6 +275,7 @@ impl Harness {
                 user_id: &user_id,
                 agents: Some(self.inner.agents.clone()),
                 cache: Some(&self.inner.lead_cache),
+                memory: self.inner.memory.as_ref(),
             },
         )?;
         if lead.agent_name.is_some() && record.agent_name != lead.agent_name {
@@ -438,6 +449,9 @@ impl Harness {
                 }
             }
         }
+        if let Some(memory) = &self.inner.memory {
+            memory.queue.shutdown(memory::MEMORY_FLUSH_DEADLINE).await;
+        }
         self.inner.sandbox.shutdown().await;
         let threads = self.inner.threads.clone();
         tokio::task::spawn_blocking(move || threads.flush())
@@ -497,59 +511,6 @@ impl Harness {
 
     fn runs(&self) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
         lock_runs(&self.inner)
-    }
-
-    fn tools(
-        &self,
-        config: &Arc<AppConfig>,
-        sandbox: &Arc<dyn SandboxProvider>,
-    ) -> Result<Arc<ToolRegistry>, RunError> {
-        let mut cache = match self.inner.tools.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if let Some(built) = cache.as_ref()
-            && Arc::ptr_eq(&built.config, config)
-            && Arc::ptr_eq(&built.sandbox, sandbox)
-        {
-            return Ok(built.registry.clone());
-        }
-        let registry = ToolRegistry::from_config(config, sandbox.clone()).map_err(|problems| {
-            RunError::Tools(
-                problems
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
-        let registry = Arc::new(registry);
-        *cache = Some(ToolsFor {
-            config: config.clone(),
-            sandbox: sandbox.clone(),
-            registry: registry.clone(),
-        });
-        Ok(registry)
-    }
-
-    fn models(&self, config: &Arc<AppConfig>) -> Result<Arc<ModelRegistry>, ModelError> {
-        match &self.inner.models {
-            Models::Fixed(registry) => Ok(registry.clone()),
-            Models::FromConfig(cache) => {
-                let mut cache = match cache.lock() {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                if let Some((built_for, registry)) = cache.as_ref()
-                    && Arc::ptr_eq(built_for, config)
-                {
-                    return Ok(registry.clone());
-                }
-                let registry = Arc::new(ModelRegistry::from_config(config)?);
-                *cache = Some((config.clone(), registry.clone()));
-                Ok(registry)
-            }
-        }
     }
 }
 

@@ -10,6 +10,7 @@ mod channels;
 mod error;
 mod health;
 mod json_errors;
+mod memory;
 mod models;
 mod runs;
 mod threads;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, patch, post};
 use tower_http::timeout::TimeoutLayer;
 
 use crate::config::ConfigHandle;
@@ -85,6 +86,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/api/agents/{name}/history", get(agents::history))
         .route("/api/agents/{name}/revert", post(agents::revert))
+        .route("/api/memory", get(memory::get).delete(memory::clear))
+        .route("/api/memory/facts", post(memory::add_fact))
+        .route(
+            "/api/memory/facts/{id}",
+            patch(memory::patch_fact).delete(memory::delete_fact),
+        )
+        .route("/api/memory/export", get(memory::export))
+        .route("/api/memory/import", post(memory::import))
         .route("/api/threads", post(threads::create).get(threads::list))
         .route(
             "/api/threads/{thread_id}",

@@ -26,6 +26,8 @@ use crate::agents::{
     SkillSummary, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
 use crate::config::AppConfig;
+use crate::memory::inject::MemoryInjector;
+use crate::memory::{MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::{SandboxInfo, SandboxProvider};
@@ -99,6 +101,9 @@ pub struct LeadAgentDeps<'a> {
     pub agents: Option<Arc<AgentStore>>,
     /// Skill scans and prompts reused across runs; `None` builds everything afresh.
     pub cache: Option<&'a LeadAgentCache>,
+    /// Long-term memory: injected on a thread's first turn and updated after runs while
+    /// `memory.enabled`; `None` runs without memory.
+    pub memory: Option<&'a MemoryService>,
 }
 
 impl<'a> LeadAgentDeps<'a> {
@@ -112,6 +117,7 @@ impl<'a> LeadAgentDeps<'a> {
             user_id: access::LOCAL_OPERATOR,
             agents: None,
             cache: None,
+            memory: None,
         }
     }
 }
@@ -212,7 +218,15 @@ pub fn make_lead_agent(
         None => apply_prompt_template(&prompt_options),
     };
 
-    let mut extra_middleware: Vec<MiddlewareRef> = vec![Arc::new(DynamicContextMiddleware::new())];
+    let memory = deps.memory.filter(|_| config.memory.enabled);
+    let dynamic_context = match memory {
+        Some(memory) => DynamicContextMiddleware::new().with_memory(Arc::new(MemoryInjector::new(
+            memory.repo.clone(),
+            config.memory.max_injection_tokens,
+        ))),
+        None => DynamicContextMiddleware::new(),
+    };
+    let mut extra_middleware: Vec<MiddlewareRef> = vec![Arc::new(dynamic_context)];
     if let Some(agent) = agent_config
         && !agent.model_settings.is_empty()
     {
@@ -234,6 +248,10 @@ pub fn make_lead_agent(
         },
         // Built only while `token_budget.enabled` (and `loop_detection.enabled`) are on.
         token_budget: Feature::BuiltIn,
+        memory: match memory {
+            Some(memory) => Feature::Custom(Arc::new(MemoryMiddleware::new(memory.queue.clone()))),
+            None => Feature::Off,
+        },
         ..RuntimeFeatures::default()
     };
     let title_model = title_model(deps.models, config);

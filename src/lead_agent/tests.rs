@@ -84,6 +84,7 @@ impl Fixture {
                 user_id: user,
                 agents: Some(self.store.clone()),
                 cache: Some(&self.cache),
+                memory: None,
             },
         )
     }

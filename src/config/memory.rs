@@ -1,0 +1,35 @@
+//! `memory.*`: the long-term memory (DeerFlow's `MemoryConfig`): whether it runs, which model
+//! updates it, how long the queue waits, and how much of it reaches the prompt.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemoryConfig {
+    /// Memory is read into the first turn of a thread and updated after runs. Off by default:
+    /// every update is an extra model call, so an operator opts in.
+    pub enabled: bool,
+    /// The model that writes memory updates; unset = the run's model.
+    pub model_name: Option<String>,
+    /// Quiet time after a thread's last turn before its memory update runs (1–300).
+    pub debounce_seconds: u64,
+    /// Token budget of the `<memory>` block (100–8000).
+    pub max_injection_tokens: usize,
+    /// Facts below this confidence are not stored (0–1).
+    pub fact_confidence_threshold: f64,
+    /// Facts kept per user and agent; the least confident go first (10–500).
+    pub max_facts: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            model_name: None,
+            debounce_seconds: 30,
+            max_injection_tokens: 2000,
+            fact_confidence_threshold: 0.7,
+            max_facts: 100,
+        }
+    }
+}

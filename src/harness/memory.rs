@@ -1,0 +1,51 @@
+//! Starts the harness's memory queue, whose updates use `memory.model_name` or the run's model
+//! from the harness's current model registry.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use crate::config::AppConfig;
+use crate::harness::{Harness, Inner};
+use crate::memory::queue::ModelResolver;
+use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemoryUpdater};
+use crate::store::StoreRef;
+
+/// How long shutdown waits for pending memory updates (DeerFlow's `shutdown_flush_timeout`).
+pub(super) const MEMORY_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
+
+/// The memory service, or `None` outside a tokio runtime (the queue needs one for its task).
+pub(super) fn start(
+    inner: Weak<Inner>,
+    store: StoreRef,
+    config: &AppConfig,
+) -> Option<MemoryService> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        tracing::debug!("No async runtime at start; long-term memory is off for this harness");
+        return None;
+    }
+    let repo = MemoryRepo::new(store.clone());
+    let updater = MemoryUpdater::new(repo.clone(), config.memory.clone());
+    // Weak: the queue lives inside the harness and must not keep it alive.
+    let models: ModelResolver = Arc::new(move |run_model| {
+        let harness = Harness {
+            inner: inner.upgrade()?,
+        };
+        let config = harness.config().current();
+        let registry = harness.models(&config).ok()?;
+        let name = config
+            .memory
+            .model_name
+            .clone()
+            .or(run_model.map(str::to_string))
+            .or_else(|| config.models.first().map(|m| m.name.clone()))?;
+        registry.get(&name)
+    });
+    let debounce = Duration::from_secs(config.memory.debounce_seconds);
+    match MemoryQueue::start(store, updater, models, debounce) {
+        Ok(queue) => Some(MemoryService { repo, queue }),
+        Err(error) => {
+            tracing::error!(%error, "Could not load the memory queue; long-term memory is off until restart");
+            None
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The per-configuration registries a run uses (tools and models), rebuilt only when the
+//! configuration `Arc` or the sandbox provider changes.
+
+use std::sync::Arc;
+
+use crate::config::AppConfig;
+use crate::harness::{Harness, Models, RunError, ToolsFor};
+use crate::model::{ModelError, ModelRegistry};
+use crate::sandbox::SandboxProvider;
+use crate::tools::registry::ToolRegistry;
+
+impl Harness {
+    pub(super) fn tools(
+        &self,
+        config: &Arc<AppConfig>,
+        sandbox: &Arc<dyn SandboxProvider>,
+    ) -> Result<Arc<ToolRegistry>, RunError> {
+        let mut cache = match self.inner.tools.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(built) = cache.as_ref()
+            && Arc::ptr_eq(&built.config, config)
+            && Arc::ptr_eq(&built.sandbox, sandbox)
+        {
+            return Ok(built.registry.clone());
+        }
+        let registry = ToolRegistry::from_config(config, sandbox.clone()).map_err(|problems| {
+            RunError::Tools(
+                problems
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })?;
+        let registry = Arc::new(registry);
+        *cache = Some(ToolsFor {
+            config: config.clone(),
+            sandbox: sandbox.clone(),
+            registry: registry.clone(),
+        });
+        Ok(registry)
+    }
+
+    pub(super) fn models(&self, config: &Arc<AppConfig>) -> Result<Arc<ModelRegistry>, ModelError> {
+        match &self.inner.models {
+            Models::Fixed(registry) => Ok(registry.clone()),
+            Models::FromConfig(cache) => {
+                let mut cache = match cache.lock() {
+                    Ok(guard) => guard,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                if let Some((built_for, registry)) = cache.as_ref()
+                    && Arc::ptr_eq(built_for, config)
+                {
+                    return Ok(registry.clone());
+                }
+                let registry = Arc::new(ModelRegistry::from_config(config)?);
+                *cache = Some((config.clone(), registry.clone()));
+                Ok(registry)
+            }
+        }
+    }
+}

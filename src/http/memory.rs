@@ -1,0 +1,217 @@
+//! Memory routes: the caller's own long-term memory (users own theirs). `?agent=NAME` selects a
+//! custom agent's memory; without it, the default agent's.
+//!
+//! `GET/DELETE /api/memory`, `POST /api/memory/facts`, `PATCH/DELETE /api/memory/facts/{id}`,
+//! `GET /api/memory/export`, `POST /api/memory/import`. Documents are the seed's JSON shape.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::http::{ApiError, AppState, AuthUser};
+use crate::memory::document::{Fact, FactCategory, MemoryDocument, normalize};
+use crate::memory::{MemoryError, MemoryRepo, MemoryScope};
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AgentQuery {
+    agent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NewFactBody {
+    content: String,
+    category: FactCategory,
+    /// A fact the user states is certain unless they say otherwise.
+    #[serde(default = "full_confidence")]
+    confidence: f64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PatchFactBody {
+    content: Option<String>,
+    category: Option<FactCategory>,
+    confidence: Option<f64>,
+}
+
+fn full_confidence() -> f64 {
+    1.0
+}
+
+fn repo(state: &AppState) -> Result<&MemoryRepo, ApiError> {
+    state
+        .harness
+        .memory()
+        .map(|memory| &memory.repo)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "memory_unavailable",
+                "long-term memory is not running in this process; check the daemon log",
+            )
+        })
+}
+
+fn scope(user: &AuthUser, query: &AgentQuery) -> Result<MemoryScope, ApiError> {
+    let agent = match query.agent.as_deref() {
+        Some(name) => Some(
+            crate::agents::normalize_agent_name(name)
+                .map_err(|e| ApiError::bad_request(e.to_string()))?,
+        ),
+        None => None,
+    };
+    Ok(MemoryScope::new(user.0.clone(), agent.as_deref()))
+}
+
+fn memory_error(error: MemoryError) -> ApiError {
+    match error {
+        MemoryError::FactNotFound { .. } => {
+            ApiError::new(StatusCode::NOT_FOUND, "fact_not_found", error.to_string())
+        }
+        MemoryError::InvalidDocument(_) => {
+            ApiError::new(StatusCode::BAD_REQUEST, "invalid_memory", error.to_string())
+        }
+        other => ApiError::internal(other),
+    }
+}
+
+fn check_fact(content: &str, confidence: f64) -> Result<(), ApiError> {
+    if content.trim().is_empty() {
+        return Err(ApiError::bad_request("content must not be empty"));
+    }
+    if !(0.0..=1.0).contains(&confidence) {
+        return Err(ApiError::bad_request("confidence must be between 0 and 1"));
+    }
+    Ok(())
+}
+
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Query(query): Query<AgentQuery>,
+) -> Result<Json<MemoryDocument>, ApiError> {
+    let scope = scope(&user, &query)?;
+    Ok(Json(repo(&state)?.load(&scope).map_err(memory_error)?))
+}
+
+pub(crate) async fn clear(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Query(query): Query<AgentQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let scope = scope(&user, &query)?;
+    let deleted = repo(&state)?.clear(&scope).map_err(memory_error)?;
+    Ok(Json(json!({"deleted_facts": deleted})))
+}
+
+pub(crate) async fn add_fact(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Query(query): Query<AgentQuery>,
+    Json(body): Json<NewFactBody>,
+) -> Result<(StatusCode, Json<Fact>), ApiError> {
+    check_fact(&body.content, body.confidence)?;
+    let scope = scope(&user, &query)?;
+    let fact = Fact::new(&body.content, body.category, body.confidence, "api");
+    let key = normalize(&fact.content);
+    let (_, added) = repo(&state)?
+        .update(&scope, |doc, forgotten| {
+            if doc.facts.iter().any(|f| normalize(&f.content) == key) {
+                return Ok(false);
+            }
+            // Writing it back by hand un-forgets it.
+            forgotten.retain(|f| *f != key);
+            doc.facts.push(fact.clone());
+            Ok(true)
+        })
+        .map_err(memory_error)?;
+    if !added {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "fact_exists",
+            "a fact with this content already exists; change it with PATCH /api/memory/facts/{id}",
+        ));
+    }
+    Ok((StatusCode::CREATED, Json(fact)))
+}
+
+pub(crate) async fn patch_fact(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(id): Path<String>,
+    Query(query): Query<AgentQuery>,
+    Json(body): Json<PatchFactBody>,
+) -> Result<Json<Fact>, ApiError> {
+    check_fact(
+        body.content.as_deref().unwrap_or("unchanged"),
+        body.confidence.unwrap_or(1.0),
+    )?;
+    let scope = scope(&user, &query)?;
+    let (_, fact) = repo(&state)?
+        .update(&scope, |doc, _| {
+            let fact = doc
+                .facts
+                .iter_mut()
+                .find(|f| f.id == id)
+                .ok_or_else(|| MemoryError::FactNotFound { id: id.clone() })?;
+            if let Some(content) = &body.content {
+                fact.content = content.trim().to_string();
+            }
+            if let Some(category) = body.category {
+                fact.category = category;
+            }
+            if let Some(confidence) = body.confidence {
+                fact.confidence = confidence;
+            }
+            Ok(fact.clone())
+        })
+        .map_err(memory_error)?;
+    Ok(Json(fact))
+}
+
+pub(crate) async fn delete_fact(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(id): Path<String>,
+    Query(query): Query<AgentQuery>,
+) -> Result<StatusCode, ApiError> {
+    let scope = scope(&user, &query)?;
+    repo(&state)?
+        .delete_fact(&scope, &id)
+        .map_err(memory_error)?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+pub(crate) async fn export(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Query(query): Query<AgentQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let scope = scope(&user, &query)?;
+    let doc = repo(&state)?.load(&scope).map_err(memory_error)?;
+    Ok((
+        [(
+            header::CONTENT_DISPOSITION,
+            "attachment; filename=\"memory.json\"",
+        )],
+        Json(doc),
+    ))
+}
+
+pub(crate) async fn import(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Query(query): Query<AgentQuery>,
+    Json(doc): Json<MemoryDocument>,
+) -> Result<Json<MemoryDocument>, ApiError> {
+    let scope = scope(&user, &query)?;
+    let written = repo(&state)?.replace(&scope, doc).map_err(memory_error)?;
+    Ok(Json(written))
+}

@@ -1,0 +1,113 @@
+//! `MemoryMiddleware`: after a run, queues the thread's conversation for a memory update —
+//! only what the user typed and the assistant's final answers.
+//!
+//! Tool calls and results, harness-injected messages (reminders, memory itself) and the
+//! `<current_uploads>` block are left out; a run whose user turns were only uploads, or that
+//! produced no answer, queues nothing.
+
+use async_trait::async_trait;
+
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunContext};
+use crate::memory::conversation::conversation_of;
+use crate::memory::queue::{MemoryQueue, PendingConversation};
+use crate::memory::repo::MemoryScope;
+use crate::state::ThreadState;
+
+pub struct MemoryMiddleware {
+    queue: MemoryQueue,
+}
+
+impl MemoryMiddleware {
+    pub fn new(queue: MemoryQueue) -> Self {
+        Self { queue }
+    }
+}
+
+#[async_trait]
+impl Middleware for MemoryMiddleware {
+    fn name(&self) -> &str {
+        "MemoryMiddleware"
+    }
+
+    async fn after_agent(
+        &self,
+        state: &ThreadState,
+        ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        let messages = conversation_of(&state.messages);
+        let has_user = messages.iter().any(|m| m.role == "user");
+        let has_answer = messages.iter().any(|m| m.role == "assistant");
+        if !(has_user && has_answer) {
+            return Ok(HookResult::proceed());
+        }
+        let agent = ctx
+            .agent_name
+            .as_deref()
+            .or(ctx.options.agent_name.as_deref());
+        let pending = PendingConversation {
+            scope: MemoryScope::new(ctx.user_id.clone(), agent),
+            thread_id: ctx.thread_id.clone(),
+            model_name: ctx.options.model_name.clone(),
+            earlier: Vec::new(),
+            messages,
+        };
+        if let Err(error) = self.queue.enqueue(pending) {
+            // Memory is best effort: the answer is already given.
+            tracing::warn!(%error, thread_id = %ctx.thread_id, "Could not queue the memory update");
+        }
+        Ok(HookResult::proceed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::Message;
+    use crate::messages::{AiMessage, HumanMessage, ToolCall, ToolMessage};
+
+    #[test]
+    fn only_user_inputs_and_final_answers_are_kept() {
+        let mut hidden = HumanMessage {
+            id: "m".into(),
+            content: "<memory>x</memory>".into(),
+            ..Default::default()
+        };
+        hidden.meta.hide_from_ui = true;
+        let upload_only = Message::human("<current_uploads>\n- a.pdf\n</current_uploads>\n\n");
+        let with_upload =
+            Message::human("<current_uploads>\n- a.pdf\n</current_uploads>\n\nsum it up");
+        let tool_call = Message::Ai(AiMessage {
+            content: "let me look".into(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "read_file".into(),
+                args: serde_json::json!({}),
+                args_error: None,
+            }],
+            ..Default::default()
+        });
+        let tool_result = Message::Tool(ToolMessage {
+            tool_call_id: "c1".into(),
+            content: "file text".into(),
+            ..Default::default()
+        });
+        let messages = vec![
+            Message::system("reminder"),
+            Message::Human(hidden),
+            upload_only,
+            with_upload,
+            tool_call,
+            tool_result,
+            Message::ai("It says hello."),
+        ];
+        let conversation = conversation_of(&messages);
+        let pairs: Vec<(&str, &str)> = conversation
+            .iter()
+            .map(|m| (m.role.as_str(), m.content.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [("user", "sum it up"), ("assistant", "It says hello.")]
+        );
+    }
+}

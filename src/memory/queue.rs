@@ -1,0 +1,326 @@
+//! [`MemoryQueue`]: debounced memory updates, one pending conversation per (thread, user,
+//! agent), latest wins, persisted in the `memory_queue` tree so a restart loses nothing.
+//!
+//! The queue owns one background task (a cancellation token and its join handle) that runs an
+//! update once a conversation has been quiet for `memory.debounce_seconds`. Shutdown stops the
+//! task and flushes whatever is pending, within a deadline.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::memory::MemoryError;
+use crate::memory::repo::MemoryScope;
+use crate::memory::updater::{ConversationMessage, MemoryUpdater};
+use crate::model::ChatModel;
+use crate::store::{BatchOp, Expect, StoreRef};
+
+pub const QUEUE_TREE: &str = "memory_queue";
+/// Pending conversations beyond this are refused (logged): bounded memory and storage.
+pub const MAX_PENDING: usize = 1000;
+/// Messages and characters per message a pending conversation keeps (the newest).
+pub const MAX_MESSAGES: usize = 60;
+pub const MAX_MESSAGE_CHARS: usize = 8000;
+
+/// Resolves the model for an update: `memory.model_name`, else the run's model.
+pub type ModelResolver = Arc<dyn Fn(Option<&str>) -> Option<Arc<dyn ChatModel>> + Send + Sync>;
+
+/// A conversation waiting for its memory update.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingConversation {
+    pub scope: MemoryScope,
+    pub thread_id: String,
+    /// The model the run used (the default updater model).
+    pub model_name: Option<String>,
+    /// Messages summarization dropped from the thread; kept across replacements.
+    #[serde(default)]
+    pub earlier: Vec<ConversationMessage>,
+    pub messages: Vec<ConversationMessage>,
+}
+
+impl PendingConversation {
+    fn key(&self) -> Vec<u8> {
+        let agent = self.scope.agent_name.as_deref().unwrap_or("");
+        format!("{}\0{}\0{agent}", self.thread_id, self.scope.user_id).into_bytes()
+    }
+
+    fn conversation(&self) -> Vec<ConversationMessage> {
+        self.earlier.iter().chain(&self.messages).cloned().collect()
+    }
+}
+
+fn bound(messages: &mut Vec<ConversationMessage>) {
+    let excess = messages.len().saturating_sub(MAX_MESSAGES);
+    messages.drain(..excess);
+    for message in messages.iter_mut() {
+        if let Some((cut, _)) = message.content.char_indices().nth(MAX_MESSAGE_CHARS) {
+            message.content.truncate(cut);
+        }
+    }
+}
+
+struct Entry {
+    conversation: PendingConversation,
+    due: Instant,
+}
+
+struct Inner {
+    store: StoreRef,
+    updater: MemoryUpdater,
+    models: ModelResolver,
+    debounce: Duration,
+    pending: Mutex<HashMap<Vec<u8>, Entry>>,
+    wake: Notify,
+    cancel: CancellationToken,
+    task: Mutex<Option<JoinHandle<()>>>,
+    /// Updater calls made (tests and status).
+    updates_run: std::sync::atomic::AtomicU64,
+}
+
+/// Cheap to clone; clones share the queue.
+#[derive(Clone)]
+pub struct MemoryQueue {
+    inner: Arc<Inner>,
+}
+
+impl MemoryQueue {
+    /// Loads conversations a previous process left pending and starts the worker task (on the
+    /// current tokio runtime). Pending conversations become due one debounce from now.
+    pub fn start(
+        store: StoreRef,
+        updater: MemoryUpdater,
+        models: ModelResolver,
+        debounce: Duration,
+    ) -> Result<Self, MemoryError> {
+        let due = Instant::now() + debounce;
+        let mut pending = HashMap::new();
+        for (key, value) in store.scan_prefix(QUEUE_TREE, b"")? {
+            match serde_json::from_slice::<PendingConversation>(&value) {
+                Ok(conversation) => {
+                    pending.insert(key, Entry { conversation, due });
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "Dropping an unreadable pending memory update");
+                    store.delete(QUEUE_TREE, &key)?;
+                }
+            }
+        }
+        if !pending.is_empty() {
+            tracing::info!(pending = pending.len(), "Resuming pending memory updates");
+        }
+        let queue = Self {
+            inner: Arc::new(Inner {
+                store,
+                updater,
+                models,
+                debounce,
+                pending: Mutex::new(pending),
+                wake: Notify::new(),
+                cancel: CancellationToken::new(),
+                task: Mutex::new(None),
+                updates_run: Default::default(),
+            }),
+        };
+        let worker = queue.clone();
+        *queue.inner.lock_task() = Some(tokio::spawn(async move { worker.run().await }));
+        Ok(queue)
+    }
+
+    /// Queues `conversation`, replacing a pending one of the same (thread, user, agent) and
+    /// restarting its debounce. Skipped (logged) when the queue is full.
+    pub fn enqueue(&self, mut conversation: PendingConversation) -> Result<(), MemoryError> {
+        let key = conversation.key();
+        let mut pending = self.inner.lock_pending();
+        if let Some(previous) = pending.get(&key) {
+            let mut earlier = previous.conversation.earlier.clone();
+            earlier.append(&mut conversation.earlier);
+            conversation.earlier = earlier;
+        } else if pending.len() >= MAX_PENDING {
+            tracing::warn!(thread_id = %conversation.thread_id, "Memory queue is full; this conversation is not remembered");
+            return Ok(());
+        }
+        bound(&mut conversation.earlier);
+        bound(&mut conversation.messages);
+        let value = serde_json::to_vec(&conversation)
+            .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
+        self.inner.store.put(QUEUE_TREE, &key, &value)?;
+        let due = Instant::now() + self.inner.debounce;
+        pending.insert(key, Entry { conversation, due });
+        drop(pending);
+        self.inner.wake.notify_one();
+        Ok(())
+    }
+
+    /// Gives memory messages that are about to leave the thread (summarization): they are
+    /// kept in front of the conversation until the thread's next update runs.
+    pub fn enqueue_dropped(
+        &self,
+        scope: MemoryScope,
+        thread_id: &str,
+        model_name: Option<String>,
+        dropped: &[crate::messages::Message],
+    ) -> Result<(), MemoryError> {
+        let earlier = crate::memory::conversation::conversation_of(dropped);
+        if earlier.is_empty() {
+            return Ok(());
+        }
+        let key = PendingConversation {
+            scope: scope.clone(),
+            thread_id: thread_id.to_string(),
+            model_name: model_name.clone(),
+            earlier: Vec::new(),
+            messages: Vec::new(),
+        }
+        .key();
+        let messages = self
+            .inner
+            .lock_pending()
+            .get(&key)
+            .map(|e| e.conversation.messages.clone())
+            .unwrap_or_default();
+        self.enqueue(PendingConversation {
+            scope,
+            thread_id: thread_id.to_string(),
+            model_name,
+            earlier,
+            messages,
+        })
+    }
+
+    pub fn pending(&self) -> usize {
+        self.inner.lock_pending().len()
+    }
+
+    pub fn updates_run(&self) -> u64 {
+        self.inner
+            .updates_run
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Runs every pending update now.
+    pub async fn flush(&self) {
+        let all: Vec<Vec<u8>> = self.inner.lock_pending().keys().cloned().collect();
+        for key in all {
+            self.process(&key).await;
+        }
+    }
+
+    /// Stops the worker and flushes pending updates; what the deadline cuts off stays
+    /// persisted for the next start.
+    pub async fn shutdown(&self, deadline: Duration) {
+        self.inner.cancel.cancel();
+        let task = self.inner.lock_task().take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+        if tokio::time::timeout(deadline, self.flush()).await.is_err() {
+            tracing::warn!(
+                pending = self.pending(),
+                "Memory updates still pending at the shutdown deadline; they run after the next start"
+            );
+        }
+    }
+
+    async fn run(&self) {
+        loop {
+            let next = self.inner.lock_pending().values().map(|e| e.due).min();
+            let sleep = async {
+                match next {
+                    Some(due) => tokio::time::sleep_until(due).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = self.inner.cancel.cancelled() => return,
+                _ = self.inner.wake.notified() => continue,
+                _ = sleep => {}
+            }
+            let now = Instant::now();
+            let due: Vec<Vec<u8>> = self
+                .inner
+                .lock_pending()
+                .iter()
+                .filter(|(_, e)| e.due <= now)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for key in due {
+                self.process(&key).await;
+            }
+        }
+    }
+
+    /// Runs one update. The persisted copy is removed only if no newer conversation replaced
+    /// it meanwhile; a failed update is logged and not retried (the next turn queues again).
+    async fn process(&self, key: &[u8]) {
+        let Some(entry) = self.inner.lock_pending().remove(key) else {
+            return;
+        };
+        let conversation = entry.conversation;
+        let model_name = conversation.model_name.as_deref();
+        match (self.inner.models)(model_name) {
+            Some(model) => {
+                self.inner
+                    .updates_run
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let result = self
+                    .inner
+                    .updater
+                    .update(
+                        model.as_ref(),
+                        &conversation.scope,
+                        &conversation.thread_id,
+                        &conversation.conversation(),
+                    )
+                    .await;
+                match result {
+                    Ok(report) => {
+                        tracing::debug!(thread_id = %conversation.thread_id, added = report.added, removed = report.removed, "Memory updated")
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, thread_id = %conversation.thread_id, "Memory update failed")
+                    }
+                }
+            }
+            None => {
+                tracing::warn!(model = ?model_name, "No model for memory updates; set memory.model_name")
+            }
+        }
+        let still_ours = !self.inner.lock_pending().contains_key(key);
+        if still_ours {
+            let value = serde_json::to_vec(&conversation).ok();
+            let expect = Expect {
+                tree: QUEUE_TREE,
+                key: key.to_vec(),
+                value,
+            };
+            let delete = BatchOp::Delete {
+                tree: QUEUE_TREE,
+                key: key.to_vec(),
+            };
+            if let Err(error) = self.inner.store.apply_batch_if(&expect, vec![delete]) {
+                tracing::warn!(%error, "Could not remove a finished memory update from the queue");
+            }
+        }
+    }
+}
+
+impl Inner {
+    fn lock_pending(&self) -> MutexGuard<'_, HashMap<Vec<u8>, Entry>> {
+        // Map inserts and removes only: a poisoned lock still guards consistent data.
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_task(&self) -> MutexGuard<'_, Option<JoinHandle<()>>> {
+        self.task.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+#[path = "queue_tests.rs"]
+mod tests;
