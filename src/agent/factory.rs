@@ -98,8 +98,11 @@ pub fn create_agent(
                 &features.unwrap_or_default(),
                 options.plan_mode,
                 &config,
-                options.sandbox_provider.clone(),
-                options.title_model.clone(),
+                ChainDeps {
+                    sandbox_provider: options.sandbox_provider.clone(),
+                    title_model: options.title_model.clone(),
+                    checkpointer: options.checkpointer.clone(),
+                },
             )?;
             insert_extras(chain, options.extra_middleware)?
         }
@@ -123,14 +126,9 @@ pub fn assemble_from_features(
     features: &RuntimeFeatures,
     plan_mode: bool,
     config: &AppConfig,
-    sandbox_provider: Option<Arc<dyn SandboxProvider>>,
-    title_model: Option<Arc<dyn ChatModel>>,
+    deps: ChainDeps,
 ) -> Result<Vec<MiddlewareRef>, AgentBuildError> {
-    let deps = SlotDeps {
-        config,
-        sandbox_provider,
-        title_model,
-    };
+    let deps = SlotDeps { config, deps };
     let mut chain = Vec::with_capacity(CHAIN_ORDER.len());
     for slot in CHAIN_ORDER {
         if let Some(middleware) = slot_middleware(slot, features, plan_mode, &deps)? {
@@ -140,11 +138,18 @@ pub fn assemble_from_features(
     Ok(chain)
 }
 
-/// What the built-in middlewares are made from, besides the features.
+/// What the built-in middlewares are made from, besides the features and the config.
+#[derive(Clone, Default)]
+pub struct ChainDeps {
+    pub sandbox_provider: Option<Arc<dyn SandboxProvider>>,
+    pub title_model: Option<Arc<dyn ChatModel>>,
+    /// Where a title generated after the run goes (the thread's record).
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
+}
+
 struct SlotDeps<'a> {
     config: &'a AppConfig,
-    sandbox_provider: Option<Arc<dyn SandboxProvider>>,
-    title_model: Option<Arc<dyn ChatModel>>,
+    deps: ChainDeps,
 }
 
 fn slot_middleware(
@@ -166,9 +171,9 @@ fn slot_middleware(
         Slot::Uploads => on(features.sandbox.is_on(), &|| arc(UploadsMiddleware)),
         Slot::Sandbox => from_feature(&features.sandbox, "sandbox", || {
             Some(arc(if config.sandbox.eager {
-                SandboxMiddleware::eager(deps.sandbox_provider.clone())
+                SandboxMiddleware::eager(deps.deps.sandbox_provider.clone())
             } else {
-                SandboxMiddleware::new(deps.sandbox_provider.clone())
+                SandboxMiddleware::new(deps.deps.sandbox_provider.clone())
             }))
         })?,
         Slot::DanglingToolCall => Some(arc(DanglingToolCallMiddleware)),
@@ -180,11 +185,14 @@ fn slot_middleware(
         Slot::Todo => on(plan_mode, &|| arc(TodoMiddleware)),
         Slot::TokenUsage => on(config.token_usage.enabled, &|| arc(TokenUsageMiddleware)),
         Slot::Title => from_feature(&features.auto_title, "auto_title", || {
-            let title = TitleMiddleware::new(config.title.clone());
-            Some(arc(match &deps.title_model {
-                Some(model) => title.with_model(model.clone()),
-                None => title,
-            }))
+            let mut title = TitleMiddleware::new(config.title.clone());
+            if let Some(model) = &deps.deps.title_model {
+                title = title.with_model(model.clone());
+            }
+            if let Some(sink) = &deps.deps.checkpointer {
+                title = title.with_sink(sink.clone());
+            }
+            Some(arc(title))
         })?,
         Slot::Memory => from_feature(&features.memory, "memory", || None)?,
         Slot::ViewImage => from_feature(&features.vision, "vision", || {

@@ -40,6 +40,12 @@ pub(crate) async fn run_command(
                 return reply("No active conversation.".into());
             };
             let running = deps.harness.active_run(&record.thread_id).is_some();
+            let title = deps
+                .harness
+                .threads()
+                .get(&record.thread_id)?
+                .and_then(|thread| thread.title)
+                .unwrap_or_else(|| "(untitled)".into());
             let agent = chosen_agent(Some(&record), &config.channels, &message.channel)
                 .unwrap_or_else(|| "default".into());
             let model = record
@@ -48,7 +54,7 @@ pub(crate) async fn run_command(
                 .or_else(|| config.default_model().map(|m| m.name.clone()))
                 .unwrap_or_else(|| "none configured".into());
             reply(format!(
-                "Active thread: {}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
+                "Active thread: {}\nTitle: {title}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
                 record.thread_id,
                 if record.plan_mode { "on" } else { "off" },
                 if running { "yes" } else { "no" },

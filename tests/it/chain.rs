@@ -368,3 +368,4 @@ mod config_keys;
 mod history;
 mod middlewares;
 mod runs;
+mod title;
