@@ -8,7 +8,8 @@ use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::chosen_agent;
 use crate::identity::channel_user_id;
-use crate::lead_agent::access::check_bootstrap;
+use crate::lead_agent::access::{check_bootstrap, is_admin};
+use crate::usage::{UsageStore, usage_text};
 
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
 pub const NEW_CONVERSATION: &str = "New conversation started.";
@@ -153,5 +154,10 @@ pub(crate) async fn run_command(
             reply(format!("Plan mode {}.", if on { "on" } else { "off" }))
         }
         Command::Cancel => reply("Nothing is running in this chat.".into()),
+        Command::Usage => {
+            let usage = UsageStore::new(deps.harness.threads().store().clone());
+            let admin = is_admin(&config, &user_id);
+            reply(usage_text(&usage, &config, &user_id, admin)?)
+        }
     }
 }

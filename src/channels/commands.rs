@@ -19,6 +19,8 @@ pub enum Command {
     /// `/plan` shows, `/plan on|off` sets.
     Plan(Option<bool>),
     Cancel,
+    /// Token usage today: everyone's for admins, one's own (and budget) for others.
+    Usage,
     Help,
 }
 
@@ -34,6 +36,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /bootstrap [text] — Start a bootstrap session (agent setup)\n\
 /plan on|off — Turn plan mode on or off\n\
 /cancel — Stop the running request\n\
+/usage — Show today's token usage\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -74,6 +77,7 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
             _ => return None,
         },
         "/cancel" | "/stop" => Command::Cancel,
+        "/usage" => Command::Usage,
         "/help" => Command::Help,
         _ => return None,
     };

@@ -68,6 +68,10 @@ pub struct AppConfig {
     pub store: crate::config::StoreConfig,
     /// Bounds of the in-memory caches (thread states, agents, prompts).
     pub cache: crate::config::CacheConfig,
+    /// Per-user daily token budgets.
+    pub budgets: crate::config::budgets::BudgetsConfig,
+    /// USD per million tokens by model name, for `/usage` and `antler usage`.
+    pub pricing: crate::config::budgets::PricingConfig,
 }
 
 impl Default for AppConfig {
@@ -97,6 +101,8 @@ impl Default for AppConfig {
             guardrails: GuardrailsConfig::default(),
             store: Default::default(),
             cache: Default::default(),
+            budgets: Default::default(),
+            pricing: Default::default(),
         }
     }
 }

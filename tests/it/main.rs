@@ -13,4 +13,5 @@ mod listener;
 mod persistence;
 mod providers;
 mod sandbox;
+mod usage;
 mod web_tools;
