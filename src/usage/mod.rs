@@ -48,10 +48,22 @@ impl RunMeter {
     /// answer stands) and the usage of this run is lost.
     pub fn save(self, usage: &UsageStore, user_id: &str) {
         let day = today();
+        let mut new_day = false;
         for (model, used) in self.by_model {
-            if let Err(error) = usage.record(user_id, day, &model, &used) {
-                tracing::warn!(%error, user_id, model, "Could not record the run's token usage");
+            match usage.record(user_id, day, &model, &used) {
+                Ok(created) => new_day |= created,
+                Err(error) => {
+                    tracing::warn!(%error, user_id, model, "Could not record the run's token usage")
+                }
             }
+        }
+        // Once a day per user: what no report can ask for any more goes.
+        let oldest = day.checked_sub_days(chrono::Days::new(MAX_DAYS));
+        if new_day
+            && let Some(oldest) = oldest
+            && let Err(error) = usage.prune(Some(user_id), oldest)
+        {
+            tracing::warn!(%error, user_id, "Could not drop old token usage records");
         }
     }
 }

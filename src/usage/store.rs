@@ -2,7 +2,8 @@
 //!
 //! One record per (user, day, model), updated in place (compare-and-set, so two runs of one
 //! user in two daemons never lose an update): the data grows with days and models, never with
-//! runs, and nothing of it is held in memory. `prune` drops days older than the kept window.
+//! runs, and nothing of it is held in memory. Days older than the longest report window
+//! ([`MAX_DAYS`](crate::usage::MAX_DAYS)) are dropped when a user's first run of a day is recorded.
 
 use chrono::{NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -85,14 +86,15 @@ impl UsageStore {
         Self { store }
     }
 
-    /// Adds one run's usage of `model` to `user_id`'s totals for `day`.
+    /// Adds one run's usage of `model` to `user_id`'s totals for `day`; `true` when that made
+    /// a new record (the user's first run of the day on this model).
     pub fn record(
         &self,
         user_id: &str,
         day: NaiveDate,
         model: &str,
         usage: &Usage,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let key = key(user_id, day, model);
         for _ in 0..MAX_ATTEMPTS {
             let current = self.store.get(USAGE_TREE, &key)?;
@@ -113,7 +115,7 @@ impl UsageStore {
                 value,
             };
             if self.store.apply_batch_if(&expect, vec![put])? {
-                return Ok(());
+                return Ok(expect.value.is_none());
             }
         }
         Err(StoreError::Io(format!(
@@ -151,10 +153,16 @@ impl UsageStore {
         Ok(rows)
     }
 
-    /// Deletes the records of days before `oldest_kept`; returns how many went.
-    pub fn prune(&self, oldest_kept: NaiveDate) -> Result<usize, StoreError> {
+    /// Deletes the records of days before `oldest_kept` (of one user, or everyone); returns
+    /// how many went.
+    pub fn prune(
+        &self,
+        user_id: Option<&str>,
+        oldest_kept: NaiveDate,
+    ) -> Result<usize, StoreError> {
+        let prefix = user_id.map(|user| format!("{user}\0")).unwrap_or_default();
         let mut ops = Vec::new();
-        for (key, value) in self.store.scan_prefix(USAGE_TREE, b"")? {
+        for (key, value) in self.store.scan_prefix(USAGE_TREE, prefix.as_bytes())? {
             if parse_row(&key, &value)?.day < oldest_kept {
                 ops.push(BatchOp::Delete {
                     tree: USAGE_TREE,
@@ -207,7 +215,8 @@ mod tests {
         let gpt = rows.iter().find(|r| r.model == "gpt").unwrap();
         assert_eq!(gpt.totals.runs, 3);
         assert_eq!(usage_store.rows(None, Some(day)).unwrap().len(), 3);
-        assert_eq!(usage_store.prune(day).unwrap(), 1);
+        assert_eq!(usage_store.prune(Some("u2"), day).unwrap(), 0);
+        assert_eq!(usage_store.prune(None, day).unwrap(), 1);
         assert_eq!(usage_store.rows(Some("u1"), None).unwrap().len(), 2);
     }
 }
