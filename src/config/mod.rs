@@ -11,6 +11,7 @@ pub mod load;
 mod problem;
 pub mod schema;
 pub mod storage;
+pub mod summarization;
 pub mod validate;
 pub mod watch;
 

@@ -68,6 +68,8 @@ pub struct AppConfig {
     pub store: crate::config::StoreConfig,
     /// Bounds of the in-memory caches (thread states, agents, prompts).
     pub cache: crate::config::CacheConfig,
+    /// Condensing long threads into a summary (off by default).
+    pub summarization: crate::config::summarization::SummarizationConfig,
     /// Per-user daily token budgets.
     pub budgets: crate::config::budgets::BudgetsConfig,
     /// USD per million tokens by model name, for `/usage` and `antler usage`.
@@ -101,6 +103,7 @@ impl Default for AppConfig {
             guardrails: GuardrailsConfig::default(),
             store: Default::default(),
             cache: Default::default(),
+            summarization: Default::default(),
             budgets: Default::default(),
             pricing: Default::default(),
         }

@@ -234,9 +234,20 @@ pub fn make_lead_agent(
         },
         // Built only while `token_budget.enabled` (and `loop_detection.enabled`) are on.
         token_budget: Feature::BuiltIn,
+        summarization: if config.summarization.enabled {
+            Feature::BuiltIn
+        } else {
+            Feature::Off
+        },
         ..RuntimeFeatures::default()
     };
     let title_model = title_model(deps.models, config);
+    let summary_model = config
+        .summarization
+        .model_name
+        .as_deref()
+        .and_then(|name| deps.models.get(name));
+    let context_window = model.context_window;
     let agent = create_agent(
         model.model,
         tools,
@@ -251,6 +262,8 @@ pub fn make_lead_agent(
             recursion_limit: Some(config.recursion_limit_for(options.recursion_limit)),
             config: Some(config.clone()),
             title_model,
+            summary_model,
+            context_window,
             ..Default::default()
         },
     )?;
