@@ -198,3 +198,54 @@ async fn a_failing_summary_model_leaves_the_thread_as_it_was() {
     assert_eq!(outcome.state.messages.len(), 12, "nothing dropped");
     assert_eq!(outcome.state.summary_text, None);
 }
+
+#[tokio::test]
+async fn the_summarized_thread_is_what_a_reload_reads() {
+    use antler::store::{Checkpointer, MemoryStore, ThreadStore};
+    let threads = ThreadStore::new(Arc::new(MemoryStore::new())).unwrap();
+    threads
+        .create("u", Some("t".into()), serde_json::Map::new())
+        .unwrap();
+    let checkpointer: Arc<dyn Checkpointer> = Arc::new(threads.clone());
+    let features = RuntimeFeatures {
+        summarization: Feature::BuiltIn,
+        ..RuntimeFeatures::none()
+    };
+    let main = Arc::new(ScriptedModel::new(
+        "main",
+        [
+            ScriptedTurn::Text(vec!["a4 figs".into()]),
+            ScriptedTurn::Text(vec!["a5 kiwis".into()]),
+        ],
+    ));
+    let summarizer = Arc::new(ScriptedModel::text("summarizer", "Fruit so far."));
+    let agent = create_agent(
+        main,
+        Vec::new(),
+        AgentOptions {
+            features: Some(features),
+            config: Some(config()),
+            summary_model: Some(summarizer),
+            checkpointer: Some(checkpointer.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let ctx = RunContext::new("t", "u", config());
+    let outcome = agent
+        .run(long_thread(), vec![Message::human("q4 about figs")], &ctx)
+        .await;
+    assert_eq!(outcome.stop, StopReason::Completed, "{:?}", outcome.error);
+    let stored = checkpointer.latest("t").await.unwrap().unwrap().state;
+    assert_eq!(stored.messages, outcome.state.messages);
+    assert_eq!(stored.summary_text.as_deref(), Some("Fruit so far."));
+
+    // The next turn continues from the stored, summarized thread (below the trigger again).
+    let outcome = agent
+        .run(stored, vec![Message::human("q5 about kiwis")], &ctx)
+        .await;
+    assert_eq!(outcome.stop, StopReason::Completed, "{:?}", outcome.error);
+    let stored = checkpointer.latest("t").await.unwrap().unwrap().state;
+    assert_eq!(stored.messages.len(), 8);
+    assert_eq!(stored.messages, outcome.state.messages);
+}
