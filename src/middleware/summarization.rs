@@ -14,14 +14,19 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use serde_json::json;
 
-use crate::agent_api::{DroppedMessagesSink, HookResult, Middleware, MiddlewareError, RunContext};
+use crate::agent_api::{
+    DroppedMessagesSink, HookResult, Middleware, MiddlewareError, RunContext, RunEvent,
+};
 use crate::config::summarization::{ContextMeasure, ContextSize, SummarizationConfig};
 use crate::messages::Message;
 use crate::middleware::support::hidden_human;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
 
+/// The custom event carrying the summary call's `{model, usage}`.
+pub const SUMMARIZATION_EVENT: &str = "summarization";
 /// The `name` of the summary message.
 pub const SUMMARY_NAME: &str = "summary";
 pub const SUMMARY_PREFIX: &str = "Here is a summary of the conversation to date:\n\n";
@@ -90,7 +95,9 @@ impl SummarizationMiddleware {
         })
     }
 
-    async fn summarize(&self, older: &[Message]) -> Result<String, ModelError> {
+    /// The summary, and what writing it cost (shown to the run's event stream as a
+    /// `summarization` custom event, so the harness meters it like the run's own calls).
+    async fn summarize(&self, older: &[Message], ctx: &RunContext) -> Result<String, ModelError> {
         let request = ModelRequest {
             messages: vec![Message::human(summary_prompt(
                 older,
@@ -101,6 +108,12 @@ impl SummarizationMiddleware {
         let mut stream = self.model.stream(&request).await?;
         while let Some(event) = stream.next().await {
             if let ModelEvent::Completed(message) = event? {
+                if let Some(usage) = message.usage {
+                    ctx.events.emit(RunEvent::Custom {
+                        name: SUMMARIZATION_EVENT.into(),
+                        data: json!({"model": self.model.name(), "usage": usage}),
+                    });
+                }
                 return Ok(message.content.trim().to_string());
             }
         }
@@ -215,7 +228,7 @@ impl Middleware for SummarizationMiddleware {
         }
         let summary = tokio::select! {
             _ = ctx.cancel.cancelled() => return Ok(HookResult::proceed()),
-            summary = self.summarize(older) => summary,
+            summary = self.summarize(older, ctx) => summary,
         };
         let summary = match summary {
             Ok(summary) if !summary.is_empty() => summary,

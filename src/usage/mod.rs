@@ -15,6 +15,7 @@ use chrono::{NaiveDate, Utc};
 use crate::agent_api::RunEvent;
 use crate::config::AppConfig;
 use crate::messages::{Message, Usage};
+use crate::middleware::summarization::SUMMARIZATION_EVENT;
 use crate::store::StoreError;
 
 pub use crate::config::budgets::{BudgetsConfig, ModelPrice, PricingConfig};
@@ -29,15 +30,24 @@ pub struct RunMeter {
 impl RunMeter {
     /// Counts an AI message's usage under the model that wrote it (`fallback_model` when the
     /// provider did not say).
+    /// Summary calls count too (their `summarization` event).
     pub fn observe(&mut self, event: &RunEvent, fallback_model: &str) {
-        let RunEvent::Message {
-            message: Message::Ai(ai),
-        } = event
-        else {
-            return;
+        let (model, usage) = match event {
+            RunEvent::Message {
+                message: Message::Ai(ai),
+            } => match ai.usage {
+                Some(usage) => (ai.model.as_deref().unwrap_or(fallback_model), usage),
+                None => return,
+            },
+            RunEvent::Custom { name, data } if name == SUMMARIZATION_EVENT => {
+                let usage = serde_json::from_value::<Usage>(data["usage"].clone());
+                match (data["model"].as_str(), usage) {
+                    (Some(model), Ok(usage)) => (model, usage),
+                    _ => return,
+                }
+            }
+            _ => return,
         };
-        let Some(usage) = ai.usage else { return };
-        let model = ai.model.as_deref().unwrap_or(fallback_model);
         self.by_model
             .entry(model.to_string())
             .or_default()
@@ -225,7 +235,14 @@ mod tests {
         config.budgets.users.insert("vip".into(), 1000);
         let mut meter = RunMeter::default();
         meter.observe(&ai(Some("gpt"), 60), "main");
-        meter.observe(&ai(None, 40), "main");
+        meter.observe(&ai(None, 30), "main");
+        meter.observe(
+            &RunEvent::Custom {
+                name: SUMMARIZATION_EVENT.into(),
+                data: serde_json::json!({"model": "main", "usage": {"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}}),
+            },
+            "main",
+        );
         meter.save(&usage, "u");
         meter = RunMeter::default();
         meter.observe(&ai(None, 100), "main");
