@@ -38,3 +38,4 @@ pub mod store;
 pub mod store_cli;
 pub mod tools;
 pub mod uploads;
+pub mod usage;

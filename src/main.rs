@@ -54,6 +54,8 @@ enum Command {
         #[command(subcommand)]
         command: antler::agents_cli::AgentsCommand,
     },
+    /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
+    Usage(antler::usage::cli::UsageArgs),
     /// Inspect or compact the store on the data dir (the daemon must be stopped).
     Store {
         #[command(subcommand)]
@@ -303,6 +305,10 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Agents { user, command }) => agents(&loaded, user, command).await,
+        Some(Command::Usage(args)) => {
+            antler::usage::cli::run(&loaded.config, &args, &mut std::io::stdout()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Store { command }) => {
             let config = loaded.config.clone();
             tokio::task::spawn_blocking(move || {

@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use crate::agent::features::{CHAIN_ORDER, Slot};
 use crate::agent::{Agent, Feature, RuntimeFeatures};
-use crate::agent_api::{Middleware, MiddlewareRef};
+use crate::agent_api::{DroppedMessagesSink, Middleware, MiddlewareRef};
 use crate::agent_api::{ToolRef, dedupe_tools};
 use crate::config::AppConfig;
 use crate::middleware::{
     ClarificationMiddleware, DanglingToolCallMiddleware, GuardrailMiddleware,
     LoopDetectionMiddleware, ModelLengthFinishReasonMiddleware, SafetyFinishReasonMiddleware,
-    SandboxMiddleware, SubagentLimitMiddleware, SystemMessageCoalescingMiddleware,
-    TerminalResponseMiddleware, ThreadDataMiddleware, TitleMiddleware, TodoMiddleware,
-    TokenBudgetMiddleware, TokenUsageMiddleware, ToolErrorHandlingMiddleware, UploadsMiddleware,
-    ViewImageMiddleware,
+    SandboxMiddleware, SubagentLimitMiddleware, SummarizationMiddleware,
+    SystemMessageCoalescingMiddleware, TerminalResponseMiddleware, ThreadDataMiddleware,
+    TitleMiddleware, TodoMiddleware, TokenBudgetMiddleware, TokenUsageMiddleware,
+    ToolErrorHandlingMiddleware, UploadsMiddleware, ViewImageMiddleware,
 };
 use crate::model::ChatModel;
 use crate::sandbox::SandboxProvider;
@@ -45,6 +45,13 @@ pub struct AgentOptions {
     /// The model the built-in `TitleMiddleware` asks for titles (`title.model_name`); none ⇒
     /// the local fallback (the start of the first message).
     pub title_model: Option<Arc<dyn ChatModel>>,
+    /// The model the built-in `SummarizationMiddleware` summarizes with
+    /// (`summarization.model_name`); none ⇒ the run's own model.
+    pub summary_model: Option<Arc<dyn ChatModel>>,
+    /// The run model's context window, for `fraction` summarization triggers.
+    pub context_window: Option<u64>,
+    /// Hears about messages summarization is about to drop (long-term memory).
+    pub dropped_messages: Option<Arc<dyn DroppedMessagesSink>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -98,8 +105,14 @@ pub fn create_agent(
                 &features.unwrap_or_default(),
                 options.plan_mode,
                 &config,
-                options.sandbox_provider.clone(),
-                options.title_model.clone(),
+                ChainDeps {
+                    sandbox_provider: options.sandbox_provider.clone(),
+                    title_model: options.title_model.clone(),
+                    checkpointer: options.checkpointer.clone(),
+                    summary_model: Some(options.summary_model.unwrap_or_else(|| model.clone())),
+                    context_window: options.context_window,
+                    dropped_messages: options.dropped_messages.clone(),
+                },
             )?;
             insert_extras(chain, options.extra_middleware)?
         }
@@ -123,14 +136,9 @@ pub fn assemble_from_features(
     features: &RuntimeFeatures,
     plan_mode: bool,
     config: &AppConfig,
-    sandbox_provider: Option<Arc<dyn SandboxProvider>>,
-    title_model: Option<Arc<dyn ChatModel>>,
+    deps: ChainDeps,
 ) -> Result<Vec<MiddlewareRef>, AgentBuildError> {
-    let deps = SlotDeps {
-        config,
-        sandbox_provider,
-        title_model,
-    };
+    let deps = SlotDeps { config, deps };
     let mut chain = Vec::with_capacity(CHAIN_ORDER.len());
     for slot in CHAIN_ORDER {
         if let Some(middleware) = slot_middleware(slot, features, plan_mode, &deps)? {
@@ -140,11 +148,23 @@ pub fn assemble_from_features(
     Ok(chain)
 }
 
-/// What the built-in middlewares are made from, besides the features.
+/// What the built-in middlewares are made from, besides the features and the config.
+#[derive(Clone, Default)]
+pub struct ChainDeps {
+    pub sandbox_provider: Option<Arc<dyn SandboxProvider>>,
+    pub title_model: Option<Arc<dyn ChatModel>>,
+    /// Where a title generated after the run goes (the thread's record).
+    pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// Without one the built-in summarization is unavailable (`create_agent` passes the run's
+    /// model when no `summary_model` is given).
+    pub summary_model: Option<Arc<dyn ChatModel>>,
+    pub context_window: Option<u64>,
+    pub dropped_messages: Option<Arc<dyn DroppedMessagesSink>>,
+}
+
 struct SlotDeps<'a> {
     config: &'a AppConfig,
-    sandbox_provider: Option<Arc<dyn SandboxProvider>>,
-    title_model: Option<Arc<dyn ChatModel>>,
+    deps: ChainDeps,
 }
 
 fn slot_middleware(
@@ -166,9 +186,9 @@ fn slot_middleware(
         Slot::Uploads => on(features.sandbox.is_on(), &|| arc(UploadsMiddleware)),
         Slot::Sandbox => from_feature(&features.sandbox, "sandbox", || {
             Some(arc(if config.sandbox.eager {
-                SandboxMiddleware::eager(deps.sandbox_provider.clone())
+                SandboxMiddleware::eager(deps.deps.sandbox_provider.clone())
             } else {
-                SandboxMiddleware::new(deps.sandbox_provider.clone())
+                SandboxMiddleware::new(deps.deps.sandbox_provider.clone())
             }))
         })?,
         Slot::DanglingToolCall => Some(arc(DanglingToolCallMiddleware)),
@@ -176,15 +196,24 @@ fn slot_middleware(
             Some(arc(GuardrailMiddleware::from_config(&config.guardrails)))
         })?,
         Slot::ToolErrorHandling => Some(arc(ToolErrorHandlingMiddleware)),
-        Slot::Summarization => from_feature(&features.summarization, "summarization", || None)?,
+        Slot::Summarization => from_feature(&features.summarization, "summarization", || {
+            let model = deps.deps.summary_model.clone()?;
+            let summarization = SummarizationMiddleware::new(config.summarization.clone(), model)
+                .with_context_window(deps.deps.context_window)
+                .with_sink(deps.deps.dropped_messages.clone());
+            Some(arc(summarization))
+        })?,
         Slot::Todo => on(plan_mode, &|| arc(TodoMiddleware)),
         Slot::TokenUsage => on(config.token_usage.enabled, &|| arc(TokenUsageMiddleware)),
         Slot::Title => from_feature(&features.auto_title, "auto_title", || {
-            let title = TitleMiddleware::new(config.title.clone());
-            Some(arc(match &deps.title_model {
-                Some(model) => title.with_model(model.clone()),
-                None => title,
-            }))
+            let mut title = TitleMiddleware::new(config.title.clone());
+            if let Some(model) = &deps.deps.title_model {
+                title = title.with_model(model.clone());
+            }
+            if let Some(sink) = &deps.deps.checkpointer {
+                title = title.with_sink(sink.clone());
+            }
+            Some(arc(title))
         })?,
         Slot::Memory => from_feature(&features.memory, "memory", || None)?,
         Slot::ViewImage => from_feature(&features.vision, "vision", || {

@@ -26,7 +26,8 @@ pub struct RuntimeFeatures {
     pub sandbox: Feature,
     /// No built-in implementation yet: `Off` or `Custom` only.
     pub memory: Feature,
-    /// No built-in implementation: `Off` or `Custom` only.
+    /// `BuiltIn` = `SummarizationMiddleware` with `summarization:` of the config (the summary
+    /// model is `AgentOptions::summary_model`, else the run's model).
     pub summarization: Feature,
     pub subagent: Feature,
     pub vision: Feature,

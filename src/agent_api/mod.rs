@@ -7,12 +7,14 @@
 //! keeps the module graph free of cycles.
 
 mod context;
+mod dropped;
 mod events;
 mod middleware;
 mod options;
 mod tool;
 
 pub use context::{RunContext, ToolContext};
+pub use dropped::DroppedMessagesSink;
 pub use events::{ErrorCode, EventSink, RunEvent, StopReason};
 pub use middleware::{
     Anchors, Flow, HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,

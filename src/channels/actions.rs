@@ -8,9 +8,10 @@ use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::chosen_agent;
 use crate::identity::channel_user_id;
-use crate::lead_agent::access::check_bootstrap;
+use crate::lead_agent::access::{check_bootstrap, is_admin};
 use crate::memory::MemoryScope;
 use crate::memory::chat as memory_chat;
+use crate::usage::{UsageStore, usage_text};
 
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
 const MEMORY_UNAVAILABLE: &str = "Long-term memory is not available in this process.";
@@ -43,6 +44,12 @@ pub(crate) async fn run_command(
                 return reply("No active conversation.".into());
             };
             let running = deps.harness.active_run(&record.thread_id).is_some();
+            let title = deps
+                .harness
+                .threads()
+                .get(&record.thread_id)?
+                .and_then(|thread| thread.title)
+                .unwrap_or_else(|| "(untitled)".into());
             let agent = chosen_agent(Some(&record), &config.channels, &message.channel)
                 .unwrap_or_else(|| "default".into());
             let model = record
@@ -51,7 +58,7 @@ pub(crate) async fn run_command(
                 .or_else(|| config.default_model().map(|m| m.name.clone()))
                 .unwrap_or_else(|| "none configured".into());
             reply(format!(
-                "Active thread: {}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
+                "Active thread: {}\nTitle: {title}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
                 record.thread_id,
                 if record.plan_mode { "on" } else { "off" },
                 if running { "yes" } else { "no" },
@@ -175,6 +182,11 @@ pub(crate) async fn run_command(
             let agent = chosen_agent(record.as_ref(), &config.channels, &message.channel);
             let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
             reply(memory_chat::forget_reply(&memory.repo, &scope, &argument))
+        }
+        Command::Usage => {
+            let usage = UsageStore::new(deps.harness.threads().store().clone());
+            let admin = is_admin(&config, &user_id);
+            reply(usage_text(&usage, &config, &user_id, admin)?)
         }
     }
 }

@@ -19,6 +19,8 @@ pub enum Command {
     /// `/plan` shows, `/plan on|off` sets.
     Plan(Option<bool>),
     Cancel,
+    /// Token usage today: everyone's for admins, one's own (and budget) for others.
+    Usage,
     Help,
     /// `/memory` summarises, `/memory facts` lists facts with their ids.
     Memory {
@@ -42,6 +44,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /cancel — Stop the running request\n\
 /memory [facts] — What I remember about you (facts with their ids)\n\
 /forget ID|all — Delete a remembered fact, or everything\n\
+/usage — Show today's token usage\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -82,6 +85,7 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
             _ => return None,
         },
         "/cancel" | "/stop" => Command::Cancel,
+        "/usage" => Command::Usage,
         "/help" => Command::Help,
         "/memory" => match rest.to_ascii_lowercase().as_str() {
             "" => Command::Memory { facts: false },

@@ -1,6 +1,7 @@
 //! Configuration: one typed tree (`schema`), loaded from YAML with `$ENV` resolution, validated
 //! with every problem reported by key path, and hot-reloaded when the file changes.
 
+pub mod budgets;
 pub mod channels;
 pub mod check;
 mod decode;
@@ -11,6 +12,7 @@ pub mod memory;
 mod problem;
 pub mod schema;
 pub mod storage;
+pub mod summarization;
 pub mod validate;
 pub mod watch;
 

@@ -70,6 +70,12 @@ pub struct AppConfig {
     pub cache: crate::config::CacheConfig,
     /// Long-term memory per user and agent.
     pub memory: crate::config::MemoryConfig,
+    /// Condensing long threads into a summary (off by default).
+    pub summarization: crate::config::summarization::SummarizationConfig,
+    /// Per-user daily token budgets.
+    pub budgets: crate::config::budgets::BudgetsConfig,
+    /// USD per million tokens by model name, for `/usage` and `antler usage`.
+    pub pricing: crate::config::budgets::PricingConfig,
 }
 
 impl Default for AppConfig {
@@ -100,6 +106,9 @@ impl Default for AppConfig {
             store: Default::default(),
             cache: Default::default(),
             memory: Default::default(),
+            summarization: Default::default(),
+            budgets: Default::default(),
+            pricing: Default::default(),
         }
     }
 }

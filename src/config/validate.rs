@@ -299,6 +299,32 @@ fn check_limits(config: &AppConfig, problems: &mut Problems) {
     }
 
     check_memory(config, problems);
+    let summarization = &config.summarization;
+    if let Some(name) = &summarization.model_name {
+        problems.require(
+            config.model(name).is_some(),
+            "summarization.model_name",
+            format!("names no model `{name}`; use a `name` from models or remove the key"),
+        );
+    }
+    problems.require(
+        summarization.trigger.iter().all(|t| t.value > 0.0),
+        "summarization.trigger",
+        "every trigger value must be greater than 0 (tokens, messages, or a fraction like 0.8)",
+    );
+    problems.require(
+        summarization.keep.measure != crate::config::summarization::ContextMeasure::Fraction
+            && summarization.keep.value >= 1.0,
+        "summarization.keep",
+        "must be `{type: messages, value: N}` or `{type: tokens, value: N}` with N ≥ 1",
+    );
+    for (key, price) in &config.pricing {
+        problems.require(
+            price.input_per_million >= 0.0 && price.output_per_million >= 0.0,
+            format!("pricing.{key}"),
+            "prices must not be negative (USD per million tokens)",
+        );
+    }
 
     if let Some(url) = &config.guardrails.policy_url {
         problems.require(

@@ -4,10 +4,13 @@
 //! and the registry of active runs, which enforces one run per thread. Each run is a task
 //! tracked for shutdown; its events stream to the caller through the [`RunHandle`].
 
+mod errors;
 mod memory;
 mod registries;
 mod sandbox_slot;
 pub mod testing;
+
+pub use errors::{HarnessError, RunError};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,10 +27,10 @@ use crate::agent::RunOutcome;
 use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason};
 use crate::agents::AgentStore;
 use crate::config::{AppConfig, ConfigHandle};
-use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, LeadAgentError, make_lead_agent};
+use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::memory::MemoryService;
 use crate::messages::Message;
-use crate::model::{ModelError, ModelRegistry};
+use crate::model::ModelRegistry;
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::state::ThreadState;
 use crate::store::STORE_DIR;
@@ -37,44 +40,12 @@ use crate::store::{
     Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
 };
 use crate::tools::registry::ToolRegistry;
+use crate::usage::{RunMeter, UsageStore, budget_notice};
 
 use sandbox_slot::{SandboxLease, SandboxSlot};
 
 /// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
-#[derive(Debug, thiserror::Error)]
-pub enum HarnessError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Thread(#[from] ThreadError),
-    #[error(
-        "could not create the data directory {path}: {detail}; set data_dir to a writable path"
-    )]
-    DataDir { path: String, detail: String },
-}
-
-/// Why a run could not start. Callers branch on the variant (HTTP 409, 404, 503, …).
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("thread {thread_id} already has a run in progress; wait for it to finish or cancel it")]
-    Busy { thread_id: String },
-    #[error("thread {thread_id} not found; list your threads or start a new one")]
-    NotFound { thread_id: String },
-    #[error("antler is shutting down and accepts no new runs; retry after it restarts")]
-    ShuttingDown,
-    #[error("could not load the configured models: {0}")]
-    Models(#[from] ModelError),
-    #[error(transparent)]
-    Agent(#[from] LeadAgentError),
-    #[error(transparent)]
-    Thread(#[from] ThreadError),
-    #[error("the sandbox is unavailable: {0}")]
-    Sandbox(#[from] SandboxError),
-    #[error("the tools configuration is invalid: {0}")]
-    Tools(String),
-}
 
 /// What to run: `input` is appended to the thread's state.
 #[derive(Clone, Debug)]
@@ -255,6 +226,12 @@ impl Harness {
             want_values,
         } = request;
         let record = self.owned_or_created(&user_id, &thread_id)?;
+        let usage = UsageStore::new(self.inner.threads.store().clone());
+        if let Some(notice) =
+            budget_notice(&usage, &config, &user_id).map_err(ThreadError::Store)?
+        {
+            return Err(RunError::BudgetSpent { notice });
+        }
         let run_id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
         let mut guard = self.register(&thread_id, &run_id, &cancel)?;
@@ -306,9 +283,12 @@ impl Harness {
         ctx.events = events;
         let threads = self.inner.threads.clone();
         let agent = lead.agent;
+        let model_name = agent.model.name().to_string();
         let outcome = self.inner.tracker.spawn(async move {
+            let mut meter = RunMeter::default();
             let relay = async {
                 while let Some(event) = agent_events.recv().await {
+                    meter.observe(&event, &model_name);
                     if matches!(event, RunEvent::Finished { .. }) {
                         return Some(event);
                     }
@@ -317,6 +297,7 @@ impl Harness {
                 None
             };
             let (outcome, finished) = tokio::join!(agent.run(state, input, &ctx), relay);
+            meter.save(&usage, &ctx.user_id);
             let status = match outcome.stop {
                 reason if reason.is_answered() => ThreadStatus::Idle,
                 StopReason::Cancelled => ThreadStatus::Interrupted,

@@ -15,6 +15,7 @@ mod models;
 mod runs;
 mod threads;
 mod uploads;
+mod usage;
 mod web;
 
 use std::sync::Arc;
@@ -79,6 +80,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/channels/{channel}/webhook", post(channels::webhook))
         .route("/api/models", get(models::list))
+        .route("/api/usage", get(usage::usage))
         .route("/api/agents", get(agents::list).post(agents::create))
         .route(
             "/api/agents/{name}",

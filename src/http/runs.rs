@@ -144,6 +144,9 @@ fn run_error(e: RunError) -> ApiError {
         RunError::Agent(e @ LeadAgentError::InvalidAgentName(_)) => {
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_agent_name", e.to_string())
         }
+        RunError::BudgetSpent { notice } => {
+            ApiError::new(StatusCode::TOO_MANY_REQUESTS, "budget_exceeded", notice)
+        }
         other => ApiError::internal(other),
     }
 }

@@ -17,6 +17,7 @@ mod resolve;
 use std::sync::Arc;
 
 use crate::agent::{Agent, AgentBuildError, AgentOptions, Feature, RuntimeFeatures, create_agent};
+use crate::agent_api::DroppedMessagesSink;
 use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::ToolRef;
@@ -27,7 +28,7 @@ use crate::agents::{
 };
 use crate::config::AppConfig;
 use crate::memory::inject::MemoryInjector;
-use crate::memory::{MemoryMiddleware, MemoryService};
+use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::{SandboxInfo, SandboxProvider};
@@ -252,9 +253,24 @@ pub fn make_lead_agent(
             Some(memory) => Feature::Custom(Arc::new(MemoryMiddleware::new(memory.queue.clone()))),
             None => Feature::Off,
         },
+        summarization: if config.summarization.enabled {
+            Feature::BuiltIn
+        } else {
+            Feature::Off
+        },
         ..RuntimeFeatures::default()
     };
     let title_model = title_model(deps.models, config);
+    let summary_model = config
+        .summarization
+        .model_name
+        .as_deref()
+        .and_then(|name| deps.models.get(name));
+    let context_window = model.context_window;
+    // What summarization drops goes to memory first.
+    let dropped_messages = memory.map(|memory| {
+        Arc::new(DroppedToMemory::new(memory.queue.clone())) as Arc<dyn DroppedMessagesSink>
+    });
     let agent = create_agent(
         model.model,
         tools,
@@ -269,6 +285,9 @@ pub fn make_lead_agent(
             recursion_limit: Some(config.recursion_limit_for(options.recursion_limit)),
             config: Some(config.clone()),
             title_model,
+            summary_model,
+            context_window,
+            dropped_messages,
             ..Default::default()
         },
     )?;

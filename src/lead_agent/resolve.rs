@@ -14,6 +14,8 @@ pub(crate) struct ResolvedModel {
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) supports_thinking: bool,
     pub(crate) supports_vision: bool,
+    /// For `fraction` summarization triggers.
+    pub(crate) context_window: Option<u64>,
 }
 
 /// Picks the model: the request's name, else the agent's, else the default. A name that is not
@@ -55,6 +57,7 @@ pub(crate) fn resolve_model(
     Ok(ResolvedModel {
         supports_thinking: model_config.is_some_and(|m| m.supports_thinking),
         supports_vision: model_config.is_some_and(|m| m.supports_vision),
+        context_window: model_config.and_then(|m| m.context_window),
         name,
         model,
     })

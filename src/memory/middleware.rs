@@ -59,6 +59,36 @@ impl Middleware for MemoryMiddleware {
     }
 }
 
+/// Gives memory the messages summarization is about to drop from a thread's context, so they
+/// reach the next update before they are gone (the `DroppedMessagesSink` of the lead agent).
+pub struct DroppedToMemory {
+    queue: MemoryQueue,
+}
+
+impl DroppedToMemory {
+    pub fn new(queue: MemoryQueue) -> Self {
+        Self { queue }
+    }
+}
+
+#[async_trait]
+impl crate::agent_api::DroppedMessagesSink for DroppedToMemory {
+    async fn dropped(&self, ctx: &RunContext, messages: &[crate::messages::Message]) {
+        let agent = ctx
+            .agent_name
+            .as_deref()
+            .or(ctx.options.agent_name.as_deref());
+        let scope = MemoryScope::new(ctx.user_id.clone(), agent);
+        let model = ctx.options.model_name.clone();
+        if let Err(error) = self
+            .queue
+            .enqueue_dropped(scope, &ctx.thread_id, model, messages)
+        {
+            tracing::warn!(%error, thread_id = %ctx.thread_id, "Could not queue the dropped messages for memory");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

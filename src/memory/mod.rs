@@ -17,7 +17,7 @@ pub mod updater;
 
 pub use document::{Fact, FactCategory, MemoryDocument, Section};
 
-pub use middleware::MemoryMiddleware;
+pub use middleware::{DroppedToMemory, MemoryMiddleware};
 pub use queue::{MemoryQueue, PendingConversation};
 pub use repo::{MemoryRepo, MemoryScope};
 pub use updater::{MemoryUpdate, MemoryUpdater};

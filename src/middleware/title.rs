@@ -4,6 +4,10 @@
 //! words and `max_chars` characters, enforced on its answer too); without one, or when that
 //! call fails, times out or answers nothing usable, the title is the start of the first user
 //! message. The title call is not part of the run's event stream.
+//!
+//! With a checkpointer the state gets the first-message title at once and the model is asked
+//! in the background; its title renames the thread's record (`GET /api/threads`, `/status`),
+//! so the answer never waits for it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +21,7 @@ use crate::config::schema::TitleConfig;
 use crate::messages::Message;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
+use crate::store::Checkpointer;
 use crate::tools::builtin::truncate_chars;
 
 pub const DEFAULT_TITLE: &str = "New Conversation";
@@ -31,6 +36,7 @@ pub const TITLE_TIMEOUT: Duration = Duration::from_secs(20);
 pub struct TitleMiddleware {
     config: TitleConfig,
     model: Option<Arc<dyn ChatModel>>,
+    sink: Option<Arc<dyn Checkpointer>>,
 }
 
 impl TitleMiddleware {
@@ -39,6 +45,7 @@ impl TitleMiddleware {
         Self {
             config,
             model: None,
+            sink: None,
         }
     }
 
@@ -48,39 +55,42 @@ impl TitleMiddleware {
         self
     }
 
-    /// The model's title, or `None` (logged) when there is no model or no usable answer.
-    async fn model_title(&self, user: &str, answer: &str, ctx: &RunContext) -> Option<String> {
-        let model = self.model.as_ref()?;
-        let request = ModelRequest {
-            messages: vec![Message::human(title_prompt(
-                user,
-                answer,
-                self.config.max_words,
-            ))],
-            ..Default::default()
-        };
-        let call = tokio::time::timeout(TITLE_TIMEOUT, complete(model.as_ref(), request));
-        let outcome = tokio::select! {
-            _ = ctx.cancel.cancelled() => return None,
-            outcome = call => outcome,
-        };
-        let raw = match outcome {
-            Ok(Ok(raw)) => raw,
-            Ok(Err(error)) => {
-                tracing::warn!(%error, model = model.name(), thread_id = %ctx.thread_id, "The title model failed; using the first message as the title");
-                return None;
-            }
-            Err(_) => {
-                tracing::warn!(model = model.name(), thread_id = %ctx.thread_id, "The title model took too long; using the first message as the title");
-                return None;
-            }
-        };
-        let title = limit_words(&parse_title(&raw, usize::MAX), self.config.max_words);
-        let title = truncate_chars(&title, self.config.max_chars)
-            .trim_end()
-            .to_string();
-        (!title.is_empty()).then_some(title)
+    /// Where a title generated after the run lands (the thread's record): with one, the
+    /// title model is asked in the background and the answer is not held back.
+    pub fn with_sink(mut self, sink: Arc<dyn Checkpointer>) -> Self {
+        self.sink = Some(sink);
+        self
     }
+}
+
+/// The model's title, or `None` (logged) when there is no usable answer in time.
+async fn model_title(
+    model: &dyn ChatModel,
+    config: &TitleConfig,
+    user: &str,
+    answer: &str,
+    thread_id: &str,
+) -> Option<String> {
+    let request = ModelRequest {
+        messages: vec![Message::human(title_prompt(user, answer, config.max_words))],
+        ..Default::default()
+    };
+    let raw = match tokio::time::timeout(TITLE_TIMEOUT, complete(model, request)).await {
+        Ok(Ok(raw)) => raw,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, model = model.name(), %thread_id, "The title model failed; the thread keeps the first message as its title");
+            return None;
+        }
+        Err(_) => {
+            tracing::warn!(model = model.name(), %thread_id, "The title model took too long; the thread keeps the first message as its title");
+            return None;
+        }
+    };
+    let title = limit_words(&parse_title(&raw, usize::MAX), config.max_words);
+    let title = truncate_chars(&title, config.max_chars)
+        .trim_end()
+        .to_string();
+    (!title.is_empty()).then_some(title)
 }
 
 /// DeerFlow's title prompt; each side of the exchange is cut to 500 characters.
@@ -192,9 +202,37 @@ impl Middleware for TitleMiddleware {
             .last_ai()
             .map(|ai| ai.content.as_str())
             .unwrap_or_default();
-        let title = match self.model_title(first, answer, ctx).await {
-            Some(title) => title,
-            None => fallback_title(first, self.config.max_chars),
+        let fallback = fallback_title(first, self.config.max_chars);
+        let title = match (&self.model, &self.sink) {
+            (None, _) => fallback,
+            // The answer is complete: the thread gets the local title now and the model's one
+            // when (if) it comes, so a slow or failing title model never holds the answer back.
+            (Some(model), Some(sink)) => {
+                let (model, sink, config) = (model.clone(), sink.clone(), self.config.clone());
+                let (user, answer) = (first.to_string(), answer.to_string());
+                let thread_id = ctx.thread_id.clone();
+                // Not owned by anyone: bounded by `TITLE_TIMEOUT`, and it only renames a record.
+                tokio::spawn(async move {
+                    let Some(title) =
+                        model_title(model.as_ref(), &config, &user, &answer, &thread_id).await
+                    else {
+                        return;
+                    };
+                    if let Err(error) = sink.rename(&thread_id, &title).await {
+                        tracing::warn!(%error, %thread_id, "Could not store the generated title");
+                    }
+                });
+                fallback
+            }
+            // Nowhere to put a late title (an agent without a checkpointer): wait for it.
+            (Some(model), None) => {
+                let call = model_title(model.as_ref(), &self.config, first, answer, &ctx.thread_id);
+                tokio::select! {
+                    _ = ctx.cancel.cancelled() => None,
+                    title = call => title,
+                }
+                .unwrap_or(fallback)
+            }
         };
         Ok(HookResult::update(StateUpdate {
             title: Some(title),

@@ -132,7 +132,9 @@ impl ThreadStore {
             .unwrap_or_else(|| sdk_record(thread_id, now));
         record.last_checkpoint = head.version;
         record.updated_at = now;
-        if new.title.is_some() {
+        // The state's title is the first-message title; a generated one arrives later through
+        // `rename` and must not be overwritten by it.
+        if record.title.is_none() && new.title.is_some() {
             record.title.clone_from(&new.title);
         }
         ops.push(put_record(&record)?);
@@ -255,6 +257,12 @@ impl Checkpointer for ThreadStore {
             state: Arc::unwrap_or_clone(state),
             created_at: head.created_at,
         }))
+    }
+
+    async fn rename(&self, thread_id: &str, title: &str) -> Result<(), StoreError> {
+        self.update(thread_id, |record| record.title = Some(title.to_string()))
+            .map(|_| ())
+            .map_err(into_store_error)
     }
 }
 

@@ -152,4 +152,11 @@ pub struct StepCheckpoint<'a> {
 pub trait Checkpointer: Send + Sync {
     async fn save(&self, checkpoint: StepCheckpoint<'_>) -> Result<(), StoreError>;
     async fn latest(&self, thread_id: &str) -> Result<Option<Checkpoint>, StoreError>;
+
+    /// Names the thread in its record (a generated title, arriving after the run's answer).
+    /// A checkpointer without thread records keeps only the state's title: nothing to do.
+    async fn rename(&self, thread_id: &str, title: &str) -> Result<(), StoreError> {
+        let _ = (thread_id, title);
+        Ok(())
+    }
 }

@@ -127,28 +127,41 @@ fn extras_with_an_explicit_chain_is_an_error() {
 }
 
 #[test]
-fn built_in_summarization_or_memory_is_an_error() {
-    for (feature, set) in [
-        (
-            "summarization",
-            (|f: &mut RuntimeFeatures| f.summarization = Feature::BuiltIn)
-                as fn(&mut RuntimeFeatures),
-        ),
-        ("memory", |f: &mut RuntimeFeatures| {
-            f.memory = Feature::BuiltIn
-        }),
-    ] {
-        let mut features = RuntimeFeatures::default();
-        set(&mut features);
-        let err = build(AgentOptions {
-            features: Some(features),
-            ..Default::default()
-        })
-        .err()
-        .unwrap();
-        assert!(matches!(err, AgentBuildError::NoBuiltIn { feature: f } if f == feature));
-        assert!(err.to_string().contains("pass a custom instance"), "{err}");
-    }
+fn built_in_memory_is_an_error() {
+    let features = RuntimeFeatures {
+        memory: Feature::BuiltIn,
+        ..RuntimeFeatures::default()
+    };
+    let err = build(AgentOptions {
+        features: Some(features),
+        ..Default::default()
+    })
+    .err()
+    .unwrap();
+    assert!(matches!(
+        err,
+        AgentBuildError::NoBuiltIn { feature: "memory" }
+    ));
+    assert!(err.to_string().contains("pass a custom instance"), "{err}");
+}
+
+#[test]
+fn built_in_summarization_summarizes_with_the_run_model_by_default() {
+    let features = RuntimeFeatures {
+        summarization: Feature::BuiltIn,
+        ..RuntimeFeatures::default()
+    };
+    let agent = build(AgentOptions {
+        features: Some(features),
+        ..Default::default()
+    })
+    .unwrap();
+    let names: Vec<&str> = agent.middleware.iter().map(|m| m.name()).collect();
+    let at = names.iter().position(|n| *n == "SummarizationMiddleware");
+    let tool_errors = names
+        .iter()
+        .position(|n| *n == "ToolErrorHandlingMiddleware");
+    assert!(at > tool_errors, "{names:?}");
 }
 
 #[test]
@@ -368,3 +381,5 @@ mod config_keys;
 mod history;
 mod middlewares;
 mod runs;
+mod summarization;
+mod title;

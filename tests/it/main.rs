@@ -14,4 +14,5 @@ mod memory;
 mod persistence;
 mod providers;
 mod sandbox;
+mod usage;
 mod web_tools;

@@ -123,6 +123,11 @@ async fn chat_turn(
             finish::deliver(deps, runtime, key, entry, status_id, busy).await;
             return Ok(true);
         }
+        Err(RunError::BudgetSpent { notice }) => {
+            let spent = finish::Answer::text(&notice);
+            finish::deliver(deps, runtime, key, entry, status_id, spent).await;
+            return Ok(true);
+        }
         Err(RunError::ShuttingDown) => return Ok(false),
         Err(error) => return Err(error.into()),
     };

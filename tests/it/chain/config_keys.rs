@@ -1,6 +1,6 @@
 //! Config keys of the lead agent's chain, each shown to change what a run does: `loop_detection.
 //! enabled`, `token_budget.enabled`, `title.model_name` / `title.max_words`, and
-//! `guardrails.fail_closed` (with `guardrails.policy_url`).
+//! `guardrails.fail_closed` (with `guardrails.policy_url`), `summarization.enabled` / `model_name`.
 
 use std::sync::Arc;
 
@@ -219,4 +219,50 @@ async fn guardrails_fail_closed_decides_when_the_policy_service_is_down() {
             assert_eq!(outcome.stop, StopReason::Interrupted);
         }
     }
+}
+
+#[tokio::test]
+async fn summarization_enabled_summarizes_with_summarization_model_name() {
+    let main = Arc::new(ScriptedModel::text("main", "done"));
+    let summarizer = Arc::new(ScriptedModel::text("summarizer", "the gist"));
+    let app = app(
+        &[("main", main.clone()), ("summarizer", summarizer.clone())],
+        |config| {
+            config.summarization.enabled = true;
+            config.summarization.model_name = Some("summarizer".into());
+            config.summarization.trigger = vec![antler::config::summarization::ContextSize {
+                measure: antler::config::summarization::ContextMeasure::Tokens,
+                value: 50.0,
+            }];
+        },
+    );
+    let outcome = run(&app, &"a long question ".repeat(40)).await;
+    // One message only: nothing older than the kept end, so nothing to summarize.
+    assert_eq!(outcome.stop, StopReason::Completed, "{:?}", outcome.error);
+    assert!(summarizer.requests().is_empty());
+
+    let lead = make_lead_agent(
+        &RunOptions::default(),
+        &app.config,
+        LeadAgentDeps::models_only(&app.models),
+    )
+    .unwrap();
+    let mut history = ThreadState::default();
+    for turn in 0..30 {
+        history
+            .messages
+            .push(Message::human(format!("question {turn}")));
+        history.messages.push(Message::ai(format!("answer {turn}")));
+    }
+    main.push(text("after the summary"));
+    let ctx = RunContext::new("thread-1", "local", app.config.clone());
+    let outcome = lead
+        .agent
+        .run(history, vec![Message::human("next")], &ctx)
+        .await;
+    assert_eq!(outcome.stop, StopReason::Completed, "{:?}", outcome.error);
+    assert_eq!(outcome.state.summary_text.as_deref(), Some("the gist"));
+    assert_eq!(summarizer.requests().len(), 1);
+    // The default keep: the last 20 messages, after the summary.
+    assert_eq!(outcome.state.messages.len(), 1 + 20 + 1);
 }

@@ -98,3 +98,42 @@ async fn cancel_stops_the_running_turn_at_once() {
     .await;
     bot.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_daily_budget_gets_a_notice_and_no_model_call() {
+    let fake = antler_test_support::FakeTelegram::start().await;
+    let model = antler_test_support::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let yaml = super::config_yaml(dir.path(), &fake, &model, "");
+    let bot = super::Bot::start(&format!(
+        "{yaml}\nbudgets:\n  default_daily_tokens: 100\npricing:\n  fake:\n    input_per_million: 1000\n"
+    ))
+    .await;
+    model.push(Reply::text("the expensive answer").usage(100, 20));
+    fake.send_text(private_chat(64), 64, "hello");
+    fake.wait_for(WAIT, "answer", |f| {
+        f.chat_texts(64).iter().any(|t| t == "the expensive answer")
+    })
+    .await;
+    fake.send_text(private_chat(64), 64, "and again");
+    fake.wait_for(WAIT, "budget notice", |f| {
+        f.chat_texts(64)
+            .iter()
+            .any(|t| t.starts_with("You have used your daily token budget (120 of 100 tokens)"))
+    })
+    .await;
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "no model call once the budget is spent"
+    );
+    fake.send_text(private_chat(64), 64, "/usage");
+    fake.wait_for(WAIT, "usage", |f| {
+        f.chat_texts(64).iter().any(|t| {
+            t.contains("telegram-64 fake: 120 tokens (100 in, 20 out), 1 runs, $0.1000")
+                && t.contains("Daily budget: 100 tokens, 0 left")
+        })
+    })
+    .await;
+    bot.stop().await;
+}

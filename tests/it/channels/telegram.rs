@@ -87,6 +87,12 @@ async fn new_starts_a_fresh_thread_and_status_shows_it() {
             .any(|t| t.starts_with("Active thread:"))
     })
     .await;
+    let status = fake.chat_texts(7);
+    let status = status.iter().find(|t| t.starts_with("Active thread:"));
+    assert!(
+        status.is_some_and(|t| t.contains("\nTitle: hello\n")),
+        "the first message names the thread: {status:?}"
+    );
     let thread_of = |fake: &FakeTelegram| -> Vec<String> {
         fake.chat_texts(7)
             .iter()

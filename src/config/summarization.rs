@@ -1,0 +1,58 @@
+//! The `summarization` config section: when a thread's context is condensed into a summary,
+//! how much of its end stays verbatim, and which model writes the summary.
+
+use serde::{Deserialize, Serialize};
+
+/// What a trigger or the keep policy measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ContextMeasure {
+    /// Estimated tokens of the thread's messages.
+    Tokens,
+    /// Number of messages.
+    Messages,
+    /// Estimated tokens as a fraction of the model's `context_window` (triggers only; ignored
+    /// for a model without one).
+    Fraction,
+}
+
+/// `{type: tokens|messages|fraction, value: …}`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextSize {
+    #[serde(rename = "type")]
+    pub measure: ContextMeasure,
+    pub value: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SummarizationConfig {
+    pub enabled: bool,
+    /// The model that writes summaries; unset = the run's own model.
+    pub model_name: Option<String>,
+    /// Summarize when any of these is reached (OR).
+    pub trigger: Vec<ContextSize>,
+    /// The end of the thread kept verbatim (`messages` or `tokens`).
+    pub keep: ContextSize,
+    /// At most this many (estimated) tokens of the older messages go to the summary model; the
+    /// most recent part is kept when they are more.
+    pub trim_tokens_to_summarize: u64,
+}
+
+impl Default for SummarizationConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            model_name: None,
+            trigger: vec![ContextSize {
+                measure: ContextMeasure::Fraction,
+                value: 0.8,
+            }],
+            keep: ContextSize {
+                measure: ContextMeasure::Messages,
+                value: 20.0,
+            },
+            trim_tokens_to_summarize: 4000,
+        }
+    }
+}
