@@ -124,3 +124,13 @@ pub fn platform_ids<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<St
         })
         .collect())
 }
+
+/// The [`ChannelConfig::connection_key`] of `settings` (a tuple of the connection settings;
+/// secrets hash by value, so a rotated token restarts the channel). Only compared within one
+/// process, never shown.
+pub fn connection_key_of(settings: impl std::hash::Hash) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    settings.hash(&mut hasher);
+    hasher.finish()
+}

@@ -18,7 +18,7 @@ mod webhook;
 
 pub use adapter::{
     AccessSettings, ChannelAdapter, ChannelConfig, Connection, GroupPolicy, GroupRules,
-    SessionConfig, platform_ids,
+    SessionConfig, connection_key_of, platform_ids,
 };
 pub use capabilities::{
     ChannelError, DownloadFile, EditMessage, React, SendMessage, SentMessage, TypingIndicator,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// A secret string. `Debug` and `Display` print `***`; read it with [`Secret::expose`].
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(transparent)]
 pub struct Secret(String);
 

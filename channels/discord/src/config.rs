@@ -1,11 +1,10 @@
 //! `channels.discord`: the Discord section of the configuration and its checks.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
 use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, GroupRules, Secret, SessionConfig,
-    platform_ids,
+    connection_key_of, platform_ids,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -203,9 +202,8 @@ impl ChannelConfig for DiscordConfig {
     /// `thread_mode` decides the chat keys the connection produces, and the emoji are the
     /// adapter's; both need a new connection.
     fn connection_key(&self) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        (
-            self.bot_token.as_ref().map(|s| s.expose().to_string()),
+        connection_key_of((
+            &self.bot_token,
             &self.application_id,
             &self.api_url,
             self.thread_mode,
@@ -214,9 +212,7 @@ impl ChannelConfig for DiscordConfig {
             self.max_download_mb,
             self.max_upload_mb,
             self.gateway_timing,
-        )
-            .hash(&mut hasher);
-        hasher.finish()
+        ))
     }
 
     fn problems(&self) -> Vec<(String, String)> {

@@ -1,9 +1,8 @@
 //! `channels.feishu`: the Feishu/Lark section of the configuration and its checks.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
+    connection_key_of, platform_ids,
 };
 use serde::{Deserialize, Serialize};
 
@@ -127,17 +126,14 @@ impl ChannelConfig for FeishuConfig {
     }
 
     fn connection_key(&self) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        (
+        connection_key_of((
             &self.app_id,
-            exposed(&self.app_secret),
-            exposed(&self.verification_token),
-            exposed(&self.encrypt_key),
+            &self.app_secret,
+            &self.verification_token,
+            &self.encrypt_key,
             &self.domain,
             self.mode,
-        )
-            .hash(&mut hasher);
-        hasher.finish()
+        ))
     }
 
     fn problems(&self) -> Vec<(String, String)> {

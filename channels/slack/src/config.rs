@@ -1,10 +1,10 @@
 //! `channels.slack`: the Slack section of the configuration and its checks.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Duration;
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
+    connection_key_of, platform_ids,
 };
 use serde::{Deserialize, Serialize};
 
@@ -142,20 +142,16 @@ impl ChannelConfig for SlackConfig {
 
     /// `dm_threading` is here because it decides the chat keys the connection produces.
     fn connection_key(&self) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        let secret = |s: &Option<Secret>| s.as_ref().map(|s| s.expose().to_string());
-        (
-            secret(&self.bot_token),
-            secret(&self.app_token),
-            secret(&self.signing_secret),
+        connection_key_of((
+            &self.bot_token,
+            &self.app_token,
+            &self.signing_secret,
             self.mode,
             &self.api_url,
             self.socket_connections,
             self.dm_threading,
             self.socket_timing,
-        )
-            .hash(&mut hasher);
-        hasher.finish()
+        ))
     }
 
     fn problems(&self) -> Vec<(String, String)> {

@@ -1,9 +1,8 @@
 //! `channels.telegram`: the Telegram section of the configuration and its checks.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
-
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
+    connection_key_of, platform_ids,
 };
 use serde::{Deserialize, Serialize};
 
@@ -98,18 +97,14 @@ impl ChannelConfig for TelegramConfig {
     }
 
     fn connection_key(&self) -> u64 {
-        let mut hasher = DefaultHasher::new();
-        let secret = |s: &Option<Secret>| s.as_ref().map(|s| s.expose().to_string());
-        (
-            secret(&self.bot_token),
+        connection_key_of((
+            &self.bot_token,
             &self.api_url,
             self.mode,
-            secret(&self.webhook_secret),
+            &self.webhook_secret,
             &self.webhook_url,
             self.poll_timeout,
-        )
-            .hash(&mut hasher);
-        hasher.finish()
+        ))
     }
 
     fn problems(&self) -> Vec<(String, String)> {
