@@ -1,29 +1,54 @@
-# Build: docker build -t antler .
-# Run:   docker run -p 127.0.0.1:8787:8787 -v antler-data:/var/lib/antler \
-#          --add-host=host.docker.internal:host-gateway \
-#          -e ANTLER_MODEL_URL=http://host.docker.internal:11434/v1 antler
-# The shipped config listens on $ANTLER_LISTEN (0.0.0.0:8787 here, so the published port
-# reaches the daemon). Without gateway.api_tokens the API and the web chat answer 401 (locked)
-# while /healthz, /readyz and channel webhooks work: mount a config with tokens to use the API,
-#   -v "$PWD/config.yaml:/etc/antler/config.yaml:ro" -e ANTLER_API_TOKEN=...
-# with `api_tokens: [{token: $ANTLER_API_TOKEN, user: you}]` under `gateway:` in that file.
-FROM rust:1-bookworm AS build
+# syntax=docker/dockerfile:1
+# Antler in a container. Build and run (see README, "Docker"):
+#   docker build -t antler .
+#   docker run -d --name antler -p 127.0.0.1:8787:8787 -v antler-data:/data \
+#     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     -e ANTLER_MODEL_URL=http://host.docker.internal:11434/v1 --add-host=host.docker.internal:host-gateway \
+#     antler
+# or `docker compose up -d` with docker-compose.yml. The two --security-opt flags let bubblewrap
+# (the tool sandbox) create its namespaces: Docker's default seccomp and AppArmor profiles refuse
+# unshare/mount. Without them the daemon still runs and says so at start; shell commands are off.
+# Config: the shipped config.yaml is at /etc/antler/config.yaml; mount your own over it (read-only).
+
+# Stage 1: cargo-chef computes the dependency recipe, so dependencies build in a cached layer
+# that only changes with Cargo.toml/Cargo.lock.
+FROM rust:1-bookworm AS chef
+RUN cargo install cargo-chef --locked --version 0.1.71
 WORKDIR /src
+
+FROM chef AS planner
+COPY . .
+RUN cargo chef prepare --recipe-path recipe.json
+
+FROM chef AS build
+COPY --from=planner /src/recipe.json recipe.json
+RUN cargo chef cook --release --locked --recipe-path recipe.json --bin antler
 COPY . .
 RUN cargo build --release --locked --bin antler
 
+# Stage 2: the runtime — Debian slim with bubblewrap for the sandbox and tini as PID 1.
 FROM debian:bookworm-slim
+# Unpinned on purpose: each build takes the Debian security updates of these three packages.
+# hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates bubblewrap tini \
  && rm -rf /var/lib/apt/lists/* \
- && useradd --system --home /var/lib/antler --create-home antler
+ && groupadd --system --gid 10001 antler \
+ && useradd --system --uid 10001 --gid antler --home-dir /data --no-create-home antler \
+ && install -d -o antler -g antler -m 0750 /data
 COPY --from=build /src/target/release/antler /usr/local/bin/antler
 COPY config.yaml /etc/antler/config.yaml
 COPY skills /etc/antler/skills
-ENV ANTLER_HOME=/var/lib/antler \
+ENV ANTLER_HOME=/data \
     ANTLER_LISTEN=0.0.0.0:8787
-USER antler
-WORKDIR /var/lib/antler
+USER 10001:10001
+WORKDIR /data
+VOLUME ["/data"]
 EXPOSE 8787
+STOPSIGNAL SIGTERM
+# `antler status` asks the daemon's /readyz through its socket in /data (no curl in the image):
+# healthy once the store answers and the config is valid.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \
+  CMD ["/usr/local/bin/antler", "--config", "/etc/antler/config.yaml", "status"]
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/antler", "--config", "/etc/antler/config.yaml"]
 CMD ["run"]

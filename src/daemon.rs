@@ -12,9 +12,23 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::channels::{ChannelHub, Channels};
-use crate::config::{ConfigHandle, ConfigWatcher, EnvSource};
+use crate::config::{ConfigHandle, ConfigWatcher, EnvSource, PollOutcome, ReloadPhase};
 use crate::harness::{Harness, HarnessError};
 use crate::http::{AppState, router};
+use crate::service_manager::ServiceManager;
+
+/// Tells systemd about a SIGHUP reload: RELOADING while it runs, READY with what happened.
+fn reload_hook(manager: ServiceManager) -> crate::config::ReloadHook {
+    Box::new(move |phase| match phase {
+        ReloadPhase::Started => manager.reloading(),
+        ReloadPhase::Finished(outcome) => manager.ready(match outcome {
+            PollOutcome::Reloaded => "config reloaded",
+            PollOutcome::Unchanged => "config unchanged",
+            PollOutcome::Rejected => "config change rejected; the previous config stays",
+            PollOutcome::Unreadable => "config file unreadable; the previous config stays",
+        }),
+    })
+}
 
 /// How long the HTTP server gets to close its connections after the runs were drained.
 const HTTP_CLOSE_GRACE: Duration = Duration::from_secs(5);
@@ -47,6 +61,8 @@ pub struct DaemonOptions {
     pub env: Arc<dyn EnvSource + Send + Sync>,
     /// Called once the server accepts connections, with the bound address.
     pub on_ready: Option<Box<dyn FnOnce(SocketAddr) + Send>>,
+    /// Notified on SIGHUP: re-read the config file now (with `config_path`).
+    pub reload_signal: Option<Arc<tokio::sync::Notify>>,
 }
 
 /// The address to bind, checked before anything binds.
@@ -111,11 +127,16 @@ pub async fn run(
         (*harness).clone(),
         watcher_stop.clone(),
     ));
+    let manager = ServiceManager::default();
     if let Some(path) = options.config_path {
-        tasks.spawn(
-            ConfigWatcher::new(path, config.clone(), options.env.clone())
-                .spawn(watcher_stop.clone()),
-        );
+        let mut watcher = ConfigWatcher::new(path, config.clone(), options.env.clone());
+        if let Some(signal) = options.reload_signal {
+            watcher = watcher.with_reload_signal(signal, reload_hook(manager.clone()));
+        }
+        tasks.spawn(watcher.spawn(watcher_stop.clone()));
+    }
+    if let Some(watchdog) = manager.spawn_watchdog(harness.clone(), watcher_stop.clone()) {
+        tasks.spawn(watchdog);
     }
     let channels = Channels::start(harness.clone(), config.clone(), hub);
     tasks.close();
@@ -127,10 +148,12 @@ pub async fn run(
     if let Some(on_ready) = options.on_ready {
         on_ready(bound);
     }
+    manager.ready(&format!("serving on {bound}"));
 
     shutdown.graceful.cancelled().await;
     let grace = Duration::from_secs(config.current().gateway.shutdown_grace_seconds);
     tracing::info!(?grace, "Shutting down: finishing runs in flight");
+    manager.stopping();
     stop_accepting.cancel();
     watcher_stop.cancel();
     channels.stop_intake();

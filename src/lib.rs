@@ -31,6 +31,7 @@ pub mod middleware;
 pub mod model;
 pub mod paths;
 pub mod sandbox;
+pub mod service_manager;
 pub mod skills;
 pub mod state;
 pub mod status;

@@ -366,7 +366,8 @@ async fn run_daemon(loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
     }
     let config = ConfigHandle::fixed(loaded.config);
     let shutdown = antler::daemon::Shutdown::default();
-    spawn_signal_handler(shutdown.clone())?;
+    let reload = Arc::new(tokio::sync::Notify::new());
+    spawn_signal_handler(shutdown.clone(), reload.clone())?;
     let options = antler::daemon::DaemonOptions {
         config_path,
         env: Arc::new(ProcessEnv),
@@ -374,6 +375,7 @@ async fn run_daemon(loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
             // Scripts and tests read the bound address (the port may be 0 in the config).
             println!("antler listening on http://{addr}");
         })),
+        reload_signal: Some(reload),
     };
     antler::daemon::run(config, options, shutdown)
         .await
@@ -381,11 +383,21 @@ async fn run_daemon(loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// First SIGTERM/SIGINT starts the graceful drain; a second one cuts it short.
-fn spawn_signal_handler(shutdown: antler::daemon::Shutdown) -> anyhow::Result<()> {
+/// First SIGTERM/SIGINT starts the graceful drain; a second one cuts it short. SIGHUP re-reads
+/// the config file (`systemctl reload antler`).
+fn spawn_signal_handler(
+    shutdown: antler::daemon::Shutdown,
+    reload: Arc<tokio::sync::Notify>,
+) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
+    let mut hup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            reload.notify_one();
+        }
+    });
     tokio::spawn(async move {
         let mut seen = 0;
         loop {

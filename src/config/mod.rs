@@ -30,4 +30,6 @@ pub use memory::MemoryConfig;
 pub use problem::ConfigProblem;
 pub use schema::*;
 pub use storage::{CacheConfig, StoreConfig};
-pub use watch::{ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome};
+pub use watch::{
+    ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome, ReloadHook, ReloadPhase,
+};

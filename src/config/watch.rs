@@ -52,6 +52,16 @@ pub enum PollOutcome {
     Unreadable,
 }
 
+/// Called around a reload asked for by a signal: `Started`, then `Finished(outcome)`.
+pub type ReloadHook = Box<dyn Fn(ReloadPhase) + Send>;
+
+/// Where a signal-driven reload stands (systemd wants RELOADING=1 … READY=1 around it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReloadPhase {
+    Started,
+    Finished(PollOutcome),
+}
+
 /// Reloads the config file into a handle when its signature changes.
 pub struct ConfigWatcher {
     path: PathBuf,
@@ -61,6 +71,7 @@ pub struct ConfigWatcher {
     interval: Duration,
     last_seen: Option<FileSignature>,
     reported_unreadable: bool,
+    reload_signal: Option<(Arc<tokio::sync::Notify>, ReloadHook)>,
 }
 
 impl ConfigWatcher {
@@ -84,6 +95,7 @@ impl ConfigWatcher {
             interval: DEFAULT_POLL_INTERVAL,
             last_seen,
             reported_unreadable: false,
+            reload_signal: None,
         }
     }
 
@@ -95,6 +107,17 @@ impl ConfigWatcher {
     /// The directory relative paths in the config are resolved against (default: process cwd).
     pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = cwd.into();
+        self
+    }
+
+    /// Also reloads when `signal` is notified (SIGHUP), even if the file looks unchanged, so an
+    /// operator can force a re-read; `hook` hears the start and the outcome.
+    pub fn with_reload_signal(
+        mut self,
+        signal: Arc<tokio::sync::Notify>,
+        hook: ReloadHook,
+    ) -> Self {
+        self.reload_signal = Some((signal, hook));
         self
     }
 
@@ -131,16 +154,43 @@ impl ConfigWatcher {
             let mut ticker = tokio::time::interval(self.interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await; // the first tick is immediate; the baseline is already known
+            let signal = self
+                .reload_signal
+                .as_ref()
+                .map(|(signal, _)| signal.clone());
             loop {
+                let forced = async {
+                    match &signal {
+                        Some(signal) => signal.notified().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     biased;
                     () = cancel.cancelled() => break,
+                    () = forced => {
+                        self.forced_reload().await;
+                    }
                     _ = ticker.tick() => {
                         self.poll_once().await;
                     }
                 }
             }
         })
+    }
+
+    /// A signal asked for a reload: re-read the file whatever its signature.
+    async fn forced_reload(&mut self) -> PollOutcome {
+        info!(path = %self.path.display(), "Reload requested (SIGHUP)");
+        if let Some((_, hook)) = &self.reload_signal {
+            hook(ReloadPhase::Started);
+        }
+        self.last_seen = None;
+        let outcome = self.poll_once().await;
+        if let Some((_, hook)) = &self.reload_signal {
+            hook(ReloadPhase::Finished(outcome));
+        }
+        outcome
     }
 
     fn reload(&mut self, bytes: Vec<u8>) -> PollOutcome {

@@ -87,6 +87,7 @@ impl Bot {
             on_ready: Some(Box::new(move |addr| {
                 let _ = ready_tx.send(addr);
             })),
+            reload_signal: None,
         };
         let signals = shutdown.clone();
         let task = tokio::spawn(async move {

@@ -8,6 +8,7 @@ mod http_errors;
 mod leaks;
 mod lifecycle;
 mod run_errors;
+mod systemd;
 mod usage;
 mod web_chat;
 
