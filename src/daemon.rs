@@ -86,6 +86,7 @@ pub async fn run(
 ) -> Result<(), DaemonError> {
     let snapshot = config.current();
     let addr = listen_address(&snapshot)?;
+    crate::metrics::install();
     let harness = Arc::new(Harness::open(config.clone())?);
     // Probed now, as config.yaml promises: a sandbox that cannot start fails here, loudly,
     // rather than on some user's first run.

@@ -27,6 +27,7 @@ pub mod lru;
 pub mod memory;
 pub mod memory_release;
 pub mod messages;
+pub mod metrics;
 pub mod middleware;
 pub mod model;
 pub mod paths;

@@ -281,11 +281,13 @@ impl Agent {
         };
         let call =
             ModelNext::new(&self.middleware, self.model.as_ref(), &turn.state, ctx).call(request);
+        let called = std::time::Instant::now();
         let answer = tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => return StepEnd::Stop(Stop::new(StopReason::Cancelled)),
             answer = call => answer,
         };
+        crate::metrics::model_call(self.model.name(), called.elapsed());
         let message = match answer {
             Ok(mut ai) => {
                 make_call_ids_unique(&mut ai, &turn.state.messages);

@@ -160,6 +160,8 @@ impl std::fmt::Display for ErrorCode {
 pub struct EventSink {
     tx: Option<mpsc::UnboundedSender<RunEvent>>,
     values: bool,
+    /// When the run began, for the run-duration metric.
+    created: std::time::Instant,
 }
 
 impl EventSink {
@@ -167,6 +169,7 @@ impl EventSink {
         Self {
             tx: None,
             values: false,
+            created: std::time::Instant::now(),
         }
     }
 
@@ -177,14 +180,32 @@ impl EventSink {
             Self {
                 tx: Some(tx),
                 values,
+                created: std::time::Instant::now(),
             },
             rx,
         )
     }
 
     pub fn emit(&self, event: RunEvent) {
+        self.record_metrics(&event);
         if let Some(tx) = &self.tx {
             let _ = tx.send(event);
+        }
+    }
+
+    /// Every run's events pass here, whoever consumes them: the one place run metrics are taken.
+    fn record_metrics(&self, event: &RunEvent) {
+        match event {
+            RunEvent::Started { .. } => crate::metrics::run_started(),
+            RunEvent::ToolFinished { result } => crate::metrics::tool_call(
+                &result.name,
+                result.status == crate::messages::ToolStatus::Error,
+            ),
+            RunEvent::Error { code, .. } => crate::metrics::run_failed(code.as_str()),
+            RunEvent::Finished { stop_reason } => {
+                crate::metrics::run_finished(stop_reason.as_str(), self.created.elapsed());
+            }
+            _ => {}
         }
     }
 

@@ -49,6 +49,7 @@ pub(crate) async fn deliver(
             }) if rate_limits < MAX_RATE_LIMITS => {
                 rate_limits += 1;
                 record.attempts -= 1;
+                crate::metrics::rate_limited(&record.chat.channel, secs(retry_after_secs));
                 budget.pause(Some(&record.chat.chat_id), secs(retry_after_secs));
                 tracing::info!(chat = %record.chat, retry_after_secs, "Rate limited by the platform; waiting before the next send");
             }
@@ -95,17 +96,21 @@ async fn perform(
         error,
     };
     match &record.action {
-        OutboxAction::Send { text, reply_to } => parts
-            .send
-            .send_text(&record.chat, text, reply_to.as_deref())
-            .await
-            .map(|sent| Some(sent.platform_message_id))
-            .map_err(failed),
+        OutboxAction::Send { text, reply_to } => {
+            crate::metrics::outbound_send(&record.chat.channel);
+            parts
+                .send
+                .send_text(&record.chat, text, reply_to.as_deref())
+                .await
+                .map(|sent| Some(sent.platform_message_id))
+                .map_err(failed)
+        }
         OutboxAction::Edit { target, text } => {
             let edit = parts
                 .edit
                 .as_ref()
                 .ok_or(DeliveryError::Unsupported("edit"))?;
+            crate::metrics::outbound_edit(&record.chat.channel);
             edit.edit_text(&record.chat, target, text)
                 .await
                 .map(|()| Some(target.clone()))

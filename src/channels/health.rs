@@ -27,6 +27,7 @@ pub struct HealthBoard(Arc<Mutex<BTreeMap<String, ChannelHealth>>>);
 
 impl HealthBoard {
     pub fn set(&self, channel: &str, health: ChannelHealth) {
+        crate::metrics::channel_health(channel, matches!(health, ChannelHealth::Running));
         self.lock().insert(channel.to_string(), health);
     }
 

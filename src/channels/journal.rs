@@ -76,8 +76,10 @@ impl Journal {
         let key = Self::key_of(message);
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
         if records::read::<JournalEntry>(&self.store, TREE, &key)?.is_some() {
+            crate::metrics::inbound_duplicate(&message.channel);
             return Ok(Recorded::Duplicate);
         }
+        crate::metrics::inbound(&message.channel);
         let now = Utc::now();
         let entry = JournalEntry {
             key: key.clone(),

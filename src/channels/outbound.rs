@@ -22,6 +22,7 @@ pub(crate) async fn note(
     reply_to: Option<&str>,
 ) {
     runtime.budget.acquire(&key.chat_id, is_group).await;
+    crate::metrics::outbound_send(&key.channel);
     if let Err(error) = runtime.parts.send.send_text(key, text, reply_to).await {
         tracing::debug!(%error, chat = %key, "Could not send a notice");
     }

@@ -181,6 +181,7 @@ impl Outbox {
     }
 
     pub fn dead_letter(&self, record: &OutboxRecord) -> Result<(), StoreError> {
+        crate::metrics::dead_letter(&record.chat.channel);
         records::write(&self.store, DEAD, &record.key, record)?;
         self.store.delete(TREE, record.key.as_bytes())
     }

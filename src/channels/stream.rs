@@ -103,9 +103,11 @@ impl<'a> StatusStream<'a> {
         }
         self.last_edit = Some(Instant::now());
         self.edits += 1;
+        crate::metrics::outbound_edit(&self.chat.channel);
         match edit.edit_text(self.chat, &status_id, &wanted).await {
             Ok(()) | Err(ChannelError::NotModified) => self.shown = wanted,
             Err(ChannelError::RateLimited { retry_after_secs }) => {
+                crate::metrics::rate_limited(&self.chat.channel, secs(retry_after_secs));
                 self.runtime
                     .budget
                     .pause(Some(&self.chat.chat_id), secs(retry_after_secs));

@@ -105,6 +105,7 @@ pub(crate) async fn supervise(
 
 fn degraded(health: &HealthBoard, channel: &str, failures: &mut u32, reason: String) -> Duration {
     *failures += 1;
+    crate::metrics::reconnect(channel);
     let delay = backoff(*failures);
     tracing::warn!(
         channel,

@@ -113,7 +113,7 @@ pub(crate) fn api_locked(state: &AppState) -> bool {
 /// platform secret). Matched against the route pattern, not the raw path, so no spelling of a
 /// URL reaches a locked route through an open prefix; unmatched paths stay locked too.
 fn open_while_locked(route: &str) -> bool {
-    matches!(route, "/healthz" | "/readyz") || route.starts_with("/channels/")
+    matches!(route, "/healthz" | "/readyz" | "/metrics") || route.starts_with("/channels/")
 }
 
 /// Layer answering 401 `api_locked` for every route but the open ones while the API is locked.

@@ -11,6 +11,7 @@ mod error;
 mod health;
 mod json_errors;
 mod memory;
+mod metrics;
 mod models;
 mod runs;
 mod threads;
@@ -78,6 +79,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/", get(web::index))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::metrics))
         .route("/channels/{channel}/webhook", post(channels::webhook))
         .route("/api/models", get(models::list))
         .route("/api/usage", get(usage::usage))

@@ -60,6 +60,7 @@ impl RunMeter {
         let day = today();
         let mut new_day = false;
         for (model, used) in self.by_model {
+            crate::metrics::model_tokens(&model, used.input_tokens, used.output_tokens);
             match usage.record(user_id, day, &model, &used) {
                 Ok(created) => new_day |= created,
                 Err(error) => {

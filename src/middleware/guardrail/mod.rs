@@ -168,6 +168,7 @@ impl Middleware for GuardrailMiddleware {
         match self.decide(call, ctx).await {
             Decision::Allow => next.call(call, ctx).await,
             Decision::Deny { reason } => {
+                crate::metrics::guardrail_denial(&call.name);
                 tracing::info!(tool = %call.name, tool_call_id = %call.id, %reason, "Guardrail denied a tool call");
                 Ok(ToolResult::message(ToolMessage::error(
                     call,

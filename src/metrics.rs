@@ -1,0 +1,240 @@
+//! Prometheus metrics: one process-wide recorder, named recording functions the rest of the
+//! crate calls at its choke points, and `GET /metrics` rendering.
+//!
+//! Why named functions rather than `metrics::counter!` scattered around: the metric names and
+//! labels are an interface (dashboards and alerts depend on them), so they are spelled once,
+//! here. Labels never carry user ids, chat ids or message text — only channel, model, tool and
+//! outcome names, whose number is bounded by the config.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use metrics::{counter, gauge, histogram};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Buckets for durations in seconds: tool calls and model calls are sub-second to minutes.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the recorder on first use; `None` if another recorder was installed first (an
+/// embedding program's own), in which case our metrics go to that one.
+fn handle() -> Option<&'static PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+                .ok()?;
+            let recorder = builder.build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder).ok()?;
+            describe();
+            Some(handle)
+        })
+        .as_ref()
+}
+
+/// Starts recording (the daemon calls this at start so counters exist before the first scrape).
+pub fn install() {
+    let _ = handle();
+}
+
+/// The Prometheus text exposition of every metric, with gauges sampled now.
+pub fn render() -> String {
+    sample_process();
+    handle().map_or_else(String::new, PrometheusHandle::render)
+}
+
+fn describe() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!("antler_runs_started_total", "Agent runs started");
+    describe_counter!(
+        "antler_runs_finished_total",
+        "Agent runs finished, by stop reason"
+    );
+    describe_counter!(
+        "antler_runs_failed_total",
+        "Agent runs that ended in an error, by code"
+    );
+    describe_histogram!("antler_run_duration_seconds", "Wall time of a run");
+    describe_histogram!(
+        "antler_model_call_duration_seconds",
+        "Time to the end of a model's streamed answer, by model"
+    );
+    describe_counter!(
+        "antler_model_tokens_total",
+        "Tokens used, by model and direction"
+    );
+    describe_counter!("antler_tool_calls_total", "Tool calls, by tool");
+    describe_counter!(
+        "antler_tool_errors_total",
+        "Tool calls that returned an error, by tool"
+    );
+    describe_counter!(
+        "antler_guardrail_denials_total",
+        "Tool calls denied by the guardrail"
+    );
+    describe_counter!(
+        "antler_inbound_messages_total",
+        "Chat messages received, by channel"
+    );
+    describe_counter!(
+        "antler_inbound_duplicates_total",
+        "Redelivered chat events dropped by the inbound journal, by channel"
+    );
+    describe_counter!("antler_outbound_sends_total", "Messages sent, by channel");
+    describe_counter!("antler_outbound_edits_total", "Message edits, by channel");
+    describe_counter!(
+        "antler_outbound_rate_limited_total",
+        "Platform 429 answers, by channel"
+    );
+    describe_histogram!(
+        "antler_outbound_retry_wait_seconds",
+        "Waits imposed by platform rate limits (429 retry-after), by channel"
+    );
+    describe_counter!(
+        "antler_dead_letters_total",
+        "Replies given up on, by channel"
+    );
+    describe_counter!(
+        "antler_channel_reconnects_total",
+        "Platform reconnects, by channel"
+    );
+    describe_gauge!(
+        "antler_channel_healthy",
+        "1 while a channel is healthy, by channel"
+    );
+    describe_gauge!(
+        "antler_process_resident_bytes",
+        "Resident set size of the daemon"
+    );
+}
+
+pub fn run_started() {
+    counter!("antler_runs_started_total").increment(1);
+}
+
+/// `reason` is the run's stop reason (`completed`, `cancelled`, `error`, …).
+pub fn run_finished(reason: &'static str, took: Duration) {
+    counter!("antler_runs_finished_total", "reason" => reason).increment(1);
+    histogram!("antler_run_duration_seconds").record(took.as_secs_f64());
+}
+
+pub fn run_failed(code: &'static str) {
+    counter!("antler_runs_failed_total", "code" => code).increment(1);
+}
+
+pub fn model_call(model: &str, took: Duration) {
+    histogram!("antler_model_call_duration_seconds", "model" => model.to_owned())
+        .record(took.as_secs_f64());
+}
+
+pub fn model_tokens(model: &str, input: u64, output: u64) {
+    counter!("antler_model_tokens_total", "model" => model.to_owned(), "direction" => "input")
+        .increment(input);
+    counter!("antler_model_tokens_total", "model" => model.to_owned(), "direction" => "output")
+        .increment(output);
+}
+
+pub fn tool_call(tool: &str, failed: bool) {
+    counter!("antler_tool_calls_total", "tool" => tool.to_owned()).increment(1);
+    if failed {
+        counter!("antler_tool_errors_total", "tool" => tool.to_owned()).increment(1);
+    }
+}
+
+pub fn guardrail_denial(tool: &str) {
+    counter!("antler_guardrail_denials_total", "tool" => tool.to_owned()).increment(1);
+}
+
+pub fn inbound(channel: &str) {
+    counter!("antler_inbound_messages_total", "channel" => channel.to_owned()).increment(1);
+}
+
+pub fn inbound_duplicate(channel: &str) {
+    counter!("antler_inbound_duplicates_total", "channel" => channel.to_owned()).increment(1);
+}
+
+pub fn outbound_send(channel: &str) {
+    counter!("antler_outbound_sends_total", "channel" => channel.to_owned()).increment(1);
+}
+
+pub fn outbound_edit(channel: &str) {
+    counter!("antler_outbound_edits_total", "channel" => channel.to_owned()).increment(1);
+}
+
+pub fn rate_limited(channel: &str, wait: Duration) {
+    counter!("antler_outbound_rate_limited_total", "channel" => channel.to_owned()).increment(1);
+    histogram!("antler_outbound_retry_wait_seconds", "channel" => channel.to_owned())
+        .record(wait.as_secs_f64());
+}
+
+pub fn dead_letter(channel: &str) {
+    counter!("antler_dead_letters_total", "channel" => channel.to_owned()).increment(1);
+}
+
+pub fn reconnect(channel: &str) {
+    counter!("antler_channel_reconnects_total", "channel" => channel.to_owned()).increment(1);
+}
+
+pub fn channel_health(channel: &str, healthy: bool) {
+    gauge!("antler_channel_healthy", "channel" => channel.to_owned()).set(if healthy {
+        1.0
+    } else {
+        0.0
+    });
+}
+
+/// Sets a named queue's depth (`queue` is a fixed name such as `memory_updates`).
+pub fn queue_depth(queue: &'static str, depth: usize) {
+    gauge!("antler_queue_depth", "queue" => queue).set(depth as f64);
+}
+
+fn sample_process() {
+    if let Some(rss) = resident_bytes() {
+        gauge!("antler_process_resident_bytes").set(rss as f64);
+    }
+}
+
+/// Resident set size from `/proc/self/status` (`VmRSS`, in KiB there).
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().next()?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_metrics_appear_in_the_exposition() {
+        install();
+        run_started();
+        run_finished("completed", Duration::from_millis(40));
+        tool_call("bash", true);
+        inbound("telegram");
+        let text = render();
+        assert!(text.contains("antler_runs_started_total"), "{text}");
+        assert!(
+            text.contains("antler_runs_finished_total{reason=\"completed\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("antler_run_duration_seconds_bucket"),
+            "{text}"
+        );
+        assert!(
+            text.contains("antler_tool_errors_total{tool=\"bash\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("antler_inbound_messages_total{channel=\"telegram\"}"),
+            "{text}"
+        );
+        assert!(text.contains("antler_process_resident_bytes"), "{text}");
+    }
+}
