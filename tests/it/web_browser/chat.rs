@@ -202,8 +202,8 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
     browser.session.set_window_size(390, 844).await.unwrap();
     browser
         .wait(
-            "document.documentElement.scrollWidth <= window.innerWidth",
-            "no horizontal scroll",
+            "document.documentElement.scrollWidth <= window.innerWidth && document.getElementById('sidebar').getBoundingClientRect().right <= 0",
+            "no horizontal scroll and the sidebar folded away",
         )
         .await;
     browser.screenshot("05-phone").await;
@@ -214,6 +214,7 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
             "the sidebar",
         )
         .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await; // the slide-in
     browser.screenshot("06-phone-sidebar").await;
     browser.finish(&[]).await;
 }

@@ -121,7 +121,7 @@ function showWelcome() {
   note.className = "note";
   note.textContent = chosen.bootstrap
     ? `Setting up the agent “${chosen.bootstrap}”: describe what it should do, who it serves and how it should talk.`
-    : "New conversation. Ask anything; attach files with 📎 or by dropping them here.";
+    : "New conversation. Ask anything; attach files with + or by dropping them here.";
   page.log.append(note);
 }
 

@@ -34,7 +34,7 @@ export class Conversation {
     const bubble = el("div", "human", text);
     if (files.length) {
       const list = el("div", "files");
-      for (const file of files) list.append(el("span", "file", "📄 " + (file.filename || file.path)));
+      for (const file of files) list.append(el("span", "file", "Attached: " + (file.filename || file.path)));
       bubble.append(list);
     }
     this.log.append(bubble);

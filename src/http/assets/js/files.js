@@ -1,4 +1,4 @@
-// Uploads: the 📎 button and drag-and-drop put files into the thread's uploads
+// Uploads: the + button and drag-and-drop put files into the thread's uploads
 // (`POST /api/threads/{id}/uploads`, limits enforced and explained by the API); they are listed
 // above the message box and go with the next message (`additional_kwargs.files`).
 
@@ -74,7 +74,7 @@ export class Uploads {
   render() {
     this.list.replaceChildren(...this.files.map((file) => {
       const item = document.createElement("li");
-      item.append(document.createTextNode(`📄 ${file.filename} (${size(file.size)})`));
+      item.append(document.createTextNode(`${file.filename} (${size(file.size)})`));
       const remove = document.createElement("button");
       remove.type = "button";
       remove.textContent = "×";

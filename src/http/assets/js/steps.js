@@ -5,7 +5,7 @@
 import { artifactUrl, blobUrl, token } from "./api.js";
 
 const PREVIEW = 2000;
-const STATE_ICON = { running: "⏳", done: "✓", failed: "✗", info: "•" };
+const STATE_ICON = { running: "⋯", done: "✓", failed: "✗", info: "•" };
 const STATE_LABEL = { running: "running", done: "done", failed: "failed", info: "" };
 
 function el(tag, className, text) {
@@ -94,7 +94,7 @@ export function createQuestion(payload, fallback, onAnswer, answerable) {
   box.setAttribute("aria-label", "Question from the agent");
   if (payload && typeof payload === "object" && payload.question) {
     if (payload.context) box.append(el("p", "context", payload.context));
-    box.append(el("p", "ask", "❓ " + payload.question));
+    box.append(el("p", "ask", payload.question));
     const options = Array.isArray(payload.options) ? payload.options : [];
     if (options.length) {
       const row = el("div", "options");

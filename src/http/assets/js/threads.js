@@ -43,7 +43,7 @@ export class ThreadList {
       const remove = document.createElement("button");
       remove.type = "button";
       remove.className = "remove";
-      remove.textContent = "🗑";
+      remove.textContent = "×";
       remove.setAttribute("aria-label", `Delete conversation: ${title}`);
       remove.addEventListener("click", () => this.confirmDelete(thread, remove, title));
       li.append(remove);
@@ -59,7 +59,7 @@ export class ThreadList {
       setTimeout(() => {
         if (!button.isConnected) return;
         button.classList.remove("confirm");
-        button.textContent = "🗑";
+        button.textContent = "×";
         button.setAttribute("aria-label", `Delete conversation: ${title}`);
       }, 4000);
       return;
