@@ -23,7 +23,7 @@ use webdriver::{ENTER, Element, Session};
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "chromedriver";
 /// How long a page condition may take (a loaded 2-core CI machine is slow).
-const WAIT: Duration = Duration::from_secs(30);
+const WAIT: Duration = Duration::from_secs(60);
 
 /// A config for a daemon on loopback with no API tokens: the page acts as the local user.
 pub(crate) struct Tokenless {

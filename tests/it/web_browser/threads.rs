@@ -147,6 +147,63 @@ async fn uploads_reach_the_model_and_threads_switch_and_delete() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_mode_shows_the_todo_list_live() {
+    let Some(browser) = browser("plan").await else {
+        return;
+    };
+    let fake = FakeOpenAi::start().await;
+    let setup = Tokenless::new(&fake.base_url());
+    let daemon = setup.start();
+    browser
+        .session
+        .goto(&daemon.url("/"))
+        .await
+        .expect("open page");
+    browser
+        .wait("document.querySelector('.note')", "the welcome note")
+        .await;
+    browser.click("#plan").await;
+    fake.push(Reply::tool_call(
+        "write_todos",
+        serde_json::json!({"todos": [
+            {"content": "Read the notes", "status": "completed"},
+            {"content": "Draft the summary", "status": "in_progress"},
+            {"content": "Send it", "status": "pending"},
+        ]}),
+    ))
+    .push(Reply::text("Working on it."))
+    // Items are still open, so the todo middleware asks the model once to carry on.
+    .push(Reply::text("The summary is next."));
+    browser.say("plan my week").await;
+    browser
+        .wait(
+            "document.querySelectorAll('.todos li').length === 3",
+            "the todo list",
+        )
+        .await;
+    browser.idle().await;
+    let todos = browser
+        .js("document.querySelector('.todos').innerText")
+        .await;
+    let todos = todos.as_str().unwrap();
+    for line in ["☑ Read the notes", "▶ Draft the summary", "☐ Send it"] {
+        assert!(todos.contains(line), "{line:?} missing from {todos}");
+    }
+    let tools: Vec<String> = fake.requests()[0]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        tools.iter().any(|t| t == "write_todos"),
+        "plan mode not requested: {tools:?}"
+    );
+    browser.screenshot("10-plan").await;
+    browser.finish(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn escape_cancels_a_streaming_run() {
     let Some(browser) = browser("cancel").await else {
         return;

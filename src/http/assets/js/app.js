@@ -66,6 +66,7 @@ function runOptions() {
   const chosen = settings();
   const context = {};
   if (chosen.model) context.model_name = chosen.model;
+  if (chosen.plan) context.is_plan_mode = true;
   if (chosen.bootstrap) {
     context.is_bootstrap = true;
     context.agent_name = chosen.bootstrap;
@@ -130,6 +131,7 @@ function showSettings() {
   page.model.value = chosen.model || "";
   page.agent.value = chosen.bootstrap ? "" : chosen.agent || "";
   page.agent.disabled = Boolean(chosen.bootstrap);
+  $("plan").checked = Boolean(chosen.plan);
 }
 
 async function loadModels() {
@@ -226,6 +228,7 @@ page.stop.addEventListener("click", () => conversation && conversation.cancel())
 $("new").addEventListener("click", () => { openThread(newThreadId()); closeSidebarOnPhone(); });
 page.model.addEventListener("change", () => saveSettings({ model: page.model.value || null }));
 page.agent.addEventListener("change", () => saveSettings({ agent: page.agent.value || null }));
+$("plan").addEventListener("change", () => saveSettings({ plan: $("plan").checked }));
 
 const agentDialog = $("agent-dialog");
 $("create-agent").addEventListener("click", () => { $("agent-name").value = ""; agentDialog.showModal(); });
