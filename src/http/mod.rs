@@ -77,6 +77,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(DefaultBodyLimit::max(upload_limit));
     let rest = Router::new()
         .route("/", get(web::index))
+        .route("/favicon.ico", get(web::favicon_ico))
+        .route("/favicon.svg", get(web::favicon_svg))
+        .route("/assets/{version}/{*path}", get(web::asset))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics::metrics))

@@ -15,4 +15,5 @@ mod persistence;
 mod providers;
 mod sandbox;
 mod usage;
+mod web_browser;
 mod web_tools;

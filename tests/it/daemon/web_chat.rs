@@ -106,28 +106,66 @@ async fn a_reloaded_page_finds_the_conversation_in_the_state_api() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_page_is_self_contained_and_reads_the_state_on_load() {
+async fn the_page_and_its_assets_come_from_the_binary_with_a_strict_policy() {
     let fake = FakeOpenAi::start().await;
     let setup = Setup::new(&fake.base_url(), "");
     let daemon = setup.start();
     let page = daemon.http.get(daemon.url("/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
-    let csp = page.headers()["content-security-policy"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(csp.contains("default-src 'self'"), "{csp}");
-    let html = page.text().await.unwrap();
+    let header = |response: &reqwest::Response, name: &str| {
+        response.headers()[name].to_str().unwrap().to_owned()
+    };
+    let csp = header(&page, "content-security-policy");
     for needle in [
-        "/state",
-        "hide_from_ui",
-        "response.status === 404",
-        "api_locked",
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
     ] {
-        assert!(html.contains(needle), "{needle:?} missing from the page");
+        assert!(csp.contains(needle), "{needle:?} missing from {csp}");
     }
-    // No third-party scripts or styles.
-    for external in ["http://", "https://", "src=\"//"] {
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(header(&page, "cache-control"), "no-cache");
+    let html = page.text().await.unwrap();
+    // No third-party scripts or styles, nothing inline.
+    for external in [
+        "http://", "https://", "src=\"//", "<style", "<script>", "style=",
+    ] {
         assert!(!html.contains(external), "{external:?} in the page");
+    }
+    let entry = html
+        .split('"')
+        .find(|part| part.starts_with("/assets/") && part.ends_with("/js/app.js"))
+        .expect("the entry module")
+        .to_owned();
+
+    // Versioned assets are cached for good; the modules read /state and know the lock.
+    let script = daemon.http.get(daemon.url(&entry)).send().await.unwrap();
+    assert_eq!(script.status(), 200);
+    assert!(header(&script, "cache-control").contains("immutable"));
+    assert!(header(&script, "content-type").starts_with("text/javascript"));
+    let chat = daemon
+        .http
+        .get(daemon.url(&entry.replace("app.js", "chat.js")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(chat.contains("/state") && chat.contains("hide_from_ui"));
+    let stale = daemon
+        .http
+        .get(daemon.url("/assets/000000000000/js/app.js"))
+        .send()
+        .await
+        .unwrap();
+    Daemon::expect_error(stale, 404, "not_found", &["reload"]).await;
+    for (path, kind) in [
+        ("/favicon.ico", "image/x-icon"),
+        ("/favicon.svg", "image/svg+xml"),
+    ] {
+        let icon = daemon.http.get(daemon.url(path)).send().await.unwrap();
+        assert_eq!(icon.status(), 200, "{path}");
+        assert_eq!(header(&icon, "content-type"), kind);
     }
 }

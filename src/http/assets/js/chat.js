@@ -1,0 +1,200 @@
+// One conversation on screen: rebuilt from `/state`, extended by streaming runs
+// (`/runs/stream`, LangGraph event names), stopped with the cancel route.
+
+import { ApiError, getJson, request, sseEvents, threadPath } from "./api.js";
+import { closeQuestions } from "./steps.js";
+import { Turn } from "./turn.js";
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+export class Conversation {
+  /**
+   * `hooks`: `runOptions()` → the run's `context`, `onBusy(busy)`, `onUnauthorized(error)`,
+   * `onFinished()` (refresh the sidebar), `attachments()` / `clearAttachments()`.
+   */
+  constructor(log, threadId, hooks) {
+    this.log = log;
+    this.threadId = threadId;
+    this.hooks = hooks;
+    this.artifactsShown = new Set();
+    this.busy = false;
+    this.runId = null;
+    this.turn = null;
+    this.controller = null;
+  }
+
+  scroll() { this.log.scrollTop = this.log.scrollHeight; }
+
+  human(text, files = []) {
+    const bubble = el("div", "human", text);
+    if (files.length) {
+      const list = el("div", "files");
+      for (const file of files) list.append(el("span", "file", "Attached: " + (file.filename || file.path)));
+      bubble.append(list);
+    }
+    this.log.append(bubble);
+  }
+
+  /** Rebuilds the conversation from the thread's state; false when the thread does not exist. */
+  async restore() {
+    let body;
+    try {
+      body = await getJson(threadPath(this.threadId, "/state"));
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return false;
+      throw e;
+    }
+    const values = body.values || {};
+    const messages = values.messages || [];
+    const artifacts = values.artifacts || [];
+    let turn = null;
+    const lastVisible = messages.filter((m) => !(m.meta && m.meta.hide_from_ui)).at(-1);
+    for (const message of messages) {
+      if (message.meta && message.meta.hide_from_ui) continue;
+      if (message.type === "human") {
+        if (message.name) continue; // a note the harness wrote for the model
+        this.human(message.content, (message.meta && message.meta.extra && message.meta.extra.files) || []);
+        turn = null;
+        continue;
+      }
+      if (!turn) turn = new Turn(this.log, this);
+      if (message.type === "ai") turn.aiMessage(message);
+      else if (message.type === "tool") {
+        turn.toolResult(message, { answerable: message === lastVisible });
+        if (message.name === "present_files") turn.artifacts(turn.presentedAmong(artifacts));
+      }
+    }
+    if (turn) {
+      turn.finish();
+      turn.artifacts(artifacts);
+      if (values.todos && values.todos.length) turn.showTodos(values.todos);
+    }
+    this.turn = turn;
+    if (body.status === "busy") {
+      const note = el("div", "note", "A reply is still being written; it appears here when it is done.");
+      this.log.append(note);
+      this.pollUntilIdle(note);
+    }
+    this.scroll();
+    return true;
+  }
+
+  async pollUntilIdle(note) {
+    for (let i = 0; i < 600 && this.log.isConnected; i++) {
+      await new Promise((r) => setTimeout(r, 2000));
+      if (!note.isConnected) return;
+      const body = await getJson(threadPath(this.threadId)).catch(() => null);
+      if (body && body.status !== "busy") {
+        this.log.replaceChildren();
+        this.artifactsShown.clear();
+        await this.restore();
+        return;
+      }
+    }
+  }
+
+  /** Sends a person's message (or a chosen option) and streams the run into a new turn. */
+  async send(text) {
+    if (this.busy) return;
+    const files = this.hooks.attachments();
+    closeQuestions(this.log);
+    this.human(text, files);
+    const turn = new Turn(this.log, this);
+    this.turn = turn;
+    this.scroll();
+    this.setBusy(true);
+    this.controller = new AbortController();
+    const message = { role: "user", content: text };
+    if (files.length) message.additional_kwargs = { files };
+    let stop = null;
+    try {
+      const response = await request("POST", threadPath(this.threadId, "/runs/stream"), {
+        json: { input: { messages: [message] }, context: this.hooks.runOptions() },
+        signal: this.controller.signal,
+      });
+      this.hooks.clearAttachments();
+      for await (const { event, data } of sseEvents(response)) {
+        stop = this.handle(turn, event, data) ?? stop;
+        if (event === "end") break;
+      }
+    } catch (e) {
+      if (e.name === "AbortError") stop = "cancelled";
+      else if (e instanceof ApiError && e.unauthorized) this.hooks.onUnauthorized(e);
+      else turn.error(e instanceof ApiError ? e.message : "The stream broke off: " + e.message + ". Reload to see what was saved.");
+    } finally {
+      turn.finish(stop);
+      this.setBusy(false);
+      this.runId = null;
+      this.controller = null;
+      this.scroll();
+      this.hooks.onFinished();
+    }
+  }
+
+  /** Applies one SSE event; returns the stop reason on `end`. */
+  handle(turn, event, data) {
+    const pinned = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+    let stop;
+    if (event === "metadata" && data) {
+      this.runId = data.run_id;
+    } else if (event === "messages" && Array.isArray(data) && data[0]) {
+      const chunk = data[0];
+      const reasoning = chunk.additional_kwargs && chunk.additional_kwargs.reasoning_content;
+      if (reasoning) turn.reasoning(chunk.id, reasoning);
+      if (chunk.content) turn.delta(chunk.id, chunk.content);
+    } else if (event === "custom" && data && typeof data === "object") {
+      this.custom(turn, data);
+    } else if (event === "values" && data && typeof data === "object") {
+      if (Array.isArray(data.artifacts)) turn.artifacts(data.artifacts);
+      if (Array.isArray(data.todos)) turn.showTodos(data.todos);
+    } else if (event === "error" && data) {
+      turn.error(data.message || String(data));
+    } else if (event === "end") {
+      stop = (data && data.stop_reason) || "completed";
+    }
+    if (pinned) this.scroll();
+    return stop;
+  }
+
+  custom(turn, data) {
+    switch (data.type) {
+      case "message": {
+        const message = data.message || {};
+        if (message.meta && message.meta.hide_from_ui) return;
+        if (message.type === "ai") turn.aiMessage(message);
+        else if (message.type === "tool") turn.toolResult(message);
+        return;
+      }
+      case "tool_started": if (data.call) turn.toolStarted(data.call); return;
+      case "tool_finished": if (data.result) turn.toolResult(data.result); return;
+      default: turn.custom(String(data.type || "event"), data.data);
+    }
+  }
+
+  /** Asks the daemon to stop the run; the stream then ends with `cancelled`. */
+  async cancel() {
+    if (!this.busy) return;
+    const controller = this.controller;
+    if (this.runId) {
+      try {
+        await request("POST", threadPath(this.threadId, `/runs/${encodeURIComponent(this.runId)}/cancel`));
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 404)) this.turn?.error("Could not stop the run: " + e.message);
+      }
+    }
+    // A run that does not end promptly is left to finish on its own; the page stops waiting.
+    setTimeout(() => { if (this.controller === controller) controller.abort(); }, 5000);
+  }
+
+  answer(text) { this.hooks.answer(text); }
+
+  setBusy(busy) {
+    this.busy = busy;
+    this.hooks.onBusy(busy);
+  }
+}
