@@ -59,6 +59,14 @@ fn describe() {
         "Agent runs that ended in an error, by code"
     );
     describe_histogram!("antler_run_duration_seconds", "Wall time of a run");
+    describe_counter!(
+        "antler_runs_refused_total",
+        "Runs refused before starting (memory past gateway.max_rss_mb), by reason"
+    );
+    describe_counter!(
+        "antler_config_reloads_total",
+        "Config reloads, by outcome (a rejected one keeps the running config)"
+    );
     describe_histogram!(
         "antler_model_call_duration_seconds",
         "Time to the end of a model's streamed answer, by model"
@@ -120,6 +128,16 @@ pub fn run_started() {
 pub fn run_finished(reason: &'static str, took: Duration) {
     counter!("antler_runs_finished_total", "reason" => reason).increment(1);
     histogram!("antler_run_duration_seconds").record(took.as_secs_f64());
+}
+
+/// A run refused before it started (`overloaded`, …).
+pub fn run_refused(reason: &'static str) {
+    counter!("antler_runs_refused_total", "reason" => reason).increment(1);
+}
+
+/// A config reload's outcome (`reloaded`, `rejected`, `unreadable`, `unchanged`).
+pub fn config_reload(outcome: &'static str) {
+    counter!("antler_config_reloads_total", "outcome" => outcome).increment(1);
 }
 
 pub fn run_failed(code: &'static str) {

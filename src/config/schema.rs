@@ -293,6 +293,9 @@ pub struct GatewayConfig {
     /// Seconds a connection may sit without sending a complete request head (between
     /// requests, or a slow client mid-headers) before it is closed.
     pub idle_timeout_seconds: u64,
+    /// Resident memory (MiB) past which new runs are refused with a notice instead of the
+    /// daemon growing until the kernel kills it; runs in flight go on. 0 turns it off.
+    pub max_rss_mb: u64,
 }
 
 impl Default for GatewayConfig {
@@ -305,6 +308,7 @@ impl Default for GatewayConfig {
             max_connections: 2048,
             max_header_bytes: 32 * 1024,
             idle_timeout_seconds: 60,
+            max_rss_mb: 2048,
         }
     }
 }

@@ -145,7 +145,14 @@ impl ConfigWatcher {
         }
         // Remember even a rejected version, so it is reported once rather than every poll.
         self.last_seen = Some(signature);
-        self.reload(bytes)
+        let outcome = self.reload(bytes);
+        crate::metrics::config_reload(match outcome {
+            PollOutcome::Reloaded => "reloaded",
+            PollOutcome::Rejected => "rejected",
+            PollOutcome::Unreadable => "unreadable",
+            PollOutcome::Unchanged => "unchanged",
+        });
+        outcome
     }
 
     /// Runs the polling loop until `cancel` fires.

@@ -40,4 +40,9 @@ pub enum RunError {
     /// The user's daily token budget (`budgets`) is spent; the notice says until when.
     #[error("{notice}")]
     BudgetSpent { notice: String },
+    /// The daemon's memory is past `gateway.max_rss_mb`: no new run until it falls back.
+    #[error(
+        "Antler is short of memory right now ({rss_mb} MiB in use, limit {limit_mb} MiB) and is not starting new requests; please try again in a few minutes"
+    )]
+    Overloaded { rss_mb: u64, limit_mb: u64 },
 }

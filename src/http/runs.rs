@@ -147,6 +147,9 @@ fn run_error(e: RunError) -> ApiError {
         RunError::BudgetSpent { notice } => {
             ApiError::new(StatusCode::TOO_MANY_REQUESTS, "budget_exceeded", notice)
         }
+        e @ RunError::Overloaded { .. } => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", e.to_string())
+        }
         other => ApiError::internal(other),
     }
 }

@@ -128,6 +128,11 @@ async fn chat_turn(
             finish::deliver(deps, runtime, key, entry, status_id, spent).await;
             return Ok(true);
         }
+        Err(overloaded @ RunError::Overloaded { .. }) => {
+            let notice = finish::Answer::text(&overloaded.to_string());
+            finish::deliver(deps, runtime, key, entry, status_id, notice).await;
+            return Ok(true);
+        }
         Err(RunError::ShuttingDown) => return Ok(false),
         Err(error) => return Err(error.into()),
     };

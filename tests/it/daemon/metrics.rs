@@ -56,3 +56,43 @@ async fn metrics_count_runs_tools_and_tokens_without_naming_users() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_memory_ceiling_new_runs_are_refused_politely_without_a_model_call() {
+    let fake = FakeOpenAi::start().await;
+    let setup = Setup::new(&fake.base_url(), "");
+    // Any daemon uses more than 1 MiB: the ceiling is reached from the start.
+    let yaml = std::fs::read_to_string(&setup.config_path).unwrap();
+    let yaml = yaml.replacen("gateway:\n", "gateway:\n  max_rss_mb: 1\n", 1);
+    std::fs::write(&setup.config_path, yaml).unwrap();
+    let daemon = setup.start();
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let refused = daemon
+        .post(&format!("/api/threads/{thread}/runs/wait"), TOKEN_A)
+        .json(&json!({"input": {"messages": [{"role": "user", "content": "hi"}]}}))
+        .send()
+        .await
+        .unwrap();
+    let message = super::Daemon::expect_error(
+        refused,
+        503,
+        "overloaded",
+        &["short of memory", "limit 1 MiB", "try again"],
+    )
+    .await;
+    assert!(!message.contains("panic"), "{message}");
+    assert!(fake.requests().is_empty(), "no model call was made");
+    let text = daemon
+        .http
+        .get(daemon.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("antler_runs_refused_total{reason=\"overloaded\"} 1"),
+        "{text}"
+    );
+}
