@@ -3,7 +3,7 @@
 //!
 //! `GET/DELETE /api/memory`, `POST /api/memory/facts`, `PATCH/DELETE /api/memory/facts/{id}`,
 //! `GET /api/memory/export`, `POST /api/memory/import`. Documents are the seed's JSON shape.
-//! History and revert are in [`crate::http::memory_history`].
+//! History and revert have their own file, `memory_history.rs`.
 
 use std::sync::Arc;
 

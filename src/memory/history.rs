@@ -2,8 +2,8 @@
 //! how their memory came to be and put back an earlier state.
 //!
 //! Every write that changes the document stores the document as written under the next version
-//! number in the `memory_history` tree, in the same conditional batch as the record itself (see
-//! [`crate::memory::repo`]); the oldest versions beyond `memory.history_limit` are deleted in that
+//! number in the `memory_history` tree, in the same conditional batch as the record itself (the
+//! repo's write); the oldest versions beyond `memory.history_limit` are deleted in that
 //! batch too, so history and record never disagree after a crash.
 
 use std::collections::HashMap;
