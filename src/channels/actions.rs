@@ -157,7 +157,12 @@ pub(crate) async fn run_command(
             reply(format!("Plan mode {}.", if on { "on" } else { "off" }))
         }
         Command::Cancel => reply("Nothing is running in this chat.".into()),
-        Command::Memory { .. } | Command::Forget(_) if !config.memory.enabled => {
+        Command::Memory { .. }
+        | Command::MemoryHistory
+        | Command::MemoryRevert(_)
+        | Command::Forget(_)
+            if !config.memory.enabled =>
+        {
             reply("Long-term memory is turned off (memory.enabled).".into())
         }
         Command::Memory { facts } => {
@@ -174,14 +179,21 @@ pub(crate) async fn run_command(
                 memory_chat::summary_reply(&doc)
             })
         }
-        Command::Forget(argument) => {
+        Command::Forget(_) | Command::MemoryHistory | Command::MemoryRevert(_) => {
             let Some(memory) = deps.harness.memory() else {
                 return reply(MEMORY_UNAVAILABLE.into());
             };
             let record = deps.chats.get(key)?;
             let agent = chosen_agent(record.as_ref(), &config.channels, &message.channel);
             let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
-            reply(memory_chat::forget_reply(&memory.repo, &scope, &argument))
+            let repo = &memory.repo;
+            reply(match command {
+                Command::Forget(argument) => memory_chat::forget_reply(repo, &scope, &argument),
+                Command::MemoryRevert(argument) => {
+                    memory_chat::revert_reply(repo, &scope, &argument)
+                }
+                _ => memory_chat::history_reply(repo, &scope),
+            })
         }
         Command::Usage => {
             let usage = UsageStore::new(deps.harness.threads().store().clone());

@@ -26,6 +26,10 @@ pub enum Command {
     Memory {
         facts: bool,
     },
+    /// `/memory history`: the kept versions of the user's memory.
+    MemoryHistory,
+    /// `/memory revert <n>` (argument checked when run, so a typo gets the usage).
+    MemoryRevert(String),
     /// `/forget <id|all>` (empty: usage).
     Forget(String),
 }
@@ -43,6 +47,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /plan on|off — Turn plan mode on or off\n\
 /cancel — Stop the running request\n\
 /memory [facts] — What I remember about you (facts with their ids)\n\
+/memory history — Earlier versions of your memory (/memory revert N puts one back)\n\
 /forget ID|all — Delete a remembered fact, or everything\n\
 /usage — Show today's token usage\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
@@ -87,11 +92,16 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "/cancel" | "/stop" => Command::Cancel,
         "/usage" => Command::Usage,
         "/help" => Command::Help,
-        "/memory" => match rest.to_ascii_lowercase().as_str() {
-            "" => Command::Memory { facts: false },
-            "facts" => Command::Memory { facts: true },
-            _ => return None,
-        },
+        "/memory" => {
+            let (sub, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            match sub.to_ascii_lowercase().as_str() {
+                "" => Command::Memory { facts: false },
+                "facts" => Command::Memory { facts: true },
+                "history" if argument.is_empty() => Command::MemoryHistory,
+                "revert" => Command::MemoryRevert(argument.trim().to_string()),
+                _ => return None,
+            }
+        }
         "/forget" => Command::Forget(rest.to_string()),
         _ => return None,
     };
@@ -137,6 +147,11 @@ mod tests {
             ("/memory", Some(Command::Memory { facts: false })),
             ("/memory facts", Some(Command::Memory { facts: true })),
             ("/memory dump", None),
+            ("/memory history", Some(Command::MemoryHistory)),
+            ("/memory HISTORY", Some(Command::MemoryHistory)),
+            ("/memory history 2", None),
+            ("/memory revert 3", Some(Command::MemoryRevert("3".into()))),
+            ("/memory revert", Some(Command::MemoryRevert(String::new()))),
             ("/forget fact_1", Some(Command::Forget("fact_1".into()))),
             ("/forget", Some(Command::Forget(String::new()))),
             ("/weather-skill paris", None),

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MemoryConfig {
-    /// Memory is read into the first turn of a thread and updated after runs. Off by default:
-    /// every update is an extra model call, so an operator opts in.
+    /// Memory is read into the first turn of a thread and updated after runs. On by default
+    /// (a core feature); each update is one extra model call, made off the answer's path once
+    /// a thread has been quiet for `debounce_seconds`.
     pub enabled: bool,
     /// The model that writes memory updates; unset = the run's model.
     pub model_name: Option<String>,
@@ -19,17 +20,21 @@ pub struct MemoryConfig {
     pub fact_confidence_threshold: f64,
     /// Facts kept per user and agent; the least confident go first (10–500).
     pub max_facts: usize,
+    /// Earlier versions of each memory document kept for `/memory history` and reverts (0–100;
+    /// 0 keeps none).
+    pub history_limit: usize,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
         Self {
-            enabled: false,
+            enabled: true,
             model_name: None,
             debounce_seconds: 30,
             max_injection_tokens: 2000,
             fact_confidence_threshold: 0.7,
             max_facts: 100,
+            history_limit: 20,
         }
     }
 }

@@ -262,7 +262,8 @@ pub struct TitleConfig {
     pub enabled: bool,
     pub max_words: u32,
     pub max_chars: usize,
-    /// A model name to write titles with; unset = local fallback (first user message).
+    /// A model name to write titles with; unset = the run's model. Either is asked in the
+    /// background on persisted threads; the first user message is the title until it answers.
     pub model_name: Option<String>,
 }
 

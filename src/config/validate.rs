@@ -474,6 +474,11 @@ fn check_memory(config: &AppConfig, problems: &mut Problems) {
         "memory.max_facts",
         "must be between 10 and 500",
     );
+    problems.require(
+        memory.history_limit <= 100,
+        "memory.history_limit",
+        "must be between 0 (no history) and 100",
+    );
     if let Some(name) = &memory.model_name {
         problems.require(
             config.model(name).is_some(),
@@ -532,6 +537,7 @@ mod tests {
         config.memory.max_injection_tokens = 50;
         config.memory.fact_confidence_threshold = 1.5;
         config.memory.max_facts = 5;
+        config.memory.history_limit = 101;
         config.memory.model_name = Some("ghost".into());
         let problems = keys(&config).join("\n");
         for key in [
@@ -539,6 +545,7 @@ mod tests {
             "memory.max_injection_tokens",
             "memory.fact_confidence_threshold",
             "memory.max_facts",
+            "memory.history_limit",
             "memory.model_name",
         ] {
             assert!(problems.contains(key), "{key} in {problems}");

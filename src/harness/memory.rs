@@ -23,7 +23,7 @@ pub(super) fn start(
         tracing::debug!("No async runtime at start; long-term memory is off for this harness");
         return None;
     }
-    let repo = MemoryRepo::new(store.clone());
+    let repo = MemoryRepo::new(store.clone()).with_history_limit(config.memory.history_limit);
     let updater = MemoryUpdater::new(repo.clone(), config.memory.clone());
     // Weak: the queue lives inside the harness and must not keep it alive.
     let models: ModelResolver = Arc::new(move |run_model| {

@@ -3,6 +3,7 @@
 //!
 //! `GET/DELETE /api/memory`, `POST /api/memory/facts`, `PATCH/DELETE /api/memory/facts/{id}`,
 //! `GET /api/memory/export`, `POST /api/memory/import`. Documents are the seed's JSON shape.
+//! History and revert have their own file, `memory_history.rs`.
 
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::memory::document::{Fact, FactCategory, MemoryDocument, normalize};
-use crate::memory::{MemoryError, MemoryRepo, MemoryScope};
+use crate::memory::{MemoryError, MemoryRepo, MemoryScope, WriteSource};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,7 +46,7 @@ fn full_confidence() -> f64 {
     1.0
 }
 
-fn repo(state: &AppState) -> Result<&MemoryRepo, ApiError> {
+pub(crate) fn repo(state: &AppState) -> Result<&MemoryRepo, ApiError> {
     state
         .harness
         .memory()
@@ -59,7 +60,7 @@ fn repo(state: &AppState) -> Result<&MemoryRepo, ApiError> {
         })
 }
 
-fn scope(user: &AuthUser, query: &AgentQuery) -> Result<MemoryScope, ApiError> {
+pub(crate) fn scope(user: &AuthUser, query: &AgentQuery) -> Result<MemoryScope, ApiError> {
     let agent = match query.agent.as_deref() {
         Some(name) => Some(
             crate::agents::normalize_agent_name(name)
@@ -70,15 +71,26 @@ fn scope(user: &AuthUser, query: &AgentQuery) -> Result<MemoryScope, ApiError> {
     Ok(MemoryScope::new(user.0.clone(), agent.as_deref()))
 }
 
-fn memory_error(error: MemoryError) -> ApiError {
+pub(crate) fn memory_error(error: MemoryError) -> ApiError {
     match error {
         MemoryError::FactNotFound { .. } => {
             ApiError::new(StatusCode::NOT_FOUND, "fact_not_found", error.to_string())
         }
+        MemoryError::VersionNotFound { .. } => ApiError::new(
+            StatusCode::NOT_FOUND,
+            "version_not_found",
+            error.to_string(),
+        ),
         MemoryError::InvalidDocument(_) => {
             ApiError::new(StatusCode::BAD_REQUEST, "invalid_memory", error.to_string())
         }
         other => ApiError::internal(other),
+    }
+}
+
+pub(crate) fn api_source(request: &str) -> WriteSource {
+    WriteSource::Api {
+        request: request.to_string(),
     }
 }
 
@@ -107,7 +119,8 @@ pub(crate) async fn clear(
     Query(query): Query<AgentQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let scope = scope(&user, &query)?;
-    let deleted = repo(&state)?.clear(&scope).map_err(memory_error)?;
+    let source = api_source("DELETE /api/memory");
+    let deleted = repo(&state)?.clear(&scope, &source).map_err(memory_error)?;
     Ok(Json(json!({"deleted_facts": deleted})))
 }
 
@@ -121,8 +134,9 @@ pub(crate) async fn add_fact(
     let scope = scope(&user, &query)?;
     let fact = Fact::new(&body.content, body.category, body.confidence, "api");
     let key = normalize(&fact.content);
+    let source = api_source("POST /api/memory/facts");
     let (_, added) = repo(&state)?
-        .update(&scope, |doc, forgotten| {
+        .update(&scope, &source, |doc, forgotten| {
             if doc.facts.iter().any(|f| normalize(&f.content) == key) {
                 return Ok(false);
             }
@@ -154,8 +168,9 @@ pub(crate) async fn patch_fact(
         body.confidence.unwrap_or(1.0),
     )?;
     let scope = scope(&user, &query)?;
+    let source = api_source(&format!("PATCH /api/memory/facts/{id}"));
     let (_, fact) = repo(&state)?
-        .update(&scope, |doc, _| {
+        .update(&scope, &source, |doc, _| {
             let fact = doc
                 .facts
                 .iter_mut()
@@ -183,8 +198,9 @@ pub(crate) async fn delete_fact(
     Query(query): Query<AgentQuery>,
 ) -> Result<StatusCode, ApiError> {
     let scope = scope(&user, &query)?;
+    let source = api_source(&format!("DELETE /api/memory/facts/{id}"));
     repo(&state)?
-        .delete_fact(&scope, &id)
+        .delete_fact(&scope, &id, &source)
         .map_err(memory_error)?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -212,6 +228,8 @@ pub(crate) async fn import(
     Json(doc): Json<MemoryDocument>,
 ) -> Result<Json<MemoryDocument>, ApiError> {
     let scope = scope(&user, &query)?;
-    let written = repo(&state)?.replace(&scope, doc).map_err(memory_error)?;
+    let written = repo(&state)?
+        .replace(&scope, doc, &WriteSource::Import)
+        .map_err(memory_error)?;
     Ok(Json(written))
 }

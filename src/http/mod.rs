@@ -11,6 +11,7 @@ mod error;
 mod health;
 mod json_errors;
 mod memory;
+mod memory_history;
 mod metrics;
 mod models;
 mod runs;
@@ -101,6 +102,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/api/memory/export", get(memory::export))
         .route("/api/memory/import", post(memory::import))
+        .route("/api/memory/history", get(memory_history::list))
+        .route("/api/memory/history/{version}", get(memory_history::get))
+        .route("/api/memory/revert", post(memory_history::revert))
         .route("/api/threads", post(threads::create).get(threads::list))
         .route(
             "/api/threads/{thread_id}",

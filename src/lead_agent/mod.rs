@@ -260,7 +260,12 @@ pub fn make_lead_agent(
         },
         ..RuntimeFeatures::default()
     };
-    let title_model = title_model(deps.models, config);
+    let title_model = title_model(
+        deps.models,
+        config,
+        &model.model,
+        deps.checkpointer.is_some(),
+    );
     let summary_model = config
         .summarization
         .model_name
@@ -301,11 +306,19 @@ pub fn make_lead_agent(
     })
 }
 
-/// The model named by `title.model_name`. The loader already rejects a name that is not among
-/// `models`; a registry built by hand may still lack it, and then titles fall back to the first
-/// message.
-fn title_model(models: &ModelRegistry, config: &AppConfig) -> Option<Arc<dyn ChatModel>> {
-    let name = config.title.model_name.as_deref()?;
+/// The model named by `title.model_name`, else the run's model. The loader already rejects a
+/// name that is not among `models`; a registry built by hand may still lack it, and then titles
+/// fall back to the first message. The run's model only titles a persisted thread: there the
+/// title is asked in the background, and without a checkpointer the answer would wait for it.
+fn title_model(
+    models: &ModelRegistry,
+    config: &AppConfig,
+    run_model: &Arc<dyn ChatModel>,
+    persisted: bool,
+) -> Option<Arc<dyn ChatModel>> {
+    let Some(name) = config.title.model_name.as_deref() else {
+        return persisted.then(|| run_model.clone());
+    };
     let model = models.get(name);
     if model.is_none() {
         tracing::warn!(

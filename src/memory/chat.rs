@@ -1,7 +1,9 @@
-//! The replies of the chat commands `/memory`, `/memory facts` and `/forget <id|all>`.
+//! The replies of the chat commands `/memory`, `/memory facts`, `/memory history`,
+//! `/memory revert <n>` and `/forget <id|all>`.
 
 use crate::memory::MemoryError;
 use crate::memory::document::MemoryDocument;
+use crate::memory::history::WriteSource;
 use crate::memory::repo::{MemoryRepo, MemoryScope};
 
 /// What `/memory` shows at most per summary.
@@ -59,11 +61,18 @@ pub fn forget_reply(repo: &MemoryRepo, scope: &MemoryScope, argument: &str) -> S
     if argument.is_empty() {
         return "Usage: /forget <id> (ids from /memory facts) or /forget all.".into();
     }
+    let source = WriteSource::Chat {
+        command: format!("/forget {argument}"),
+    };
     let result = if argument.eq_ignore_ascii_case("all") {
-        repo.clear(scope)
-            .map(|count| format!("Forgot everything ({count} facts and all summaries)."))
+        repo.clear(scope, &source).map(|count| {
+            format!(
+                "Forgot everything ({count} facts and all summaries). /memory history lists \
+                 earlier versions if you want one back."
+            )
+        })
     } else {
-        repo.delete_fact(scope, argument)
+        repo.delete_fact(scope, argument, &source)
             .map(|_| format!("Forgot {argument}."))
     };
     match result {
@@ -71,11 +80,69 @@ pub fn forget_reply(repo: &MemoryRepo, scope: &MemoryScope, argument: &str) -> S
         Err(MemoryError::FactNotFound { id }) => {
             format!("No fact {id}. List them with /memory facts.")
         }
-        Err(error) => {
-            tracing::warn!(%error, user_id = %scope.user_id, "Could not change memory from chat");
-            format!("Could not change your memory: {error}")
-        }
+        Err(error) => failed(scope, &error),
     }
+}
+
+/// `/memory history`: the kept versions, newest first, one line each.
+pub fn history_reply(repo: &MemoryRepo, scope: &MemoryScope) -> String {
+    let versions = match repo.history(scope) {
+        Ok(versions) => versions,
+        Err(error) => return failed(scope, &error),
+    };
+    if versions.is_empty() {
+        return "No memory versions yet: every change to your memory is kept here once made."
+            .into();
+    }
+    let mut lines = vec![format!(
+        "Memory versions, newest first (the last {} are kept):",
+        repo.history_limit()
+    )];
+    for version in &versions {
+        let at = version.at.replace('T', " ").replace('Z', " UTC");
+        let restores = version
+            .restores
+            .map(|n| format!(" (back to version {n})"))
+            .unwrap_or_default();
+        lines.push(format!(
+            "• {} · {at} · {}{restores}: {}",
+            version.version,
+            version.source,
+            version.changes.describe()
+        ));
+    }
+    lines.push("Put one back with /memory revert <number>.".into());
+    lines.join("\n")
+}
+
+/// `/memory revert <n>`: restores version n as a new version, which can itself be reverted.
+pub fn revert_reply(repo: &MemoryRepo, scope: &MemoryScope, argument: &str) -> String {
+    let Ok(version) = argument.trim().trim_start_matches('#').parse::<u64>() else {
+        return "Usage: /memory revert <number> (numbers from /memory history).".into();
+    };
+    let source = WriteSource::Chat {
+        command: format!("/memory revert {version}"),
+    };
+    match repo.revert(scope, version, &source) {
+        Ok(reverted) => match reverted.version {
+            Some(new) => format!(
+                "Memory restored to version {version} (saved as version {new}; /memory revert \
+                 {} undoes this). Facts: {}.",
+                new.saturating_sub(1),
+                reverted.document.facts.len()
+            ),
+            None => format!("Your memory already matches version {version}."),
+        },
+        Err(MemoryError::VersionNotFound { version }) => {
+            format!("No version {version}. List the kept versions with /memory history.")
+        }
+        Err(error) => failed(scope, &error),
+    }
+}
+
+fn failed(scope: &MemoryScope, error: &MemoryError) -> String {
+    tracing::warn!(%error, user_id = %scope.user_id, "Could not read or change memory from chat");
+    format!("Could not reach your memory: {error}")
 }
 
 #[cfg(test)]
@@ -91,7 +158,7 @@ mod tests {
         let repo = MemoryRepo::new(Arc::new(MemoryStore::new()));
         let scope = MemoryScope::new("u", None);
         let (doc, _) = repo
-            .update(&scope, |doc, _| {
+            .update(&scope, &WriteSource::Import, |doc, _| {
                 doc.facts
                     .push(Fact::new("Likes tea", FactCategory::Preference, 0.9, "t"));
                 doc.user.work_context.summary = "Writes Rust".into();
@@ -107,5 +174,51 @@ mod tests {
         assert!(forget_reply(&repo, &scope, "").starts_with("Usage"));
         assert!(forget_reply(&repo, &scope, "all").starts_with("Forgot everything (0 facts"));
         assert!(summary_reply(&repo.load(&scope).unwrap()).contains("don't remember"));
+    }
+
+    #[test]
+    fn history_lists_writes_and_revert_brings_a_forgotten_fact_back() {
+        let repo = MemoryRepo::new(Arc::new(MemoryStore::new()));
+        let scope = MemoryScope::new("u", None);
+        assert!(history_reply(&repo, &scope).starts_with("No memory versions yet"));
+        let (doc, _) = repo
+            .update(
+                &scope,
+                &WriteSource::Updater {
+                    thread_id: "t1".into(),
+                },
+                |doc, _| {
+                    doc.facts
+                        .push(Fact::new("Likes tea", FactCategory::Preference, 0.9, "t1"));
+                    Ok(())
+                },
+            )
+            .unwrap();
+        let id = doc.facts[0].id.clone();
+        forget_reply(&repo, &scope, &id);
+        let history = history_reply(&repo, &scope);
+        let lines: Vec<&str> = history.lines().collect();
+        assert!(lines[1].starts_with("• 2 ·"), "{history}");
+        assert!(
+            lines[1].ends_with(&format!("chat /forget {id}: −1 fact")),
+            "{history}"
+        );
+        assert!(
+            lines[2].ends_with("learned from thread t1: +1 fact"),
+            "{history}"
+        );
+        assert_eq!(
+            revert_reply(&repo, &scope, "1"),
+            "Memory restored to version 1 (saved as version 3; /memory revert 2 undoes this). \
+             Facts: 1."
+        );
+        assert!(repo.forgotten(&scope).unwrap().is_empty());
+        assert_eq!(
+            revert_reply(&repo, &scope, "1"),
+            "Your memory already matches version 1."
+        );
+        assert!(revert_reply(&repo, &scope, "9").starts_with("No version 9."));
+        assert!(revert_reply(&repo, &scope, "x").starts_with("Usage"));
+        assert!(history_reply(&repo, &scope).contains("(back to version 1): +1 fact"));
     }
 }

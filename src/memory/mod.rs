@@ -3,11 +3,13 @@
 //! [`document`] is the seed's JSON structure, [`repo`] keeps it in the `Store` with
 //! transactional writes, [`updater`] asks a model what to change and applies it strictly,
 //! [`inject`] renders the `<memory>` block within a token budget, and [`queue`] debounces
-//! updates per conversation on an owned background task.
+//! updates per conversation on an owned background task. [`history`] keeps the last versions of
+//! each document, attributed, for `/memory history` and reverts.
 
 pub mod chat;
 pub mod conversation;
 pub mod document;
+pub mod history;
 pub mod inject;
 pub mod middleware;
 pub mod queue;
@@ -17,9 +19,10 @@ pub mod updater;
 
 pub use document::{Fact, FactCategory, MemoryDocument, Section};
 
+pub use history::{ChangeSummary, MemoryVersion, WriteSource};
 pub use middleware::{DroppedToMemory, MemoryMiddleware};
 pub use queue::{MemoryQueue, PendingConversation};
-pub use repo::{MemoryRepo, MemoryScope};
+pub use repo::{MemoryRepo, MemoryScope, Reverted};
 pub use updater::{MemoryUpdate, MemoryUpdater};
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +31,10 @@ pub enum MemoryError {
     Store(#[from] crate::store::StoreError),
     #[error("no fact with id {id}; list facts with /memory facts or GET /api/memory")]
     FactNotFound { id: String },
+    #[error(
+        "no memory version {version}; list the kept versions with /memory history or GET /api/memory/history"
+    )]
+    VersionNotFound { version: u64 },
     #[error(
         "the memory document is invalid: {0}; send the JSON that GET /api/memory/export returns"
     )]

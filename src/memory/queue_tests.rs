@@ -14,10 +14,10 @@ const ANSWER: &str =
 
 fn model() -> Arc<ScriptedModel> {
     // One scripted answer: a second update call would fail the test.
-    Arc::new(ScriptedModel::new(
-        "memory",
-        [ScriptedTurn::Text(vec![ANSWER.into()])],
-    ))
+    Arc::new(
+        ScriptedModel::new("memory", [ScriptedTurn::Text(vec![ANSWER.into()])])
+            .with_background_script(),
+    )
 }
 
 fn start(store: StoreRef, model: Arc<ScriptedModel>) -> (MemoryQueue, MemoryRepo) {

@@ -16,6 +16,7 @@ use crate::config::MemoryConfig;
 use crate::memory::MemoryError;
 pub use crate::memory::conversation::ConversationMessage;
 use crate::memory::document::{Fact, FactCategory, MemoryDocument, normalize, now};
+use crate::memory::history::WriteSource;
 use crate::memory::repo::{MemoryRepo, MemoryScope};
 use crate::messages::Message;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
@@ -23,6 +24,8 @@ use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 /// A memory update must not hang the queue forever.
 pub const UPDATE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Starts with `model::background::MEMORY_PROMPT_START`, by which test doubles recognise the
+/// call (checked by a test).
 const SYSTEM_PROMPT: &str = "You are a memory management system. From the conversation, update \
 what is worth remembering about the user across future conversations. Answer with ONE JSON \
 object and nothing else:\n\
@@ -223,7 +226,10 @@ impl MemoryUpdater {
                 detail: "the memory update took too long".into(),
             })??;
         let update = parse_update(&text)?;
-        let (_, report) = self.repo.update(scope, |doc, forgotten| {
+        let source = WriteSource::Updater {
+            thread_id: thread_id.to_string(),
+        };
+        let (_, report) = self.repo.update(scope, &source, |doc, forgotten| {
             Ok(apply_update(
                 doc,
                 forgotten,

@@ -14,6 +14,7 @@ fn setup() -> (MemoryRepo, MemoryUpdater, MemoryScope) {
 
 fn answer(json: &str) -> ScriptedModel {
     ScriptedModel::new("memory", [ScriptedTurn::Text(vec![json.to_string()])])
+        .with_background_script()
 }
 
 fn conversation() -> Vec<ConversationMessage> {
@@ -109,7 +110,8 @@ async fn removals_are_honoured_and_forgotten_facts_never_return() {
         .unwrap()
         .id
         .clone();
-    repo.delete_fact(&scope, &dog).unwrap();
+    repo.delete_fact(&scope, &dog, &crate::memory::WriteSource::Import)
+        .unwrap();
     let second = answer(&format!(
         r#"{{"factsToRemove":[{{"id":"{paris}","reason":"moved"}}],
             "newFacts":[{{"content":"has a dog","category":"context","confidence":0.99}}]}}"#
@@ -192,5 +194,14 @@ fn upload_mentions_are_stripped() {
     assert_eq!(
         strip_upload_mentions("Works on a parser. Uploaded report.pdf today. Likes Rust."),
         "Works on a parser. Likes Rust."
+    );
+}
+
+#[test]
+fn the_request_is_recognised_as_a_memory_update() {
+    let request = build_request(&MemoryDocument::default(), &conversation()).unwrap();
+    assert_eq!(
+        crate::model::background::background_call(&request),
+        Some(crate::model::background::BackgroundCall::MemoryUpdate)
     );
 }

@@ -19,6 +19,7 @@ use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::config::schema::TitleConfig;
 use crate::messages::Message;
+use crate::model::background::TITLE_PROMPT_START;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
 use crate::store::Checkpointer;
@@ -96,7 +97,7 @@ async fn model_title(
 /// DeerFlow's title prompt; each side of the exchange is cut to 500 characters.
 pub fn title_prompt(user: &str, answer: &str, max_words: u32) -> String {
     format!(
-        "Generate a concise title (max {max_words} words) for this conversation.\nUser: {}\n\
+        "{TITLE_PROMPT_START} (max {max_words} words) for this conversation.\nUser: {}\n\
          Assistant: {}\n\nReturn ONLY the title, no quotes, no explanation.",
         truncate_chars(user.trim(), TITLE_CONTEXT_CHARS),
         truncate_chars(answer.trim(), TITLE_CONTEXT_CHARS)
@@ -244,6 +245,18 @@ impl Middleware for TitleMiddleware {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_title_request_is_recognised_as_one() {
+        let request = ModelRequest {
+            messages: vec![Message::human(title_prompt("hi", "hello", 6))],
+            ..Default::default()
+        };
+        assert_eq!(
+            crate::model::background::background_call(&request),
+            Some(crate::model::background::BackgroundCall::Title)
+        );
+    }
     use crate::config::AppConfig;
     use crate::model::{ModelErrorKind, ScriptedModel, ScriptedTurn};
 
@@ -272,12 +285,15 @@ mod tests {
 
     #[tokio::test]
     async fn the_title_model_is_asked_and_its_answer_is_held_to_max_words_and_chars() {
-        let model = Arc::new(ScriptedModel::new(
-            "titler",
-            [ScriptedTurn::Text(vec![
-                "<think>hmm</think>\"Spring Rome Trip Week Plan With Extras\"".into(),
-            ])],
-        ));
+        let model = Arc::new(
+            ScriptedModel::new(
+                "titler",
+                [ScriptedTurn::Text(vec![
+                    "<think>hmm</think>\"Spring Rome Trip Week Plan With Extras\"".into(),
+                ])],
+            )
+            .with_background_script(),
+        );
         let config = TitleConfig {
             max_words: 4,
             max_chars: 14,
@@ -298,22 +314,26 @@ mod tests {
             max_words: 3,
             ..Default::default()
         };
-        let model = Arc::new(ScriptedModel::text("titler", "Spring Rome Trip Week"));
+        let model = Arc::new(
+            ScriptedModel::text("titler", "Spring Rome Trip Week").with_background_script(),
+        );
         assert_eq!(title_with(Some(model), wide).await, "Spring Rome Trip");
     }
 
     #[tokio::test]
     async fn a_failing_or_empty_title_model_falls_back_to_the_first_message() {
-        let failing = Arc::new(ScriptedModel::new(
-            "titler",
-            [ScriptedTurn::Fail(ModelErrorKind::Status(500))],
-        ));
+        let failing = Arc::new(
+            ScriptedModel::new("titler", [ScriptedTurn::Fail(ModelErrorKind::Status(500))])
+                .with_background_script(),
+        );
         let fallback = "Please help me plan a week-long trip to Rome in th...";
         assert_eq!(
             title_with(Some(failing), TitleConfig::default()).await,
             fallback
         );
-        let empty = Arc::new(ScriptedModel::text("titler", "<think>only thinking"));
+        let empty = Arc::new(
+            ScriptedModel::text("titler", "<think>only thinking").with_background_script(),
+        );
         assert_eq!(
             title_with(Some(empty), TitleConfig::default()).await,
             fallback

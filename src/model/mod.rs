@@ -134,6 +134,7 @@ impl ModelError {
     }
 }
 
+pub mod background;
 pub mod scripted;
 
 pub use scripted::{ModelErrorKind, ScriptedModel, ScriptedTurn};

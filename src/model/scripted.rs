@@ -6,6 +6,10 @@
 //! A call beyond the script is a bug in the test: it is answered with an error *and* counted,
 //! and dropping a model that saw such a call panics (fails the test), unless the test opted in
 //! with [`ScriptedModel::allow_unscripted`]. A cycling model never runs out.
+//!
+//! Title and memory-update calls ([`background_call`]) get a neutral answer and are logged
+//! apart ([`ScriptedModel::background_requests`]), so the run's model does not lose scripted
+//! turns to them; a test about them opts in with [`ScriptedModel::with_background_script`].
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -17,6 +21,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::messages::{AiMessage, FinishReason, ToolCall, Usage};
+use crate::model::background::background_call;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 
 /// One scripted model answer.
@@ -59,6 +64,9 @@ pub struct ScriptedModel {
     requests: Mutex<Vec<ModelRequest>>,
     unscripted: AtomicUsize,
     allow_unscripted: AtomicBool,
+    /// Title and memory-update calls come from the script too (a dedicated title model).
+    script_background: bool,
+    background_requests: Mutex<Vec<ModelRequest>>,
 }
 
 impl ScriptedModel {
@@ -71,6 +79,8 @@ impl ScriptedModel {
             requests: Mutex::new(Vec::new()),
             unscripted: AtomicUsize::new(0),
             allow_unscripted: AtomicBool::new(false),
+            script_background: false,
+            background_requests: Mutex::new(Vec::new()),
         }
     }
 
@@ -83,6 +93,21 @@ impl ScriptedModel {
 
     pub fn text(name: impl Into<String>, answer: &str) -> Self {
         Self::new(name, [ScriptedTurn::Text(vec![answer.to_string()])])
+    }
+
+    /// Answers title and memory-update calls from the script too, logged with the others: for a
+    /// model that only does those (`title.model_name`, `memory.model_name`) or a test about them.
+    pub fn with_background_script(mut self) -> Self {
+        self.script_background = true;
+        self
+    }
+
+    /// Title and memory-update calls answered neutrally (not from the script).
+    pub fn background_requests(&self) -> Vec<ModelRequest> {
+        self.background_requests
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     pub fn push(&self, turn: ScriptedTurn) {
@@ -190,6 +215,15 @@ impl ChatModel for ScriptedModel {
     }
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        if !self.script_background
+            && let Some(call) = background_call(request)
+        {
+            if let Ok(mut log) = self.background_requests.lock() {
+                log.push(request.clone());
+            }
+            let answer = completed(call.neutral_answer().to_string(), vec![]);
+            return Ok(futures::stream::iter([Ok(ModelEvent::Completed(answer))]).boxed());
+        }
         if self.repeat.is_none()
             && let Ok(mut log) = self.requests.lock()
         {
@@ -267,6 +301,7 @@ mod tests {
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
     use super::*;
+    use crate::messages::Message;
 
     #[tokio::test]
     async fn an_unscripted_call_is_an_error_and_fails_the_test_on_drop() {
@@ -281,6 +316,31 @@ mod tests {
             message.contains("1 time(s) more than scripted"),
             "{message}"
         );
+    }
+
+    #[tokio::test]
+    async fn title_and_memory_calls_get_neutral_answers_unless_scripted() {
+        let title = ModelRequest {
+            messages: vec![Message::human(format!(
+                "{} (max 6 words) for this conversation.",
+                crate::model::background::TITLE_PROMPT_START
+            ))],
+            ..Default::default()
+        };
+        let model = ScriptedModel::text("m", "the run's answer");
+        let mut stream = model.stream(&title).await.unwrap();
+        let Some(Ok(ModelEvent::Completed(answer))) = stream.next().await else {
+            panic!("a neutral answer");
+        };
+        assert_eq!(answer.content, "");
+        assert_eq!(
+            (model.remaining(), model.background_requests().len()),
+            (1, 1)
+        );
+        assert!(model.requests().is_empty());
+        let titler = ScriptedModel::text("t", "A Title").with_background_script();
+        assert!(titler.stream(&title).await.is_ok());
+        assert_eq!((titler.remaining(), titler.requests().len()), (0, 1));
     }
 
     #[tokio::test]

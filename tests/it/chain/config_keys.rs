@@ -143,7 +143,9 @@ async fn title_model_name_asks_that_model_for_max_words() {
     let question = "Please help me plan a week-long trip to Rome in the spring";
     let main = || Arc::new(ScriptedModel::text("main", "Here is your plan."));
 
-    let titler = Arc::new(ScriptedModel::text("titler", "Spring Trip To Rome Italy"));
+    let titler = Arc::new(
+        ScriptedModel::text("titler", "Spring Trip To Rome Italy").with_background_script(),
+    );
     let with_model = app(&[("main", main()), ("titler", titler.clone())], |config| {
         config.title.model_name = Some("titler".into());
         config.title.max_words = 3;
@@ -155,10 +157,10 @@ async fn title_model_name_asks_that_model_for_max_words() {
     assert!(prompt.contains("Assistant: Here is your plan."), "{prompt}");
 
     let fallback = "Please help me plan a week-long trip to Rome in th...";
-    let failing = Arc::new(ScriptedModel::new(
-        "titler",
-        [ScriptedTurn::Fail(ModelErrorKind::Status(503))],
-    ));
+    let failing = Arc::new(
+        ScriptedModel::new("titler", [ScriptedTurn::Fail(ModelErrorKind::Status(503))])
+            .with_background_script(),
+    );
     let broken = app(&[("main", main()), ("titler", failing.clone())], |config| {
         config.title.model_name = Some("titler".into());
     });
@@ -167,7 +169,7 @@ async fn title_model_name_asks_that_model_for_max_words() {
     assert_eq!(outcome.state.title.as_deref(), Some(fallback));
     assert_eq!(failing.requests().len(), 1);
 
-    let unused = Arc::new(ScriptedModel::new("titler", []));
+    let unused = Arc::new(ScriptedModel::new("titler", []).with_background_script());
     let without = app(&[("main", main()), ("titler", unused.clone())], |_| {});
     let outcome = run(&without, question).await;
     assert_eq!(outcome.state.title.as_deref(), Some(fallback));

@@ -103,7 +103,8 @@ fn answers(texts: &[&str]) -> Arc<ScriptedModel> {
 
 #[tokio::test]
 async fn the_title_model_names_the_thread_once_with_the_first_exchange() {
-    let titler = Arc::new(ScriptedModel::text("titler", "Spring Trip To Rome"));
+    let titler =
+        Arc::new(ScriptedModel::text("titler", "Spring Trip To Rome").with_background_script());
     let app = app(answers(&["Here is your plan.", "Sure."]), titler.clone());
     turn(&app, QUESTION).await;
     wait_for_title(&app, "Spring Trip To Rome").await;
@@ -122,10 +123,10 @@ async fn the_title_model_names_the_thread_once_with_the_first_exchange() {
 
 #[tokio::test]
 async fn a_failing_title_model_leaves_the_first_message_title() {
-    let titler = Arc::new(ScriptedModel::new(
-        "titler",
-        [ScriptedTurn::Fail(ModelErrorKind::Status(503))],
-    ));
+    let titler = Arc::new(
+        ScriptedModel::new("titler", [ScriptedTurn::Fail(ModelErrorKind::Status(503))])
+            .with_background_script(),
+    );
     let app = app(answers(&["Here is your plan."]), titler.clone());
     turn(&app, QUESTION).await;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -139,13 +140,16 @@ async fn a_failing_title_model_leaves_the_first_message_title() {
 
 #[tokio::test]
 async fn a_slow_title_model_does_not_delay_the_answer() {
-    let titler = Arc::new(ScriptedModel::new(
-        "titler",
-        [ScriptedTurn::Slow {
-            chunks: vec!["Too".into(), " late".into()],
-            delay: Duration::from_secs(60),
-        }],
-    ));
+    let titler = Arc::new(
+        ScriptedModel::new(
+            "titler",
+            [ScriptedTurn::Slow {
+                chunks: vec!["Too".into(), " late".into()],
+                delay: Duration::from_secs(60),
+            }],
+        )
+        .with_background_script(),
+    );
     let app = app(answers(&["Here is your plan."]), titler);
     let took = turn(&app, QUESTION).await;
     assert!(took < Duration::from_secs(5), "the run waited {took:?}");

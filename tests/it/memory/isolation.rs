@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use antler::agent_api::{RunOptions, StopReason};
 use antler::agents::AgentConfig;
+use antler::config::schema::TitleConfig;
 use antler::config::{AppConfig, ConfigHandle, MemoryConfig, ModelConfig};
 use antler::harness::{Harness, RunRequest};
 use antler::memory::{Fact, FactCategory, MemoryScope};
@@ -20,6 +21,11 @@ fn harness(dir: &std::path::Path, model: Arc<ScriptedModel>) -> Harness {
             enabled: true,
             ..MemoryConfig::default()
         },
+        // About memory: the run's model is not also asked for titles.
+        title: TitleConfig {
+            enabled: false,
+            ..TitleConfig::default()
+        },
         ..AppConfig::default()
     };
     let models = ModelRegistry::new().with_model("scripted", model, ModelConfig::default());
@@ -33,7 +39,7 @@ fn harness(dir: &std::path::Path, model: Arc<ScriptedModel>) -> Harness {
 
 fn remember(harness: &Harness, scope: &MemoryScope, content: &str) {
     let repo = &harness.memory().expect("memory service").repo;
-    repo.update(scope, |doc, _| {
+    repo.update(scope, &antler::memory::WriteSource::Import, |doc, _| {
         doc.facts
             .push(Fact::new(content, FactCategory::Knowledge, 0.9, "seed"));
         Ok(())
@@ -142,7 +148,16 @@ async fn a_conversation_becomes_facts_after_the_shutdown_flush() {
     let dir = tempfile::tempdir().unwrap();
     let update = r#"{"newFacts":[{"content":"Is called Sam","category":"context","confidence":0.95},
                                  {"content":"Might like jazz","category":"preference","confidence":0.5}]}"#;
-    let model = answers(&["Nice to meet you, Sam.", update]);
+    let model = Arc::new(
+        ScriptedModel::new(
+            "scripted",
+            [
+                ScriptedTurn::Text(vec!["Nice to meet you, Sam.".into()]),
+                ScriptedTurn::Text(vec![update.into()]),
+            ],
+        )
+        .with_background_script(),
+    );
     let harness = harness(dir.path(), model.clone());
     run(&harness, "sam", "s1", None, "I'm Sam").await;
     harness.shutdown(Duration::from_secs(5)).await.unwrap();

@@ -21,7 +21,7 @@ fn injection_and_update_with_100_facts_stay_fast() {
     let dir = tempfile::tempdir().unwrap();
     let repo = MemoryRepo::new(Arc::new(SledStore::open(dir.path().join("store")).unwrap()));
     let scope = MemoryScope::new("alice", None);
-    repo.update(&scope, |doc, _| {
+    repo.update(&scope, &antler::memory::WriteSource::Import, |doc, _| {
         doc.user.work_context.summary = "Builds a Rust agent daemon. ".repeat(10);
         for i in 0..100 {
             doc.facts.push(Fact::new(
@@ -57,9 +57,11 @@ fn injection_and_update_with_100_facts_stay_fast() {
             ..MemoryUpdate::default()
         };
         let start = Instant::now();
-        repo.update(&scope, |doc, forgotten| {
-            Ok(apply_update(doc, forgotten, &update, "t", &config))
-        })
+        repo.update(
+            &scope,
+            &antler::memory::WriteSource::Import,
+            |doc, forgotten| Ok(apply_update(doc, forgotten, &update, "t", &config)),
+        )
         .unwrap();
         writes.push(start.elapsed());
     }

@@ -1,5 +1,6 @@
-//! `/memory`, `/memory facts` and `/forget <id>` through Telegram against the fake Bot API, with
-//! the memory update written by the scripted model after the debounce.
+//! `/memory`, `/memory facts`, `/forget <id>`, `/memory history` and `/memory revert <n>` through
+//! Telegram against the fake Bot API, with the memory update written by the scripted model after
+//! the debounce.
 
 use antler_test_support::{FakeOpenAi, FakeTelegram, Reply, private_chat};
 
@@ -16,6 +17,7 @@ async fn bot() -> (FakeTelegram, FakeOpenAi, tempfile::TempDir, Bot) {
         config_yaml(dir.path(), &fake, &model, "")
     );
     let bot = Bot::start(&yaml).await;
+    model.script_memory_updates();
     (fake, model, dir, bot)
 }
 
@@ -115,5 +117,33 @@ async fn memory_commands_show_and_forget_facts_and_forgotten_facts_stay_gone() {
     assert!(request.contains("<memory>"), "{request}");
     assert!(request.contains("Is called Sam"));
     assert!(!request.contains("green tea"));
+
+    // Each change is a version: the updater's (with its thread) and the /forget; the updates
+    // that changed nothing are none. A revert brings the forgotten fact back, as a new version.
+    let history = ask(&fake, "/memory history", "Memory versions").await;
+    let lines: Vec<&str> = history.lines().collect();
+    assert!(
+        lines[1].starts_with("• 2 ·") && lines[1].ends_with(&format!("chat /forget {id}: −1 fact")),
+        "{history}"
+    );
+    assert!(
+        lines[2].starts_with("• 1 ·")
+            && lines[2].contains("learned from thread ")
+            && lines[2].ends_with(": +2 facts"),
+        "{history}"
+    );
+    assert_eq!(lines.len(), 4, "{history}");
+    assert_eq!(
+        ask(&fake, "/memory revert 1", "Memory restored").await,
+        "Memory restored to version 1 (saved as version 3; /memory revert 2 undoes this). Facts: 2."
+    );
+    let back = ask(&fake, "/memory facts", "Facts (2):").await;
+    assert!(back.contains("[preference] Loves green tea"), "{back}");
+    let history = ask(&fake, "/memory history", "Memory versions").await;
+    assert!(
+        history.contains("• 3 · ")
+            && history.contains("chat /memory revert 1 (back to version 1): +1 fact"),
+        "{history}"
+    );
     bot.stop().await;
 }

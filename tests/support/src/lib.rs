@@ -21,6 +21,12 @@
 //! 500 *and* counts it, and dropping the fake then panics (fails the test) unless the test opted
 //! in with `allow_unscripted()`.
 //!
+//! The model fakes answer antler's background calls, a thread's title and a memory update (made
+//! with the defaults by the run's own model, after the answer), with a neutral reply (an empty
+//! title, an update that changes nothing) and log them apart (`background_requests()`), so they
+//! neither take a scripted reply nor count as unscripted. A test about them calls
+//! `script_titles()` or `script_memory_updates()` and scripts them like any other call.
+//!
 //! This crate must not depend on `antler`: it only knows the wire formats.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -109,6 +115,45 @@ pub(crate) struct Script {
     recorded: Vec<RecordedRequest>,
     unscripted: usize,
     allow_unscripted: bool,
+    /// Title calls come from the queue too.
+    script_titles: bool,
+    /// Memory-update calls come from the queue too.
+    script_memory: bool,
+    background: Vec<RecordedRequest>,
+}
+
+/// How antler's title prompt and memory-updater system prompt start (kept in step with
+/// `antler::model::background`; this crate cannot depend on antler).
+const TITLE_PROMPT_START: &str = "Generate a concise title";
+const MEMORY_PROMPT_START: &str = "You are a memory management system.";
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Background {
+    Title,
+    Memory,
+}
+
+/// Whether `body` is a title or memory-update request.
+fn background_kind(body: &Value) -> Option<Background> {
+    let texts = |value: &Value| -> Vec<String> {
+        match value {
+            Value::String(text) => vec![text.clone()],
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let messages = body["messages"].as_array()?;
+    let first = messages.first()?;
+    let mut leading = texts(&body["system"]);
+    leading.extend(texts(&first["content"]));
+    if leading.iter().any(|t| t.starts_with(MEMORY_PROMPT_START)) {
+        return Some(Background::Memory);
+    }
+    (messages.len() == 1 && leading.iter().any(|t| t.starts_with(TITLE_PROMPT_START)))
+        .then_some(Background::Title)
 }
 
 #[derive(Clone, Default)]
@@ -137,11 +182,21 @@ impl SharedScript {
             })
             .collect();
         let mut script = self.lock();
-        script.recorded.push(RecordedRequest {
+        let request = RecordedRequest {
             path: path.to_string(),
             headers,
             body,
-        });
+        };
+        let neutral = match background_kind(&request.body) {
+            Some(Background::Title) if !script.script_titles => Some(""),
+            Some(Background::Memory) if !script.script_memory => Some("{}"),
+            _ => None,
+        };
+        if let Some(answer) = neutral {
+            script.background.push(request);
+            return Some(Reply::text(answer));
+        }
+        script.recorded.push(request);
         let reply = script.queue.pop_front();
         if reply.is_none() {
             script.unscripted += 1;
@@ -159,6 +214,18 @@ impl SharedScript {
 
     pub(crate) fn remaining(&self) -> usize {
         self.lock().queue.len()
+    }
+
+    pub(crate) fn background(&self) -> Vec<RecordedRequest> {
+        self.lock().background.clone()
+    }
+
+    pub(crate) fn script_titles(&self) {
+        self.lock().script_titles = true;
+    }
+
+    pub(crate) fn script_memory_updates(&self) {
+        self.lock().script_memory = true;
     }
 
     pub(crate) fn allow_unscripted(&self) {
@@ -217,6 +284,23 @@ macro_rules! scripting_api {
             /// dropped (they are still answered HTTP 500): for tests about that error.
             pub fn allow_unscripted(&self) -> &Self {
                 self.script.allow_unscripted();
+                self
+            }
+
+            /// Title and memory-update requests answered neutrally, outside the script.
+            pub fn background_requests(&self) -> Vec<$crate::RecordedRequest> {
+                self.script.background()
+            }
+
+            /// Serves title requests from the script too (logged with the others).
+            pub fn script_titles(&self) -> &Self {
+                self.script.script_titles();
+                self
+            }
+
+            /// Serves memory-update requests from the script too (logged with the others).
+            pub fn script_memory_updates(&self) -> &Self {
+                self.script.script_memory_updates();
                 self
             }
 
