@@ -28,6 +28,8 @@ pub enum Command {
     },
     /// `/forget <id|all>` (empty: usage).
     Forget(String),
+    /// The skills this conversation can activate.
+    Skills,
 }
 
 /// The text `/bootstrap` runs with when given none (as DeerFlow).
@@ -45,6 +47,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /memory [facts] — What I remember about you (facts with their ids)\n\
 /forget ID|all — Delete a remembered fact, or everything\n\
 /usage — Show today's token usage\n\
+/skills — List the skills you can use here\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -93,6 +96,7 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
             _ => return None,
         },
         "/forget" => Command::Forget(rest.to_string()),
+        "/skills" => Command::Skills,
         _ => return None,
     };
     Some(command)
@@ -139,6 +143,7 @@ mod tests {
             ("/memory dump", None),
             ("/forget fact_1", Some(Command::Forget("fact_1".into()))),
             ("/forget", Some(Command::Forget(String::new()))),
+            ("/skills", Some(Command::Skills)),
             ("/weather-skill paris", None),
             ("/x", None),
         ];
