@@ -14,5 +14,6 @@ mod memory;
 mod persistence;
 mod providers;
 mod sandbox;
+mod skills;
 mod usage;
 mod web_tools;
