@@ -12,9 +12,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::AppConfig;
-use crate::sandbox::{
-    ProviderSettings, SandboxError, SandboxInfo, SandboxProvider, SkillMounts,
-};
+use crate::sandbox::{ProviderSettings, SandboxError, SandboxInfo, SandboxProvider, SkillMounts};
 
 /// Builds a provider from settings; the daemon uses [`crate::sandbox::select_provider`].
 type Select = Arc<

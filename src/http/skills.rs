@@ -53,8 +53,8 @@ pub(crate) async fn update(
     Json(body): Json<ToggleBody>,
 ) -> Result<Json<Value>, ApiError> {
     let admin = user.is_operator() || is_admin(&state.config.current(), &user.0);
-    let skill = blocking(move || catalog(&state).set_enabled(&user.0, &name, body.enabled, admin))
-        .await?;
+    let skill =
+        blocking(move || catalog(&state).set_enabled(&user.0, &name, body.enabled, admin)).await?;
     Ok(Json(json!(skill)))
 }
 
@@ -82,7 +82,11 @@ pub(crate) async fn install(
     let archive = if multipart {
         let multipart = Multipart::from_request(request, &state)
             .await
-            .map_err(|e| ApiError::bad_request(format!("{e}; send multipart/form-data with the .skill file")))?;
+            .map_err(|e| {
+                ApiError::bad_request(format!(
+                    "{e}; send multipart/form-data with the .skill file"
+                ))
+            })?;
         read_upload(multipart).await?
     } else {
         let Json(body) = Json::<FromThreadBody>::from_request(request, &state)

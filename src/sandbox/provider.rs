@@ -16,8 +16,8 @@ use crate::sandbox::host_files::HostFiles;
 use crate::sandbox::quota::DiskQuota;
 use crate::sandbox::settings::ProviderSettings;
 use crate::sandbox::{
-    CommandOutput, GrepMatch, GrepOptions, MountPoint, PathMapper, Sandbox, SandboxError, SandboxInfo,
-    SandboxProvider, scrub_env,
+    CommandOutput, GrepMatch, GrepOptions, MountPoint, PathMapper, Sandbox, SandboxError,
+    SandboxInfo, SandboxProvider, scrub_env,
 };
 
 /// Why host bash is off, with what to do about it.

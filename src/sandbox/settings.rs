@@ -46,7 +46,9 @@ impl ProviderSettings {
 impl ProviderSettings {
     /// The skill mounts `user_id`'s sandboxes get now (`None`: the whole skills dir).
     pub fn skill_mounts_for(&self, user_id: &str) -> Option<Vec<MountPoint>> {
-        self.skill_mounts.as_ref().map(|source| source.mounts(user_id))
+        self.skill_mounts
+            .as_ref()
+            .map(|source| source.mounts(user_id))
     }
 
     /// The mount table of a thread's sandbox, with `skills` from [`Self::skill_mounts_for`].

@@ -114,7 +114,10 @@ impl SkillCatalog {
         let custom_dir = self.custom_dir(user)?;
         for scanned in self.loader.load(&custom_dir).iter() {
             let name = &scanned.meta.name;
-            if skills.iter().any(|s| &s.name == name || s.dir_name == scanned.dir_name) {
+            if skills
+                .iter()
+                .any(|s| &s.name == name || s.dir_name == scanned.dir_name)
+            {
                 tracing::warn!(skill = %name, user, "A custom skill has a public skill's name; the public one is used");
                 continue;
             }
@@ -189,7 +192,11 @@ impl SkillCatalog {
         if is_reserved_name(&name) {
             return Err(SkillError::Reserved { name });
         }
-        if self.list(user)?.iter().any(|s| s.name == name || s.dir_name == name) {
+        if self
+            .list(user)?
+            .iter()
+            .any(|s| s.name == name || s.dir_name == name)
+        {
             return Err(SkillError::Exists { name });
         }
         let target = custom.join(&name);
@@ -199,11 +206,13 @@ impl SkillCatalog {
             return Err(SkillError::Exists { name });
         }
         std::fs::rename(&root, &target).map_err(io)?;
-        let record = self.states.update(RecordKey::Custom { user, name: &name }, |r| {
-            r.enabled = None;
-            r.sha256 = Some(sha256.clone());
-            r.installed_at = Some(chrono::Utc::now());
-        })?;
+        let record = self
+            .states
+            .update(RecordKey::Custom { user, name: &name }, |r| {
+                r.enabled = None;
+                r.sha256 = Some(sha256.clone());
+                r.installed_at = Some(chrono::Utc::now());
+            })?;
         tracing::info!(skill = %name, user, sha256 = %sha256, "Installed a custom skill");
         let scanned = ScannedSkill {
             dir_name: name.clone(),

@@ -86,7 +86,10 @@ fn install_list_disable_and_remove_a_custom_skill() {
             .map(|s| s.name)
             .collect()
     };
-    assert_eq!(names("alice"), ["bootstrap", "research-report", "weekly-report"]);
+    assert_eq!(
+        names("alice"),
+        ["bootstrap", "research-report", "weekly-report"]
+    );
     // Custom skills are the owner's alone.
     assert_eq!(names("bob"), ["bootstrap", "research-report"]);
 
@@ -115,7 +118,9 @@ fn install_list_disable_and_remove_a_custom_skill() {
 #[test]
 fn name_clashes_and_reserved_names_are_refused() {
     let f = fixture();
-    f.catalog.install("alice", &skill_zip("notes", None)).unwrap();
+    f.catalog
+        .install("alice", &skill_zip("notes", None))
+        .unwrap();
     let error = f
         .catalog
         .install("alice", &skill_zip("notes", None))

@@ -259,7 +259,10 @@ mod tests {
         let installed = run(SkillsCommand::Install {
             file: archive.clone(),
         });
-        assert!(installed.starts_with("Installed weekly-report (sha256 "), "{installed}");
+        assert!(
+            installed.starts_with("Installed weekly-report (sha256 "),
+            "{installed}"
+        );
         run(SkillsCommand::Disable {
             name: "weekly-report".into(),
         });
@@ -268,9 +271,16 @@ mod tests {
             .lines()
             .find(|l| l.starts_with("weekly-report"))
             .unwrap();
-        assert!(line.contains("custom") && line.contains("disabled"), "{line}");
+        assert!(
+            line.contains("custom") && line.contains("disabled"),
+            "{line}"
+        );
         assert!(line.contains("sha256:"), "{line}");
-        assert!(listed.lines().any(|l| l.starts_with("bootstrap") && l.contains("public")));
+        assert!(
+            listed
+                .lines()
+                .any(|l| l.starts_with("bootstrap") && l.contains("public"))
+        );
         run(SkillsCommand::Remove {
             name: "weekly-report".into(),
         });

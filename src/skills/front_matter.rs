@@ -38,15 +38,21 @@ pub struct SkillMeta {
 /// Why a `SKILL.md` is not a valid skill. Each message says what to change.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SkillFormatError {
-    #[error("SKILL.md has no front matter; start it with a '---' line, the YAML keys name and description, and another '---' line")]
+    #[error(
+        "SKILL.md has no front matter; start it with a '---' line, the YAML keys name and description, and another '---' line"
+    )]
     NoFrontMatter,
-    #[error("the front matter has no closing '---' line; end the YAML header with a line of three dashes")]
+    #[error(
+        "the front matter has no closing '---' line; end the YAML header with a line of three dashes"
+    )]
     Unclosed,
     #[error("the front matter is not valid YAML ({0}); fix the header syntax")]
     Yaml(String),
     #[error("the front matter must be a YAML mapping of keys to values")]
     NotAMapping,
-    #[error("unknown front matter key '{0}'; allowed keys are name, description, license, allowed-tools, metadata, compatibility, version, author")]
+    #[error(
+        "unknown front matter key '{0}'; allowed keys are name, description, license, allowed-tools, metadata, compatibility, version, author"
+    )]
     UnknownKey(String),
     #[error("the front matter has no '{0}'; add it")]
     Missing(&'static str),

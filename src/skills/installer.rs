@@ -26,15 +26,21 @@ pub enum ArchiveError {
     NotAZip(String),
     #[error("the archive has {0} members, more than allowed (4096); remove files it does not need")]
     TooManyEntries(usize),
-    #[error("archive member '{0}' has an absolute path; repack it with paths relative to the skill")]
+    #[error(
+        "archive member '{0}' has an absolute path; repack it with paths relative to the skill"
+    )]
     AbsolutePath(String),
     #[error("archive member '{0}' contains '..'; repack it without parent-directory segments")]
     ParentDir(String),
-    #[error("archive member '{0}' contains ':'; rename it (colons are drive letters or alternate data streams)")]
+    #[error(
+        "archive member '{0}' contains ':'; rename it (colons are drive letters or alternate data streams)"
+    )]
     Colon(String),
     #[error("archive member '{0}' would land outside the skill directory; repack it")]
     OutsideDestination(String),
-    #[error("archive member '{0}' is a native executable (ELF, PE or Mach-O); skills may carry scripts, not binaries")]
+    #[error(
+        "archive member '{0}' is a native executable (ELF, PE or Mach-O); skills may carry scripts, not binaries"
+    )]
     Executable(String),
     #[error("the archive inflates to more than allowed (512 MiB); it is too large to be a skill")]
     TooLarge,

@@ -62,7 +62,11 @@ fn zip_slip_is_refused() {
 
 #[test]
 fn absolute_paths_are_refused() {
-    for name in ["/etc/cron.d/evil", "C:\\Windows\\evil.bat", "\\\\server\\share\\x"] {
+    for name in [
+        "/etc/cron.d/evil",
+        "C:\\Windows\\evil.bat",
+        "\\\\server\\share\\x",
+    ] {
         let bytes = archive(&[("SKILL.md", SKILL_MD.as_bytes()), (name, b"x")]);
         let (_staging, result) = unpack_into(&bytes);
         let error = result.unwrap_err();
@@ -115,7 +119,10 @@ fn executables_are_refused() {
         let zip = archive(&[("SKILL.md", SKILL_MD.as_bytes()), (name, &bytes)]);
         let (staging, result) = unpack_into(&zip);
         let error = result.unwrap_err();
-        assert!(matches!(error, ArchiveError::Executable(ref n) if n == name), "{error}");
+        assert!(
+            matches!(error, ArchiveError::Executable(ref n) if n == name),
+            "{error}"
+        );
         assert!(!staging.path().join(name).exists());
     }
     // A script, or text that merely starts with "MZ", is fine.
@@ -134,7 +141,10 @@ fn too_many_entries_are_refused() {
     members.extend(names.iter().map(|n| (n.as_str(), &b"x"[..])));
     let (staging, result) = unpack_into(&archive(&members));
     let error = result.unwrap_err();
-    assert!(matches!(error, ArchiveError::TooManyEntries(4098)), "{error}");
+    assert!(
+        matches!(error, ArchiveError::TooManyEntries(4098)),
+        "{error}"
+    );
     // Refused before anything was written.
     assert_eq!(std::fs::read_dir(staging.path()).unwrap().count(), 0);
 }

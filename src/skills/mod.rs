@@ -63,13 +63,19 @@ pub fn is_reserved_name(name: &str) -> bool {
 /// Why a skill operation failed; each says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum SkillError {
-    #[error("no skill named '{name}' is visible to you; list them with `antler skills list` or GET /api/skills")]
+    #[error(
+        "no skill named '{name}' is visible to you; list them with `antler skills list` or GET /api/skills"
+    )]
     NotFound { name: String },
-    #[error("'{name}' is a public skill shipped with Antler; it cannot be removed (disable it instead)")]
+    #[error(
+        "'{name}' is a public skill shipped with Antler; it cannot be removed (disable it instead)"
+    )]
     PublicReadOnly { name: String },
     #[error("only an admin can enable or disable the public skill '{name}'")]
     AdminOnly { name: String },
-    #[error("a skill named '{name}' is already installed; remove it first (`antler skills remove {name}`) or rename the new one")]
+    #[error(
+        "a skill named '{name}' is already installed; remove it first (`antler skills remove {name}`) or rename the new one"
+    )]
     Exists { name: String },
     #[error("'{name}' is a chat command name (/{name}); rename the skill")]
     Reserved { name: String },

@@ -159,7 +159,11 @@ mod tests {
         );
         write_skill(tmp.path(), "beta", "---\nname: beta\ndescription: b\n---\n");
         write_skill(tmp.path(), "no-header", "# no front matter\n");
-        write_skill(tmp.path(), "bad-key", "---\nname: x\ndescription: y\nfoo: 1\n---\n");
+        write_skill(
+            tmp.path(),
+            "bad-key",
+            "---\nname: x\ndescription: y\nfoo: 1\n---\n",
+        );
         write_skill(tmp.path(), "broken", "---\nname: [unclosed\n---\n");
         write_skill(tmp.path(), ".hidden", "---\nname: hidden\n---\n");
         std::fs::create_dir_all(tmp.path().join("empty")).unwrap();

@@ -18,7 +18,9 @@ const SKILL_BODY: &str = "# Weekly report\nAlways start the report with the word
 fn skill_archive() -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = SimpleFileOptions::default();
-    writer.start_file("weekly-report/SKILL.md", options).unwrap();
+    writer
+        .start_file("weekly-report/SKILL.md", options)
+        .unwrap();
     write!(
         writer,
         "---\nname: weekly-report\ndescription: Write the weekly status report.\nallowed-tools: read_file, ls\n---\n{SKILL_BODY}"
@@ -173,7 +175,9 @@ async fn an_installed_skill_is_activated_for_one_turn_with_its_allowed_tools() {
     assert!(
         !setup
             .data_dir()
-            .join(format!("users/alice/threads/{thread}/user-data/outputs/x.md"))
+            .join(format!(
+                "users/alice/threads/{thread}/user-data/outputs/x.md"
+            ))
             .exists()
     );
     // The prompt lists it for progressive disclosure.
@@ -290,15 +294,33 @@ async fn the_cli_installs_lists_and_removes_through_the_daemon() {
 
     let out = antler(
         config,
-        &["skills", "--user", "alice", "install", archive.to_str().unwrap()],
+        &[
+            "skills",
+            "--user",
+            "alice",
+            "install",
+            archive.to_str().unwrap(),
+        ],
         "",
     )
     .await;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.starts_with("Installed weekly-report (sha256 "), "{text}");
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("Installed weekly-report (sha256 "),
+        "{text}"
+    );
 
-    let out = antler(config, &["skills", "--user", "alice", "disable", "weekly-report"], "").await;
+    let out = antler(
+        config,
+        &["skills", "--user", "alice", "disable", "weekly-report"],
+        "",
+    )
+    .await;
     assert!(out.status.success());
     let out = antler(config, &["skills", "--user", "alice", "list"], "").await;
     let list = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -311,14 +333,24 @@ async fn the_cli_installs_lists_and_removes_through_the_daemon() {
     let api: Value = daemon.get_json("/api/skills", TOKEN_A).await;
     assert!(api.to_string().contains("\"enabled\":false"), "{api}");
 
-    let out = antler(config, &["skills", "--user", "alice", "remove", "bootstrap"], "").await;
+    let out = antler(
+        config,
+        &["skills", "--user", "alice", "remove", "bootstrap"],
+        "",
+    )
+    .await;
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("cannot be removed"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = antler(config, &["skills", "--user", "alice", "remove", "weekly-report"], "").await;
+    let out = antler(
+        config,
+        &["skills", "--user", "alice", "remove", "weekly-report"],
+        "",
+    )
+    .await;
     assert!(out.status.success());
     assert!(
         !setup
