@@ -151,4 +151,35 @@ mod tests {
             assert_eq!(parse_command(text, bot), expected, "{text:?}");
         }
     }
+
+    #[test]
+    fn every_command_name_is_reserved_for_skills() {
+        let names = [
+            "start",
+            "new",
+            "status",
+            "models",
+            "model",
+            "agent",
+            "bootstrap",
+            "plan",
+            "cancel",
+            "stop",
+            "usage",
+            "help",
+            "memory",
+            "forget",
+            "skills",
+        ];
+        for name in names {
+            assert!(
+                parse_command(&format!("/{name}"), None).is_some(),
+                "/{name}"
+            );
+            assert!(
+                crate::skills::is_reserved_name(name),
+                "/{name} is a chat command, so no skill may take its name"
+            );
+        }
+    }
 }

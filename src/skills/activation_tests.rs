@@ -78,35 +78,3 @@ fn claude_code_tool_names_map_to_antler_tools() {
     assert!(tool_allowed(&allowed, "bash"));
     assert!(!tool_allowed(&allowed, "write_file"));
 }
-
-#[test]
-fn every_chat_command_name_is_reserved() {
-    use crate::channels::commands::parse_command;
-    for name in RESERVED_COMMAND_PROBES {
-        let reserved = crate::skills::is_reserved_name(name);
-        let is_command = parse_command(&format!("/{name}"), None).is_some();
-        assert!(
-            reserved || !is_command,
-            "/{name} is a chat command but not reserved"
-        );
-    }
-}
-
-/// Candidates checked against the channel command parser.
-const RESERVED_COMMAND_PROBES: &[&str] = &[
-    "start",
-    "new",
-    "status",
-    "models",
-    "model",
-    "agent",
-    "bootstrap",
-    "plan",
-    "cancel",
-    "stop",
-    "usage",
-    "help",
-    "memory",
-    "forget",
-    "skills",
-];
