@@ -32,6 +32,7 @@ pub mod model;
 pub mod paths;
 pub mod sandbox;
 pub mod skills;
+pub mod skills_cli;
 pub mod state;
 pub mod status;
 pub mod store;

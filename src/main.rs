@@ -61,7 +61,7 @@ enum Command {
         #[arg(long, global = true, value_name = "ID", value_parser = parse_user_id)]
         user: Option<String>,
         #[command(subcommand)]
-        command: antler::skills::cli::SkillsCommand,
+        command: antler::skills_cli::SkillsCommand,
     },
     /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
     Usage(antler::usage::cli::UsageArgs),
@@ -458,7 +458,7 @@ async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<Ex
 async fn skills(
     loaded: &LoadedConfig,
     user: Option<String>,
-    command: antler::skills::cli::SkillsCommand,
+    command: antler::skills_cli::SkillsCommand,
 ) -> anyhow::Result<ExitCode> {
     use antler::daemon_client::Located;
     let user = match antler::agents_cli::resolve_user(&loaded.config, user.as_deref()) {
@@ -473,7 +473,7 @@ async fn skills(
         Located::DataDir => None,
     };
     let mut stdout = std::io::stdout();
-    antler::skills::cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await?;
+    antler::skills_cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await?;
     Ok(ExitCode::SUCCESS)
 }
 

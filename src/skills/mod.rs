@@ -11,7 +11,6 @@
 pub mod activation;
 pub mod catalog;
 pub mod chat;
-pub mod cli;
 pub mod front_matter;
 pub mod installer;
 mod scan;
