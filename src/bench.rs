@@ -295,6 +295,7 @@ fn factory_in(dir: &std::path::Path, iterations: usize) -> Result<FactoryReport,
             agents: Some(store.clone()),
             cache: cached.then_some(&cache),
             memory: None,
+            skills: None,
         };
         let warmup = (iterations / 10).max(5);
         let mut samples = Vec::with_capacity(iterations);

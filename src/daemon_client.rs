@@ -170,6 +170,32 @@ impl DaemonClient {
         }
     }
 
+    /// POSTs one file as `multipart/form-data` (field `file`); errors as [`Self::send`].
+    pub async fn send_file(
+        &self,
+        path: &str,
+        file_name: &str,
+        bytes: Vec<u8>,
+    ) -> Result<Value, DaemonClientError> {
+        let part = reqwest::multipart::Part::bytes(bytes).file_name(file_name.to_string());
+        let form = reqwest::multipart::Form::new().part("file", part);
+        let response = self
+            .request(Method::POST, path)
+            .timeout(REQUEST_TIMEOUT)
+            .multipart(form)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|e| self.unreachable(e))?;
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if status.is_success() {
+            Ok(body)
+        } else {
+            Err(api_error(status.as_u16(), &body))
+        }
+    }
+
     /// Starts a run on `thread_id` with the `/runs/stream` body `body` and returns its events.
     pub async fn run_stream(
         &self,

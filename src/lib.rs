@@ -34,6 +34,7 @@ pub mod paths;
 pub mod sandbox;
 pub mod service_manager;
 pub mod skills;
+pub mod skills_cli;
 pub mod state;
 pub mod status;
 pub mod store;

@@ -54,6 +54,15 @@ enum Command {
         #[command(subcommand)]
         command: antler::agents_cli::AgentsCommand,
     },
+    /// Manage skills: list, enable, disable, install archives, remove (through the daemon when
+    /// one owns the data dir).
+    Skills {
+        /// Whose skills to work on; required when gateway.api_tokens is set (else: local).
+        #[arg(long, global = true, value_name = "ID", value_parser = parse_user_id)]
+        user: Option<String>,
+        #[command(subcommand)]
+        command: antler::skills_cli::SkillsCommand,
+    },
     /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
     Usage(antler::usage::cli::UsageArgs),
     /// Inspect or compact the store on the data dir (the daemon must be stopped).
@@ -305,6 +314,7 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Agents { user, command }) => agents(&loaded, user, command).await,
+        Some(Command::Skills { user, command }) => skills(&loaded, user, command).await,
         Some(Command::Usage(args)) => {
             antler::usage::cli::run(&loaded.config, &args, &mut std::io::stdout()).await?;
             Ok(ExitCode::SUCCESS)
@@ -454,6 +464,28 @@ async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<Ex
         client.shutdown(grace).await?;
     }
     result?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn skills(
+    loaded: &LoadedConfig,
+    user: Option<String>,
+    command: antler::skills_cli::SkillsCommand,
+) -> anyhow::Result<ExitCode> {
+    use antler::daemon_client::Located;
+    let user = match antler::agents_cli::resolve_user(&loaded.config, user.as_deref()) {
+        Ok(user) => user,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let daemon = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
+        Located::Daemon(daemon) => Some(daemon),
+        Located::DataDir => None,
+    };
+    let mut stdout = std::io::stdout();
+    antler::skills_cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await?;
     Ok(ExitCode::SUCCESS)
 }
 

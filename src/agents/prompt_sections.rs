@@ -38,6 +38,7 @@ pub(crate) const SKILLS_HEAD: &str = "<skill_system>
 Skills are packaged instructions for particular kinds of work. A skill's SKILL.md says when and how to use it and may point to more files beside it.
 - When a task matches a skill, read its SKILL.md with `read_file` before you start, and follow it.
 - Load the extra files a skill mentions only when you need them.
+- When the user's message starts with `/<skill-name>`, that skill's SKILL.md is already included in the message as `<activated_skill>`: follow it without reading it again.
 
 <available_skills>";
 

@@ -11,6 +11,7 @@ use crate::identity::channel_user_id;
 use crate::lead_agent::access::{check_bootstrap, is_admin};
 use crate::memory::MemoryScope;
 use crate::memory::chat as memory_chat;
+use crate::skills::chat::skills_reply;
 use crate::usage::{UsageStore, usage_text};
 
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
@@ -194,6 +195,28 @@ pub(crate) async fn run_command(
                 }
                 _ => memory_chat::history_reply(repo, &scope),
             })
+        }
+        Command::Skills => {
+            let record = deps.chats.get(key)?;
+            let agent = chosen_agent(record.as_ref(), &config.channels, &message.channel);
+            let allowed = match &agent {
+                Some(name) => deps
+                    .harness
+                    .agents()
+                    .get(&user_id, name)
+                    .ok()
+                    .flatten()
+                    .and_then(|agent| agent.config.skills),
+                None => None,
+            };
+            let catalog = deps.harness.skills(&config);
+            match skills_reply(&catalog, &user_id, allowed.as_deref()) {
+                Ok(text) => reply(text),
+                Err(error) => {
+                    tracing::warn!(%error, "Cannot list skills for /skills");
+                    reply(format!("Cannot list the skills right now: {error}"))
+                }
+            }
         }
         Command::Usage => {
             let usage = UsageStore::new(deps.harness.threads().store().clone());

@@ -32,6 +32,8 @@ pub enum Command {
     MemoryRevert(String),
     /// `/forget <id|all>` (empty: usage).
     Forget(String),
+    /// The skills this conversation can activate.
+    Skills,
 }
 
 /// The text `/bootstrap` runs with when given none (as DeerFlow).
@@ -50,6 +52,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /memory history — Earlier versions of your memory (/memory revert N puts one back)\n\
 /forget ID|all — Delete a remembered fact, or everything\n\
 /usage — Show today's token usage\n\
+/skills — List the skills you can use here\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -103,6 +106,7 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
             }
         }
         "/forget" => Command::Forget(rest.to_string()),
+        "/skills" => Command::Skills,
         _ => return None,
     };
     Some(command)
@@ -154,11 +158,43 @@ mod tests {
             ("/memory revert", Some(Command::MemoryRevert(String::new()))),
             ("/forget fact_1", Some(Command::Forget("fact_1".into()))),
             ("/forget", Some(Command::Forget(String::new()))),
+            ("/skills", Some(Command::Skills)),
             ("/weather-skill paris", None),
             ("/x", None),
         ];
         for (text, expected) in cases {
             assert_eq!(parse_command(text, bot), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn every_command_name_is_reserved_for_skills() {
+        let names = [
+            "start",
+            "new",
+            "status",
+            "models",
+            "model",
+            "agent",
+            "bootstrap",
+            "plan",
+            "cancel",
+            "stop",
+            "usage",
+            "help",
+            "memory",
+            "forget",
+            "skills",
+        ];
+        for name in names {
+            assert!(
+                parse_command(&format!("/{name}"), None).is_some(),
+                "/{name}"
+            );
+            assert!(
+                crate::skills::is_reserved_name(name),
+                "/{name} is a chat command, so no skill may take its name"
+            );
         }
     }
 }

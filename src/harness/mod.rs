@@ -32,6 +32,7 @@ use crate::memory::MemoryService;
 use crate::messages::Message;
 use crate::model::ModelRegistry;
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
+use crate::skills::SkillCatalog;
 use crate::state::ThreadState;
 use crate::store::STORE_DIR;
 use crate::store::threads::ThreadError;
@@ -152,6 +153,16 @@ impl Harness {
         };
         let agents =
             Arc::new(AgentStore::new(snapshot.data_dir()).with_cache(snapshot.cache.agents));
+        let lead_cache = LeadAgentCache::with_capacity(snapshot.cache.prompts);
+        let skill_store = store.clone();
+        let skills_loader = lead_cache.skills_loader();
+        let sandbox = SandboxSlot::new().with_skill_mounts(Arc::new(move |config: &AppConfig| {
+            Arc::new(SkillCatalog::from_config(
+                config,
+                skill_store.clone(),
+                skills_loader.clone(),
+            )) as Arc<dyn crate::sandbox::SkillMounts>
+        }));
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
                 memory: memory::start(weak.clone(), store, &snapshot),
@@ -159,8 +170,8 @@ impl Harness {
                 threads,
                 models,
                 agents,
-                lead_cache: LeadAgentCache::with_capacity(snapshot.cache.prompts),
-                sandbox: SandboxSlot::new(),
+                lead_cache,
+                sandbox,
                 tools: Mutex::new(None),
                 runs: Mutex::new(HashMap::new()),
                 runs_finished: AtomicU64::new(0),
@@ -172,6 +183,15 @@ impl Harness {
 
     pub fn config(&self) -> &ConfigHandle {
         &self.inner.config
+    }
+
+    /// The skills under `config` (its skills directory, this harness's store).
+    pub fn skills(&self, config: &AppConfig) -> SkillCatalog {
+        SkillCatalog::from_config(
+            config,
+            self.inner.threads.store().clone(),
+            self.inner.lead_cache.skills_loader(),
+        )
     }
 
     pub fn threads(&self) -> &ThreadStore {
@@ -254,6 +274,7 @@ impl Harness {
                 agents: Some(self.inner.agents.clone()),
                 cache: Some(&self.inner.lead_cache),
                 memory: self.inner.memory.as_ref(),
+                skills: Some(self.skills(&config)),
             },
         )?;
         if lead.agent_name.is_some() && record.agent_name != lead.agent_name {

@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::config::AppConfig;
-use crate::sandbox::{ProviderSettings, SandboxError, SandboxInfo, SandboxProvider};
+use crate::sandbox::{ProviderSettings, SandboxError, SandboxInfo, SandboxProvider, SkillMounts};
 
 /// Builds a provider from settings; the daemon uses [`crate::sandbox::select_provider`].
 type Select = Arc<
@@ -38,8 +38,13 @@ struct Current {
     waiting_for: Option<String>,
 }
 
+/// What `/mnt/skills` shows under a configuration (see [`crate::sandbox::SkillMounts`]).
+pub(crate) type SkillMountsOf = Arc<dyn Fn(&AppConfig) -> Arc<dyn SkillMounts> + Send + Sync>;
+
 pub(crate) struct SandboxSlot {
     select: Select,
+    /// `None`: providers mount the whole skills directory.
+    skill_mounts: Option<SkillMountsOf>,
     current: tokio::sync::Mutex<Option<Current>>,
     /// The provider in force, readable without waiting (for `/readyz`).
     info: Mutex<Option<SandboxInfo>>,
@@ -55,9 +60,16 @@ impl SandboxSlot {
     pub(crate) fn with_select(select: Select) -> Self {
         Self {
             select,
+            skill_mounts: None,
             current: tokio::sync::Mutex::new(None),
             info: Mutex::new(None),
         }
+    }
+
+    /// Providers built from now on show each user's enabled skills only.
+    pub(crate) fn with_skill_mounts(mut self, skill_mounts: SkillMountsOf) -> Self {
+        self.skill_mounts = Some(skill_mounts);
+        self
     }
 
     /// What the provider in force is, once one was chosen.
@@ -120,7 +132,9 @@ impl SandboxSlot {
     }
 
     async fn build(&self, config: &AppConfig) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
-        let result = (self.select)(ProviderSettings::from_config(config, None)).await;
+        let mut settings = ProviderSettings::from_config(config, None);
+        settings.skill_mounts = self.skill_mounts.as_ref().map(|of| of(config));
+        let result = (self.select)(settings).await;
         let mut info = self.info.lock().unwrap_or_else(PoisonError::into_inner);
         match &result {
             Ok(provider) => {

@@ -15,6 +15,7 @@ mod memory_history;
 mod metrics;
 mod models;
 mod runs;
+mod skills;
 mod threads;
 mod uploads;
 mod usage;
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{delete, get, patch, post};
+use axum::routing::{delete, get, patch, post, put};
 use tower_http::timeout::TimeoutLayer;
 
 use crate::config::ConfigHandle;
@@ -75,6 +76,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         ));
     let uploads = Router::new()
         .route("/api/threads/{thread_id}/uploads", post(uploads::upload))
+        .route("/api/skills/install", post(skills::install))
         .layer(DefaultBodyLimit::max(upload_limit));
     let rest = Router::new()
         .route("/", get(web::index))
@@ -93,6 +95,11 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(agents::get).put(agents::update).delete(agents::delete),
         )
         .route("/api/agents/{name}/history", get(agents::history))
+        .route("/api/skills", get(skills::list))
+        .route(
+            "/api/skills/{name}",
+            put(skills::update).delete(skills::delete),
+        )
         .route("/api/agents/{name}/revert", post(agents::revert))
         .route("/api/memory", get(memory::get).delete(memory::clear))
         .route("/api/memory/facts", post(memory::add_fact))

@@ -2,12 +2,11 @@
 //! prompts, keyed by everything a prompt depends on.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::agents::{PromptOptions, SkillSummary, apply_prompt_template};
+use crate::agents::{PromptOptions, apply_prompt_template};
 use crate::lru::Lru;
 use crate::skills::SkillsLoader;
 
@@ -16,7 +15,7 @@ pub(crate) const DEFAULT_CACHED_PROMPTS: usize = 64;
 
 /// Shared by every run of one harness.
 pub struct LeadAgentCache {
-    skills: SkillsLoader,
+    skills: Arc<SkillsLoader>,
     prompts: Mutex<Lru<[u8; 32], Arc<str>>>,
 }
 
@@ -34,14 +33,14 @@ impl LeadAgentCache {
     /// A cache keeping at most `prompts` system prompts.
     pub fn with_capacity(prompts: usize) -> Self {
         Self {
-            skills: SkillsLoader::default(),
+            skills: Arc::new(SkillsLoader::default()),
             prompts: Mutex::new(Lru::new(prompts)),
         }
     }
 
-    /// The skills of `dir`, rescanned only when something in it changed.
-    pub fn skills(&self, dir: &Path) -> Arc<Vec<SkillSummary>> {
-        self.skills.load(dir)
+    /// The skills scans, shared by every [`crate::skills::SkillCatalog`] of the harness.
+    pub fn skills_loader(&self) -> Arc<SkillsLoader> {
+        self.skills.clone()
     }
 
     /// The system prompt for `options`, assembled once per distinct set of options.

@@ -32,7 +32,7 @@ use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::{SandboxInfo, SandboxProvider};
-use crate::skills::{BOOTSTRAP_SKILL, skills_dir};
+use crate::skills::{BOOTSTRAP_SKILL, Skill, SkillActivationMiddleware, SkillCatalog, skills_dir};
 use crate::store::Checkpointer;
 use crate::tools::registry::ToolRegistry;
 
@@ -105,6 +105,9 @@ pub struct LeadAgentDeps<'a> {
     /// Long-term memory: injected on a thread's first turn and updated after runs while
     /// `memory.enabled`; `None` runs without memory.
     pub memory: Option<&'a MemoryService>,
+    /// Public and custom skills with their enable state; `None` shows every public skill as
+    /// enabled (no store to read the state from).
+    pub skills: Option<SkillCatalog>,
 }
 
 impl<'a> LeadAgentDeps<'a> {
@@ -119,6 +122,7 @@ impl<'a> LeadAgentDeps<'a> {
             agents: None,
             cache: None,
             memory: None,
+            skills: None,
         }
     }
 }
@@ -189,7 +193,8 @@ pub fn make_lead_agent(
         &store,
         model.supports_vision,
     );
-    let skills = select_skills(&deps, config, branch, agent_config, &mut warnings);
+    let (skills, skill_activation) =
+        select_skills(&deps, config, branch, agent_config, &mut warnings);
     let soul = match &custom {
         Some(agent) => Some(agent.soul.clone()),
         None => default_soul(&store),
@@ -227,7 +232,8 @@ pub fn make_lead_agent(
         ))),
         None => DynamicContextMiddleware::new(),
     };
-    let mut extra_middleware: Vec<MiddlewareRef> = vec![Arc::new(dynamic_context)];
+    let mut extra_middleware: Vec<MiddlewareRef> =
+        vec![Arc::new(dynamic_context), Arc::new(skill_activation)];
     if let Some(agent) = agent_config
         && !agent.model_settings.is_empty()
     {
@@ -361,44 +367,63 @@ fn select_tools(
     tools
 }
 
-/// All skills for the default agent, the agent's whitelist for a custom agent (`None` = all,
-/// `[]` = none), only `bootstrap` for a bootstrap conversation.
+/// The skills of this run: what the prompt lists and the `/skill` activation middleware.
+///
+/// The default agent gets every enabled skill of the user, a custom agent its whitelist of
+/// them (`None` = all, `[]` = none), a bootstrap conversation only `bootstrap` (enabled or not:
+/// the interview needs its guide).
 fn select_skills(
     deps: &LeadAgentDeps<'_>,
     config: &AppConfig,
     branch: Branch,
     agent_config: Option<&AgentConfig>,
     warnings: &mut Vec<String>,
-) -> Vec<SkillSummary> {
-    let dir = skills_dir(config);
-    let all = match deps.cache {
-        Some(cache) => cache.skills(&dir),
-        None => Arc::new(crate::skills::load_dir(&dir)),
+) -> (Vec<SkillSummary>, SkillActivationMiddleware) {
+    let catalog = match &deps.skills {
+        Some(catalog) => catalog.clone(),
+        None => SkillCatalog::from_config(
+            config,
+            Arc::new(crate::store::MemoryStore::new()),
+            deps.cache
+                .map(LeadAgentCache::skills_loader)
+                .unwrap_or_default(),
+        ),
     };
-    let keep = |names: &[&str]| -> Vec<SkillSummary> {
-        all.iter()
-            .filter(|skill| names.contains(&skill.name.as_str()))
-            .cloned()
-            .collect()
+    let visible = catalog.list(deps.user_id).unwrap_or_else(|error| {
+        tracing::warn!(%error, user = deps.user_id, "Cannot list the user's skills; running without skills");
+        Vec::new()
+    });
+    let allowed: Option<Vec<String>> = match branch {
+        Branch::Bootstrap => Some(vec![BOOTSTRAP_SKILL.to_string()]),
+        Branch::Custom => agent_config.and_then(|agent| agent.skills.clone()),
+        Branch::Default => None,
     };
-    match branch {
-        Branch::Bootstrap => {
-            let skills = keep(&[BOOTSTRAP_SKILL]);
-            if skills.is_empty() {
-                tracing::warn!(dir = %dir.display(), "The bootstrap skill is not installed; the interview runs without its guide");
-                warnings.push(format!(
-                    "the bootstrap skill was not found in {}; set sandbox.skills_path to the directory holding bootstrap/SKILL.md",
-                    dir.display()
-                ));
-            }
-            skills
-        }
-        Branch::Custom => match agent_config.and_then(|agent| agent.skills.as_deref()) {
-            None => all.to_vec(),
-            Some(names) => keep(&names.iter().map(String::as_str).collect::<Vec<_>>()),
-        },
-        Branch::Default => all.to_vec(),
+    let listed: Vec<&Skill> = visible
+        .iter()
+        .filter(|skill| skill.enabled || branch == Branch::Bootstrap)
+        .filter(|skill| {
+            allowed
+                .as_ref()
+                .is_none_or(|names| names.contains(&skill.name))
+        })
+        .collect();
+    if branch == Branch::Bootstrap && listed.is_empty() {
+        let dir = skills_dir(config);
+        tracing::warn!(dir = %dir.display(), "The bootstrap skill is not installed; the interview runs without its guide");
+        warnings.push(format!(
+            "the bootstrap skill was not found in {}; set sandbox.skills_path to the directory holding bootstrap/SKILL.md",
+            dir.display()
+        ));
     }
+    let summaries = listed
+        .iter()
+        .map(|skill| SkillSummary {
+            name: skill.name.clone(),
+            description: skill.description.clone(),
+            path: skill.location.clone(),
+        })
+        .collect();
+    (summaries, SkillActivationMiddleware::new(visible, allowed))
 }
 
 /// `{data_dir}/SOUL.md`; an unreadable file is logged and treated as absent so runs go on.

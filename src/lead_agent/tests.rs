@@ -85,6 +85,7 @@ impl Fixture {
                 agents: Some(self.store.clone()),
                 cache: Some(&self.cache),
                 memory: None,
+                skills: None,
             },
         )
     }

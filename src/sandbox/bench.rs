@@ -57,6 +57,7 @@ pub async fn bench_bash_overhead(
         let settings = ProviderSettings {
             data_dir: data_dir.to_path_buf(),
             skills_dir: None,
+            skill_mounts: None,
             sandbox: SandboxConfig::default(),
             host_env: std::env::vars().collect(),
         };

@@ -31,7 +31,7 @@ pub use provider::{
     select_provider,
 };
 pub use quota::{QuotaBreach, QuotaScope};
-pub use settings::ProviderSettings;
+pub use settings::{ProviderSettings, SkillMounts};
 
 /// What a finished (or killed) command left behind; every path in it is already virtual.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

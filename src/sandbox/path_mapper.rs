@@ -83,6 +83,19 @@ impl PathMapper {
         Self::new(mounts)
     }
 
+    /// The standard table with `skills` (mounts under `/mnt/skills`) instead of one mount of
+    /// the whole skills directory.
+    pub fn with_skills(
+        paths: &ThreadPaths,
+        skills: Vec<MountPoint>,
+        extra: &[SandboxMountConfig],
+    ) -> Self {
+        let mut mapper = Self::for_thread(paths, None, extra);
+        let mut mounts = std::mem::take(&mut mapper.mounts);
+        mounts.extend(skills);
+        Self::new(mounts)
+    }
+
     pub fn new(mut mounts: Vec<MountPoint>) -> Self {
         for m in &mut mounts {
             m.host_path = std::path::absolute(&m.host_path).unwrap_or_else(|_| m.host_path.clone());

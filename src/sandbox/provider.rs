@@ -16,8 +16,8 @@ use crate::sandbox::host_files::HostFiles;
 use crate::sandbox::quota::DiskQuota;
 use crate::sandbox::settings::ProviderSettings;
 use crate::sandbox::{
-    CommandOutput, GrepMatch, GrepOptions, PathMapper, Sandbox, SandboxError, SandboxInfo,
-    SandboxProvider, scrub_env,
+    CommandOutput, GrepMatch, GrepOptions, MountPoint, PathMapper, Sandbox, SandboxError,
+    SandboxInfo, SandboxProvider, scrub_env,
 };
 
 /// Why host bash is off, with what to do about it.
@@ -190,20 +190,22 @@ impl HostSandboxProvider {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn build(&self, user_id: &str, thread_id: &str) -> Result<HostSandbox, SandboxError> {
+    fn build(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        skills: Option<Vec<MountPoint>>,
+    ) -> Result<HostSandbox, SandboxError> {
         let paths = ThreadPaths::new(&self.settings.data_dir, user_id, thread_id)
             .map_err(|e| SandboxError::Unavailable(e.to_string()))?;
         paths.ensure_dirs().map_err(|e| {
             SandboxError::Unavailable(format!("could not create the thread directories: {e}"))
         })?;
-        let mapper = PathMapper::for_thread(
-            &paths,
-            self.settings.skills_dir.as_deref(),
-            &self.settings.sandbox.mounts,
-        );
+        let mapper = self.settings.mapper(&paths, skills.clone());
         let config = &self.settings.sandbox;
         Ok(HostSandbox {
             id: format!("{}:{user_id}:{thread_id}", self.kind()),
+            skills,
             files: HostFiles::new(mapper, self.quota.thread(paths.user_data())),
             workspace: paths.workspace(),
             mode: self.mode,
@@ -223,11 +225,17 @@ impl HostSandboxProvider {
 impl SandboxProvider for HostSandboxProvider {
     async fn acquire(&self, user_id: &str, thread_id: &str) -> Result<String, SandboxError> {
         let id = format!("{}:{user_id}:{thread_id}", self.kind());
-        if self.lock().contains_key(&id) {
+        // Skills enabled, disabled or installed since the sandbox was built change its mounts.
+        let skills = self.settings.skill_mounts_for(user_id);
+        if self
+            .lock()
+            .get(&id)
+            .is_some_and(|existing| existing.skills == skills)
+        {
             return Ok(id);
         }
-        let sandbox = Arc::new(self.build(user_id, thread_id)?);
-        self.lock().entry(id.clone()).or_insert(sandbox);
+        let sandbox = Arc::new(self.build(user_id, thread_id, skills)?);
+        self.lock().insert(id.clone(), sandbox);
         Ok(id)
     }
 
@@ -244,7 +252,8 @@ impl SandboxProvider for HostSandboxProvider {
         if kind != self.kind() {
             return None;
         }
-        let sandbox = Arc::new(self.build(user, thread).ok()?);
+        let skills = self.settings.skill_mounts_for(user);
+        let sandbox = Arc::new(self.build(user, thread, skills).ok()?);
         let entry = self
             .lock()
             .entry(sandbox_id.to_string())
@@ -277,6 +286,8 @@ impl SandboxProvider for HostSandboxProvider {
 /// A thread's sandbox on this host.
 pub struct HostSandbox {
     id: String,
+    /// The skill mounts it was built with (`None`: the whole skills dir).
+    skills: Option<Vec<MountPoint>>,
     files: HostFiles,
     workspace: PathBuf,
     mode: ExecMode,

@@ -387,6 +387,7 @@ mod tests {
             ProviderSettings {
                 data_dir: std::env::temp_dir(),
                 skills_dir: None,
+                skill_mounts: None,
                 sandbox: SandboxConfig::default(),
                 host_env: Vec::new(),
             },

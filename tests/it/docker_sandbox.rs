@@ -20,6 +20,7 @@ fn settings(fake_url: &str, tmp: &Path, replicas: usize) -> ProviderSettings {
     ProviderSettings {
         data_dir: tmp.join("data"),
         skills_dir: Some(skills),
+        skill_mounts: None,
         sandbox: SandboxConfig {
             provider: SandboxProviderKind::Docker,
             docker: DockerSandboxConfig {

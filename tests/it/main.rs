@@ -14,6 +14,7 @@ mod memory;
 mod persistence;
 mod providers;
 mod sandbox;
+mod skills;
 mod usage;
 mod web_browser;
 mod web_tools;

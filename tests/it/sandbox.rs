@@ -123,6 +123,7 @@ impl Fixture {
             ProviderSettings {
                 data_dir,
                 skills_dir: Some(skills),
+                skill_mounts: None,
                 sandbox,
                 host_env,
             },

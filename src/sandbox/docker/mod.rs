@@ -204,11 +204,11 @@ impl Inner {
         paths.ensure_dirs().map_err(|e| {
             SandboxError::Unavailable(format!("could not create the thread directories: {e}"))
         })?;
-        let mapper = PathMapper::for_thread(
-            &paths,
-            self.settings.skills_dir.as_deref(),
-            &self.settings.sandbox.mounts,
-        );
+        // A container's binds are fixed when it is created: skills enabled later appear in the
+        // thread's next container (after release or idle reaping).
+        let mapper = self
+            .settings
+            .mapper(&paths, self.settings.skill_mounts_for(user_id));
         let container = container_name(user_id, thread_id);
         let warm = {
             let mut pool = self.pool();

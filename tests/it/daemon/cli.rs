@@ -14,7 +14,7 @@ use tokio::io::AsyncWriteExt;
 use super::{Setup, TOKEN_A};
 
 /// Runs `antler --config CONFIG ARGS…` with `input` on stdin and waits for it.
-async fn antler(config: &Path, args: &[&str], input: &str) -> Output {
+pub(crate) async fn antler(config: &Path, args: &[&str], input: &str) -> Output {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_antler"))
         .arg("--config")
         .arg(config)

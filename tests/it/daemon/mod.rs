@@ -2,7 +2,7 @@
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
 mod api;
-mod cli;
+pub(crate) mod cli;
 mod exposure;
 mod http_errors;
 mod leaks;

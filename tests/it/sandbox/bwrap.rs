@@ -205,6 +205,7 @@ async fn auto_selection_prefers_bwrap_and_local_keeps_bash_off() {
     let settings = |provider| ProviderSettings {
         data_dir: tmp.path().to_path_buf(),
         skills_dir: None,
+        skill_mounts: None,
         sandbox: SandboxConfig {
             provider,
             ..Default::default()

@@ -1,36 +1,27 @@
-//! Skills loader: finds `*/SKILL.md` under the skills directory and reads their front matter
-//! (`name`, `description`) into the summaries the system prompt lists.
+//! Skill discovery: finds `*/SKILL.md` under a skills directory and validates their front
+//! matter; an invalid skill is skipped with a warning naming the problem.
 //!
-//! The skills directory is what the sandbox shows read-only at `/mnt/skills`, so a skill in
-//! `{skills_dir}/pdf/SKILL.md` is announced at `/mnt/skills/pdf/SKILL.md`. Results are cached per
-//! directory and reused while neither the directory nor any listed SKILL.md has a newer mtime:
-//! the lead agent is built on every run and must not rescan the disk each time.
+//! Results are cached per directory and reused while neither the directory nor any listed
+//! SKILL.md has a newer mtime: the lead agent is built on every run and must not rescan the
+//! disk each time.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use serde::Deserialize;
-
-use crate::agents::SkillSummary;
 use crate::config::AppConfig;
-use crate::sandbox::VIRTUAL_SKILLS;
+use crate::skills::front_matter::{SkillMeta, parse_skill_md};
+use crate::skills::{DEFAULT_SKILLS_DIR, SKILL_FILE};
 
-/// The file that makes a directory a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
-/// The skill a bootstrap conversation runs with.
-pub const BOOTSTRAP_SKILL: &str = "bootstrap";
-/// Where skills live when `sandbox.skills_path` is unset (relative to the working directory).
-pub const DEFAULT_SKILLS_DIR: &str = "skills/public";
-
-/// The front matter keys Antler reads; anything else (license, allowed-tools, …) is ignored.
-#[derive(Debug, Default, Deserialize)]
-struct FrontMatter {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    description: Option<String>,
+/// A valid skill found on disk.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScannedSkill {
+    /// The directory's name: where the skill appears under `/mnt/skills`.
+    pub dir_name: String,
+    /// The skill's directory on the host (never shown to the model).
+    pub host_dir: PathBuf,
+    pub meta: SkillMeta,
 }
 
 /// The skills directory of a configuration: `sandbox.skills_path`, else `skills/public` in the
@@ -43,9 +34,9 @@ pub fn skills_dir(config: &AppConfig) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_SKILLS_DIR))
 }
 
-/// Scans `dir` for `*/SKILL.md`, sorted by name; a missing directory yields no skills and a
-/// skill with unreadable front matter is skipped with a warning.
-pub fn load_dir(dir: &Path) -> Vec<SkillSummary> {
+/// Scans `dir` for `*/SKILL.md`, sorted by name; a missing directory yields no skills and an
+/// invalid skill is skipped with a warning.
+pub fn load_dir(dir: &Path) -> Vec<ScannedSkill> {
     scan(dir).0
 }
 
@@ -59,7 +50,7 @@ struct CachedScan {
     dir_mtime: Option<SystemTime>,
     /// Every SKILL.md the scan read, with its mtime then; an edit to one invalidates the scan.
     files: Vec<(PathBuf, Option<SystemTime>)>,
-    skills: Arc<Vec<SkillSummary>>,
+    skills: Arc<Vec<ScannedSkill>>,
 }
 
 impl SkillsLoader {
@@ -68,7 +59,7 @@ impl SkillsLoader {
     }
 
     /// The skills of `dir`, from the cache while it is fresh.
-    pub fn load(&self, dir: &Path) -> Arc<Vec<SkillSummary>> {
+    pub fn load(&self, dir: &Path) -> Arc<Vec<ScannedSkill>> {
         let dir_mtime = mtime(dir);
         {
             let cache = self.lock();
@@ -103,7 +94,7 @@ impl SkillsLoader {
 
 type SeenFiles = Vec<(PathBuf, Option<SystemTime>)>;
 
-fn scan(dir: &Path) -> (Vec<SkillSummary>, SeenFiles) {
+fn scan(dir: &Path) -> (Vec<ScannedSkill>, SeenFiles) {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
@@ -125,45 +116,24 @@ fn scan(dir: &Path) -> (Vec<SkillSummary>, SeenFiles) {
             continue;
         };
         files.push((path.clone(), mtime(&path)));
-        match parse_front_matter(&text) {
-            Ok(front) => skills.push(SkillSummary {
-                name: front
-                    .name
-                    .map(|n| n.trim().to_string())
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| dir_name.clone()),
-                description: front.description.unwrap_or_default().trim().to_string(),
-                path: format!("{VIRTUAL_SKILLS}/{dir_name}/{SKILL_FILE}"),
+        match parse_skill_md(&text) {
+            Ok((meta, _)) => skills.push(ScannedSkill {
+                dir_name,
+                host_dir: entry.path(),
+                meta,
             }),
             Err(error) => {
-                tracing::warn!(%error, path = %path.display(), "Skipping a skill whose front matter cannot be read; fix its YAML header")
+                tracing::warn!(%error, path = %path.display(), "Skipping an invalid skill; fix its SKILL.md front matter")
             }
         }
     }
-    skills.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.path.cmp(&b.path)));
+    skills.sort_by(|a, b| {
+        a.meta
+            .name
+            .cmp(&b.meta.name)
+            .then_with(|| a.dir_name.cmp(&b.dir_name))
+    });
     (skills, files)
-}
-
-/// Reads the YAML between a leading `---` line and the next `---` line; no front matter means
-/// no name or description (the directory name is used).
-fn parse_front_matter(text: &str) -> Result<FrontMatter, String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.lines();
-    if lines.next().map(str::trim_end) != Some("---") {
-        return Ok(FrontMatter::default());
-    }
-    let mut yaml = String::new();
-    for line in lines {
-        if line.trim_end() == "---" {
-            if yaml.trim().is_empty() {
-                return Ok(FrontMatter::default());
-            }
-            return serde_saphyr::from_str(&yaml).map_err(|e| e.to_string());
-        }
-        yaml.push_str(line);
-        yaml.push('\n');
-    }
-    Err("the front matter has no closing '---' line".to_string())
 }
 
 fn mtime(path: &Path) -> Option<SystemTime> {
@@ -187,16 +157,22 @@ mod tests {
             "z-dir",
             "---\nname: alpha\ndescription: \"Does: alpha\"\nlicense: MIT\n---\n# Alpha\n",
         );
-        write_skill(tmp.path(), "beta", "# no front matter\n");
+        write_skill(tmp.path(), "beta", "---\nname: beta\ndescription: b\n---\n");
+        write_skill(tmp.path(), "no-header", "# no front matter\n");
+        write_skill(
+            tmp.path(),
+            "bad-key",
+            "---\nname: x\ndescription: y\nfoo: 1\n---\n",
+        );
         write_skill(tmp.path(), "broken", "---\nname: [unclosed\n---\n");
         write_skill(tmp.path(), ".hidden", "---\nname: hidden\n---\n");
         std::fs::create_dir_all(tmp.path().join("empty")).unwrap();
         let skills = load_dir(tmp.path());
-        let names: Vec<_> = skills.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<_> = skills.iter().map(|s| s.meta.name.as_str()).collect();
         assert_eq!(names, ["alpha", "beta"]);
-        assert_eq!(skills[0].description, "Does: alpha");
-        assert_eq!(skills[0].path, "/mnt/skills/z-dir/SKILL.md");
-        assert_eq!(skills[1].description, "");
+        assert_eq!(skills[0].meta.description, "Does: alpha");
+        assert_eq!(skills[0].dir_name, "z-dir");
+        assert_eq!(skills[1].meta.description, "b");
     }
 
     #[test]
@@ -231,7 +207,7 @@ mod tests {
             .set_modified(later)
             .unwrap();
         let second = loader.load(tmp.path());
-        assert_eq!(second[0].description, "second");
+        assert_eq!(second[0].meta.description, "second");
     }
 
     #[test]
@@ -241,8 +217,11 @@ mod tests {
                 .join("skills/public")
                 .as_path(),
         );
-        let bootstrap = skills.iter().find(|s| s.name == BOOTSTRAP_SKILL).unwrap();
-        assert_eq!(bootstrap.path, "/mnt/skills/bootstrap/SKILL.md");
-        assert!(!bootstrap.description.is_empty());
+        let bootstrap = skills
+            .iter()
+            .find(|s| s.meta.name == crate::skills::BOOTSTRAP_SKILL)
+            .unwrap();
+        assert_eq!(bootstrap.dir_name, "bootstrap");
+        assert!(!bootstrap.meta.description.is_empty());
     }
 }
