@@ -174,7 +174,11 @@ async fn a_long_conversation_is_summarized_keeping_pairs_and_recent_messages() {
         state.summary_text.as_deref(),
         Some("Fruit talk: apples, pears.")
     );
-    assert_eq!(state.messages.len(), 6, "summary + 4 kept + the answer");
+    assert_eq!(
+        state.messages.len(),
+        7,
+        "summary + 4 kept + the todo reminder + the answer"
+    );
     assert_eq!(
         state.messages[0].as_human().unwrap().name.as_deref(),
         Some(SUMMARY_NAME)

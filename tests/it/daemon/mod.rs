@@ -8,6 +8,7 @@ mod http_errors;
 mod leaks;
 mod lifecycle;
 mod run_errors;
+mod subagents;
 mod usage;
 mod web_chat;
 
