@@ -60,9 +60,9 @@ async fn the_status_message_shows_the_todo_list_as_it_changes() {
     );
     let requests = model.requests();
     assert_eq!(requests.len(), 3, "write, stop with open items, one reminder");
-    assert!(requests[0].body["tools"].to_string().contains("write_todos"));
+    assert!(requests[0]["tools"].to_string().contains("write_todos"));
     assert!(
-        requests[2].body["messages"]
+        requests[2]["messages"]
             .to_string()
             .contains("todo list still has open items"),
         "the reminder reached the model"

@@ -79,7 +79,7 @@ async fn a_successful_task_streams_its_events_and_counts_its_tokens() {
     assert!(completed_at < finished_at);
 
     // The sub-agent's request: its own prompt, no `task` tool, the delegated instructions.
-    let sub = &fake.requests()[1].body;
+    let sub = &fake.requests()[1];
     let tools: Vec<&str> = sub["tools"]
         .as_array()
         .map(|tools| tools.iter().filter_map(|t| t["function"]["name"].as_str()).collect())
