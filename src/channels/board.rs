@@ -106,8 +106,14 @@ mod tests {
             {"content": "Write it up", "status": "pending"},
         ]});
         assert!(board.apply(TODOS_UPDATED, &todos));
-        assert!(board.apply(TASK_STARTED, &json!({"task_id": "c1", "description": "Scan logs"})));
-        assert!(board.apply(TASK_STARTED, &json!({"task_id": "c2", "description": "Run tests"})));
+        assert!(board.apply(
+            TASK_STARTED,
+            &json!({"task_id": "c1", "description": "Scan logs"})
+        ));
+        assert!(board.apply(
+            TASK_STARTED,
+            &json!({"task_id": "c2", "description": "Run tests"})
+        ));
         assert!(board.apply(TASK_RUNNING, &json!({"task_id": "c1", "message_index": 2})));
         assert!(board.apply(TASK_FAILED, &json!({"task_id": "c2"})));
         assert!(!board.apply(TASK_COMPLETED, &json!({"task_id": "unknown"})));

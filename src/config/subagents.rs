@@ -111,7 +111,8 @@ impl SubagentsConfig {
             }
         };
         for (name, seconds) in &self.timeouts {
-            let known = BUILTIN_TYPES.contains(&name.as_str()) || self.custom_agents.contains_key(name);
+            let known =
+                BUILTIN_TYPES.contains(&name.as_str()) || self.custom_agents.contains_key(name);
             require(
                 known,
                 format!("subagents.timeouts.{name}"),

@@ -22,21 +22,21 @@ use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::ToolRef;
 use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
-use crate::config::subagents::clamp_total;
-use crate::middleware::subagent_limit::clamp_concurrency;
-use crate::subagents::{SubagentRegistry, SubagentRunner, SubagentTasks, TaskTool};
 use crate::agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
     SkillSummary, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
 use crate::config::AppConfig;
+use crate::config::subagents::clamp_total;
 use crate::memory::inject::MemoryInjector;
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
+use crate::middleware::subagent_limit::clamp_concurrency;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::{SandboxInfo, SandboxProvider};
 use crate::skills::{BOOTSTRAP_SKILL, skills_dir};
 use crate::store::Checkpointer;
+use crate::subagents::{SubagentRegistry, SubagentRunner, SubagentTasks, TaskTool};
 use crate::tools::registry::ToolRegistry;
 
 pub use access::AccessDenied;

@@ -175,12 +175,18 @@ mod tests {
     #[tokio::test]
     async fn excess_task_calls_truncated_other_calls_kept() {
         let mut state = ThreadState {
-            messages: vec![response("a", &["task", "ls", "task", "task", "bash", "task"])],
+            messages: vec![response(
+                "a",
+                &["task", "ls", "task", "task", "bash", "task"],
+            )],
             ..Default::default()
         };
         let mut ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
         ctx.options.max_concurrent_subagents = Some(2);
-        assert_eq!(limit(&mut state, &ctx).await, ["a-c0", "a-c1", "a-c2", "a-c4"]);
+        assert_eq!(
+            limit(&mut state, &ctx).await,
+            ["a-c0", "a-c1", "a-c2", "a-c4"]
+        );
         assert_eq!(delegations_in_run(&state, &ctx.run_id), 2);
     }
 
@@ -206,13 +212,27 @@ mod tests {
         assert_eq!(limit(&mut state, &ctx).await, ["b-c0", "b-c1", "b-c2"]);
         assert!(!state.last_ai().unwrap().content.contains("LIMIT"));
         // One of the default 6 is left: it runs, and the model learns the total is spent.
-        state.messages.push(response("c", &["task", "task", "task", "ls"]));
+        state
+            .messages
+            .push(response("c", &["task", "task", "task", "ls"]));
         assert_eq!(limit(&mut state, &ctx).await, ["c-c0", "c-c3"]);
-        assert!(state.last_ai().unwrap().content.contains("[SUBAGENT LIMIT REACHED]"));
+        assert!(
+            state
+                .last_ai()
+                .unwrap()
+                .content
+                .contains("[SUBAGENT LIMIT REACHED]")
+        );
         // Spent: nothing runs, not even the other calls, and the run ends capped.
         state.messages.push(response("d", &["ls", "task"]));
         assert!(limit(&mut state, &ctx).await.is_empty());
-        assert!(state.last_ai().unwrap().content.contains("[SUBAGENT LIMIT REACHED]"));
+        assert!(
+            state
+                .last_ai()
+                .unwrap()
+                .content
+                .contains("[SUBAGENT LIMIT REACHED]")
+        );
         assert_eq!(ctx.stop_reason(), Some(StopReason::SubagentLimitCapped));
         assert_eq!(delegations_in_run(&state, &ctx.run_id), 6);
         assert_eq!(delegations_in_run(&state, "another run"), 0);

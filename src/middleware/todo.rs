@@ -224,8 +224,8 @@ impl Tool for WriteTodosTool {
 mod tests {
     use super::*;
     use crate::agent_api::Flow;
-    use crate::messages::AiMessage;
     use crate::config::AppConfig;
+    use crate::messages::AiMessage;
 
     fn todo(content: &str, status: TodoStatus) -> Todo {
         Todo {
@@ -299,7 +299,11 @@ mod tests {
             ..Default::default()
         };
         let visible = TodoMiddleware.before_model(&state, &ctx).await.unwrap();
-        assert_eq!(visible, HookResult::proceed(), "the call is still in the context");
+        assert_eq!(
+            visible,
+            HookResult::proceed(),
+            "the call is still in the context"
+        );
         // Summarization dropped the call.
         state.messages.remove(1);
         let first = TodoMiddleware.before_model(&state, &ctx).await.unwrap();
@@ -312,7 +316,11 @@ mod tests {
         state.apply(first.update).unwrap();
         state.messages.push(Message::ai("working"));
         let again = TodoMiddleware.before_model(&state, &ctx).await.unwrap();
-        assert_eq!(again, HookResult::proceed(), "one reminder, not one per call");
+        assert_eq!(
+            again,
+            HookResult::proceed(),
+            "one reminder, not one per call"
+        );
     }
 
     #[tokio::test]
@@ -326,7 +334,8 @@ mod tests {
             state: &state,
             tool_call_id: "c",
         };
-        let args = json!({"todos": [{"content": "a", "status": "in_progress", "activeForm": "Doing a"}]});
+        let args =
+            json!({"todos": [{"content": "a", "status": "in_progress", "activeForm": "Doing a"}]});
         WriteTodosTool.call(args, &ctx).await.unwrap();
         let Some(RunEvent::Custom { name, data }) = rx.recv().await else {
             panic!("a custom event")

@@ -103,7 +103,12 @@ impl SubagentRunner {
     }
 
     /// Runs the task to its end (completed, failed, timed out or cancelled).
-    pub async fn run(&self, request: TaskRequest, parent: &RunContext, state: &ThreadState) -> TaskReport {
+    pub async fn run(
+        &self,
+        request: TaskRequest,
+        parent: &RunContext,
+        state: &ThreadState,
+    ) -> TaskReport {
         let Some(spec) = self.registry.get(&request.subagent_type) else {
             return TaskReport::failed_early(
                 &request.task_id,

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use crate::agent_api::ToolRef;
-use crate::config::subagents::{CustomSubagentConfig, DEFAULT_DISALLOWED, INHERIT, SubagentsConfig};
+use crate::config::subagents::{
+    CustomSubagentConfig, DEFAULT_DISALLOWED, INHERIT, SubagentsConfig,
+};
 
 /// The tool no sub-agent ever gets (no recursion), whatever its lists say.
 pub const TASK_TOOL: &str = "task";

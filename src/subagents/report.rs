@@ -187,9 +187,20 @@ mod tests {
             report(TaskStatus::Completed).text(),
             "Task Succeeded. Result: 42"
         );
-        assert_eq!(report(TaskStatus::Failed).text(), "Task failed. Error: boom");
-        assert!(report(TaskStatus::TimedOut).text().starts_with("Task timed out."));
-        assert!(report(TaskStatus::Cancelled).text().starts_with("Task cancelled"));
+        assert_eq!(
+            report(TaskStatus::Failed).text(),
+            "Task failed. Error: boom"
+        );
+        assert!(
+            report(TaskStatus::TimedOut)
+                .text()
+                .starts_with("Task timed out.")
+        );
+        assert!(
+            report(TaskStatus::Cancelled)
+                .text()
+                .starts_with("Task cancelled")
+        );
         let capped = TaskReport {
             cap: Some(CapReason::TurnCapped),
             ..report(TaskStatus::Completed)

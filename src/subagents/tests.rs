@@ -148,7 +148,10 @@ async fn run_lead(model: Arc<TestModel>, config: AppConfig, dir: &tempfile::Temp
         .agent
         .run(ThreadState::default(), vec![Message::human("go")], &ctx)
         .await;
-    lead.subagent_tasks.expect("sub-agents enabled").wait().await;
+    lead.subagent_tasks
+        .expect("sub-agents enabled")
+        .wait()
+        .await;
     Lead {
         outcome,
         events: drain(&mut receiver),
@@ -173,7 +176,12 @@ async fn parallel_sub_agents_take_about_the_time_of_one() {
     let started = tokio::time::Instant::now();
     let lead = run_lead(model.clone(), AppConfig::default(), &dir).await;
     let elapsed = started.elapsed();
-    assert_eq!(lead.outcome.stop, StopReason::Completed, "{:?}", lead.outcome.error);
+    assert_eq!(
+        lead.outcome.stop,
+        StopReason::Completed,
+        "{:?}",
+        lead.outcome.error
+    );
     assert!(
         elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(3),
         "two 2 s sub-agents took {elapsed:?} (sequential would be 4 s)"
@@ -230,7 +238,10 @@ async fn a_timed_out_sub_agent_is_cancelled_and_the_lead_goes_on() {
     let lead = run_lead(model.clone(), config, &dir).await;
     assert_eq!(lead.outcome.stop, StopReason::Completed);
     let results = lead.task_results();
-    assert!(results[0].starts_with("Task timed out. Error: "), "{results:?}");
+    assert!(
+        results[0].starts_with("Task timed out. Error: "),
+        "{results:?}"
+    );
     assert!(results[0].contains("subagents.timeouts.general-purpose"));
     let tool = lead
         .outcome
@@ -239,7 +250,10 @@ async fn a_timed_out_sub_agent_is_cancelled_and_the_lead_goes_on() {
         .iter()
         .find_map(Message::as_tool)
         .unwrap();
-    assert_eq!(tool.artifact.as_ref().unwrap()["subagent_status"], "timed_out");
+    assert_eq!(
+        tool.artifact.as_ref().unwrap()["subagent_status"],
+        "timed_out"
+    );
     assert_eq!(lead.outcome.state.last_ai().unwrap().content, "moving on");
     assert!(lead.custom_names().contains(&"task_timed_out".to_string()));
     tokio::time::sleep(Duration::from_secs(60)).await;
@@ -315,7 +329,15 @@ fn each_type_sees_only_its_tools_and_never_task() {
     let runner = runner(&config);
     assert_eq!(
         tools_of(&runner, "general-purpose"),
-        ["bash", "glob", "ls", "read_file", "str_replace", "web_search", "write_file"]
+        [
+            "bash",
+            "glob",
+            "ls",
+            "read_file",
+            "str_replace",
+            "web_search",
+            "write_file"
+        ]
     );
     assert_eq!(
         tools_of(&runner, "bash"),

@@ -170,12 +170,17 @@ async fn a_long_conversation_is_summarized_keeping_pairs_and_recent_messages() {
     assert_eq!(
         texts
             .iter()
-            .map(|t| t.matches("Your todo list from earlier is no longer visible").count())
+            .map(|t| t
+                .matches("Your todo list from earlier is no longer visible")
+                .count())
             .sum::<usize>(),
         1,
         "the todo list is re-shown exactly once once its write_todos call is summarized away"
     );
-    assert!(question.contains("- [completed] compare the fruit"), "{question}");
+    assert!(
+        question.contains("- [completed] compare the fruit"),
+        "{question}"
+    );
     let reminders = outcome
         .state
         .messages

@@ -28,7 +28,9 @@ async fn the_status_message_shows_the_todo_list_as_it_changes() {
             ]}),
         ))
         .push(Reply::slow(
-            ["Plotting", " the", " data", " now", " and", " then", " done."],
+            [
+                "Plotting", " the", " data", " now", " and", " then", " done.",
+            ],
             Duration::from_millis(500),
         ))
         // The list still has open items: one reminder, then the model explains.
@@ -52,14 +54,21 @@ async fn the_status_message_shows_the_todo_list_as_it_changes() {
     assert!(
         !with_board.is_empty(),
         "the status message shows the todo list: {:?}",
-        edits.iter().map(|e| e.body["text"].clone()).collect::<Vec<_>>()
+        edits
+            .iter()
+            .map(|e| e.body["text"].clone())
+            .collect::<Vec<_>>()
     );
     assert!(
         with_board.iter().any(|t| t.ends_with(" ▉")),
         "the list sits above the streaming answer: {with_board:?}"
     );
     let requests = model.requests();
-    assert_eq!(requests.len(), 3, "write, stop with open items, one reminder");
+    assert_eq!(
+        requests.len(),
+        3,
+        "write, stop with open items, one reminder"
+    );
     assert!(requests[0]["tools"].to_string().contains("write_todos"));
     assert!(
         requests[2]["messages"]

@@ -30,9 +30,17 @@ fn task_events(events: &[(String, Value)]) -> Vec<(String, Value)> {
     events
         .iter()
         .filter(|(name, data)| {
-            name == "custom" && data["type"].as_str().is_some_and(|t| t.starts_with("task_"))
+            name == "custom"
+                && data["type"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("task_"))
         })
-        .map(|(_, data)| (data["type"].as_str().unwrap().to_string(), data["data"].clone()))
+        .map(|(_, data)| {
+            (
+                data["type"].as_str().unwrap().to_string(),
+                data["data"].clone(),
+            )
+        })
         .collect()
 }
 
@@ -56,7 +64,11 @@ async fn a_successful_task_streams_its_events_and_counts_its_tokens() {
 
     let tasks = task_events(&events);
     let names: Vec<&str> = tasks.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["task_started", "task_running", "task_completed"], "{events:?}");
+    assert_eq!(
+        names,
+        ["task_started", "task_running", "task_completed"],
+        "{events:?}"
+    );
     let task_id = tasks[0].1["task_id"].as_str().unwrap();
     assert!(tasks.iter().all(|(_, d)| d["task_id"] == task_id));
     assert_eq!(tasks[0].1["description"], "Count files");
@@ -69,7 +81,10 @@ async fn a_successful_task_streams_its_events_and_counts_its_tokens() {
         .find(|(name, data)| name == "custom" && data["type"] == "tool_finished")
         .map(|(_, data)| data["result"].clone())
         .expect("the task's tool message");
-    assert_eq!(tool_message["content"], "Task Succeeded. Result: There are 3 files.");
+    assert_eq!(
+        tool_message["content"],
+        "Task Succeeded. Result: There are 3 files."
+    );
     assert_eq!(tool_message["artifact"]["subagent_status"], "completed");
     let finished_at = events.iter().position(|(n, _)| n == "end").unwrap();
     let completed_at = events
@@ -82,14 +97,26 @@ async fn a_successful_task_streams_its_events_and_counts_its_tokens() {
     let sub = &fake.requests()[1];
     let tools: Vec<&str> = sub["tools"]
         .as_array()
-        .map(|tools| tools.iter().filter_map(|t| t["function"]["name"].as_str()).collect())
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
         .unwrap_or_default();
     assert!(!tools.contains(&"task"), "{tools:?}");
-    assert!(sub["messages"].to_string().contains("Count the files and report."));
+    assert!(
+        sub["messages"]
+            .to_string()
+            .contains("Count the files and report.")
+    );
     assert!(!sub["messages"].to_string().contains("how many files?"));
 
     let usage = daemon.get_json("/api/usage", TOKEN_A).await;
-    assert_eq!(usage["rows"][0]["total_tokens"], 150, "lead 30 + sub-agent 120: {usage}");
+    assert_eq!(
+        usage["rows"][0]["total_tokens"], 150,
+        "lead 30 + sub-agent 120: {usage}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,7 +134,10 @@ async fn a_failed_task_streams_task_failed_and_the_lead_goes_on() {
     let names: Vec<&str> = tasks.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["task_started", "task_failed"], "{events:?}");
     assert!(
-        tasks[1].1["error"].as_str().unwrap().starts_with("Task failed. Error: "),
+        tasks[1].1["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Task failed. Error: "),
         "{:?}",
         tasks[1]
     );
