@@ -435,3 +435,7 @@ fn default_soul(store: &AgentStore) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// Sub-agents end to end: they need the lead agent, which `subagents` must not depend on.
+#[cfg(test)]
+mod subagent_tests;

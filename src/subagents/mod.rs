@@ -19,5 +19,3 @@ pub use registry::{SubagentRegistry, SubagentSpec};
 pub use report::{TaskReport, TaskStatus};
 pub use task_tool::TaskTool;
 
-#[cfg(test)]
-mod tests;

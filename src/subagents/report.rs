@@ -155,7 +155,8 @@ impl TaskReport {
             "model": self.model,
             "token_usage": self.total_usage(),
         });
-        data[crate::usage::USAGE_BY_MODEL] = json!(self.usage);
+        // `usage::USAGE_BY_MODEL` (named here, not imported: `usage` sits above the agent modules).
+        data["usage_by_model"] = json!(self.usage);
         match self.status {
             TaskStatus::Completed => data["result"] = json!(self.result),
             _ => data["error"] = json!(self.text()),
