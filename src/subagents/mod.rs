@@ -18,4 +18,3 @@ pub use executor::{SubagentRunner, SubagentTasks, TaskRequest};
 pub use registry::{SubagentRegistry, SubagentSpec};
 pub use report::{TaskReport, TaskStatus};
 pub use task_tool::TaskTool;
-
