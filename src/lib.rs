@@ -39,6 +39,7 @@ pub mod state;
 pub mod status;
 pub mod store;
 pub mod store_cli;
+pub mod subagents;
 pub mod tools;
 pub mod uploads;
 pub mod usage;

@@ -71,6 +71,8 @@ pub enum StopReason {
     LoopCapped,
     /// The token budget forced a final answer.
     TokenCapped,
+    /// The run's sub-agent delegations were spent; the model was told and the run ended.
+    SubagentLimitCapped,
 }
 
 impl StopReason {
@@ -84,6 +86,7 @@ impl StopReason {
             StopReason::Error => "error",
             StopReason::LoopCapped => "loop_capped",
             StopReason::TokenCapped => "token_capped",
+            StopReason::SubagentLimitCapped => "subagent_limit_capped",
         }
     }
 
@@ -95,6 +98,7 @@ impl StopReason {
                 | StopReason::Interrupted
                 | StopReason::LoopCapped
                 | StopReason::TokenCapped
+                | StopReason::SubagentLimitCapped
         )
     }
 }

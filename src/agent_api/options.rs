@@ -14,7 +14,10 @@ pub struct RunOptions {
     pub reasoning_effort: Option<String>,
     pub is_plan_mode: bool,
     pub subagent_enabled: bool,
+    /// `task` calls per model response (clamped to 1–4; default 3).
     pub max_concurrent_subagents: Option<u32>,
+    /// `task` calls per run (clamped to 1–50; default `subagents.max_total_per_run`).
+    pub max_total_subagents: Option<u32>,
     pub is_bootstrap: bool,
     pub agent_name: Option<String>,
     pub recursion_limit: Option<u32>,

@@ -11,6 +11,7 @@
 
 pub mod access;
 mod actions;
+mod board;
 pub mod budget;
 pub mod chunk;
 pub mod commands;

@@ -1,6 +1,7 @@
-//! The status message of a turn: "Working on it…", then the growing answer with a cursor.
+//! The status message of a turn: "Working on it…", then the growing answer with a cursor,
+//! under the plan and sub-task board (todo list, running sub-tasks) when the run has one.
 //!
-//! Only assistant text deltas are shown (never tool output, reminders or memory). Edits are
+//! Only assistant text deltas and the board are shown (never tool output, reminders or memory). Edits are
 //! throttled to the chat's interval and drawn from the rate budget with `try_acquire`: under
 //! pressure an edit is skipped and the next one carries the latest text (coalescing).
 
@@ -9,6 +10,7 @@ use std::time::Duration;
 use antler_channel::{ChannelError, ChatKey};
 use tokio::time::Instant;
 
+use crate::channels::board::Board;
 use crate::channels::deliver::secs;
 use crate::channels::runtime::ChannelRuntime;
 
@@ -25,6 +27,7 @@ pub(crate) struct StatusStream<'a> {
     message_id: Option<String>,
     text: String,
     progress: Option<String>,
+    board: Board,
     shown: String,
     last_edit: Option<Instant>,
     /// Edits sent (for tests and logs).
@@ -50,6 +53,7 @@ impl<'a> StatusStream<'a> {
             message_id: None,
             text: String::new(),
             progress: None,
+            board: Board::default(),
             shown: WORKING_TEXT.into(),
             last_edit: Some(Instant::now()),
             edits: 0,
@@ -69,6 +73,11 @@ impl<'a> StatusStream<'a> {
         if self.show_progress {
             self.progress = progress;
         }
+    }
+
+    /// A custom run event: todo lists and sub-task progress update the board.
+    pub(crate) fn apply_custom(&mut self, name: &str, data: &serde_json::Value) {
+        self.board.apply(name, data);
     }
 
     /// The text the answer has reached so far.
@@ -120,13 +129,20 @@ impl<'a> StatusStream<'a> {
 
     fn render(&self) -> String {
         let max = self.runtime.profile.max_text_len.max(16);
+        let board = if self.board.is_empty() {
+            String::new()
+        } else {
+            // The board never takes more than half the message: the answer needs room too.
+            let board: String = self.board.render().chars().take(max / 2).collect();
+            format!("{board}\n\n")
+        };
         if self.text.trim().is_empty() {
             return match &self.progress {
-                Some(progress) => format!("{WORKING_TEXT}\n{progress}"),
-                None => WORKING_TEXT.into(),
+                Some(progress) => format!("{board}{WORKING_TEXT}\n{progress}"),
+                None => format!("{board}{WORKING_TEXT}"),
             };
         }
-        let budget = max - CURSOR.chars().count() - 1;
+        let budget = max - CURSOR.chars().count() - 1 - board.chars().count();
         let mut shown: String = self.text.chars().take(budget).collect();
         if shown.len() < self.text.len() {
             shown.push('…');
@@ -134,7 +150,7 @@ impl<'a> StatusStream<'a> {
         // A delta often ends in a space; the cursor brings its own.
         shown.truncate(shown.trim_end().len());
         shown.push_str(CURSOR);
-        shown
+        format!("{board}{shown}")
     }
 }
 

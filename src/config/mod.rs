@@ -12,6 +12,7 @@ pub mod memory;
 mod problem;
 pub mod schema;
 pub mod storage;
+pub mod subagents;
 pub mod summarization;
 pub mod validate;
 pub mod watch;

@@ -76,6 +76,8 @@ pub struct AppConfig {
     pub budgets: crate::config::budgets::BudgetsConfig,
     /// USD per million tokens by model name, for `/usage` and `antler usage`.
     pub pricing: crate::config::budgets::PricingConfig,
+    /// Sub-agents the `task` tool runs: timeouts, the per-run cap, custom types.
+    pub subagents: crate::config::subagents::SubagentsConfig,
 }
 
 impl Default for AppConfig {
@@ -109,6 +111,7 @@ impl Default for AppConfig {
             summarization: Default::default(),
             budgets: Default::default(),
             pricing: Default::default(),
+            subagents: Default::default(),
         }
     }
 }

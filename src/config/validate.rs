@@ -20,6 +20,11 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
     check_gateway(config, &mut problems);
     check_channels(config, &mut problems);
     check_sandbox(config, &mut problems);
+    problems.0.extend(
+        config
+            .subagents
+            .problems(|name| config.model(name).is_some()),
+    );
     problems.require(
         config.store.cache_capacity_mb >= 1,
         "store.cache_capacity_mb",

@@ -305,6 +305,7 @@ impl Harness {
         ctx.events = events;
         let threads = self.inner.threads.clone();
         let agent = lead.agent;
+        let subagents = lead.subagent_tasks;
         let model_name = agent.model.name().to_string();
         let outcome = self.inner.tracker.spawn(async move {
             let mut meter = RunMeter::default();
@@ -319,6 +320,15 @@ impl Harness {
                 None
             };
             let (outcome, finished) = tokio::join!(agent.run(state, input, &ctx), relay);
+            if let Some(subagents) = subagents {
+                // Sub-agents of a cancelled run wind down after it; what they report (their
+                // end, their tokens) still belongs to this run.
+                subagents.wait().await;
+                while let Ok(event) = agent_events.try_recv() {
+                    meter.observe(&event, &model_name);
+                    let _ = caller_events.send(event);
+                }
+            }
             meter.save(&usage, &ctx.user_id);
             let status = match outcome.stop {
                 reason if reason.is_answered() => ThreadStatus::Idle,

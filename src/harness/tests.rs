@@ -250,3 +250,47 @@ async fn an_injected_config_applies_to_that_run_only() {
         "the live config is untouched"
     );
 }
+
+#[tokio::test]
+async fn cancelling_a_run_cancels_its_sub_agents_before_it_reports_its_end() {
+    let delegate = ScriptedTurn::ToolCalls {
+        text: String::new(),
+        calls: vec![(
+            "task".into(),
+            serde_json::json!({"description": "Slow work", "prompt": "work slowly", "subagent_type": "general-purpose"}),
+        )],
+    };
+    // The lead delegates; the sub-agent's answer would take 30 s.
+    let f = fixture(vec![delegate, slow("late")]);
+    let mut run = request("alice", "t1", "go");
+    run.options.subagent_enabled = true;
+    let mut handle = f.harness.start_run(run).await.unwrap();
+    let mut names = Vec::new();
+    while let Some(event) = handle.events.recv().await {
+        if let RunEvent::Custom { name, .. } = &event {
+            names.push(name.clone());
+            if name == "task_started" {
+                break;
+            }
+        }
+    }
+    assert!(f.harness.cancel_run("t1", &handle.run_id));
+    let outcome = tokio::time::timeout(Duration::from_secs(10), &mut handle.outcome)
+        .await
+        .expect("the run and its sub-agent ended soon after the cancel")
+        .unwrap();
+    assert_eq!(outcome.stop, StopReason::Cancelled);
+    while let Some(event) = handle.events.recv().await {
+        match event {
+            RunEvent::Custom { name, .. } => names.push(name),
+            RunEvent::Finished { .. } => names.push("finished".into()),
+            _ => {}
+        }
+    }
+    let cancelled = names.iter().position(|n| n == "task_cancelled");
+    let finished = names.iter().position(|n| n == "finished");
+    assert!(
+        cancelled.is_some() && cancelled < finished,
+        "task_cancelled reaches the caller before the end: {names:?}"
+    );
+}

@@ -21,19 +21,22 @@ use crate::agent_api::DroppedMessagesSink;
 use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::ToolRef;
-use crate::agents::prompt::{DEFAULT_MAX_CONCURRENT_SUBAGENTS, DEFAULT_MAX_TOTAL_SUBAGENTS};
+use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
 use crate::agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
     SkillSummary, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
 use crate::config::AppConfig;
+use crate::config::subagents::clamp_total;
 use crate::memory::inject::MemoryInjector;
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
+use crate::middleware::subagent_limit::clamp_concurrency;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::{SandboxInfo, SandboxProvider};
 use crate::skills::{BOOTSTRAP_SKILL, Skill, SkillActivationMiddleware, SkillCatalog, skills_dir};
 use crate::store::Checkpointer;
+use crate::subagents::{SubagentRegistry, SubagentRunner, SubagentTasks, TaskTool};
 use crate::tools::registry::ToolRegistry;
 
 pub use access::AccessDenied;
@@ -41,8 +44,6 @@ pub use cache::LeadAgentCache;
 pub use model_settings::AGENT_MODEL_SETTINGS;
 
 pub const LEAD_AGENT_NAME: &str = "lead_agent";
-/// The tool that runs a sub-agent; the prompt only mentions sub-agents when it is bound.
-const TASK_TOOL: &str = "task";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LeadAgentError {
@@ -86,6 +87,8 @@ pub struct LeadAgent {
     pub skill_names: Vec<String>,
     /// Why requested options were changed; surfaces may show these to the user.
     pub warnings: Vec<String>,
+    /// The run's sub-agents (with `subagent_enabled`): its owner waits for them after the run.
+    pub subagent_tasks: Option<SubagentTasks>,
 }
 
 /// What the factory builds from, besides the request and the config.
@@ -185,7 +188,7 @@ pub fn make_lead_agent(
     resolve::downgrade_thinking(&mut options, &model, &mut warnings);
     options.model_name = Some(model.name.clone());
 
-    let tools = select_tools(
+    let mut tools = select_tools(
         &deps,
         branch,
         agent_config,
@@ -195,6 +198,26 @@ pub fn make_lead_agent(
     );
     let (skills, skill_activation) =
         select_skills(&deps, config, branch, agent_config, &mut warnings);
+    let subagent_tasks = options.subagent_enabled.then(|| {
+        // Sub-agents get the lead's tools, not the tool of its branch (creating or updating
+        // an agent is the lead conversation's business).
+        let inheritable: Vec<ToolRef> = tools
+            .iter()
+            .filter(|t| !matches!(t.name(), "setup_agent" | "update_agent"))
+            .cloned()
+            .collect();
+        let runner = Arc::new(SubagentRunner::new(
+            SubagentRegistry::from_config(&config.subagents),
+            model.model.clone(),
+            deps.models.clone(),
+            inheritable,
+            skills.clone(),
+            deps.sandbox.clone(),
+        ));
+        let tasks = runner.tasks();
+        tools.push(Arc::new(TaskTool::new(runner)));
+        tasks
+    });
     let soul = match &custom {
         Some(agent) => Some(agent.soul.clone()),
         None => default_soul(&store),
@@ -210,11 +233,16 @@ pub fn make_lead_agent(
         agent_name: custom.as_ref().map(|agent| agent.config.name.as_str()),
         soul: soul.as_deref(),
         is_custom_agent: branch == Branch::Custom,
-        subagent_enabled: options.subagent_enabled && tools.iter().any(|t| t.name() == TASK_TOOL),
-        max_concurrent_subagents: options
-            .max_concurrent_subagents
-            .unwrap_or(DEFAULT_MAX_CONCURRENT_SUBAGENTS),
-        max_total_subagents: DEFAULT_MAX_TOTAL_SUBAGENTS,
+        subagent_enabled: subagent_tasks.is_some(),
+        max_concurrent_subagents: clamp_concurrency(
+            options
+                .max_concurrent_subagents
+                .unwrap_or(DEFAULT_MAX_CONCURRENT_SUBAGENTS),
+        ),
+        max_total_subagents: options
+            .max_total_subagents
+            .map(clamp_total)
+            .unwrap_or_else(|| config.subagents.max_total()),
         skills: &skills,
         deferred_tools: &[],
         mounts: &mounts,
@@ -264,6 +292,11 @@ pub fn make_lead_agent(
         } else {
             Feature::Off
         },
+        subagent: if subagent_tasks.is_some() {
+            Feature::BuiltIn
+        } else {
+            Feature::Off
+        },
         ..RuntimeFeatures::default()
     };
     let title_model = title_model(
@@ -309,6 +342,7 @@ pub fn make_lead_agent(
         agent_name,
         skill_names: skills.iter().map(|s| s.name.clone()).collect(),
         warnings,
+        subagent_tasks,
     })
 }
 
@@ -439,3 +473,7 @@ fn default_soul(store: &AgentStore) -> Option<String> {
 
 #[cfg(test)]
 mod tests;
+
+/// Sub-agents end to end: they need the lead agent, which `subagents` must not depend on.
+#[cfg(test)]
+mod subagent_tests;

@@ -1,8 +1,9 @@
 //! `TodoMiddleware` and the `write_todos` tool (plan mode): a visible task list the model keeps.
 //!
-//! The tool replaces `state.todos`. When the call that wrote the list has scrolled out of the
-//! recent history the model is reminded of the list (request-only), and a model that stops while
-//! items are still open is asked, once per run, to carry on.
+//! The tool replaces `state.todos` and announces the new list as a `todos_updated` run event
+//! (chat status messages and the web chat draw it). When the call that wrote the list is no
+//! longer in the context (summarization dropped it) the model gets one reminder of the list, and
+//! a model that stops while items are still open is asked, once per run, to finish or explain.
 
 use std::sync::Arc;
 
@@ -12,18 +13,17 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent_api::RunContext;
-use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext};
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunEvent};
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, parse_args, schema_for};
-use crate::messages::{AiMessage, Message};
+use crate::messages::Message;
 use crate::middleware::support::hidden_human;
-use crate::model::{ModelError, ModelRequest};
 use crate::state::{StateUpdate, ThreadState, Todo, TodoStatus};
 
 pub const WRITE_TODOS: &str = "write_todos";
-/// The list is re-shown when no `write_todos` call is among this many most recent messages.
-pub const REMINDER_WINDOW: usize = 20;
 pub const TODO_REMINDER_NAME: &str = "todo_reminder";
 pub const TODO_CONTINUE_NAME: &str = "todo_continue";
+/// The run event carrying the new list (`{"todos": [...]}`).
+pub const TODOS_UPDATED: &str = "todos_updated";
 /// `state.extra` key holding the run id that already got the "keep going" nudge.
 const CONTINUE_KEY: &str = "todo_continue_run";
 
@@ -52,6 +52,14 @@ pub fn format_todos(todos: &[Todo]) -> String {
         .join("\n")
 }
 
+/// The seed's reminder for a list whose `write_todos` call is no longer in the context.
+pub fn context_loss_reminder(todos: &[Todo]) -> String {
+    format!(
+        "<system_reminder>\nYour todo list from earlier is no longer visible in the current context window,\nbut it is still active. Here is the current state:\n\n{}\n\nContinue tracking and updating this todo list as you work.\nCall `write_todos` whenever the status of any item changes.\n</system_reminder>",
+        format_todos(todos)
+    )
+}
+
 fn open_todos(state: &ThreadState) -> Option<&[Todo]> {
     state
         .todos
@@ -69,30 +77,27 @@ impl Middleware for TodoMiddleware {
         vec![Arc::new(WriteTodosTool)]
     }
 
-    async fn wrap_model_call(
+    /// Re-shows the list once its `write_todos` call left the context (summarization dropped
+    /// it): one persisted reminder, not repeated while it is itself still in the context.
+    async fn before_model(
         &self,
-        mut request: ModelRequest,
         state: &ThreadState,
         _ctx: &RunContext,
-        next: ModelNext<'_>,
-    ) -> Result<AiMessage, ModelError> {
-        if let Some(todos) = state.todos.as_deref().filter(|t| !t.is_empty()) {
-            let recent = request.messages.len().saturating_sub(REMINDER_WINDOW);
-            let visible = request.messages[recent..].iter().any(|m| {
-                m.as_ai()
-                    .is_some_and(|ai| ai.tool_calls.iter().any(|c| c.name == WRITE_TODOS))
-            });
-            if !visible {
-                request.messages.push(Message::Human(hidden_human(
-                    TODO_REMINDER_NAME,
-                    format!(
-                        "<system-reminder>\nYour current todo list (update it with write_todos as you progress):\n{}\n</system-reminder>",
-                        format_todos(todos)
-                    ),
-                )));
-            }
+    ) -> Result<HookResult, MiddlewareError> {
+        let Some(todos) = state.todos.as_deref().filter(|t| !t.is_empty()) else {
+            return Ok(HookResult::proceed());
+        };
+        let in_context = state.messages.iter().any(|m| match m {
+            Message::Ai(ai) => ai.tool_calls.iter().any(|c| c.name == WRITE_TODOS),
+            Message::Human(h) => h.name.as_deref() == Some(TODO_REMINDER_NAME),
+            _ => false,
+        });
+        if in_context {
+            return Ok(HookResult::proceed());
         }
-        next.call(request).await
+        Ok(HookResult::update(StateUpdate::message(Message::Human(
+            hidden_human(TODO_REMINDER_NAME, context_loss_reminder(todos)),
+        ))))
     }
 
     async fn after_model(
@@ -121,6 +126,28 @@ impl Middleware for TodoMiddleware {
         Ok(HookResult::retry_model(update))
     }
 }
+
+/// The seed's usage rules, as the model reads them.
+const WRITE_TODOS_DESCRIPTION: &str = "Create and manage a structured todo list for the current \
+task, so the user sees your progress. Send the complete list each call: it replaces the previous one.
+
+When to use it:
+- complex multi-step tasks (3 or more distinct steps);
+- non-trivial tasks that need careful planning;
+- when the user asks for a todo list;
+- when the user gives several tasks (numbered or comma-separated);
+- when the plan may change with intermediate results.
+
+When not to use it: a simple task of fewer than 3 steps. Just do it.
+
+Rules:
+- Mark a task completed immediately when it is done; do not batch updates.
+- Keep exactly one task in_progress at a time (unless tasks really run in parallel).
+- Update the list in real time as you work, so the user can follow along.
+- Mark a task completed only when it is fully done. If you are blocked, keep it in_progress \
+and add a new task for what resolves the blocker.
+- Give each task `content` in the imperative (\"Run the tests\") and, optionally, `activeForm` \
+in the present continuous (\"Running the tests\").";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteTodosArgs {
@@ -156,16 +183,14 @@ impl Tool for WriteTodosTool {
     }
 
     fn description(&self) -> &str {
-        "Create or update the todo list for a complex task. Use it only for tasks with 3 or more \
-         distinct steps. Send the whole list each time; keep exactly one item in_progress while \
-         working and mark items completed as soon as they are done."
+        WRITE_TODOS_DESCRIPTION
     }
 
     fn parameters(&self) -> Value {
         schema_for::<WriteTodosArgs>()
     }
 
-    async fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let args: WriteTodosArgs = parse_args(args)?;
         let todos: Vec<Todo> = args
             .todos
@@ -180,6 +205,10 @@ impl Tool for WriteTodosTool {
                 active_form: t.active_form,
             })
             .collect();
+        ctx.run.events.emit(RunEvent::Custom {
+            name: TODOS_UPDATED.into(),
+            data: json!({"todos": todos}),
+        });
         Ok(ToolOutput {
             content: format!("Updated todo list:\n{}", format_todos(&todos)),
             update: StateUpdate {
@@ -196,6 +225,7 @@ mod tests {
     use super::*;
     use crate::agent_api::Flow;
     use crate::config::AppConfig;
+    use crate::messages::AiMessage;
 
     fn todo(content: &str, status: TodoStatus) -> Todo {
         Todo {
@@ -249,33 +279,70 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn reminds_of_the_list_once_the_write_scrolled_out() {
-        use crate::model::{ScriptedModel, ScriptedTurn};
+    async fn reminds_of_the_list_once_when_its_write_left_the_context() {
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
-        let state = ThreadState {
-            todos: Some(vec![todo("a", TodoStatus::InProgress)]),
+        let write = Message::Ai(AiMessage {
+            tool_calls: vec![crate::messages::ToolCall {
+                id: "w".into(),
+                name: WRITE_TODOS.into(),
+                args: json!({}),
+                args_error: None,
+            }],
+            ..Default::default()
+        });
+        let mut state = ThreadState {
+            messages: vec![Message::human("start"), write],
+            todos: Some(vec![
+                todo("a", TodoStatus::InProgress),
+                todo("b", TodoStatus::Pending),
+            ]),
             ..Default::default()
         };
-        let mut messages = vec![Message::human("start")];
-        messages.extend((0..REMINDER_WINDOW).map(|i| Message::ai(format!("step {i}"))));
-        let model = ScriptedModel::new("m", [ScriptedTurn::Text(vec!["ok".into()])]);
-        let request = ModelRequest {
-            messages,
-            ..Default::default()
-        };
-        TodoMiddleware
-            .wrap_model_call(
-                request,
-                &state,
-                &ctx,
-                ModelNext::new(&[], &model, &state, &ctx),
-            )
-            .await
-            .unwrap();
-        let sent = model.requests().pop().unwrap();
-        let reminder = sent.messages.last().unwrap().as_human().unwrap();
+        let visible = TodoMiddleware.before_model(&state, &ctx).await.unwrap();
+        assert_eq!(
+            visible,
+            HookResult::proceed(),
+            "the call is still in the context"
+        );
+        // Summarization dropped the call.
+        state.messages.remove(1);
+        let first = TodoMiddleware.before_model(&state, &ctx).await.unwrap();
+        let reminder = first.update.messages[0].as_human().unwrap().clone();
         assert_eq!(reminder.name.as_deref(), Some(TODO_REMINDER_NAME));
-        assert!(reminder.content.contains("- [in_progress] a"));
+        assert_eq!(
+            reminder.content,
+            "<system_reminder>\nYour todo list from earlier is no longer visible in the current context window,\nbut it is still active. Here is the current state:\n\n- [in_progress] a\n- [pending] b\n\nContinue tracking and updating this todo list as you work.\nCall `write_todos` whenever the status of any item changes.\n</system_reminder>"
+        );
+        state.apply(first.update).unwrap();
+        state.messages.push(Message::ai("working"));
+        let again = TodoMiddleware.before_model(&state, &ctx).await.unwrap();
+        assert_eq!(
+            again,
+            HookResult::proceed(),
+            "one reminder, not one per call"
+        );
+    }
+
+    #[tokio::test]
+    async fn write_todos_announces_the_list() {
+        let (events, mut rx) = crate::agent_api::EventSink::channel(false);
+        let mut run = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+        run.events = events;
+        let state = ThreadState::default();
+        let ctx = ToolContext {
+            run: &run,
+            state: &state,
+            tool_call_id: "c",
+        };
+        let args =
+            json!({"todos": [{"content": "a", "status": "in_progress", "activeForm": "Doing a"}]});
+        WriteTodosTool.call(args, &ctx).await.unwrap();
+        let Some(RunEvent::Custom { name, data }) = rx.recv().await else {
+            panic!("a custom event")
+        };
+        assert_eq!(name, TODOS_UPDATED);
+        assert_eq!(data["todos"][0]["activeForm"], "Doing a");
+        assert!(WRITE_TODOS_DESCRIPTION.contains("fewer than 3 steps"));
     }
 
     #[tokio::test]

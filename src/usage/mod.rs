@@ -21,6 +21,10 @@ use crate::store::StoreError;
 pub use crate::config::budgets::{BudgetsConfig, ModelPrice, PricingConfig};
 pub use store::{UsageRow, UsageStore, UsageTotals, today};
 
+/// The key of a custom event's data that carries tokens spent for the run by other agents
+/// (`{model: usage}`), e.g. a sub-agent's `task_completed`.
+pub const USAGE_BY_MODEL: &str = "usage_by_model";
+
 /// The usage of one run, by model, from its events.
 #[derive(Debug, Default)]
 pub struct RunMeter {
@@ -45,6 +49,15 @@ impl RunMeter {
                     (Some(model), Ok(usage)) => (model, usage),
                     _ => return,
                 }
+            }
+            // Work done on the run's behalf (a sub-agent's end) reports its tokens by model.
+            RunEvent::Custom { data, .. } if data.get(USAGE_BY_MODEL).is_some() => {
+                let by_model =
+                    serde_json::from_value::<BTreeMap<String, Usage>>(data[USAGE_BY_MODEL].clone());
+                for (model, usage) in by_model.into_iter().flatten() {
+                    self.by_model.entry(model).or_default().add(&usage);
+                }
+                return;
             }
             _ => return,
         };

@@ -69,6 +69,8 @@ impl Conversation {
         let options = RunOptions {
             model_name: record.model.clone(),
             is_plan_mode: record.plan_mode,
+            // Chats have no per-run options: `subagents.enabled` decides.
+            subagent_enabled: config.subagents.enabled,
             is_bootstrap: bootstrap,
             agent_name: chosen_agent(Some(record), &config.channels, channel),
             channel_name: Some(channel.to_string()),

@@ -16,6 +16,7 @@ mod slack_events;
 mod slack_transport;
 mod telegram;
 mod telegram_driver;
+mod telegram_plan;
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -9,6 +9,7 @@ mod leaks;
 mod lifecycle;
 mod metrics;
 mod run_errors;
+mod subagents;
 mod systemd;
 mod usage;
 mod web_chat;

@@ -1,0 +1,365 @@
+//! Sub-agents end to end in process: a lead agent with `subagent_enabled`, a model that answers
+//! the lead from a script and each sub-agent from its prompt (`wait N then say T`), on paused
+//! time so "parallel" and "timed out" are exact, not wall-clock guesses.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream;
+use serde_json::{Value, json};
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason, ToolRef};
+use crate::config::AppConfig;
+use crate::config::subagents::CustomSubagentConfig;
+use crate::lead_agent::{LeadAgentDeps, make_lead_agent};
+use crate::messages::{AiMessage, FinishReason, Message, Usage};
+use crate::model::{
+    ChatModel, ModelError, ModelEvent, ModelRegistry, ModelRequest, ModelStream, ScriptedModel,
+    ScriptedTurn,
+};
+use crate::state::ThreadState;
+use crate::subagents::executor::{SubagentRunner, TaskRequest};
+use crate::subagents::registry::SubagentRegistry;
+use crate::tools::FnTool;
+
+/// The lead from a script; a sub-agent (recognised by its prompt) from its instructions.
+struct TestModel {
+    lead: ScriptedModel,
+    sub_requests: Mutex<Vec<ModelRequest>>,
+    /// Sub-agent answers that were produced (work not cancelled).
+    finished_work: AtomicUsize,
+}
+
+impl TestModel {
+    fn new(lead: Vec<ScriptedTurn>) -> Arc<Self> {
+        Arc::new(Self {
+            lead: ScriptedModel::new("test", lead),
+            sub_requests: Mutex::new(Vec::new()),
+            finished_work: AtomicUsize::new(0),
+        })
+    }
+
+    fn sub_tool_names(&self) -> Vec<Vec<String>> {
+        let requests = self.sub_requests.lock().unwrap();
+        requests
+            .iter()
+            .map(|r| r.tools.iter().map(|t| t.name.clone()).collect())
+            .collect()
+    }
+}
+
+#[async_trait]
+impl ChatModel for TestModel {
+    fn name(&self) -> &str {
+        "test"
+    }
+
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ModelError> {
+        let system = request.system.as_deref().unwrap_or("");
+        if !system.contains("You are a sub-agent:") {
+            return self.lead.stream(request).await;
+        }
+        self.sub_requests.lock().unwrap().push(request.clone());
+        let prompt = request
+            .messages
+            .iter()
+            .find_map(|m| m.as_human().map(|h| h.content.clone()))
+            .unwrap_or_default();
+        // "wait N then say T"
+        let rest = prompt.trim_start_matches("wait ");
+        let (secs, answer) = rest.split_once(" then say ").unwrap_or(("0", rest));
+        tokio::time::sleep(Duration::from_secs(secs.parse().unwrap_or(0))).await;
+        self.finished_work.fetch_add(1, Ordering::SeqCst);
+        let message = AiMessage {
+            content: answer.to_string(),
+            finish_reason: Some(FinishReason::Stop),
+            usage: Some(Usage {
+                input_tokens: 7,
+                output_tokens: 3,
+                total_tokens: 10,
+            }),
+            ..Default::default()
+        };
+        Ok(Box::pin(stream::iter([Ok(ModelEvent::Completed(message))])))
+    }
+}
+
+fn task(prompt: &str) -> (String, Value) {
+    (
+        "task".to_string(),
+        json!({"description": prompt.split(" then say ").last(), "prompt": prompt, "subagent_type": "general-purpose"}),
+    )
+}
+
+fn delegate(prompts: &[&str]) -> ScriptedTurn {
+    ScriptedTurn::ToolCalls {
+        text: String::new(),
+        calls: prompts.iter().map(|p| task(p)).collect(),
+    }
+}
+
+struct Lead {
+    outcome: crate::agent::RunOutcome,
+    events: Vec<RunEvent>,
+}
+
+impl Lead {
+    fn task_results(&self) -> Vec<String> {
+        self.outcome
+            .state
+            .messages
+            .iter()
+            .filter_map(Message::as_tool)
+            .filter(|t| t.name == "task")
+            .map(|t| t.content.clone())
+            .collect()
+    }
+
+    fn custom_names(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::Custom { name, .. } => Some(name.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+async fn run_lead(model: Arc<TestModel>, config: AppConfig, dir: &tempfile::TempDir) -> Lead {
+    let config = Arc::new(AppConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..config
+    });
+    let models = ModelRegistry::new().with_model("test", model, Default::default());
+    let options = RunOptions {
+        subagent_enabled: true,
+        ..Default::default()
+    };
+    let lead = make_lead_agent(&options, &config, LeadAgentDeps::models_only(&models)).unwrap();
+    let (events, mut receiver) = EventSink::channel(false);
+    let mut ctx = RunContext::new("thread", "alice", config);
+    ctx.options = lead.options;
+    ctx.events = events;
+    let outcome = lead
+        .agent
+        .run(ThreadState::default(), vec![Message::human("go")], &ctx)
+        .await;
+    lead.subagent_tasks
+        .expect("sub-agents enabled")
+        .wait()
+        .await;
+    Lead {
+        outcome,
+        events: drain(&mut receiver),
+    }
+}
+
+fn drain(receiver: &mut UnboundedReceiver<RunEvent>) -> Vec<RunEvent> {
+    let mut events = Vec::new();
+    while let Ok(event) = receiver.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+#[tokio::test(start_paused = true)]
+async fn parallel_sub_agents_take_about_the_time_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = TestModel::new(vec![
+        delegate(&["wait 2 then say A", "wait 2 then say B"]),
+        ScriptedTurn::Text(vec!["both done".into()]),
+    ]);
+    let started = tokio::time::Instant::now();
+    let lead = run_lead(model.clone(), AppConfig::default(), &dir).await;
+    let elapsed = started.elapsed();
+    assert_eq!(
+        lead.outcome.stop,
+        StopReason::Completed,
+        "{:?}",
+        lead.outcome.error
+    );
+    assert!(
+        elapsed >= Duration::from_secs(2) && elapsed < Duration::from_secs(3),
+        "two 2 s sub-agents took {elapsed:?} (sequential would be 4 s)"
+    );
+    assert_eq!(
+        lead.task_results(),
+        ["Task Succeeded. Result: A", "Task Succeeded. Result: B"]
+    );
+    let tools = model.sub_tool_names();
+    assert_eq!(tools.len(), 2);
+    assert!(
+        tools.iter().all(|names| !names.iter().any(|n| n == "task")),
+        "no recursion: {tools:?}"
+    );
+    let names = lead.custom_names();
+    assert_eq!(names.iter().filter(|n| *n == "task_started").count(), 2);
+    assert_eq!(names.iter().filter(|n| *n == "task_running").count(), 2);
+    assert_eq!(names.iter().filter(|n| *n == "task_completed").count(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn five_task_calls_with_the_default_limit_run_the_first_three() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = ["say 1", "say 2", "say 3", "say 4", "say 5"].map(|p| format!("wait 0 then {p}"));
+    let prompts: Vec<&str> = prompts.iter().map(String::as_str).collect();
+    let model = TestModel::new(vec![
+        delegate(&prompts),
+        ScriptedTurn::Text(vec!["three done".into()]),
+    ]);
+    let lead = run_lead(model.clone(), AppConfig::default(), &dir).await;
+    assert_eq!(
+        lead.task_results(),
+        [
+            "Task Succeeded. Result: 1",
+            "Task Succeeded. Result: 2",
+            "Task Succeeded. Result: 3"
+        ]
+    );
+    assert_eq!(model.finished_work.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_sub_agent_is_cancelled_and_the_lead_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = AppConfig::default();
+    config
+        .subagents
+        .timeouts
+        .insert("general-purpose".into(), 1);
+    let model = TestModel::new(vec![
+        delegate(&["wait 30 then say never"]),
+        ScriptedTurn::Text(vec!["moving on".into()]),
+    ]);
+    let lead = run_lead(model.clone(), config, &dir).await;
+    assert_eq!(lead.outcome.stop, StopReason::Completed);
+    let results = lead.task_results();
+    assert!(
+        results[0].starts_with("Task timed out. Error: "),
+        "{results:?}"
+    );
+    assert!(results[0].contains("subagents.timeouts.general-purpose"));
+    let tool = lead
+        .outcome
+        .state
+        .messages
+        .iter()
+        .find_map(Message::as_tool)
+        .unwrap();
+    assert_eq!(
+        tool.artifact.as_ref().unwrap()["subagent_status"],
+        "timed_out"
+    );
+    assert_eq!(lead.outcome.state.last_ai().unwrap().content, "moving on");
+    assert!(lead.custom_names().contains(&"task_timed_out".to_string()));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(
+        model.finished_work.load(Ordering::SeqCst),
+        0,
+        "the sub-agent's work was cancelled, not left running"
+    );
+}
+
+fn named_tools(names: &[&str]) -> Vec<ToolRef> {
+    names
+        .iter()
+        .map(|name| {
+            Arc::new(FnTool::new(*name, "test tool", |_args: Value| async {
+                Ok(crate::agent_api::ToolOutput::text("ok"))
+            })) as ToolRef
+        })
+        .collect()
+}
+
+fn runner(config: &AppConfig) -> SubagentRunner {
+    let tools = named_tools(&[
+        "bash",
+        "ls",
+        "read_file",
+        "write_file",
+        "str_replace",
+        "glob",
+        "web_search",
+        "present_files",
+        "task",
+    ]);
+    SubagentRunner::new(
+        SubagentRegistry::from_config(&config.subagents),
+        Arc::new(ScriptedModel::new("m", [])),
+        ModelRegistry::new(),
+        tools,
+        Vec::new(),
+        None,
+    )
+}
+
+fn tools_of(runner: &SubagentRunner, subagent_type: &str) -> Vec<String> {
+    let spec = runner.registry().get(subagent_type).unwrap();
+    let request = TaskRequest {
+        task_id: "c".into(),
+        description: "d".into(),
+        prompt: "p".into(),
+        subagent_type: subagent_type.into(),
+        max_turns: None,
+    };
+    let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+    let agent = runner.build(spec, &request, &ctx).unwrap();
+    let mut names: Vec<String> = agent.tools.iter().map(|t| t.name().to_string()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn each_type_sees_only_its_tools_and_never_task() {
+    let mut config = AppConfig::default();
+    config.subagents.custom_agents.insert(
+        "reader".into(),
+        CustomSubagentConfig {
+            description: "reads".into(),
+            system_prompt: "Read.".into(),
+            tools: Some(vec!["read_file".into(), "ls".into(), "web_search".into()]),
+            disallowed_tools: vec!["web_search".into()],
+            ..Default::default()
+        },
+    );
+    let runner = runner(&config);
+    assert_eq!(
+        tools_of(&runner, "general-purpose"),
+        [
+            "bash",
+            "glob",
+            "ls",
+            "read_file",
+            "str_replace",
+            "web_search",
+            "write_file"
+        ]
+    );
+    assert_eq!(
+        tools_of(&runner, "bash"),
+        ["bash", "ls", "read_file", "str_replace", "write_file"]
+    );
+    assert_eq!(tools_of(&runner, "reader"), ["ls", "read_file"]);
+}
+
+#[tokio::test]
+async fn an_unknown_type_fails_listing_the_available_ones() {
+    let runner = runner(&AppConfig::default());
+    let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+    let request = TaskRequest {
+        task_id: "c".into(),
+        description: "d".into(),
+        prompt: "p".into(),
+        subagent_type: "nope".into(),
+        max_turns: None,
+    };
+    let report = runner.run(request, &ctx, &ThreadState::default()).await;
+    assert_eq!(
+        report.text(),
+        "Task failed. Error: Unknown subagent type 'nope'. Available: general-purpose, bash"
+    );
+}
