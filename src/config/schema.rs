@@ -76,6 +76,8 @@ pub struct AppConfig {
     pub budgets: crate::config::budgets::BudgetsConfig,
     /// USD per million tokens by model name, for `/usage` and `antler usage`.
     pub pricing: crate::config::budgets::PricingConfig,
+    /// Deferred MCP tools: schemas hidden until the model finds them with `tool_search`.
+    pub tool_search: EnabledConfig,
 }
 
 impl Default for AppConfig {
@@ -109,6 +111,7 @@ impl Default for AppConfig {
             summarization: Default::default(),
             budgets: Default::default(),
             pricing: Default::default(),
+            tool_search: EnabledConfig::default(),
         }
     }
 }

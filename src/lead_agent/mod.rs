@@ -27,6 +27,7 @@ use crate::agents::{
     SkillSummary, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
 use crate::config::AppConfig;
+use crate::mcp::{DeferredCatalog, DeferredToolsMiddleware};
 use crate::memory::inject::MemoryInjector;
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
@@ -189,6 +190,8 @@ pub fn make_lead_agent(
         &store,
         model.supports_vision,
     );
+    let deferred = deferred_catalog(&deps, config, &tools);
+    let deferred_names = deferred.as_ref().map(|c| c.names()).unwrap_or_default();
     let skills = select_skills(&deps, config, branch, agent_config, &mut warnings);
     let soul = match &custom {
         Some(agent) => Some(agent.soul.clone()),
@@ -211,7 +214,7 @@ pub fn make_lead_agent(
             .unwrap_or(DEFAULT_MAX_CONCURRENT_SUBAGENTS),
         max_total_subagents: DEFAULT_MAX_TOTAL_SUBAGENTS,
         skills: &skills,
-        deferred_tools: &[],
+        deferred_tools: &deferred_names,
         mounts: &mounts,
     };
     let system_prompt = match deps.cache {
@@ -228,6 +231,9 @@ pub fn make_lead_agent(
         None => DynamicContextMiddleware::new(),
     };
     let mut extra_middleware: Vec<MiddlewareRef> = vec![Arc::new(dynamic_context)];
+    if let Some(catalog) = deferred {
+        extra_middleware.push(Arc::new(DeferredToolsMiddleware::new(catalog)));
+    }
     if let Some(agent) = agent_config
         && !agent.model_settings.is_empty()
     {
@@ -346,6 +352,22 @@ fn select_tools(
         tools.push(tool);
     }
     tools
+}
+
+/// With `tool_search.enabled`, the external (MCP) tools among `tools` are deferred: listed by
+/// name in the prompt, their schemas loaded by `tool_search`.
+fn deferred_catalog(
+    deps: &LeadAgentDeps<'_>,
+    config: &AppConfig,
+    tools: &[ToolRef],
+) -> Option<Arc<DeferredCatalog>> {
+    let registry = deps.tools.filter(|_| config.tool_search.enabled)?;
+    let external: Vec<ToolRef> = tools
+        .iter()
+        .filter(|tool| registry.is_external(tool.name()))
+        .cloned()
+        .collect();
+    (!external.is_empty()).then(|| DeferredCatalog::new(&external))
 }
 
 /// All skills for the default agent, the agent's whitelist for a custom agent (`None` = all,
