@@ -72,7 +72,7 @@ fn each_invalid_entry_is_named_by_its_key() {
         ),
         (
             json!({"a": {"command": "x", "bogus": 1}}),
-            "mcpServers.a: unknown field `bogus`",
+            "mcpServers.a.bogus: unknown field `bogus`",
         ),
         (
             json!({"a": {"command": "x", "tool_call_timeout": 0}}),

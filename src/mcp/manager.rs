@@ -8,173 +8,20 @@
 //! reopened on the next call.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::agent_api::ToolRef;
 use crate::config::EnvSource;
-use crate::mcp::config::{ExtensionsConfig, ServerConfig, Transport, exposed_tool_name};
-use crate::mcp::connect::{Connection, connect};
-use crate::mcp::oauth::TokenSource;
+use crate::mcp::config::{ExtensionsConfig, exposed_tool_name};
+use crate::mcp::server::{ServerReport, ServerSlot, ServerStatus};
 use crate::mcp::tool::McpTool;
-
-/// How one server stands, for `antler mcp list` and `GET /api/mcp/servers`.
-#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum ServerStatus {
-    Disabled,
-    /// Not connected yet (tools are discovered on the first run that needs them).
-    Pending,
-    Connected,
-    Failed {
-        error: String,
-    },
-}
-
-/// One server in a listing.
-#[derive(Clone, Debug, Serialize)]
-pub struct ServerReport {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub enabled: bool,
-    pub description: Option<String>,
-    pub status: ServerStatus,
-    /// The names the model sees.
-    pub tools: Vec<String>,
-}
 
 /// The MCP tools of one configuration version.
 #[derive(Default)]
 pub struct McpToolSet {
     pub tools: Vec<ToolRef>,
-}
-
-/// One configured server: its settings, token source and (lazily) its session.
-pub(crate) struct ServerSlot {
-    pub(crate) config: ServerConfig,
-    http: reqwest::Client,
-    oauth: Option<Arc<TokenSource>>,
-    connection: tokio::sync::Mutex<Option<Connection>>,
-    status: Mutex<ServerStatus>,
-    tools: Mutex<Vec<String>>,
-}
-
-impl ServerSlot {
-    fn new(config: ServerConfig, http: reqwest::Client) -> Self {
-        let oauth = match &config.transport {
-            Transport::Remote {
-                oauth: Some(oauth), ..
-            } => Some(Arc::new(TokenSource::new(oauth.clone(), http.clone()))),
-            _ => None,
-        };
-        let status = if config.enabled {
-            ServerStatus::Pending
-        } else {
-            ServerStatus::Disabled
-        };
-        Self {
-            config,
-            http,
-            oauth,
-            connection: tokio::sync::Mutex::new(None),
-            status: Mutex::new(status),
-            tools: Mutex::new(Vec::new()),
-        }
-    }
-
-    fn set_status(&self, status: ServerStatus) {
-        if let Ok(mut slot) = self.status.lock() {
-            *slot = status;
-        }
-    }
-
-    /// The session's peer, connecting first when there is none or it died.
-    pub(crate) async fn peer(
-        &self,
-    ) -> Result<rmcp::service::Peer<rmcp::RoleClient>, crate::mcp::connect::ConnectError> {
-        let mut connection = self.connection.lock().await;
-        if let Some(open) = connection.as_ref()
-            && !open.session.is_closed()
-        {
-            return Ok(open.session.peer().clone());
-        }
-        if connection.take().is_some() {
-            tracing::warn!(server = %self.config.name, "The MCP server's session ended; reconnecting");
-        }
-        match connect(&self.config, &self.http, self.oauth.clone()).await {
-            Ok(open) => {
-                let peer = open.session.peer().clone();
-                *connection = Some(open);
-                self.set_status(ServerStatus::Connected);
-                Ok(peer)
-            }
-            Err(error) => {
-                self.set_status(ServerStatus::Failed {
-                    error: error.to_string(),
-                });
-                Err(error)
-            }
-        }
-    }
-
-    /// Forgets a session a call found broken, so the next call reconnects.
-    pub(crate) async fn drop_session(&self) {
-        if let Some(open) = self.connection.lock().await.take() {
-            let _ = open.session.cancel().await;
-        }
-    }
-
-    /// Connects and lists the server's tools; failures are logged once and yield none.
-    async fn discover(self: &Arc<Self>) -> Vec<ToolRef> {
-        let listed = async {
-            let peer = self.peer().await.map_err(|e| e.to_string())?;
-            let listing =
-                tokio::time::timeout(crate::mcp::connect::START_TIMEOUT, peer.list_all_tools())
-                    .await
-                    .map_err(|_| "listing its tools timed out".to_string())?;
-            listing.map_err(|e| format!("listing its tools failed: {e}"))
-        };
-        match listed.await {
-            Ok(tools) => {
-                let tools: Vec<ToolRef> = tools
-                    .into_iter()
-                    .map(|tool| {
-                        let exposed = exposed_tool_name(&self.config, &tool.name);
-                        Arc::new(McpTool::new(self.clone(), exposed, tool)) as ToolRef
-                    })
-                    .collect();
-                if let Ok(mut names) = self.tools.lock() {
-                    *names = tools.iter().map(|t| t.name().to_string()).collect();
-                }
-                tracing::info!(server = %self.config.name, tools = tools.len(), "Connected to an MCP server");
-                tools
-            }
-            Err(error) => {
-                tracing::warn!(server = %self.config.name, %error, "MCP server skipped: it did not start; runs go on without its tools");
-                self.set_status(ServerStatus::Failed { error });
-                self.drop_session().await;
-                Vec::new()
-            }
-        }
-    }
-
-    fn report(&self) -> ServerReport {
-        ServerReport {
-            name: self.config.name.clone(),
-            kind: self.config.transport.kind().as_str(),
-            enabled: self.config.enabled,
-            description: self.config.description.clone(),
-            status: self
-                .status
-                .lock()
-                .map(|s| s.clone())
-                .unwrap_or(ServerStatus::Pending),
-            tools: self.tools.lock().map(|t| t.clone()).unwrap_or_default(),
-        }
-    }
 }
 
 struct Loaded {
@@ -244,7 +91,7 @@ impl McpManager {
             .filter(|s| s.config.enabled)
             .cloned()
             .collect();
-        let found = futures::future::join_all(enabled.iter().map(|slot| slot.discover())).await;
+        let found = futures::future::join_all(enabled.iter().map(discover)).await;
         let tools = Arc::new(McpToolSet {
             tools: found.into_iter().flatten().collect(),
         });
@@ -331,5 +178,39 @@ impl ExtensionsConfig {
             return Ok(Self::default());
         }
         Self::parse(bytes, origin, env)
+    }
+}
+
+/// Connects and lists the server's tools; failures are logged once and yield none.
+async fn discover(slot: &Arc<ServerSlot>) -> Vec<ToolRef> {
+    let listed = async {
+        let peer = slot.peer().await.map_err(|e| e.to_string())?;
+        let listing =
+            tokio::time::timeout(crate::mcp::connect::START_TIMEOUT, peer.list_all_tools())
+                .await
+                .map_err(|_| "listing its tools timed out".to_string())?;
+        listing.map_err(|e| format!("listing its tools failed: {e}"))
+    };
+    match listed.await {
+        Ok(tools) => {
+            let tools: Vec<ToolRef> = tools
+                .into_iter()
+                .map(|tool| {
+                    let exposed = exposed_tool_name(&slot.config, &tool.name);
+                    Arc::new(McpTool::new(slot.clone(), exposed, tool)) as ToolRef
+                })
+                .collect();
+            if let Ok(mut names) = slot.tools.lock() {
+                *names = tools.iter().map(|t| t.name().to_string()).collect();
+            }
+            tracing::info!(server = %slot.config.name, tools = tools.len(), "Connected to an MCP server");
+            tools
+        }
+        Err(error) => {
+            tracing::warn!(server = %slot.config.name, %error, "MCP server skipped: it did not start; runs go on without its tools");
+            slot.set_status(ServerStatus::Failed { error });
+            slot.drop_session().await;
+            Vec::new()
+        }
     }
 }

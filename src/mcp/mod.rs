@@ -11,10 +11,12 @@ mod http;
 pub mod manager;
 mod oauth;
 mod result;
+mod server;
 mod sse;
 pub mod tool;
 
 pub use config::{EXTENSIONS_ENV, EXTENSIONS_FILE_NAME, ExtensionsConfig, extensions_path};
 pub use deferred::{DeferredCatalog, DeferredToolsMiddleware, TOOL_SEARCH, ToolSearchTool};
-pub use manager::{McpManager, McpToolSet, ServerReport, ServerStatus};
+pub use manager::{McpManager, McpToolSet};
+pub use server::{ServerReport, ServerStatus};
 pub use tool::{MCP_GROUP, McpTool};

@@ -7,8 +7,8 @@ use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput};
-use crate::mcp::manager::ServerSlot;
 use crate::mcp::result::to_tool_output;
+use crate::mcp::server::ServerSlot;
 
 /// The tool group MCP tools belong to: a custom agent with `tool_groups` sees them only when
 /// the list names `mcp`.

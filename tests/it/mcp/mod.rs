@@ -74,13 +74,13 @@ pub(crate) fn everything() -> Option<PathBuf> {
 /// A harness with a scripted model whose MCP servers come from `servers` (the `mcpServers`
 /// object), written to a temporary `extensions_config.json`.
 pub(crate) struct Fixture {
-    pub harness: Harness,
-    pub model: Arc<ScriptedModel>,
-    pub dir: tempfile::TempDir,
+    pub(crate) harness: Harness,
+    pub(crate) model: Arc<ScriptedModel>,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Fixture {
-    pub fn new(servers: Value, tool_search: bool, turns: Vec<ScriptedTurn>) -> Self {
+    pub(crate) fn new(servers: Value, tool_search: bool, turns: Vec<ScriptedTurn>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let mut config = AppConfig {
             data_dir: Some(dir.path().join("data")),
@@ -113,7 +113,7 @@ impl Fixture {
     }
 
     /// Runs one turn on `thread` and waits for its end.
-    pub async fn run(&self, thread: &str, text: &str) -> RunOutcome {
+    pub(crate) async fn run(&self, thread: &str, text: &str) -> RunOutcome {
         let handle = self
             .harness
             .start_run(RunRequest {
