@@ -88,6 +88,11 @@ pub async fn run(
     let addr = listen_address(&snapshot)?;
     crate::metrics::install();
     let harness = Arc::new(Harness::open(config.clone())?);
+    harness.mcp().set_path(crate::mcp::extensions_path(
+        options.env.as_ref(),
+        options.config_path.as_deref(),
+        &snapshot.data_dir(),
+    ));
     // Probed now, as config.yaml promises: a sandbox that cannot start fails here, loudly,
     // rather than on some user's first run.
     harness.prepare_sandbox().await?;

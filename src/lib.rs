@@ -24,6 +24,8 @@ pub mod lead_agent;
 pub mod listener;
 pub mod local_socket;
 pub mod lru;
+pub mod mcp;
+pub mod mcp_cli;
 pub mod memory;
 pub mod memory_release;
 pub mod messages;

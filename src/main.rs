@@ -63,6 +63,11 @@ enum Command {
         #[command(subcommand)]
         command: antler::skills_cli::SkillsCommand,
     },
+    /// MCP servers of extensions_config.json (through the daemon when one owns the data dir).
+    Mcp {
+        #[command(subcommand)]
+        command: antler::mcp_cli::McpCommand,
+    },
     /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
     Usage(antler::usage::cli::UsageArgs),
     /// Inspect or compact the store on the data dir (the daemon must be stopped).
@@ -315,6 +320,20 @@ async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Agents { user, command }) => agents(&loaded, user, command).await,
         Some(Command::Skills { user, command }) => skills(&loaded, user, command).await,
+        Some(Command::Mcp { command }) => {
+            let config_file = match &loaded.origin {
+                ConfigOrigin::File(path) => Some(path.clone()),
+                ConfigOrigin::Embedded => None,
+            };
+            antler::mcp_cli::run(
+                &loaded.config,
+                config_file.as_deref(),
+                command,
+                &mut std::io::stdout(),
+            )
+            .await?;
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Usage(args)) => {
             antler::usage::cli::run(&loaded.config, &args, &mut std::io::stdout()).await?;
             Ok(ExitCode::SUCCESS)
@@ -448,9 +467,24 @@ async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<Ex
     let grace = std::time::Duration::from_secs(loaded.config.gateway.shutdown_grace_seconds);
     let backend = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
         Located::Daemon(daemon) => ChatBackend::Daemon(daemon),
-        Located::DataDir => ChatBackend::Embedded(
-            antler::client::Client::new(loaded.config).context("cannot open the data directory")?,
-        ),
+        Located::DataDir => {
+            let config_file = match &loaded.origin {
+                ConfigOrigin::File(path) => Some(path.clone()),
+                ConfigOrigin::Embedded => None,
+            };
+            let data_dir = loaded.config.data_dir();
+            let client = antler::client::Client::new(loaded.config)
+                .context("cannot open the data directory")?;
+            client
+                .harness()
+                .mcp()
+                .set_path(antler::mcp::extensions_path(
+                    &ProcessEnv,
+                    config_file.as_deref(),
+                    &data_dir,
+                ));
+            ChatBackend::Embedded(client)
+        }
     };
     let options = antler::chat::ChatOptions {
         thread_id: thread,

@@ -78,6 +78,8 @@ pub struct AppConfig {
     pub pricing: crate::config::budgets::PricingConfig,
     /// Sub-agents the `task` tool runs: timeouts, the per-run cap, custom types.
     pub subagents: crate::config::subagents::SubagentsConfig,
+    /// Deferred MCP tools: schemas hidden until the model finds them with `tool_search`.
+    pub tool_search: EnabledConfig,
 }
 
 impl Default for AppConfig {
@@ -112,6 +114,7 @@ impl Default for AppConfig {
             budgets: Default::default(),
             pricing: Default::default(),
             subagents: Default::default(),
+            tool_search: EnabledConfig::default(),
         }
     }
 }

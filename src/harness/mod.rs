@@ -26,8 +26,10 @@ use tokio_util::task::TaskTracker;
 use crate::agent::RunOutcome;
 use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason};
 use crate::agents::AgentStore;
+use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
+use crate::mcp::{McpManager, McpToolSet, extensions_path};
 use crate::memory::MemoryService;
 use crate::messages::Message;
 use crate::model::ModelRegistry;
@@ -94,12 +96,15 @@ struct Inner {
     accepting: AtomicBool,
     /// Long-term memory (`None` when the harness was built outside a runtime).
     memory: Option<MemoryService>,
+    /// MCP servers of `extensions_config.json`, connected on the first run that needs them.
+    mcp: McpManager,
 }
 
 /// A tool registry and what it was built for.
 struct ToolsFor {
     config: Arc<AppConfig>,
     sandbox: Arc<dyn SandboxProvider>,
+    mcp: Arc<McpToolSet>,
     registry: Arc<ToolRegistry>,
 }
 
@@ -177,6 +182,10 @@ impl Harness {
                 runs_finished: AtomicU64::new(0),
                 tracker: TaskTracker::new(),
                 accepting: AtomicBool::new(true),
+                mcp: McpManager::new(
+                    extensions_path(&ProcessEnv, None, &snapshot.data_dir()),
+                    Arc::new(ProcessEnv),
+                ),
             }),
         })
     }
@@ -200,6 +209,11 @@ impl Harness {
 
     pub fn memory(&self) -> Option<&MemoryService> {
         self.inner.memory.as_ref()
+    }
+
+    /// The MCP servers; point them at the right file with [`McpManager::set_path`].
+    pub fn mcp(&self) -> &McpManager {
+        &self.inner.mcp
     }
 
     /// The custom agents of every user (`{data_dir}/users/{user}/agents`).
@@ -261,7 +275,8 @@ impl Harness {
         let checkpointer: Arc<dyn Checkpointer> = Arc::new(self.inner.threads.clone());
         let (sandbox, lease) = self.inner.sandbox.lease(&config).await?;
         guard.sandbox = Some(lease);
-        let tools = self.tools(&config, &sandbox)?;
+        let mcp = self.inner.mcp.tools().await;
+        let tools = self.tools(&config, &sandbox, &mcp)?;
         let lead = make_lead_agent(
             &options,
             &config,
@@ -466,6 +481,7 @@ impl Harness {
             memory.queue.shutdown(memory::MEMORY_FLUSH_DEADLINE).await;
         }
         self.inner.sandbox.shutdown().await;
+        self.inner.mcp.shutdown().await;
         let threads = self.inner.threads.clone();
         tokio::task::spawn_blocking(move || threads.flush())
             .await

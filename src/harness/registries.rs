@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::config::AppConfig;
 use crate::harness::{Harness, Models, RunError, ToolsFor};
+use crate::mcp::McpToolSet;
 use crate::model::{ModelError, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::tools::registry::ToolRegistry;
@@ -14,6 +15,7 @@ impl Harness {
         &self,
         config: &Arc<AppConfig>,
         sandbox: &Arc<dyn SandboxProvider>,
+        mcp: &Arc<McpToolSet>,
     ) -> Result<Arc<ToolRegistry>, RunError> {
         let mut cache = match self.inner.tools.lock() {
             Ok(guard) => guard,
@@ -22,22 +24,26 @@ impl Harness {
         if let Some(built) = cache.as_ref()
             && Arc::ptr_eq(&built.config, config)
             && Arc::ptr_eq(&built.sandbox, sandbox)
+            && Arc::ptr_eq(&built.mcp, mcp)
         {
             return Ok(built.registry.clone());
         }
-        let registry = ToolRegistry::from_config(config, sandbox.clone()).map_err(|problems| {
-            RunError::Tools(
-                problems
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
+        let mut registry =
+            ToolRegistry::from_config(config, sandbox.clone()).map_err(|problems| {
+                RunError::Tools(
+                    problems
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            })?;
+        registry.add_external(mcp.tools.iter().cloned());
         let registry = Arc::new(registry);
         *cache = Some(ToolsFor {
             config: config.clone(),
             sandbox: sandbox.clone(),
+            mcp: mcp.clone(),
             registry: registry.clone(),
         });
         Ok(registry)

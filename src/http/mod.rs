@@ -10,6 +10,7 @@ mod channels;
 mod error;
 mod health;
 mod json_errors;
+mod mcp;
 mod memory;
 mod memory_history;
 mod metrics;
@@ -101,6 +102,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             put(skills::update).delete(skills::delete),
         )
         .route("/api/agents/{name}/revert", post(agents::revert))
+        .route("/api/mcp/config", get(mcp::get_config).put(mcp::put_config))
+        .route("/api/mcp/servers", get(mcp::servers))
         .route("/api/memory", get(memory::get).delete(memory::clear))
         .route("/api/memory/facts", post(memory::add_fact))
         .route(

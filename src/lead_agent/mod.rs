@@ -28,6 +28,7 @@ use crate::agents::{
 };
 use crate::config::AppConfig;
 use crate::config::subagents::clamp_total;
+use crate::mcp::{DeferredCatalog, DeferredToolsMiddleware};
 use crate::memory::inject::MemoryInjector;
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
@@ -196,6 +197,8 @@ pub fn make_lead_agent(
         &store,
         model.supports_vision,
     );
+    let deferred = deferred_catalog(&deps, config, &tools);
+    let deferred_names = deferred.as_ref().map(|c| c.names()).unwrap_or_default();
     let (skills, skill_activation) =
         select_skills(&deps, config, branch, agent_config, &mut warnings);
     let subagent_tasks = options.subagent_enabled.then(|| {
@@ -244,7 +247,7 @@ pub fn make_lead_agent(
             .map(clamp_total)
             .unwrap_or_else(|| config.subagents.max_total()),
         skills: &skills,
-        deferred_tools: &[],
+        deferred_tools: &deferred_names,
         mounts: &mounts,
     };
     let system_prompt = match deps.cache {
@@ -262,6 +265,9 @@ pub fn make_lead_agent(
     };
     let mut extra_middleware: Vec<MiddlewareRef> =
         vec![Arc::new(dynamic_context), Arc::new(skill_activation)];
+    if let Some(catalog) = deferred {
+        extra_middleware.push(Arc::new(DeferredToolsMiddleware::new(catalog)));
+    }
     if let Some(agent) = agent_config
         && !agent.model_settings.is_empty()
     {
@@ -399,6 +405,22 @@ fn select_tools(
         tools.push(tool);
     }
     tools
+}
+
+/// With `tool_search.enabled`, the external (MCP) tools among `tools` are deferred: listed by
+/// name in the prompt, their schemas loaded by `tool_search`.
+fn deferred_catalog(
+    deps: &LeadAgentDeps<'_>,
+    config: &AppConfig,
+    tools: &[ToolRef],
+) -> Option<Arc<DeferredCatalog>> {
+    let registry = deps.tools.filter(|_| config.tool_search.enabled)?;
+    let external: Vec<ToolRef> = tools
+        .iter()
+        .filter(|tool| registry.is_external(tool.name()))
+        .cloned()
+        .collect();
+    (!external.is_empty()).then(|| DeferredCatalog::new(&external))
 }
 
 /// The skills of this run: what the prompt lists and the `/skill` activation middleware.

@@ -6,7 +6,7 @@
 
 mod changes;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,6 +38,9 @@ pub struct ThreadState {
     /// Free-form values owned by individual middlewares (e.g. the dynamic-context date).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Value>,
+    /// Deferred tools `tool_search` made callable in this thread (see `mcp::deferred`).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub promoted_tools: BTreeSet<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,6 +133,8 @@ pub struct StateUpdate {
     pub summary_text: Option<String>,
     /// Set (or, with `Value::Null`, remove) middleware-owned values.
     pub extra: BTreeMap<String, Value>,
+    /// Deferred tools to make callable (added to the set).
+    pub promoted_tools: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -197,6 +202,11 @@ impl StateUpdate {
             self.summary_text = later.summary_text;
         }
         self.extra.extend(later.extra);
+        for name in later.promoted_tools {
+            if !self.promoted_tools.contains(&name) {
+                self.promoted_tools.push(name);
+            }
+        }
     }
 }
 
@@ -254,6 +264,7 @@ impl ThreadState {
                 self.extra.insert(key, value);
             }
         }
+        self.promoted_tools.extend(update.promoted_tools);
         Ok(())
     }
 

@@ -27,7 +27,7 @@ pub const HEADS: &str = "heads";
 pub const LOG: &str = "log";
 
 /// The state channels: every field of `ThreadState` but `messages`, by its JSON name.
-pub const CHANNELS: [&str; 9] = [
+pub const CHANNELS: [&str; 10] = [
     "sandbox",
     "thread_data",
     "title",
@@ -37,6 +37,7 @@ pub const CHANNELS: [&str; 9] = [
     "viewed_images",
     "summary_text",
     "extra",
+    "promoted_tools",
 ];
 
 /// The head of a thread's log.
@@ -164,7 +165,8 @@ pub fn channel_bytes(state: &ThreadState, index: usize) -> Result<Vec<u8>, serde
         5 => serde_json::to_vec(&state.uploaded_files),
         6 => serde_json::to_vec(&state.viewed_images),
         7 => serde_json::to_vec(&state.summary_text),
-        _ => serde_json::to_vec(&state.extra),
+        8 => serde_json::to_vec(&state.extra),
+        _ => serde_json::to_vec(&state.promoted_tools),
     }
 }
 
@@ -194,7 +196,8 @@ pub fn copy_channel(to: &mut ThreadState, from: &ThreadState, index: usize) {
         5 => to.uploaded_files.clone_from(&from.uploaded_files),
         6 => to.viewed_images.clone_from(&from.viewed_images),
         7 => to.summary_text.clone_from(&from.summary_text),
-        _ => to.extra.clone_from(&from.extra),
+        8 => to.extra.clone_from(&from.extra),
+        _ => to.promoted_tools.clone_from(&from.promoted_tools),
     }
 }
 
@@ -210,6 +213,7 @@ fn set_channel(state: &mut ThreadState, name: &str, value: Value) -> Result<(), 
         "viewed_images" => state.viewed_images = from_value(value)?,
         "summary_text" => state.summary_text = from_value(value)?,
         "extra" => state.extra = from_value(value)?,
+        "promoted_tools" => state.promoted_tools = from_value(value)?,
         other => return Err(LogError::UnknownChannel(other.to_string())),
     }
     Ok(())
@@ -342,6 +346,7 @@ mod tests {
             .into(),
             summary_text: Some("s".into()),
             extra: [("k".to_string(), Value::Bool(true))].into(),
+            promoted_tools: ["mcp_tool".to_string()].into(),
         }
     }
 

@@ -107,6 +107,8 @@ pub struct ToolRegistry {
     tools: Vec<ToolRef>,
     /// Only for vision models; names never clash with `tools`.
     vision: Vec<ToolRef>,
+    /// Names of the tools [`Self::add_external`] kept (what `tool_search` may defer).
+    external: std::collections::BTreeSet<String>,
 }
 
 impl ToolRegistry {
@@ -165,7 +167,11 @@ impl ToolRegistry {
             .filter(|v| !tools.iter().any(|t| t.name() == v.name()))
             .map(MemoSpec::wrap)
             .collect();
-        Ok(Self { tools, vision })
+        Ok(Self {
+            tools,
+            vision,
+            external: Default::default(),
+        })
     }
 
     /// Adds tools from elsewhere (MCP); names already taken keep their existing tool.
@@ -176,8 +182,21 @@ impl ToolRegistry {
             .filter(|t| !vision.iter().any(|v| v.name() == t.name()))
             .map(MemoSpec::wrap)
             .collect();
+        let taken: std::collections::BTreeSet<String> =
+            self.tools.iter().map(|t| t.name().to_string()).collect();
+        self.external.extend(
+            external
+                .iter()
+                .map(|t| t.name().to_string())
+                .filter(|name| !taken.contains(name)),
+        );
         let all = std::mem::take(&mut self.tools).into_iter().chain(external);
         self.tools = dedupe_tools(all);
+    }
+
+    /// Whether `name` is a tool added by [`Self::add_external`] (an MCP tool).
+    pub fn is_external(&self, name: &str) -> bool {
+        self.external.contains(name)
     }
 
     /// Every tool except the vision-only ones.

@@ -10,6 +10,7 @@ mod daemon;
 mod docker_sandbox;
 mod lead_agent;
 mod listener;
+mod mcp;
 mod memory;
 mod persistence;
 mod providers;

@@ -41,6 +41,7 @@ mod anthropic;
 mod discord;
 mod docker;
 mod feishu;
+mod oauth;
 mod openai;
 mod reply;
 mod slack;
@@ -61,6 +62,7 @@ pub use feishu::{
     FeishuCall, FeishuEventSender, FeishuFailure, FeishuMessage, FeishuSigning, UploadedFile,
     UserMessage, encrypt_feishu_event, p2p_chat, sign_feishu_event, url_verification,
 };
+pub use oauth::{AuthProxy, FakeTokenEndpoint};
 pub use openai::FakeOpenAi;
 pub use reply::Reply;
 pub use slack::{

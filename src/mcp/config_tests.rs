@@ -1,0 +1,174 @@
+use super::*;
+use crate::config::MapEnv;
+use serde_json::json;
+
+fn parse(value: Value, env: &MapEnv) -> Result<ExtensionsConfig, McpConfigError> {
+    ExtensionsConfig::parse(value.to_string().as_bytes(), "test.json", env)
+}
+
+fn problems(value: Value) -> Vec<String> {
+    match parse(value, &MapEnv::new()) {
+        Err(McpConfigError::Invalid { problems, .. }) => problems,
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn claude_desktop_shape_parses_with_defaults() {
+    let config = parse(
+        json!({"mcpServers": {"fs": {"command": "npx", "args": ["-y", "server"], "env": {"K": "v"}}},
+               "skills": {"x": {"enabled": false}}}),
+        &MapEnv::new(),
+    )
+    .unwrap();
+    let server = &config.servers[0];
+    assert_eq!(server.name, "fs");
+    assert!(server.enabled && server.tool_name_prefix);
+    assert_eq!(server.tool_call_timeout, DEFAULT_TOOL_CALL_TIMEOUT);
+    match &server.transport {
+        Transport::Stdio { command, args, env } => {
+            assert_eq!(command, "npx");
+            assert_eq!(args, &["-y", "server"]);
+            assert_eq!(env["K"].expose(), "v");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn dollar_values_resolve_from_the_environment_and_missing_ones_are_empty() {
+    let env = MapEnv::new()
+        .with("TOKEN", "s3cret")
+        .with("HOST", "http://127.0.0.1:9");
+    let config = parse(
+        json!({"mcpServers": {"remote": {"type": "http", "url": "${HOST}",
+            "headers": {"X-Key": "$TOKEN", "X-Missing": "$NOPE", "X-Plain": "a$b"}}}}),
+        &env,
+    )
+    .unwrap();
+    let Transport::Remote { url, headers, .. } = &config.servers[0].transport else {
+        panic!("remote expected");
+    };
+    assert_eq!(url, "http://127.0.0.1:9");
+    assert_eq!(headers["X-Key"].expose(), "s3cret");
+    assert_eq!(headers["X-Missing"].expose(), "");
+    assert_eq!(headers["X-Plain"].expose(), "a$b");
+    // Secrets never reach logs through Debug.
+    assert!(!format!("{config:?}").contains("s3cret"));
+}
+
+#[test]
+fn each_invalid_entry_is_named_by_its_key() {
+    let cases = [
+        (json!({"a": {"command": ""}}), "mcpServers.a.command"),
+        (
+            json!({"a": {"type": "ws", "url": "x"}}),
+            "mcpServers.a.type: unknown transport `ws`",
+        ),
+        (json!({"a": {"type": "sse"}}), "mcpServers.a.url"),
+        (
+            json!({"a": {"type": "http", "url": "ftp://x"}}),
+            "mcpServers.a.url",
+        ),
+        (
+            json!({"a": {"command": "x", "bogus": 1}}),
+            "mcpServers.a.bogus: unknown field `bogus`",
+        ),
+        (
+            json!({"a": {"command": "x", "tool_call_timeout": 0}}),
+            "mcpServers.a.tool_call_timeout",
+        ),
+        (
+            json!({"a b": {"command": "x"}}),
+            "mcpServers.a b: a server name",
+        ),
+        (
+            json!({"a": {"command": "x", "oauth": {"token_url": "http://t", "grant_type": "client_credentials", "client_id": "c"}}}),
+            "mcpServers.a.oauth: only sse and http",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"token_url": "http://t", "grant_type": "client_credentials"}}}),
+            "mcpServers.a.oauth.client_id",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"token_url": "http://t", "grant_type": "refresh_token"}}}),
+            "mcpServers.a.oauth.refresh_token",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"token_url": "http://t", "grant_type": "password"}}}),
+            "mcpServers.a.oauth.grant_type",
+        ),
+        (
+            json!({"A": {"command": "x"}, "a": {"command": "y"}}),
+            "differ only in case",
+        ),
+    ];
+    for (servers, expected) in cases {
+        let found = problems(json!({ "mcpServers": servers }));
+        assert!(
+            found.iter().any(|p| p.contains(expected)),
+            "{expected:?} not in {found:?}"
+        );
+    }
+}
+
+#[test]
+fn type_is_inferred_and_transport_is_an_alias() {
+    let config = parse(
+        json!({"mcpServers": {
+            "a": {"url": "http://127.0.0.1:1/mcp"},
+            "b": {"transport": "sse", "url": "http://127.0.0.1:1/sse"},
+            "c": {"type": "streamable_http", "url": "http://127.0.0.1:1/mcp"}}}),
+        &MapEnv::new(),
+    )
+    .unwrap();
+    let kinds: Vec<_> = config.servers.iter().map(|s| s.transport.kind()).collect();
+    assert_eq!(
+        kinds,
+        [TransportKind::Http, TransportKind::Sse, TransportKind::Http]
+    );
+}
+
+#[test]
+fn exposed_names_are_prefixed_sanitised_and_capped() {
+    let config = parse(
+        json!({"mcpServers": {"srv": {"command": "x"}, "raw": {"command": "x", "tool_name_prefix": false}}}),
+        &MapEnv::new(),
+    )
+    .unwrap();
+    let raw = &config.servers[0];
+    let srv = &config.servers[1];
+    assert_eq!(exposed_tool_name(srv, "get-sum"), "srv_get-sum");
+    assert_eq!(exposed_tool_name(raw, "get.sum"), "get_sum");
+    assert_eq!(exposed_tool_name(srv, &"x".repeat(100)).len(), 64);
+}
+
+#[test]
+fn merging_keeps_other_keys() {
+    let merged = merge_servers(
+        br#"{"skills": {"a": 1}, "mcpServers": {"old": {}}}"#,
+        json!({"new": {"command": "x"}}),
+    )
+    .unwrap();
+    let value: Value = serde_json::from_slice(&merged).unwrap();
+    assert_eq!(value["skills"]["a"], 1);
+    assert_eq!(value["mcpServers"], json!({"new": {"command": "x"}}));
+}
+
+#[test]
+fn the_path_follows_the_env_then_config_yaml_then_the_data_dir() {
+    let data = Path::new("/data");
+    let env = MapEnv::new().with(EXTENSIONS_ENV, "/etc/ext.json");
+    assert_eq!(
+        extensions_path(&env, Some(Path::new("/cfg/config.yaml")), data),
+        PathBuf::from("/etc/ext.json")
+    );
+    assert_eq!(
+        extensions_path(&MapEnv::new(), Some(Path::new("/cfg/config.yaml")), data),
+        PathBuf::from("/cfg/extensions_config.json")
+    );
+    assert_eq!(
+        extensions_path(&MapEnv::new(), None, data),
+        PathBuf::from("/data/extensions_config.json")
+    );
+}

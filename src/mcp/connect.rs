@@ -1,0 +1,140 @@
+//! Opens one MCP session: spawns a stdio server (in its own process group, killed with the
+//! session) or connects over streamable HTTP or legacy SSE, then runs the MCP handshake.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use reqwest::header::HeaderName;
+use rmcp::RoleClient;
+use rmcp::ServiceExt;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransport, StreamableHttpClientTransportConfig,
+};
+use tokio::io::AsyncBufReadExt;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::mcp::config::{ServerConfig, Transport};
+use crate::mcp::http::{RemoteAuth, StreamableClient};
+use crate::mcp::oauth::TokenSource;
+use crate::mcp::sse::SseTransport;
+
+/// How long starting a server and the MCP handshake may take.
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub(crate) type Session = RunningService<RoleClient, ()>;
+
+/// A live session and what must live as long as it (the stderr reader of a stdio server).
+pub(crate) struct Connection {
+    pub session: Session,
+    _stderr: Option<AbortOnDropHandle<()>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ConnectError {
+    #[error("could not start `{command}`: {source}; is it installed and on PATH?")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("could not connect: {0}")]
+    Transport(String),
+    #[error("the MCP handshake failed: {0}")]
+    Handshake(String),
+    #[error("no answer within {0:?}; the server is not responding")]
+    Timeout(Duration),
+}
+
+/// Connects `server` within [`START_TIMEOUT`].
+pub(crate) async fn connect(
+    server: &ServerConfig,
+    http: &reqwest::Client,
+    oauth: Option<Arc<TokenSource>>,
+) -> Result<Connection, ConnectError> {
+    match tokio::time::timeout(START_TIMEOUT, open(server, http, oauth)).await {
+        Ok(result) => result,
+        Err(_) => Err(ConnectError::Timeout(START_TIMEOUT)),
+    }
+}
+
+async fn open(
+    server: &ServerConfig,
+    http: &reqwest::Client,
+    oauth: Option<Arc<TokenSource>>,
+) -> Result<Connection, ConnectError> {
+    let handshake =
+        |e: rmcp::service::ClientInitializeError| ConnectError::Handshake(e.to_string());
+    match &server.transport {
+        Transport::Stdio { command, args, env } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(env.iter().map(|(k, v)| (k, v.expose())))
+                .kill_on_drop(true);
+            let mut wrapped = CommandWrap::from(cmd);
+            // npx and shell wrappers start the real server as a grandchild: killing the group
+            // takes it down too.
+            wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+            let (child, stderr) = TokioChildProcess::builder(wrapped)
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|source| ConnectError::Spawn {
+                    command: command.clone(),
+                    source,
+                })?;
+            let stderr = stderr.map(|stderr| {
+                let name = server.name.clone();
+                AbortOnDropHandle::new(tokio::spawn(async move {
+                    let mut lines = tokio::io::BufReader::new(stderr).lines();
+                    while let Ok(Some(line)) = lines.next_line().await {
+                        tracing::debug!(server = %name, "{line}");
+                    }
+                }))
+            });
+            let session = ().serve(child).await.map_err(handshake)?;
+            Ok(Connection {
+                session,
+                _stderr: stderr,
+            })
+        }
+        Transport::Remote {
+            kind, url, headers, ..
+        } => {
+            let headers = headers
+                .iter()
+                .filter_map(|(name, value)| {
+                    HeaderName::from_bytes(name.as_bytes())
+                        .ok()
+                        .map(|name| (name, value.clone()))
+                })
+                .collect();
+            let auth = RemoteAuth::new(headers, oauth);
+            let session = match kind {
+                crate::mcp::config::TransportKind::Sse => {
+                    let transport = SseTransport::connect(http.clone(), auth, url)
+                        .await
+                        .map_err(|e| ConnectError::Transport(e.to_string()))?;
+                    ().serve(transport).await.map_err(handshake)?
+                }
+                _ => {
+                    let client = StreamableClient {
+                        http: http.clone(),
+                        auth,
+                    };
+                    let transport = StreamableHttpClientTransport::with_client(
+                        client,
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+                    );
+                    ().serve(transport).await.map_err(handshake)?
+                }
+            };
+            Ok(Connection {
+                session,
+                _stderr: None,
+            })
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The HTTP side of remote MCP servers, on the project's reqwest 0.12 client: rmcp's
+//! streamable-HTTP transport driven through our [`StreamableHttpClient`] implementation, and
+//! the request decoration both remote transports share (configured headers, OAuth).
+//!
+//! Why not rmcp's own reqwest client: it is built on reqwest 0.13, whose default TLS stack
+//! (aws-lc-rs) would be a second copy of reqwest and a second rustls crypto provider in the
+//! binary (the "CryptoProvider" panic of the ecosystem notes). This file is the small part of it
+//! we need: POST a message (JSON or SSE answer), GET the server's stream, DELETE the session.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    AuthRequiredError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+};
+use sse_stream::{Sse, SseStream};
+
+use crate::config::Secret;
+use crate::mcp::oauth::{OAuthError, TokenSource};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const LAST_EVENT_HEADER: &str = "last-event-id";
+const EVENT_STREAM: &str = "text/event-stream";
+const JSON: &str = "application/json";
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RemoteError {
+    #[error("{0}")]
+    Http(#[from] reqwest::Error),
+    #[error("{0}")]
+    OAuth(#[from] OAuthError),
+}
+
+/// What every request to one remote server carries: its configured headers and, with
+/// `oauth`, a fresh `Authorization` header.
+#[derive(Clone)]
+pub(crate) struct RemoteAuth {
+    headers: Arc<Vec<(HeaderName, Secret)>>,
+    oauth: Option<Arc<TokenSource>>,
+}
+
+impl RemoteAuth {
+    pub(crate) fn new(headers: Vec<(HeaderName, Secret)>, oauth: Option<Arc<TokenSource>>) -> Self {
+        Self {
+            headers: Arc::new(headers),
+            oauth,
+        }
+    }
+
+    /// Adds the headers to `request`; OAuth's `Authorization` wins over a configured one.
+    pub(crate) async fn decorate(
+        &self,
+        mut request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder, OAuthError> {
+        for (name, value) in self.headers.iter() {
+            if let Ok(mut value) = HeaderValue::from_str(value.expose()) {
+                value.set_sensitive(true);
+                request = request.header(name, value);
+            }
+        }
+        if let Some(oauth) = &self.oauth {
+            let header = oauth.authorization().await?;
+            if let Ok(mut value) = HeaderValue::from_str(header.expose()) {
+                value.set_sensitive(true);
+                request = request.header(AUTHORIZATION, value);
+            }
+        }
+        Ok(request)
+    }
+
+    /// A 401 means the token went stale early (revoked, clock skew): forget it.
+    pub(crate) async fn unauthorized(&self) {
+        if let Some(oauth) = &self.oauth {
+            oauth.invalidate().await;
+        }
+    }
+}
+
+/// rmcp's streamable-HTTP client contract on reqwest 0.12.
+#[derive(Clone)]
+pub(crate) struct StreamableClient {
+    pub http: reqwest::Client,
+    pub auth: RemoteAuth,
+}
+
+type HttpResult<T> = Result<T, StreamableHttpError<RemoteError>>;
+
+impl StreamableClient {
+    async fn request(
+        &self,
+        builder: reqwest::RequestBuilder,
+        session_id: Option<&str>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<reqwest::Response> {
+        let mut builder = self
+            .auth
+            .decorate(builder)
+            .await
+            .map_err(|e| StreamableHttpError::Client(RemoteError::OAuth(e)))?;
+        if let Some(session_id) = session_id {
+            builder = builder.header(SESSION_HEADER, session_id);
+        }
+        for (name, value) in custom_headers {
+            builder = builder.header(name, value);
+        }
+        let response = builder.send().await.map_err(client_error)?;
+        if response.status() == StatusCode::UNAUTHORIZED {
+            self.auth.unauthorized().await;
+            let header = response
+                .headers()
+                .get(reqwest::header::WWW_AUTHENTICATE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("Bearer")
+                .to_string();
+            return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                header,
+            )));
+        }
+        Ok(response)
+    }
+}
+
+fn client_error(error: reqwest::Error) -> StreamableHttpError<RemoteError> {
+    StreamableHttpError::Client(RemoteError::Http(error))
+}
+
+fn content_type(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+}
+
+fn sse_of(response: reqwest::Response) -> BoxStream<'static, Result<Sse, sse_stream::Error>> {
+    SseStream::from_bytes_stream(response.bytes_stream()).boxed()
+}
+
+impl StreamableHttpClient for StreamableClient {
+    type Error = RemoteError;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
+        let builder = self
+            .http
+            .post(uri.as_ref())
+            .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
+            .json(&message);
+        let response = self
+            .request(builder, session_id.as_deref(), custom_headers)
+            .await?;
+        let status = response.status();
+        if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
+            return Ok(StreamableHttpPostResponse::Accepted);
+        }
+        if status == StatusCode::NOT_FOUND && session_id.is_some() {
+            return Err(StreamableHttpError::SessionExpired);
+        }
+        let new_session = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let kind = content_type(response.headers());
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            if let Ok(error @ ServerJsonRpcMessage::Error(_)) = serde_json::from_str(&body) {
+                return Ok(StreamableHttpPostResponse::Json(error, new_session));
+            }
+            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
+                format!(
+                    "HTTP {status}: {}",
+                    body.chars().take(300).collect::<String>()
+                ),
+            )));
+        }
+        match kind.as_deref() {
+            Some(EVENT_STREAM) => Ok(StreamableHttpPostResponse::Sse(
+                sse_of(response),
+                new_session,
+            )),
+            Some(JSON) => {
+                let body = response.bytes().await.map_err(client_error)?;
+                match serde_json::from_slice::<ServerJsonRpcMessage>(&body) {
+                    Ok(parsed) => Ok(StreamableHttpPostResponse::Json(parsed, new_session)),
+                    Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+                    Err(error) => Err(StreamableHttpError::Deserialize(error)),
+                }
+            }
+            // A notification's answer carries nothing we need, whatever its type.
+            _ if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
+            other => Err(StreamableHttpError::UnexpectedContentType(
+                other.map(str::to_string),
+            )),
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<()> {
+        let builder = self.http.delete(uri.as_ref());
+        let response = self
+            .request(builder, Some(&session_id), custom_headers)
+            .await?;
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Ok(());
+        }
+        response.error_for_status().map_err(client_error)?;
+        Ok(())
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        _auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<BoxStream<'static, Result<Sse, sse_stream::Error>>> {
+        let mut builder = self
+            .http
+            .get(uri.as_ref())
+            .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"));
+        if let Some(last_event_id) = last_event_id {
+            builder = builder.header(LAST_EVENT_HEADER, last_event_id);
+        }
+        let response = self
+            .request(builder, session_id.as_deref(), custom_headers)
+            .await?;
+        if response.status() == StatusCode::METHOD_NOT_ALLOWED {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
+        }
+        let response = response.error_for_status().map_err(client_error)?;
+        match content_type(response.headers()).as_deref() {
+            Some(EVENT_STREAM | JSON) => Ok(sse_of(response)),
+            other => Err(StreamableHttpError::UnexpectedContentType(
+                other.map(str::to_string),
+            )),
+        }
+    }
+}

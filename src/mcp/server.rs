@@ -1,0 +1,124 @@
+//! One configured MCP server: its settings, token source, status and (lazily) its session.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use crate::mcp::config::{ServerConfig, Transport};
+use crate::mcp::connect::{ConnectError, Connection, connect};
+use crate::mcp::oauth::TokenSource;
+
+/// How one server stands, for `antler mcp list` and `GET /api/mcp/servers`.
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ServerStatus {
+    Disabled,
+    /// Not connected yet (tools are discovered on the first run that needs them).
+    Pending,
+    Connected,
+    Failed {
+        error: String,
+    },
+}
+
+/// One server in a listing.
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerReport {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub enabled: bool,
+    pub description: Option<String>,
+    pub status: ServerStatus,
+    /// The names the model sees.
+    pub tools: Vec<String>,
+}
+
+/// One configured server: its settings, token source and (lazily) its session.
+pub(crate) struct ServerSlot {
+    pub(crate) config: ServerConfig,
+    http: reqwest::Client,
+    oauth: Option<Arc<TokenSource>>,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+    status: Mutex<ServerStatus>,
+    pub(crate) tools: Mutex<Vec<String>>,
+}
+
+impl ServerSlot {
+    pub(crate) fn new(config: ServerConfig, http: reqwest::Client) -> Self {
+        let oauth = match &config.transport {
+            Transport::Remote {
+                oauth: Some(oauth), ..
+            } => Some(Arc::new(TokenSource::new(oauth.clone(), http.clone()))),
+            _ => None,
+        };
+        let status = if config.enabled {
+            ServerStatus::Pending
+        } else {
+            ServerStatus::Disabled
+        };
+        Self {
+            config,
+            http,
+            oauth,
+            connection: tokio::sync::Mutex::new(None),
+            status: Mutex::new(status),
+            tools: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn set_status(&self, status: ServerStatus) {
+        if let Ok(mut slot) = self.status.lock() {
+            *slot = status;
+        }
+    }
+
+    /// The session's peer, connecting first when there is none or it died.
+    pub(crate) async fn peer(&self) -> Result<rmcp::service::Peer<rmcp::RoleClient>, ConnectError> {
+        let mut connection = self.connection.lock().await;
+        if let Some(open) = connection.as_ref()
+            && !open.session.is_closed()
+        {
+            return Ok(open.session.peer().clone());
+        }
+        if connection.take().is_some() {
+            tracing::warn!(server = %self.config.name, "The MCP server's session ended; reconnecting");
+        }
+        match connect(&self.config, &self.http, self.oauth.clone()).await {
+            Ok(open) => {
+                let peer = open.session.peer().clone();
+                *connection = Some(open);
+                self.set_status(ServerStatus::Connected);
+                Ok(peer)
+            }
+            Err(error) => {
+                self.set_status(ServerStatus::Failed {
+                    error: error.to_string(),
+                });
+                Err(error)
+            }
+        }
+    }
+
+    /// Forgets a session a call found broken, so the next call reconnects.
+    pub(crate) async fn drop_session(&self) {
+        if let Some(open) = self.connection.lock().await.take() {
+            let _ = open.session.cancel().await;
+        }
+    }
+
+    pub(crate) fn report(&self) -> ServerReport {
+        ServerReport {
+            name: self.config.name.clone(),
+            kind: self.config.transport.kind().as_str(),
+            enabled: self.config.enabled,
+            description: self.config.description.clone(),
+            status: self
+                .status
+                .lock()
+                .map(|s| s.clone())
+                .unwrap_or(ServerStatus::Pending),
+            tools: self.tools.lock().map(|t| t.clone()).unwrap_or_default(),
+        }
+    }
+}
