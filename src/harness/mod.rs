@@ -4,6 +4,7 @@
 //! and the registry of active runs, which enforces one run per thread. Each run is a task
 //! tracked for shutdown; its events stream to the caller through the [`RunHandle`].
 
+mod admission;
 mod errors;
 mod memory;
 mod registries;
@@ -259,7 +260,7 @@ impl Harness {
             options,
             want_values,
         } = request;
-        overload_check(&config)?;
+        admission::overload_check(&config)?;
         let record = self.owned_or_created(&user_id, &thread_id)?;
         let usage = UsageStore::new(self.inner.threads.store().clone());
         if let Some(notice) =
@@ -587,25 +588,3 @@ impl Drop for RunGuard {
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
-
-/// Refuses a new run while the process is past `gateway.max_rss_mb` (0 = no limit).
-fn overload_check(config: &AppConfig) -> Result<(), RunError> {
-    let limit_mb = config.gateway.max_rss_mb;
-    if limit_mb == 0 {
-        return Ok(());
-    }
-    let Some(rss) = crate::metrics::resident_bytes() else {
-        return Ok(());
-    };
-    let rss_mb = rss / (1024 * 1024);
-    if rss_mb < limit_mb {
-        return Ok(());
-    }
-    crate::metrics::run_refused("overloaded");
-    tracing::warn!(
-        rss_mb,
-        limit_mb,
-        "Refusing a new run: memory is past gateway.max_rss_mb"
-    );
-    Err(RunError::Overloaded { rss_mb, limit_mb })
-}
