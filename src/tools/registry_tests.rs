@@ -110,27 +110,27 @@ fn yaml_tool_entries_keep_their_parameters() {
     let yaml = r#"
 models:
   - name: default
-provider: openai
-model: m
-base_url: http://127.0.0.1:1/v1
+    provider: openai
+    model: m
+    base_url: http://127.0.0.1:1/v1
 sandbox:
   provider: local
   allow_host_bash: true
   mounts:
-- host_path: /srv/ref
-  container_path: /mnt/ref
-  read_only: true
+    - host_path: /srv/ref
+      container_path: /mnt/ref
+      read_only: true
 tool_groups:
   - name: bash
   - name: file:read
 tools:
   - name: bash
-group: bash
-use: bash
-timeout_seconds: 30
+    group: bash
+    use: bash
+    timeout_seconds: 30
   - name: read_file
-group: file:read
-use: read_file
+    group: file:read
+    use: read_file
 "#;
     let loaded = crate::config::load_from_str(
         yaml,

@@ -7,6 +7,7 @@ mod exposure;
 mod http_errors;
 mod leaks;
 mod lifecycle;
+mod mcp_api;
 mod metrics;
 mod run_errors;
 mod subagents;
