@@ -42,10 +42,16 @@ fn card_text(call_body: &Value) -> String {
         .to_string()
 }
 
+/// Waits until the message carries DONE and no longer OnIt: the adapter adds the new reaction
+/// before it removes the old one, so seeing DONE alone does not mean the swap is complete.
 async fn answered(fake: &FakeFeishu, message_id: &str) {
     let done = (message_id.to_string(), "DONE".to_string());
-    fake.wait_for(WAIT, "the DONE reaction", |f| f.reactions().contains(&done))
-        .await;
+    let working = (message_id.to_string(), "OnIt".to_string());
+    fake.wait_for(WAIT, "the DONE reaction replacing OnIt", |f| {
+        let reactions = f.reactions();
+        reactions.contains(&done) && !reactions.contains(&working)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
