@@ -142,8 +142,9 @@ pub fn fallback_title(user_message: &str, max_chars: usize) -> String {
     format!("{}...", truncate_chars(text, keep).trim_end())
 }
 
-/// Cleans a title model's answer: drops `<think>…</think>` blocks, surrounding quotes and
-/// whitespace, keeps the first line, and cuts to `max_chars`.
+/// Cleans a title model's answer: drops `<think>…</think>` blocks, Markdown heading and bold
+/// marks, a `Title:` prefix, surrounding quotes and whitespace, keeps the first line, and cuts
+/// to `max_chars`.
 pub fn parse_title(raw: &str, max_chars: usize) -> String {
     let mut text = String::with_capacity(raw.len());
     let mut rest = raw;
@@ -161,8 +162,19 @@ pub fn parse_title(raw: &str, max_chars: usize) -> String {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or_default();
+    // Chat models often dress a title as Markdown ("# Title", "**Title:** Foo"); a title is
+    // shown as plain text in sidebars and chat lists.
+    let plain = line
+        .trim_start_matches('#')
+        .replace("**", "")
+        .replace("__", "");
+    let plain = plain.trim();
+    let plain = match plain.get(..6) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("title:") => plain[6..].trim_start(),
+        _ => plain,
+    };
     let quotes: &[char] = &['"', '\'', '`', '“', '”', '‘', '’', '«', '»'];
-    let title = line.trim_matches(quotes).trim();
+    let title = plain.trim_matches(quotes).trim();
     truncate_chars(title, max_chars).trim_end().to_string()
 }
 
@@ -352,5 +364,15 @@ mod tests {
         assert_eq!(parse_title("\"Trip to Rome\"\n\nextra", 60), "Trip to Rome");
         assert_eq!(parse_title("<think>unclosed", 60), "");
         assert_eq!(parse_title("abcdefghijkl", 10), "abcdefghij");
+    }
+
+    #[test]
+    fn parse_title_drops_markdown_dress() {
+        assert_eq!(parse_title("# Trip to Rome", 60), "Trip to Rome");
+        assert_eq!(
+            parse_title("**Title:** \"Trip to Rome\"", 60),
+            "Trip to Rome"
+        );
+        assert_eq!(parse_title("title: __Budget__ review", 60), "Budget review");
     }
 }
