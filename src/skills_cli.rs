@@ -234,17 +234,11 @@ fn print_rows(rows: &[Row], out: &mut dyn Write) -> Result<(), SkillsCliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
 
     #[test]
     fn install_list_disable_remove_on_the_data_dir() {
         let dir = tempfile::tempdir().unwrap();
-        let catalog = SkillCatalog::new(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/public"),
-            dir.path().join("data"),
-            Arc::new(MemoryStore::new()),
-            Arc::new(SkillsLoader::new()),
-        );
+        let catalog = crate::skills::catalog::tests::shipped_catalog(dir.path());
         let archive = dir.path().join("weekly.skill");
         std::fs::write(
             &archive,

@@ -1,6 +1,9 @@
 //! Admission control: whether the daemon may start another run at all, before any thread or
 //! model work (today: the memory ceiling `gateway.max_rss_mb`).
 
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use crate::config::AppConfig;
 
 use super::RunError;
@@ -11,7 +14,7 @@ pub(super) fn overload_check(config: &AppConfig) -> Result<(), RunError> {
     if limit_mb == 0 {
         return Ok(());
     }
-    let Some(rss) = crate::metrics::resident_bytes() else {
+    let Some(rss) = sampled_rss() else {
         return Ok(());
     };
     let rss_mb = rss / (1024 * 1024);
@@ -25,4 +28,22 @@ pub(super) fn overload_check(config: &AppConfig) -> Result<(), RunError> {
         "Refusing a new run: memory is past gateway.max_rss_mb"
     );
     Err(RunError::Overloaded { rss_mb, limit_mb })
+}
+
+/// How stale the RSS reading may be: a burst of run starts reads `/proc` a few times a second,
+/// not once per run, and memory does not grow meaningfully in that time.
+const RSS_SAMPLE_AGE: Duration = Duration::from_millis(250);
+
+static RSS_SAMPLE: Mutex<Option<(Instant, u64)>> = Mutex::new(None);
+
+fn sampled_rss() -> Option<u64> {
+    let mut sample = RSS_SAMPLE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((at, rss)) = *sample
+        && at.elapsed() < RSS_SAMPLE_AGE
+    {
+        return Some(rss);
+    }
+    let rss = crate::metrics::resident_bytes()?;
+    *sample = Some((Instant::now(), rss));
+    Some(rss)
 }

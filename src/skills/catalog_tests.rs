@@ -36,6 +36,16 @@ fn fixture() -> Fixture {
     }
 }
 
+/// A catalog over the skills shipped in `skills/public`, with its data dir under `dir`.
+pub(crate) fn shipped_catalog(dir: &std::path::Path) -> SkillCatalog {
+    SkillCatalog::new(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/public"),
+        dir.join("data"),
+        Arc::new(MemoryStore::new()),
+        Arc::new(SkillsLoader::new()),
+    )
+}
+
 pub(crate) fn skill_zip(name: &str, allowed_tools: Option<&str>) -> Vec<u8> {
     let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = SimpleFileOptions::default();

@@ -40,21 +40,12 @@ pub fn skills_reply(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use crate::skills::SkillsLoader;
-    use crate::store::MemoryStore;
 
     #[test]
     fn lists_usable_skills_and_says_why_others_are_not() {
         let dir = tempfile::tempdir().unwrap();
-        let catalog = SkillCatalog::new(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("skills/public"),
-            dir.path().join("data"),
-            Arc::new(MemoryStore::new()),
-            Arc::new(SkillsLoader::new()),
-        );
+        let catalog = crate::skills::catalog::tests::shipped_catalog(dir.path());
         catalog
             .set_enabled("root", "bootstrap", false, true)
             .unwrap();

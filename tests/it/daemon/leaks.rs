@@ -68,12 +68,7 @@ async fn no_response_or_model_request_contains_the_data_dir() {
     assert!(sse.contains("tool_finished"), "{sse}");
     assert_clean("the SSE stream", &sse, &markers);
 
-    let wait = daemon
-        .post(&format!("/api/threads/{thread}/runs/wait"), TOKEN_A)
-        .json(&json!({"input": {"messages": [{"role": "user", "content": "list"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let wait = daemon.run_wait(TOKEN_A, &thread, "list").await;
     assert_eq!(wait.status(), 200);
     let wait = wait.text().await.unwrap();
     assert_clean("runs/wait", &wait, &markers);

@@ -14,12 +14,7 @@ async fn metrics_count_runs_tools_and_tokens_without_naming_users() {
     let setup = Setup::new(&fake.base_url(), "");
     let daemon = setup.start();
     let thread = daemon.create_thread(TOKEN_A).await;
-    let answer = daemon
-        .post(&format!("/api/threads/{thread}/runs/wait"), TOKEN_A)
-        .json(&json!({"input": {"messages": [{"role": "user", "content": "list files"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let answer = daemon.run_wait(TOKEN_A, &thread, "list files").await;
     assert_eq!(answer.status(), 200);
 
     // No bearer token: scrapers do not carry one.
@@ -67,12 +62,7 @@ async fn past_the_memory_ceiling_new_runs_are_refused_politely_without_a_model_c
     std::fs::write(&setup.config_path, yaml).unwrap();
     let daemon = setup.start();
     let thread = daemon.create_thread(TOKEN_A).await;
-    let refused = daemon
-        .post(&format!("/api/threads/{thread}/runs/wait"), TOKEN_A)
-        .json(&json!({"input": {"messages": [{"role": "user", "content": "hi"}]}}))
-        .send()
-        .await
-        .unwrap();
+    let refused = daemon.run_wait(TOKEN_A, &thread, "hi").await;
     let message = super::Daemon::expect_error(
         refused,
         503,

@@ -205,6 +205,20 @@ impl Daemon {
         response
     }
 
+    /// Sends `/runs/wait` with one human message and returns the answer, whatever its status.
+    pub(crate) async fn run_wait(
+        &self,
+        token: &str,
+        thread_id: &str,
+        text: &str,
+    ) -> reqwest::Response {
+        self.post(&format!("/api/threads/{thread_id}/runs/wait"), token)
+            .json(&serde_json::json!({"input": {"messages": [{"role": "user", "content": text}]}}))
+            .send()
+            .await
+            .expect("wait request")
+    }
+
     /// Creates a thread for `token`'s user and returns its id.
     pub(crate) async fn create_thread(&self, token: &str) -> String {
         let body: Value = self

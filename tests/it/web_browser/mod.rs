@@ -139,6 +139,13 @@ pub(crate) fn screenshot_dir() -> PathBuf {
 }
 
 impl Browser {
+    /// Opens `url` and waits until the page is ready for a message (its welcome note shows).
+    pub(crate) async fn open_chat(&self, url: &str) {
+        self.session.goto(url).await.expect("open page");
+        self.wait("document.querySelector('.note')", "the welcome note")
+            .await;
+    }
+
     /// Evaluates `expression` in the page and returns its value.
     pub(crate) async fn js(&self, expression: &str) -> Value {
         self.session

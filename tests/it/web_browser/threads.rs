@@ -17,14 +17,7 @@ async fn uploads_reach_the_model_and_threads_switch_and_delete() {
     let fake = FakeOpenAi::start().await;
     let setup = Tokenless::new(&fake.base_url());
     let daemon = setup.start();
-    browser
-        .session
-        .goto(&daemon.url("/"))
-        .await
-        .expect("open page");
-    browser
-        .wait("document.querySelector('.note')", "the welcome note")
-        .await;
+    browser.open_chat(&daemon.url("/")).await;
 
     // Upload with the file button; the next message carries the file to the model.
     let dir = tempfile::tempdir().unwrap();
@@ -154,14 +147,7 @@ async fn plan_mode_shows_the_todo_list_live() {
     let fake = FakeOpenAi::start().await;
     let setup = Tokenless::new(&fake.base_url());
     let daemon = setup.start();
-    browser
-        .session
-        .goto(&daemon.url("/"))
-        .await
-        .expect("open page");
-    browser
-        .wait("document.querySelector('.note')", "the welcome note")
-        .await;
+    browser.open_chat(&daemon.url("/")).await;
     browser.click("#plan").await;
     fake.push(Reply::tool_call(
         "write_todos",
@@ -211,14 +197,7 @@ async fn escape_cancels_a_streaming_run() {
     let fake = FakeOpenAi::start().await;
     let setup = Tokenless::new(&fake.base_url());
     let daemon = setup.start();
-    browser
-        .session
-        .goto(&daemon.url("/"))
-        .await
-        .expect("open page");
-    browser
-        .wait("document.querySelector('.note')", "the welcome note")
-        .await;
+    browser.open_chat(&daemon.url("/")).await;
     let words: Vec<String> = (1..=60).map(|i| format!("word{i} ")).collect();
     fake.push(Reply::slow(words, Duration::from_millis(200)));
     browser.say("count slowly").await;
