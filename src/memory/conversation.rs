@@ -29,22 +29,46 @@ fn user_text(content: &str) -> Option<String> {
 
 /// The user inputs and final answers of `messages`, in order.
 pub fn conversation_of(messages: &[Message]) -> Vec<ConversationMessage> {
-    messages
+    messages.iter().filter_map(conversation_message).collect()
+}
+
+/// The newest `max_messages` entries of [`conversation_of`], each cut to `max_chars`
+/// characters. Walks back from the end, so a turn on a thread of thousands of messages copies
+/// only what the memory queue keeps instead of the whole history.
+pub fn recent_conversation_of(
+    messages: &[Message],
+    max_messages: usize,
+    max_chars: usize,
+) -> Vec<ConversationMessage> {
+    let mut recent: Vec<ConversationMessage> = messages
         .iter()
-        .filter_map(|message| match message {
-            Message::Human(human) if !human.meta.hide_from_ui && human.name.is_none() => {
-                user_text(&human.content).map(|content| ConversationMessage {
-                    role: "user".into(),
-                    content,
-                })
-            }
-            Message::Ai(ai) if ai.tool_calls.is_empty() && !ai.content.trim().is_empty() => {
-                Some(ConversationMessage {
-                    role: "assistant".into(),
-                    content: ai.content.trim().to_string(),
-                })
-            }
-            _ => None,
-        })
-        .collect()
+        .rev()
+        .filter_map(conversation_message)
+        .take(max_messages)
+        .collect();
+    recent.reverse();
+    for message in &mut recent {
+        if let Some((cut, _)) = message.content.char_indices().nth(max_chars) {
+            message.content.truncate(cut);
+        }
+    }
+    recent
+}
+
+fn conversation_message(message: &Message) -> Option<ConversationMessage> {
+    match message {
+        Message::Human(human) if !human.meta.hide_from_ui && human.name.is_none() => {
+            user_text(&human.content).map(|content| ConversationMessage {
+                role: "user".into(),
+                content,
+            })
+        }
+        Message::Ai(ai) if ai.tool_calls.is_empty() && !ai.content.trim().is_empty() => {
+            Some(ConversationMessage {
+                role: "assistant".into(),
+                content: ai.content.trim().to_string(),
+            })
+        }
+        _ => None,
+    }
 }

@@ -8,7 +8,8 @@
 use async_trait::async_trait;
 
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunContext};
-use crate::memory::conversation::conversation_of;
+use crate::memory::conversation::recent_conversation_of;
+use crate::memory::queue::{MAX_MESSAGE_CHARS, MAX_MESSAGES};
 use crate::memory::queue::{MemoryQueue, PendingConversation};
 use crate::memory::repo::MemoryScope;
 use crate::state::ThreadState;
@@ -34,7 +35,7 @@ impl Middleware for MemoryMiddleware {
         state: &ThreadState,
         ctx: &RunContext,
     ) -> Result<HookResult, MiddlewareError> {
-        let messages = conversation_of(&state.messages);
+        let messages = recent_conversation_of(&state.messages, MAX_MESSAGES, MAX_MESSAGE_CHARS);
         let has_user = messages.iter().any(|m| m.role == "user");
         let has_answer = messages.iter().any(|m| m.role == "assistant");
         if !(has_user && has_answer) {
@@ -92,6 +93,7 @@ impl crate::agent_api::DroppedMessagesSink for DroppedToMemory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::conversation::conversation_of;
     use crate::messages::Message;
     use crate::messages::{AiMessage, HumanMessage, ToolCall, ToolMessage};
 
@@ -139,5 +141,23 @@ mod tests {
             pairs,
             [("user", "sum it up"), ("assistant", "It says hello.")]
         );
+    }
+
+    #[test]
+    fn a_long_thread_gives_only_its_newest_entries_cut_to_size() {
+        let mut messages = Vec::new();
+        for i in 0..500 {
+            messages.push(Message::human(format!("question {i} {}", "é".repeat(20))));
+            messages.push(Message::ai(format!("answer {i}")));
+        }
+        let recent = recent_conversation_of(&messages, 5, 12);
+        let everything = conversation_of(&messages);
+        assert_eq!(recent.len(), 5);
+        for (got, full) in recent.iter().zip(&everything[everything.len() - 5..]) {
+            assert_eq!(got.role, full.role);
+            let expected: String = full.content.chars().take(12).collect();
+            assert_eq!(got.content, expected);
+        }
+        assert_eq!(recent[4].content, "answer 499");
     }
 }
