@@ -3,10 +3,13 @@
 //! Every cache that a user or a platform can inflate (thread states, custom agents, system
 //! prompts) uses this one type, so each has a bound from the config and the same eviction rule.
 //! Lookups and inserts are `O(log n)`: recency is a `BTreeMap` from a tick to the key.
+//! Entries also remember when they were last used, so a cache can drop what nobody touched for
+//! a while ([`Lru::evict_idle`]) instead of holding it until something newer pushes it out.
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::Hash;
+use std::time::{Duration, Instant};
 
 /// The cache. Not synchronised: callers wrap it in a `Mutex` held for the call only.
 #[derive(Debug)]
@@ -23,6 +26,7 @@ struct Slot<V> {
     value: V,
     weight: usize,
     tick: u64,
+    used: Instant,
 }
 
 impl<K: Clone + Eq + Hash, V> Lru<K, V> {
@@ -47,6 +51,7 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         let slot = self.entries.get_mut(key)?;
         let owned = self.recency.remove(&slot.tick)?;
         slot.tick = tick;
+        slot.used = Instant::now();
         self.recency.insert(tick, owned);
         Some(&slot.value)
     }
@@ -61,6 +66,7 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         let slot = self.entries.get_mut(key)?;
         let owned = self.recency.remove(&slot.tick)?;
         slot.tick = tick;
+        slot.used = Instant::now();
         self.recency.insert(tick, owned);
         Some(&mut slot.value)
     }
@@ -80,6 +86,7 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
                 value,
                 weight,
                 tick,
+                used: Instant::now(),
             },
         );
         self.weight += weight;
@@ -121,6 +128,28 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         for key in doomed {
             self.remove(&key);
         }
+    }
+
+    /// Drops the entries unused for longer than `max_idle`, oldest first; returns how many.
+    /// Recency order is use order, so the walk stops at the first entry still in use.
+    pub fn evict_idle(&mut self, max_idle: Duration) -> usize {
+        let mut evicted = 0;
+        while let Some((_, key)) = self.recency.first_key_value() {
+            let idle = self
+                .entries
+                .get(key)
+                .is_none_or(|slot| slot.used.elapsed() > max_idle);
+            if !idle {
+                break;
+            }
+            if let Some((_, key)) = self.recency.pop_first()
+                && let Some(slot) = self.entries.remove(&key)
+            {
+                self.weight -= slot.weight;
+                evicted += 1;
+            }
+        }
+        evicted
     }
 
     pub fn len(&self) -> usize {
@@ -210,5 +239,19 @@ mod tests {
         none.insert("k", 1, 0);
         assert!(none.is_empty(), "a zero capacity keeps nothing");
         assert_eq!(none.capacity(), 0);
+    }
+
+    #[test]
+    fn entries_unused_for_longer_than_the_limit_are_dropped_oldest_first() {
+        let mut lru = Lru::new(10);
+        lru.insert("old", 1, 1);
+        lru.insert("used", 2, 1);
+        std::thread::sleep(Duration::from_millis(30));
+        lru.insert("new", 3, 1);
+        assert!(lru.get("used").is_some());
+        assert_eq!(lru.evict_idle(Duration::from_millis(20)), 1);
+        assert!(lru.get("old").is_none());
+        assert_eq!((lru.len(), lru.weight()), (2, 2));
+        assert_eq!(lru.evict_idle(Duration::from_secs(60)), 0);
     }
 }

@@ -5,6 +5,8 @@
 //! peak (measured: 161 MiB, still 141 MiB of anonymous memory 40 s later); `malloc_trim(0)`
 //! hands the free pages back (down to the pre-burst level). Trimming walks every arena, so it
 //! runs only when no run is in flight and some finished since the last trim, not per run.
+//! The same check drops thread states idle past `cache.thread_states_idle_minutes` from the
+//! cache (and trims after it), so memory settles back when conversations pause.
 
 use std::time::Duration;
 
@@ -29,10 +31,11 @@ pub async fn run(harness: Harness, stop: CancellationToken) {
         }
         // Quiet for a whole interval: the burst's connections have closed by now too (trimming
         // the moment the last run ended left their buffers, freed a moment later, in the heap).
+        let evicted = harness.evict_idle_threads();
         let (in_flight, finished) = harness.run_activity();
         let settled = finished == seen && in_flight == 0;
         seen = finished;
-        if settled && finished != trimmed_at {
+        if settled && (finished != trimmed_at || evicted > 0) {
             trimmed_at = finished;
             // Walking the arenas is a few milliseconds of blocking work after a big burst.
             let _ = tokio::task::spawn_blocking(release_free_heap).await;

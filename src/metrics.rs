@@ -114,6 +114,10 @@ fn describe() {
         "antler_channel_healthy",
         "1 while a channel is healthy, by channel"
     );
+    describe_counter!(
+        "antler_cache_evictions_total",
+        "Entries dropped from a memory cache, by cache and reason"
+    );
     describe_gauge!(
         "antler_process_resident_bytes",
         "Resident set size of the daemon"
@@ -203,6 +207,14 @@ pub fn channel_health(channel: &str, healthy: bool) {
     } else {
         0.0
     });
+}
+
+/// Counts `count` entries dropped from `cache` (`thread_states`) for `reason` (`idle`).
+pub fn cache_evictions(cache: &'static str, reason: &'static str, count: usize) {
+    if count > 0 {
+        counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason)
+            .increment(count as u64);
+    }
 }
 
 /// Sets a named queue's depth (`queue` is a fixed name such as `memory_updates`).

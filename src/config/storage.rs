@@ -29,6 +29,10 @@ impl Default for StoreConfig {
 pub struct CacheConfig {
     /// Folded thread states kept in memory, in MiB (estimated from their records).
     pub thread_states_mb: u64,
+    /// A thread state nobody used for this many minutes leaves the cache (its next turn folds
+    /// it from the store again), so a daemon's memory settles back once conversations pause.
+    /// 0 keeps states until the size bound pushes them out.
+    pub thread_states_idle_minutes: u64,
     /// Custom agents (config and SOUL.md) kept parsed.
     pub agents: usize,
     /// Assembled system prompts kept.
@@ -39,6 +43,7 @@ impl Default for CacheConfig {
     fn default() -> Self {
         Self {
             thread_states_mb: 4,
+            thread_states_idle_minutes: 30,
             agents: 64,
             prompts: 64,
         }

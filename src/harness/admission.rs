@@ -1,12 +1,30 @@
 //! Admission control: whether the daemon may start another run at all, before any thread or
-//! model work (today: the memory ceiling `gateway.max_rss_mb`).
+//! model work (today: the memory ceiling `gateway.max_rss_mb`); and the idle eviction that keeps
+//! the thread-state cache from holding memory for conversations that paused.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::config::AppConfig;
 
-use super::RunError;
+use super::{Harness, RunError};
+
+impl Harness {
+    /// Drops cached thread states idle for longer than `cache.thread_states_idle_minutes` (read
+    /// live, 0: never); returns how many were dropped.
+    pub fn evict_idle_threads(&self) -> usize {
+        let minutes = self.inner.config.current().cache.thread_states_idle_minutes;
+        if minutes == 0 {
+            return 0;
+        }
+        let evicted = self
+            .inner
+            .threads
+            .evict_idle(std::time::Duration::from_secs(minutes.saturating_mul(60)));
+        crate::metrics::cache_evictions("thread_states", "idle", evicted);
+        evicted
+    }
+}
 
 /// Refuses a new run while the process is past `gateway.max_rss_mb` (0 = no limit).
 pub(super) fn overload_check(config: &AppConfig) -> Result<(), RunError> {

@@ -148,3 +148,26 @@ fn random_updates_always_fold_back_to_the_reducers_state() {
         }
     }
 }
+
+#[test]
+fn idle_threads_leave_the_cache_and_fold_back_identical() {
+    for (name, store, _dir) in backends() {
+        let threads = ThreadStore::new(store.clone()).unwrap();
+        let mut driver = Driver::new(threads.clone(), "idle");
+        for step in 0..5 {
+            driver.apply(StateUpdate {
+                messages: vec![Message::human(format!("m{step}"))],
+                ..Default::default()
+            });
+            driver.save().unwrap();
+        }
+        assert_eq!(threads.cache_usage().0, 1, "{name}");
+        assert_eq!(threads.evict_idle(std::time::Duration::from_secs(3600)), 0);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(threads.evict_idle(std::time::Duration::ZERO), 1, "{name}");
+        assert_eq!(threads.cache_usage(), (0, 0, threads.cache_usage().2));
+        driver.assert_reads_back(&store, &format!("{name} after idle eviction"));
+        let (_, state) = threads.state("idle").unwrap().unwrap();
+        assert_eq!(*state, driver.state, "{name}");
+    }
+}

@@ -73,6 +73,11 @@ impl StateCache {
         self.lock().remove(thread_id);
     }
 
+    /// Drops the threads unused for longer than `max_idle`; returns how many.
+    pub(crate) fn evict_idle(&self, max_idle: std::time::Duration) -> usize {
+        self.lock().evict_idle(max_idle)
+    }
+
     /// (threads kept, bytes kept, capacity).
     pub(crate) fn usage(&self) -> (usize, usize, usize) {
         let lru = self.lock();

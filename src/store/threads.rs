@@ -224,6 +224,12 @@ impl ThreadStore {
         Ok(true)
     }
 
+    /// Drops cached states of threads unused for longer than `max_idle` (they are folded from
+    /// the store again when next read); returns how many were dropped.
+    pub fn evict_idle(&self, max_idle: std::time::Duration) -> usize {
+        self.inner.cache.evict_idle(max_idle)
+    }
+
     pub fn set_status(
         &self,
         thread_id: &str,
