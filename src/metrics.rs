@@ -115,6 +115,10 @@ fn describe() {
         "1 while a channel is healthy, by channel"
     );
     describe_counter!(
+        "antler_queue_full_total",
+        "Items a bounded queue refused (the chat was told to wait), by queue"
+    );
+    describe_counter!(
         "antler_cache_evictions_total",
         "Entries dropped from a memory cache, by cache and reason"
     );
@@ -217,6 +221,21 @@ pub fn cache_evictions(cache: &'static str, reason: &'static str, count: usize) 
     }
 }
 
+/// A chat message entered its chat's queue (`antler_queue_depth{queue="chat_messages"}`).
+pub fn chat_queue_added() {
+    gauge!("antler_queue_depth", "queue" => "chat_messages").increment(1.0);
+}
+
+/// A chat's worker took a message from its queue.
+pub fn chat_queue_taken() {
+    gauge!("antler_queue_depth", "queue" => "chat_messages").decrement(1.0);
+}
+
+/// A bounded queue refused an item (`queue` is a fixed name such as `chat_messages`).
+pub fn queue_full(queue: &'static str) {
+    counter!("antler_queue_full_total", "queue" => queue).increment(1);
+}
+
 /// Sets a named queue's depth (`queue` is a fixed name such as `memory_updates`).
 pub fn queue_depth(queue: &'static str, depth: usize) {
     gauge!("antler_queue_depth", "queue" => queue).set(depth as f64);
@@ -247,6 +266,9 @@ mod tests {
         run_finished("completed", Duration::from_millis(40));
         tool_call("bash", true);
         inbound("telegram");
+        chat_queue_added();
+        queue_full("chat_messages");
+        cache_evictions("thread_states", "idle", 2);
         let text = render();
         assert!(text.contains("antler_runs_started_total"), "{text}");
         assert!(
@@ -266,5 +288,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("antler_process_resident_bytes"), "{text}");
+        for name in [
+            "antler_queue_depth{queue=\"chat_messages\"}",
+            "antler_queue_full_total{queue=\"chat_messages\"}",
+            "antler_cache_evictions_total{cache=\"thread_states\",reason=\"idle\"}",
+        ] {
+            assert!(text.contains(name), "{name} missing from {text}");
+        }
     }
 }

@@ -370,6 +370,7 @@ impl ManagerInner {
         if let Some(queue) = queues.get(&queue_name) {
             match queue.sender.try_send(journal_key.clone()) {
                 Ok(()) => {
+                    crate::metrics::chat_queue_added();
                     let position = queue.progress.queued.fetch_add(1, Ordering::SeqCst) + 1;
                     if notify_queued {
                         self.note_if_still_waiting(
@@ -383,6 +384,7 @@ impl ManagerInner {
                     return;
                 }
                 Err(mpsc::error::TrySendError::Full(_)) => {
+                    crate::metrics::queue_full("chat_messages");
                     // Still journalled as pending: answered after a restart if not before.
                     self.spawn_note(runtime, key, QUEUE_FULL_NOTE, message);
                     return;
@@ -395,7 +397,9 @@ impl ManagerInner {
         let limit = self.deps.config.current().channels.queue_limit.max(1);
         let (sender, receiver) = mpsc::channel(limit);
         let progress = Arc::new(QueueProgress::default());
-        let _ = sender.try_send(journal_key);
+        if sender.try_send(journal_key).is_ok() {
+            crate::metrics::chat_queue_added();
+        }
         progress.queued.store(1, Ordering::SeqCst);
         queues.insert(
             queue_name.clone(),
@@ -477,6 +481,7 @@ impl ManagerInner {
                 },
             };
             progress.started.fetch_add(1, Ordering::SeqCst);
+            crate::metrics::chat_queue_taken();
             self.handle(&key, &journal_key).await;
         }
     }
