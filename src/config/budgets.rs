@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
 /// `budgets:` — per-user daily token budgets (UTC days). Unset = no limit.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct BudgetsConfig {
     /// Tokens (input + output, every model) a user may spend per UTC day; unset = unlimited.
@@ -26,7 +27,7 @@ impl BudgetsConfig {
 }
 
 /// One `pricing.<model>` entry: USD per million tokens.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ModelPrice {
     pub input_per_million: f64,

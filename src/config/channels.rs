@@ -11,8 +11,9 @@ use antler_feishu::FeishuConfig;
 use antler_slack::SlackConfig;
 use antler_telegram::TelegramConfig;
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ChannelsConfig {
     /// Defaults for every channel (a channel's own `session` wins).
@@ -63,7 +64,7 @@ impl ChannelsConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StreamConfig {
     /// Seconds between edits of the status message; unset = the platform's pace

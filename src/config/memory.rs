@@ -2,8 +2,9 @@
 //! updates it, how long the queue waits, and how much of it reaches the prompt.
 
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct MemoryConfig {
     /// Memory is read into the first turn of a thread and updated after runs. On by default

@@ -10,6 +10,7 @@ pub mod handle;
 pub mod load;
 pub mod memory;
 mod problem;
+pub mod reference;
 pub mod schema;
 pub mod storage;
 pub mod subagents;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
 use crate::config::Secret;
 
@@ -22,7 +23,7 @@ pub const CONFIG_CHANGELOG: &[(u32, &str)] = &[(
      `gateway.api_tokens`, `loop_detection`, `token_budget`, `title`, `uploads`, `agents`",
 )];
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AppConfig {
     pub config_version: u32,
@@ -119,7 +120,7 @@ impl Default for AppConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]
@@ -127,7 +128,7 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// Chat Completions: OpenAI, Ollama, vLLM, DeepSeek, OpenRouter, llama.cpp …
@@ -137,7 +138,7 @@ pub enum Provider {
     Anthropic,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ModelConfig {
     pub name: String,
@@ -179,7 +180,7 @@ impl Default for ModelConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LlmCallConfig {
     /// Attempts per model call including the first (connect errors, 408/409/425/429/5xx).
@@ -198,13 +199,13 @@ impl Default for LlmCallConfig {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct EnabledConfig {
     pub enabled: bool,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LoopDetectionConfig {
     pub enabled: bool,
@@ -232,13 +233,13 @@ impl Default for LoopDetectionConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ToolFreqOverride {
     pub warn: u32,
     pub hard_limit: u32,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TokenBudgetConfig {
     pub enabled: bool,
@@ -262,7 +263,7 @@ impl Default for TokenBudgetConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TitleConfig {
     pub enabled: bool,
@@ -284,7 +285,7 @@ impl Default for TitleConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GatewayConfig {
     pub listen: String,
@@ -320,13 +321,13 @@ impl Default for GatewayConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ApiToken {
     pub token: Secret,
     pub user: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct UploadsConfig {
     pub max_files: usize,
@@ -346,7 +347,7 @@ impl Default for UploadsConfig {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AgentsConfig {
     /// Let ordinary users bootstrap their own agents.
@@ -354,7 +355,7 @@ pub struct AgentsConfig {
 }
 
 /// Which sandbox provider runs tools.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxProviderKind {
     /// bubblewrap when it works on this host, else `local` with bash disabled.
@@ -366,7 +367,7 @@ pub enum SandboxProviderKind {
     Docker,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SandboxConfig {
     pub provider: SandboxProviderKind,
@@ -434,7 +435,7 @@ impl Default for SandboxConfig {
 }
 
 /// The `docker` provider: containers through the Docker Engine API.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct DockerSandboxConfig {
     /// Engine address: `unix:///path/docker.sock`, or `http://127.0.0.1:PORT` / `tcp://…`
@@ -463,7 +464,7 @@ impl Default for DockerSandboxConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxMountConfig {
     pub host_path: PathBuf,
     pub container_path: String,
@@ -472,7 +473,7 @@ pub struct SandboxMountConfig {
 }
 
 /// One configured tool: `use` names a built-in kind, the other keys are its parameters.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ToolConfig {
     pub name: String,
     #[serde(default)]
@@ -486,7 +487,7 @@ pub struct ToolConfig {
 /// The built-in allowlist/denylist guardrail. The denylist wins; an empty allowlist allows
 /// every tool not denied. With `policy_url`, every call the lists allow is also put to that
 /// policy service.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GuardrailsConfig {
     pub enabled: bool,
@@ -511,7 +512,7 @@ impl Default for GuardrailsConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ToolGroupConfig {
     pub name: String,
 }

@@ -2,8 +2,9 @@
 //! hold, and how long superseded checkpoint records are kept.
 
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StoreConfig {
     /// sled's page cache in MiB (sled's own default is 1 GiB).
@@ -24,7 +25,7 @@ impl Default for StoreConfig {
 }
 
 /// Bounds of the least-recently-used caches.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CacheConfig {
     /// Folded thread states kept in memory, in MiB (estimated from their records).

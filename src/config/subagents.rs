@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
 use crate::config::ConfigProblem;
 
@@ -19,7 +20,7 @@ pub const MAX_TOTAL_PER_RUN_CEILING: u32 = 50;
 /// (`task` is never given, whatever the lists say).
 pub const DEFAULT_DISALLOWED: [&str; 3] = ["task", "ask_clarification", "present_files"];
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SubagentsConfig {
     /// Sub-agents for chat-channel turns (chats have no per-run options); HTTP runs ask with
@@ -46,7 +47,7 @@ impl Default for SubagentsConfig {
 }
 
 /// `subagents.custom_agents.<name>`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CustomSubagentConfig {
     /// When to use it: shown to the lead model in the `task` tool's description.

@@ -2,9 +2,10 @@
 //! how much of its end stays verbatim, and which model writes the summary.
 
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
 /// What a trigger or the keep policy measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMeasure {
     /// Estimated tokens of the thread's messages.
@@ -17,14 +18,14 @@ pub enum ContextMeasure {
 }
 
 /// `{type: tokens|messages|fraction, value: …}`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ContextSize {
     #[serde(rename = "type")]
     pub measure: ContextMeasure,
     pub value: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SummarizationConfig {
     pub enabled: bool,

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Deserializer, Serialize};
+use schemars::JsonSchema;
 
 use crate::capabilities::ChannelError;
 use crate::channel::ChannelParts;
@@ -90,7 +91,7 @@ pub struct GroupRules {
 }
 
 /// Session defaults of a channel (`channels.<name>.session`, and `channels.session` for all).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SessionConfig {
     /// The agent that answers when neither the chat nor the user chose one.
@@ -98,7 +99,7 @@ pub struct SessionConfig {
 }
 
 /// When the bot answers in a group it is allowed in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupPolicy {
     /// Only messages that mention the bot or reply to it.

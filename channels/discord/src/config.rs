@@ -6,13 +6,15 @@ use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, GroupRules, Secret, SessionConfig,
     connection_key_of, platform_ids,
 };
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use schemars::JsonSchema;
 
 use crate::{CHANNEL_NAME, DiscordAdapter};
 
 /// Unknown keys are reported by the config loader (it rejects them all), so no
 /// `deny_unknown_fields` here.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct DiscordConfig {
     pub enabled: bool,
@@ -58,7 +60,7 @@ pub struct DiscordConfig {
 }
 
 /// `reactions: true|false`, or the three emoji (then on): `{received, done, failed}`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Reactions {
     pub enabled: bool,
     pub received: String,
@@ -74,6 +76,43 @@ impl Default for Reactions {
             done: "✅".into(),
             failed: "❌".into(),
         }
+    }
+}
+
+/// Written back in the form it is read in: `false` when off, else the three emoji.
+impl Serialize for Reactions {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if !self.enabled {
+            return serializer.serialize_bool(false);
+        }
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("received", &self.received)?;
+        map.serialize_entry("done", &self.done)?;
+        map.serialize_entry("failed", &self.failed)?;
+        map.end()
+    }
+}
+
+impl JsonSchema for Reactions {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Reactions".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                {"type": "boolean"},
+                {
+                    "type": "object",
+                    "properties": {
+                        "received": {"type": "string"},
+                        "done": {"type": "string"},
+                        "failed": {"type": "string"}
+                    },
+                    "additionalProperties": false
+                }
+            ]
+        })
     }
 }
 

@@ -5,6 +5,7 @@ use antler_channel::{
     connection_key_of, platform_ids,
 };
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
 use crate::{CHANNEL_NAME, FeishuAdapter};
 
@@ -14,7 +15,7 @@ pub const FEISHU_URL: &str = "https://open.feishu.cn";
 pub const LARK_URL: &str = "https://open.larksuite.com";
 
 /// How events reach the daemon.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FeishuMode {
     /// Feishu posts events to `/channels/feishu/webhook` (event subscription v2).
@@ -24,7 +25,7 @@ pub enum FeishuMode {
     Websocket,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct FeishuConfig {
     pub enabled: bool,

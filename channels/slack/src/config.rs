@@ -7,10 +7,11 @@ use antler_channel::{
     connection_key_of, platform_ids,
 };
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
 use crate::{CHANNEL_NAME, SlackAdapter};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SlackMode {
     /// Socket Mode: the daemon opens a WebSocket to Slack; no public URL needed.
@@ -21,7 +22,7 @@ pub enum SlackMode {
 }
 
 /// How direct messages map onto Antler threads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DmThreading {
     /// One conversation per DM; a reply the person writes inside a Slack thread of the DM starts
@@ -33,7 +34,7 @@ pub enum DmThreading {
     PerThread,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SlackConfig {
     pub enabled: bool,

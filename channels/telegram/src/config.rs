@@ -5,10 +5,11 @@ use antler_channel::{
     connection_key_of, platform_ids,
 };
 use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
 
 use crate::{CHANNEL_NAME, TelegramAdapter};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TelegramMode {
     /// `getUpdates` long polling: no public URL needed.
@@ -18,7 +19,7 @@ pub enum TelegramMode {
     Webhook,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TelegramConfig {
     pub enabled: bool,
