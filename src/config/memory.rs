@@ -1,8 +1,8 @@
 //! `memory.*`: the long-term memory (DeerFlow's `MemoryConfig`): whether it runs, which model
 //! updates it, how long the queue waits, and how much of it reaches the prompt.
 
-use serde::{Deserialize, Serialize};
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]

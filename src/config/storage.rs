@@ -1,8 +1,8 @@
 //! The `store:` and `cache:` sections: how much memory the store and the in-process caches may
 //! hold, and how long superseded checkpoint records are kept.
 
-use serde::{Deserialize, Serialize};
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -24,7 +24,8 @@ impl Default for StoreConfig {
     }
 }
 
-/// Bounds of the least-recently-used caches.
+/// Each cache drops its least recently used entries past its bound; a dropped entry is read
+/// again from the store when needed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CacheConfig {

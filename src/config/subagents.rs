@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigProblem;
 
@@ -46,12 +46,13 @@ impl Default for SubagentsConfig {
     }
 }
 
-/// `subagents.custom_agents.<name>`.
+/// A custom sub-agent type the lead agent can pick by name in `task` calls.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CustomSubagentConfig {
     /// When to use it: shown to the lead model in the `task` tool's description.
     pub description: String,
+    /// The sub-agent's instructions.
     pub system_prompt: String,
     /// Allowlist of tool names; unset = every tool the lead agent has.
     pub tools: Option<Vec<String>>,
@@ -61,7 +62,10 @@ pub struct CustomSubagentConfig {
     pub skills: Option<Vec<String>>,
     /// A `models[].name`, or `inherit` (the lead run's model).
     pub model: String,
+    /// Steps (model calls and tool batches) it may take (1–1000), unless the `task` call
+    /// names another cap.
     pub max_turns: u32,
+    /// Seconds it may run (1–86400); unset = `subagents.timeouts.<name>`, else 900.
     pub timeout_seconds: Option<u64>,
 }
 

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Deserializer, Serialize};
 use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::capabilities::ChannelError;
 use crate::channel::ChannelParts;
@@ -105,6 +105,7 @@ pub enum GroupPolicy {
     /// Only messages that mention the bot or reply to it.
     #[default]
     Mention,
+    /// Every message in the group.
     All,
 }
 

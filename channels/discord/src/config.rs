@@ -6,17 +6,18 @@ use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, GroupRules, Secret, SessionConfig,
     connection_key_of, platform_ids,
 };
+use schemars::JsonSchema;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use schemars::JsonSchema;
 
 use crate::{CHANNEL_NAME, DiscordAdapter};
 
-/// Unknown keys are reported by the config loader (it rejects them all), so no
-/// `deny_unknown_fields` here.
+// Unknown keys are reported by the config loader (it rejects them all), so no
+// `deny_unknown_fields` here.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct DiscordConfig {
+    /// Connect the bot to the gateway when the daemon starts.
     pub enabled: bool,
     /// The bot's token (Developer Portal → Bot → Token): REST and gateway.
     pub bot_token: Option<Secret>,
@@ -42,7 +43,10 @@ pub struct DiscordConfig {
     /// A mention in a text channel starts a Discord thread on that message and the conversation
     /// continues there; off = one conversation per channel.
     pub thread_mode: bool,
+    /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
+    /// React to messages when received, answered and failed: `true`/`false`, or the three
+    /// emoji `{received, done, failed}` (then on).
     pub reactions: Reactions,
     /// Register `/new`, `/cancel`, … as the application's slash commands at start.
     pub application_commands: bool,

@@ -6,8 +6,8 @@ use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
     connection_key_of, platform_ids,
 };
-use serde::{Deserialize, Serialize};
 use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::{CHANNEL_NAME, SlackAdapter};
 
@@ -37,6 +37,8 @@ pub enum DmThreading {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SlackConfig {
+    /// Run the channel: `bot_token` is then required, with `app_token` (socket mode) or
+    /// `signing_secret` (events mode).
     pub enabled: bool,
     /// Bot token (`xoxb-…`): every Web API call.
     pub bot_token: Option<Secret>,
@@ -44,6 +46,7 @@ pub struct SlackConfig {
     pub app_token: Option<Secret>,
     /// Signing secret: verifies Events API requests (events mode only).
     pub signing_secret: Option<Secret>,
+    /// How events arrive.
     pub mode: SlackMode,
     /// A Slack-compatible Web API base URL (tests); unset = `https://slack.com/api`.
     pub api_url: Option<String>,
@@ -58,7 +61,9 @@ pub struct SlackConfig {
     /// Slack user ids always allowed, with Antler admin rights as the user `slack-<id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// When the bot answers in an allowed channel.
     pub group_policy: GroupPolicy,
+    /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
     /// React with :eyes: when a message arrives, :white_check_mark: when answered, :x: when
     /// answering failed. On by default: Slack reactions are quiet and need only `reactions:write`.
@@ -66,6 +71,7 @@ pub struct SlackConfig {
     /// Socket Mode connections kept open (Slack allows up to 10); more than one only spreads
     /// load, each one is another connection Slack may deliver to.
     pub socket_connections: u32,
+    /// How direct messages map onto conversations.
     pub dm_threading: DmThreading,
     /// Socket timings; not configurable from YAML (tests shorten them).
     #[serde(skip)]

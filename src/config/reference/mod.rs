@@ -13,7 +13,8 @@ use crate::config::AppConfig;
 use shape::{Nested, Schemas};
 
 /// The command that regenerates the checked-in reference; the staleness test prints it.
-pub const REGENERATE_COMMAND: &str = "cargo run --quiet -- config reference > docs/configuration.md";
+pub const REGENERATE_COMMAND: &str =
+    "cargo run --quiet -- config reference > docs/configuration.md";
 
 /// Where the reference is checked in, relative to the repository root.
 pub const REFERENCE_PATH: &str = "docs/configuration.md";
