@@ -49,13 +49,14 @@ pub struct SandboxConfig {
     pub read_file_output_max_chars: usize,
     /// Largest non-append `write_file` payload in bytes; 0 disables the cap.
     pub write_file_max_bytes: usize,
-    /// CPU seconds per command (RLIMIT_CPU).
+    /// CPU seconds per command (RLIMIT_CPU; `bwrap` and `local` only).
     pub cpu_seconds: u64,
-    /// Address-space cap per process in MiB (RLIMIT_AS).
+    /// Address-space cap per process in MiB (RLIMIT_AS); for `docker`, the container's memory
+    /// limit.
     pub memory_mb: u64,
-    /// Process cap (RLIMIT_NPROC).
+    /// Process cap (RLIMIT_NPROC); for `docker`, the container's pids limit.
     pub max_processes: u64,
-    /// Largest file a command may write, in MiB (RLIMIT_FSIZE).
+    /// Largest file a command may write, in MiB (RLIMIT_FSIZE; `bwrap` and `local` only).
     pub max_file_size_mb: u64,
     /// Disk quota of one thread's files (workspace, uploads and outputs together), in MiB;
     /// enforced for the file tools before they write and for bash while it runs. 0 disables.

@@ -90,7 +90,8 @@ pub struct GroupRules {
     pub free_chats: Vec<String>,
 }
 
-/// Session defaults of a channel (`channels.<name>.session`, and `channels.session` for all).
+/// Which agent a chat talks to until someone in it picks one (`channels.<name>.session`, and
+/// `channels.session` for every channel).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SessionConfig {

@@ -55,7 +55,8 @@ fn intro() -> String {
          resolved at load; write secrets (*secret string*) that way so they stay out of the \
          file. Secrets are never logged.\n\
          - Unknown keys are errors, so a typo cannot silently turn a setting off.\n\
-         - `name.<key>` stands for a map entry you name, `list[]` for each list item.\n\
+         - In key paths, `<name>` is a map key you choose (`pricing.<name>`) and `[]` each item \
+         of a list (`models[].name`).\n\
          \n\
          This page is generated from the config structs' doc comments by \
          `antler config reference`; a test fails when it is stale. Regenerate it with \
@@ -100,6 +101,14 @@ fn push_table(out: &mut String, leaves: &[Leaf]) {
             cell(&leaf.description)
         );
     }
+}
+
+/// The names of every key that holds a secret, wherever it is in the tree.
+pub fn secret_keys() -> std::collections::BTreeSet<String> {
+    let schema = SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<AppConfig>();
+    Schemas::new(schema.as_value()).secret_keys(schema.as_value())
 }
 
 /// Doc comments as one paragraph: line breaks become spaces.

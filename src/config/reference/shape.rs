@@ -5,6 +5,9 @@ use serde_json::{Map, Value};
 
 use crate::config::reference::{Leaf, default_text};
 
+/// The type text of a `Secret`.
+const SECRET_TYPE: &str = "secret string";
+
 /// A key that holds a struct, a list of structs or a map of structs: its own section.
 pub(crate) struct Nested<'a> {
     /// `gateway`, `gateway.api_tokens[]`, `pricing.<name>`.
@@ -93,6 +96,18 @@ impl<'a> Schemas<'a> {
         (leaves, nested)
     }
 
+    /// Keys of `root` and of every definition whose type is a secret string.
+    pub(crate) fn secret_keys(&self, root: &'a Value) -> std::collections::BTreeSet<String> {
+        let structs =
+            std::iter::once(root).chain(self.definitions.into_iter().flat_map(Map::values));
+        structs
+            .filter_map(|schema| schema.get("properties").and_then(Value::as_object))
+            .flatten()
+            .filter(|(_, property)| self.type_text(property) == SECRET_TYPE)
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
     /// `Some(("", struct))`, `Some(("[]", struct))` or `Some((".<name>", struct))` when the key
     /// holds a struct, a list of them or a map of them.
     fn nested(&self, property: &'a Value) -> Option<(&'static str, &'a Value)> {
@@ -171,7 +186,7 @@ impl<'a> Schemas<'a> {
     fn named_type(&self, name: &str, schema: &'a Value) -> String {
         match name {
             "string" if schema.get("format").and_then(Value::as_str) == Some("secret") => {
-                "secret string".into()
+                SECRET_TYPE.into()
             }
             "array" => match schema.get("items") {
                 Some(items) => format!("list of {}", self.type_text(items)),
