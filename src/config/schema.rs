@@ -162,14 +162,17 @@ pub enum Provider {
 #[serde(default)]
 pub struct ModelConfig {
     /// The name runs, agents, `fallback` and `*.model_name` keys refer to; unique.
+    #[schemars(extend("x-required" = true))]
     pub name: String,
     /// Shown in model pickers (`GET /api/models`, the web chat); unset = `name`.
     pub display_name: Option<String>,
     /// The wire protocol the provider speaks.
     pub provider: Provider,
     /// The provider's model id (`gpt-4o`, `qwen2.5:7b`, `claude-sonnet-4-5`).
+    #[schemars(extend("x-required" = true))]
     pub model: String,
     /// API root, e.g. `https://api.openai.com/v1` (OpenAI) or `https://api.anthropic.com` (Anthropic).
+    #[schemars(extend("x-required" = true))]
     pub base_url: String,
     /// The provider's API key, e.g. `$OPENAI_API_KEY`; unset for local servers that need none.
     pub api_key: Option<Secret>,
@@ -215,8 +218,8 @@ impl Default for ModelConfig {
 pub struct LlmCallConfig {
     /// Attempts per model call including the first (connect errors, 408/409/425/429/5xx).
     pub retry_max_attempts: u32,
-    /// Milliseconds before the first retry; each later wait doubles (a `Retry-After` header
-    /// wins).
+    /// Milliseconds before the first retry; each later wait doubles, with jitter (a server's
+    /// `Retry-After` wins).
     pub retry_base_delay_ms: u64,
     /// Longest wait between two attempts, in milliseconds.
     pub retry_cap_delay_ms: u64,
@@ -247,7 +250,8 @@ pub struct LoopDetectionConfig {
     /// The same batch of tool calls (same names and arguments) seen this often within
     /// `window_size` answers: the model is warned to stop and answer.
     pub warn_threshold: u32,
-    /// Seen this often: the run's tool calls are dropped and it gives its final answer.
+    /// The same batch seen this often within `window_size` answers: its tool calls are dropped
+    /// and the run gives its final answer.
     pub hard_limit: u32,
     /// Recent answers of a thread compared for repeats.
     pub window_size: usize,

@@ -51,8 +51,10 @@ impl Default for SubagentsConfig {
 #[serde(default)]
 pub struct CustomSubagentConfig {
     /// When to use it: shown to the lead model in the `task` tool's description.
+    #[schemars(extend("x-required" = true))]
     pub description: String,
     /// The sub-agent's instructions.
+    #[schemars(extend("x-required" = true))]
     pub system_prompt: String,
     /// Allowlist of tool names; unset = every tool the lead agent has.
     pub tools: Option<Vec<String>>,

@@ -67,10 +67,11 @@ fn intro() -> String {
 fn push_section(out: &mut String, schemas: &Schemas<'_>, section: &Nested<'_>, level: usize) {
     let hashes = "#".repeat(level.min(4));
     let _ = writeln!(out, "\n{hashes} `{}`\n", section.path);
-    for text in [&section.description, &section.type_description] {
-        if let Some(text) = text {
-            let _ = writeln!(out, "{}\n", one_line(text));
-        }
+    for text in [&section.description, &section.type_description]
+        .into_iter()
+        .flatten()
+    {
+        let _ = writeln!(out, "{}\n", one_line(text));
     }
     let (leaves, nested) = schemas.split(section.schema, &section.path, section.default);
     if !leaves.is_empty() {

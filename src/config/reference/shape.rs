@@ -5,6 +5,9 @@ use serde_json::{Map, Value};
 
 use crate::config::reference::{Leaf, default_text};
 
+/// Set with `#[schemars(extend("x-required" = true))]` on a key validation requires.
+const REQUIRED_MARK: &str = "x-required";
+
 /// The type text of a `Secret`.
 const SECRET_TYPE: &str = "secret string";
 
@@ -60,9 +63,8 @@ impl<'a> Schemas<'a> {
                 format!("{prefix}.{key}")
             };
             let description = text(property, "description");
-            let default = inherited
-                .and_then(|parent| parent.get(key))
-                .or_else(|| property.get("default"));
+            let inherited = inherited.and_then(|parent| parent.get(key));
+            let default = inherited.or_else(|| property.get("default"));
             if let Some((suffix, target)) = self.nested(property) {
                 let type_description =
                     text(target, "description").filter(|own| Some(own) != description.as_ref());
@@ -75,10 +77,15 @@ impl<'a> Schemas<'a> {
                 });
                 continue;
             }
-            let default = match default {
-                Some(value) => default_text(value),
-                None if required.contains(&key.as_str()) => "*required*".into(),
-                None => "unset".into(),
+            // `x-required` marks a key the checks insist on although its type has a default (a
+            // model's `name`); a default the parent gives (`summarization.keep`) still shows.
+            let must_set = required.contains(&key.as_str())
+                || property.get(REQUIRED_MARK) == Some(&Value::Bool(true));
+            let default = match (inherited, default) {
+                (Some(value), _) => default_text(value),
+                (None, _) if must_set => "*required*".into(),
+                (None, Some(value)) => default_text(value),
+                (None, None) => "unset".into(),
             };
             let notes = self.variant_notes(property);
             let description = [description.unwrap_or_default(), notes]
