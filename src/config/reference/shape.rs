@@ -56,6 +56,10 @@ impl<'a> Schemas<'a> {
         let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
             return (leaves, nested);
         };
+        // Sorted here, not by the map: serde_json's `preserve_order` (a feature any dependency
+        // may turn on) would otherwise change the page.
+        let mut properties: Vec<(&String, &'a Value)> = properties.iter().collect();
+        properties.sort_by_key(|(key, _)| *key);
         for (key, property) in properties {
             let path = if prefix.is_empty() {
                 key.clone()
@@ -201,7 +205,9 @@ impl<'a> Schemas<'a> {
             },
             "object" => {
                 if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-                    let keys: Vec<String> = properties.keys().map(|k| format!("`{k}`")).collect();
+                    let mut keys: Vec<String> =
+                        properties.keys().map(|k| format!("`{k}`")).collect();
+                    keys.sort();
                     format!("map of {}", keys.join(", "))
                 } else {
                     match schema.get("additionalProperties") {
