@@ -540,3 +540,15 @@ fn the_checked_in_configuration_reference_is_current() {
         );
     }
 }
+
+#[test]
+fn a_channel_secret_of_the_wrong_type_is_not_echoed() {
+    let text = format!("{MODEL}channels:\n  telegram:\n    bot_token: 987654321\n");
+    let problems = problems(&text, &MapEnv::new());
+    let problem = problems
+        .iter()
+        .find(|p| p.contains("channels.telegram.bot_token"))
+        .unwrap_or_else(|| panic!("no bot_token problem in {problems:?}"));
+    assert!(problem.contains("not shown"), "{problem}");
+    assert!(!problem.contains("987654321"), "{problem}");
+}

@@ -150,6 +150,14 @@ mod tests {
             "| `channels.telegram.bot_token` | secret string | unset |",
             "`subagents.custom_agents.<name>`",
             "| `sandbox.provider` | one of `auto`, `bwrap`, `local`, `docker` | `auto` |",
+            // Required by the checks although the type has a default.
+            "| `models[].name` | string | *required* |",
+            // The parent's default wins over the field type's own (`EnabledConfig` is off).
+            "| `token_usage.enabled` | boolean | `true` |",
+            "| `tool_search.enabled` | boolean | `false` |",
+            "| `summarization.keep.type` | one of `tokens`, `messages`, `fraction` | `messages` |",
+            "| `pricing.<name>.input_per_million` | number | `0.0` |",
+            "| `channels.discord.reactions` | boolean or map of `done`, `failed`, `received` |",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
         }
