@@ -89,6 +89,9 @@ enum Command {
 enum ConfigCommand {
     /// Validate a config file: exit 0, or print every problem and exit 64.
     Check { path: Option<PathBuf> },
+    /// Print the configuration reference (every key, its type, default and meaning) as
+    /// Markdown; docs/configuration.md is this output.
+    Reference,
 }
 
 #[derive(Subcommand)]
@@ -181,6 +184,13 @@ fn main() -> ExitCode {
         let path = path.as_deref().or(cli.config.as_deref());
         let code = run_check(path, &ProcessEnv, &cwd, &mut std::io::stdout());
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    if let Some(Command::Config {
+        command: ConfigCommand::Reference,
+    }) = &cli.command
+    {
+        print!("{}", antler::config::reference::render());
+        return ExitCode::SUCCESS;
     }
     // A bounded blocking pool: a burst of blocking work queues instead of starting hundreds of
     // threads, each keeping its own allocator arena (RSS that never comes back).

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `budgets:` — per-user daily token budgets (UTC days). Unset = no limit.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// A user past today's budget gets a notice instead of a new run until 00:00 UTC.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct BudgetsConfig {
     /// Tokens (input + output, every model) a user may spend per UTC day; unset = unlimited.
@@ -25,11 +26,13 @@ impl BudgetsConfig {
     }
 }
 
-/// One `pricing.<model>` entry: USD per million tokens.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// One model's price; a model without an entry shows no cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ModelPrice {
+    /// USD per million input (prompt) tokens.
     pub input_per_million: f64,
+    /// USD per million output (answer) tokens.
     pub output_per_million: f64,
 }
 

@@ -10,21 +10,27 @@ use antler_discord::DiscordConfig;
 use antler_feishu::FeishuConfig;
 use antler_slack::SlackConfig;
 use antler_telegram::TelegramConfig;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ChannelsConfig {
     /// Defaults for every channel (a channel's own `session` wins).
     pub session: SessionConfig,
+    /// How answers stream into chats: a status message edited as the agent works.
     pub stream: StreamConfig,
     /// Messages waiting per conversation while its thread is busy; more get a "busy" notice.
     pub queue_limit: usize,
     /// Inbound messages per user per minute before one polite notice (0 = unlimited).
     pub user_messages_per_minute: u32,
+    /// The Telegram bot.
     pub telegram: TelegramConfig,
+    /// The Slack app.
     pub slack: SlackConfig,
+    /// The Discord bot.
     pub discord: DiscordConfig,
+    /// The Feishu / Lark app.
     pub feishu: FeishuConfig,
 }
 
@@ -63,7 +69,7 @@ impl ChannelsConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StreamConfig {
     /// Seconds between edits of the status message; unset = the platform's pace

@@ -24,8 +24,19 @@ pub(crate) struct Decoded {
     pub(crate) patched: Vec<String>,
 }
 
-/// Keys whose values are secrets: a type error there must not echo the value.
-const SECRET_KEYS: &[&str] = &["api_key", "token"];
+/// Keys whose values are secrets: a type error there must not echo the value. A test checks
+/// that every `Secret` key of the schema is listed.
+const SECRET_KEYS: &[&str] = &[
+    "api_key",
+    "token",
+    "bot_token",
+    "app_token",
+    "signing_secret",
+    "webhook_secret",
+    "app_secret",
+    "verification_token",
+    "encrypt_key",
+];
 
 /// Each retry fixes one value, so this bounds the number of problems reported per file.
 const MAX_ATTEMPTS: usize = 100;
@@ -335,6 +346,18 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn every_secret_key_of_the_schema_is_redacted() {
+        let keys = crate::config::reference::secret_keys();
+        assert!(keys.contains("bot_token"), "{keys:?}");
+        for key in &keys {
+            assert!(
+                SECRET_KEYS.contains(&key.as_str()),
+                "`{key}` holds a Secret: add it to SECRET_KEYS"
+            );
+        }
+    }
 
     fn decode_json(tree: Value) -> Decoded {
         decode(tree, EnvResolution::default())

@@ -1,9 +1,10 @@
 //! `memory.*`: the long-term memory (DeerFlow's `MemoryConfig`): whether it runs, which model
 //! updates it, how long the queue waits, and how much of it reaches the prompt.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct MemoryConfig {
     /// Memory is read into the first turn of a thread and updated after runs. On by default

@@ -10,6 +10,8 @@ pub mod handle;
 pub mod load;
 pub mod memory;
 mod problem;
+pub mod reference;
+pub mod sandbox;
 pub mod schema;
 pub mod storage;
 pub mod subagents;
@@ -29,6 +31,7 @@ pub use load::{
 };
 pub use memory::MemoryConfig;
 pub use problem::ConfigProblem;
+pub use sandbox::{DockerSandboxConfig, SandboxConfig, SandboxMountConfig, SandboxProviderKind};
 pub use schema::*;
 pub use storage::{CacheConfig, StoreConfig};
 pub use watch::{

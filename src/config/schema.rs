@@ -7,9 +7,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Secret;
+use crate::config::sandbox::SandboxConfig;
 
 /// The schema version this binary writes and understands.
 pub const CONFIG_VERSION: u32 = 1;
@@ -22,40 +24,57 @@ pub const CONFIG_CHANGELOG: &[(u32, &str)] = &[(
      `gateway.api_tokens`, `loop_detection`, `token_budget`, `title`, `uploads`, `agents`",
 )];
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AppConfig {
+    /// The schema version the file was written for; when it is older than this binary's, the
+    /// loader prints what changed since. Set it to the version of the shipped `config.yaml`.
     pub config_version: u32,
     /// `error|warn|info|debug|trace` or a full `tracing` filter (`antler=debug,info`).
     pub log_level: String,
+    /// Log lines as text for a terminal, or JSON for a log collector.
     pub log_format: LogFormat,
     /// Where threads, agents and uploads live. Default: `$ANTLER_HOME`, else `./.antler`.
     pub data_dir: Option<PathBuf>,
-    /// User ids allowed to bootstrap and manage agents for anyone.
+    /// Antler user ids (`local`, `telegram-123`, a `gateway.api_tokens` user, …) allowed to
+    /// bootstrap and manage agents for anyone. Channel admins are listed per channel.
     pub admins: Vec<String>,
-    /// The first entry is the default model.
+    /// The chat models runs can use; at least one is required. The first entry is the default
+    /// model.
     pub models: Vec<ModelConfig>,
-    /// Default `recursion_limit` of a run.
+    /// Steps (model calls and tool batches) one run may take before it stops without a final
+    /// answer; an HTTP client may ask for another value per run.
     pub recursion_limit: u32,
     /// Upper clamp for a client-requested `recursion_limit`.
     pub max_recursion_limit: u32,
+    /// Retries of a failed model call, with exponential backoff.
     pub llm_call: LlmCallConfig,
+    /// Stops a model that keeps repeating the same tool calls.
     pub loop_detection: LoopDetectionConfig,
+    /// Keep running token totals of each run and thread in its state (`/usage` reads them).
     pub token_usage: EnabledConfig,
+    /// Caps the tokens a single run may spend: a warning, then a forced final answer.
     pub token_budget: TokenBudgetConfig,
+    /// Naming threads after their first exchange.
     pub title: TitleConfig,
+    /// When the provider stops an answer for safety reasons, drop its half-formed tool calls
+    /// and tell the user instead of running them.
     pub safety_finish_reason: EnabledConfig,
+    /// The HTTP server: address, API tokens, connection limits, shutdown.
     pub gateway: GatewayConfig,
+    /// Limits of files uploaded to a thread.
     pub uploads: UploadsConfig,
+    /// Who may create custom agents.
     pub agents: AgentsConfig,
-    /// Where tool commands and file operations run (`auto`, `bwrap`, `local`) and their limits.
+    /// Where tool commands and file operations run (`auto`, `bwrap`, `local`, `docker`) and
+    /// their limits.
     #[serde(default)]
     pub sandbox: SandboxConfig,
     /// Configured tools; empty = the built-in defaults (ls, read_file, glob, grep, write_file,
     /// str_replace, bash).
     #[serde(default)]
     pub tools: Vec<ToolConfig>,
-    /// Named tool groups agents can whitelist (`web`, `file:read`, `file:write`, `bash`).
+    /// Named tool groups agents can whitelist; empty = `web`, `file:read`, `file:write`, `bash`.
     #[serde(default)]
     pub tool_groups: Vec<ToolGroupConfig>,
     /// IM channels (Telegram, …) and how chats map to threads and runs.
@@ -119,15 +138,17 @@ impl Default for AppConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
+    /// Human-readable lines.
     #[default]
     Text,
+    /// One JSON object per line.
     Json,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// Chat Completions: OpenAI, Ollama, vLLM, DeepSeek, OpenRouter, llama.cpp …
@@ -137,23 +158,36 @@ pub enum Provider {
     Anthropic,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct ModelConfig {
+    /// The name runs, agents, `fallback` and `*.model_name` keys refer to; unique.
+    #[schemars(extend("x-required" = true))]
     pub name: String,
+    /// Shown in model pickers (`GET /api/models`, the web chat); unset = `name`.
     pub display_name: Option<String>,
+    /// The wire protocol the provider speaks.
     pub provider: Provider,
     /// The provider's model id (`gpt-4o`, `qwen2.5:7b`, `claude-sonnet-4-5`).
+    #[schemars(extend("x-required" = true))]
     pub model: String,
     /// API root, e.g. `https://api.openai.com/v1` (OpenAI) or `https://api.anthropic.com` (Anthropic).
+    #[schemars(extend("x-required" = true))]
     pub base_url: String,
+    /// The provider's API key, e.g. `$OPENAI_API_KEY`; unset for local servers that need none.
     pub api_key: Option<Secret>,
+    /// Most tokens one answer may have (the request's `max_tokens`); unset = the provider's
+    /// default (4096 for Anthropic, which requires one).
     pub max_tokens: Option<u32>,
+    /// Sampling temperature (0–2); unset = the provider's default.
     pub temperature: Option<f64>,
     /// Seconds for the whole request (connect + first byte + stream).
     pub timeout: f64,
+    /// The model can reason before answering; runs that ask for thinking get it only then.
     pub supports_thinking: bool,
+    /// The model reads images: agents on it get the `view_image` tool.
     pub supports_vision: bool,
+    /// The model's context size in tokens; `summarization` triggers of type `fraction` use it.
     pub context_window: Option<u64>,
     /// Another model's `name`, tried after this one's retries fail.
     pub fallback: Option<String>,
@@ -179,12 +213,15 @@ impl Default for ModelConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LlmCallConfig {
     /// Attempts per model call including the first (connect errors, 408/409/425/429/5xx).
     pub retry_max_attempts: u32,
+    /// Milliseconds before the first retry; each later wait doubles, with jitter (a server's
+    /// `Retry-After` wins).
     pub retry_base_delay_ms: u64,
+    /// Longest wait between two attempts, in milliseconds.
     pub retry_cap_delay_ms: u64,
 }
 
@@ -198,22 +235,34 @@ impl Default for LlmCallConfig {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct EnabledConfig {
+    /// Turns the feature on.
     pub enabled: bool,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct LoopDetectionConfig {
+    /// Watch runs for repeated tool calls.
     pub enabled: bool,
+    /// The same batch of tool calls (same names and arguments) seen this often within
+    /// `window_size` answers: the model is warned to stop and answer.
     pub warn_threshold: u32,
+    /// The same batch seen this often within `window_size` answers: its tool calls are dropped
+    /// and the run gives its final answer.
     pub hard_limit: u32,
+    /// Recent answers of a thread compared for repeats.
     pub window_size: usize,
+    /// Threads whose recent calls are remembered; the least recently active are forgotten.
     pub max_tracked_threads: usize,
+    /// Calls of one tool (any arguments) within the recent window before the model is warned.
     pub tool_freq_warn: u32,
+    /// Calls of one tool within the recent window before the run is made to answer.
     pub tool_freq_hard_limit: u32,
+    /// Per-tool `warn` and `hard_limit` instead of `tool_freq_*`, by tool name (a tool that is
+    /// legitimately called often, such as `read_file`).
     pub tool_freq_overrides: BTreeMap<String, ToolFreqOverride>,
 }
 
@@ -232,20 +281,30 @@ impl Default for LoopDetectionConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ToolFreqOverride {
+    /// Calls of this tool before the model is warned.
     pub warn: u32,
+    /// Calls of this tool before the run is made to answer; at least `warn`.
     pub hard_limit: u32,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TokenBudgetConfig {
+    /// Cap the tokens of each run.
     pub enabled: bool,
+    /// Tokens (input + output, summed over the run's model calls) one run may use; at least
+    /// 1000.
     pub max_tokens: u64,
+    /// A separate cap on input tokens; unset = only `max_tokens`.
     pub max_input_tokens: Option<u64>,
+    /// A separate cap on output tokens; unset = only `max_tokens`.
     pub max_output_tokens: Option<u64>,
+    /// Fraction of a budget (0–1) at which the model is told once to wrap up.
     pub warn_threshold: f64,
+    /// Fraction of a budget at which pending tool calls are dropped and the run ends with its
+    /// answer so far (`stop_reason: token_capped`).
     pub hard_stop_threshold: f64,
 }
 
@@ -262,11 +321,14 @@ impl Default for TokenBudgetConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TitleConfig {
+    /// Give threads a title after their first exchange (thread lists, `/status`).
     pub enabled: bool,
+    /// Words a title may have (1–20).
     pub max_words: u32,
+    /// Characters a title may have (10–200).
     pub max_chars: usize,
     /// A model name to write titles with; unset = the run's model. Either is asked in the
     /// background on persisted threads; the first user message is the title until it answers.
@@ -284,11 +346,16 @@ impl Default for TitleConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GatewayConfig {
+    /// Address and port of the HTTP API, web chat, webhooks, `/healthz` and `/metrics`. On an
+    /// address other hosts can reach, the API answers 401 until `api_tokens` has an entry.
     pub listen: String,
+    /// Bearer tokens for the HTTP API, each acting as one user. None on a loopback `listen`:
+    /// every request is the single user `local`.
     pub api_tokens: Vec<ApiToken>,
+    /// Seconds in-flight runs get to finish after SIGTERM before they are cancelled.
     pub shutdown_grace_seconds: u64,
     /// Connections the kernel queues before the daemon accepts them (capped by
     /// `net.core.somaxconn`).
@@ -320,18 +387,25 @@ impl Default for GatewayConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ApiToken {
+    /// The bearer token clients send (`Authorization: Bearer …`); unique, e.g. `$ANTLER_TOKEN`.
     pub token: Secret,
+    /// The Antler user id requests with this token act as (letters, digits, `_`, `-`).
     pub user: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct UploadsConfig {
+    /// Files one thread may hold.
     pub max_files: usize,
+    /// Largest single upload, in bytes (default 50 MiB).
     pub max_file_size: u64,
+    /// All of a thread's uploads together, in bytes (default 100 MiB).
     pub max_total_size: u64,
+    /// Convert uploaded `.pdf`, `.docx`, `.xlsx` and `.pptx` files to a Markdown copy the agent
+    /// can read. Off by default: parsing untrusted documents is a risk.
     pub auto_convert_documents: bool,
 }
 
@@ -346,137 +420,23 @@ impl Default for UploadsConfig {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct AgentsConfig {
     /// Let ordinary users bootstrap their own agents.
     pub self_service: bool,
 }
 
-/// Which sandbox provider runs tools.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxProviderKind {
-    /// bubblewrap when it works on this host, else `local` with bash disabled.
-    #[default]
-    Auto,
-    Bwrap,
-    Local,
-    /// One container per (user, thread) through the Docker Engine API; needs a running engine.
-    Docker,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SandboxConfig {
-    pub provider: SandboxProviderKind,
-    /// Let the `local` provider run shell commands on the host (no isolation besides paths).
-    pub allow_host_bash: bool,
-    /// Give bwrap commands network access.
-    pub network: bool,
-    /// Acquire the sandbox before the first model call instead of on the first tool call.
-    pub eager: bool,
-    /// Extra host directories visible at `container_path`.
-    pub mounts: Vec<SandboxMountConfig>,
-    /// Host directory shown read-only at `/mnt/skills`; unset = `skills/public` beside the config.
-    pub skills_path: Option<PathBuf>,
-    /// Wall-clock seconds before a command's process group is killed.
-    pub bash_command_timeout: u64,
-    /// Characters of bash output kept (middle-truncated); 0 disables.
-    pub bash_output_max_chars: usize,
-    /// Characters of `ls` output kept (head-truncated); 0 disables.
-    pub ls_output_max_chars: usize,
-    /// Characters of `read_file` output kept (head-truncated); 0 disables.
-    pub read_file_output_max_chars: usize,
-    /// Largest non-append `write_file` payload in bytes; 0 disables the cap.
-    pub write_file_max_bytes: usize,
-    /// CPU seconds per command (RLIMIT_CPU).
-    pub cpu_seconds: u64,
-    /// Address-space cap per process in MiB (RLIMIT_AS).
-    pub memory_mb: u64,
-    /// Process cap (RLIMIT_NPROC).
-    pub max_processes: u64,
-    /// Largest file a command may write, in MiB (RLIMIT_FSIZE).
-    pub max_file_size_mb: u64,
-    /// Disk quota of one thread's files (workspace, uploads and outputs together), in MiB;
-    /// enforced for the file tools before they write and for bash while it runs. 0 disables.
-    pub thread_quota_mb: u64,
-    /// Disk quota of the whole data directory (every thread, the store), in MiB; sandbox writes
-    /// stop when it is reached. 0 disables.
-    pub data_dir_quota_mb: u64,
-    /// Settings of the `docker` provider.
-    pub docker: DockerSandboxConfig,
-}
-
-impl Default for SandboxConfig {
-    fn default() -> Self {
-        Self {
-            provider: SandboxProviderKind::Auto,
-            allow_host_bash: false,
-            network: false,
-            eager: false,
-            mounts: Vec::new(),
-            skills_path: None,
-            bash_command_timeout: 600,
-            bash_output_max_chars: 20_000,
-            ls_output_max_chars: 20_000,
-            read_file_output_max_chars: 50_000,
-            write_file_max_bytes: 80 * 1024,
-            cpu_seconds: 600,
-            memory_mb: 4096,
-            max_processes: 1024,
-            max_file_size_mb: 1024,
-            thread_quota_mb: 1024,
-            data_dir_quota_mb: 20 * 1024,
-            docker: DockerSandboxConfig::default(),
-        }
-    }
-}
-
-/// The `docker` provider: containers through the Docker Engine API.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DockerSandboxConfig {
-    /// Engine address: `unix:///path/docker.sock`, or `http://127.0.0.1:PORT` / `tcp://…`
-    /// (plain HTTP, no TLS). Unset = the local unix socket (`$DOCKER_HOST` when it is `unix://`).
-    pub host: Option<String>,
-    /// Image the containers run; it must provide `sh`, `sleep`, `timeout`, `tr` and `grep` (the
-    /// last two find a command to kill when it passes the disk quota).
-    pub image: String,
-    /// Most containers kept (in use plus warm); released ones are evicted least recently used.
-    pub replicas: usize,
-    /// Seconds a released container stays warm before it is stopped and removed; 0 keeps it.
-    pub idle_timeout: u64,
-    /// Give containers a network (otherwise `--network none`).
-    pub network: bool,
-}
-
-impl Default for DockerSandboxConfig {
-    fn default() -> Self {
-        Self {
-            host: None,
-            image: "debian:bookworm-slim".to_string(),
-            replicas: 3,
-            idle_timeout: 600,
-            network: false,
-        }
-    }
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SandboxMountConfig {
-    pub host_path: PathBuf,
-    pub container_path: String,
-    #[serde(default)]
-    pub read_only: bool,
-}
-
 /// One configured tool: `use` names a built-in kind, the other keys are its parameters.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ToolConfig {
+    /// The name the model calls the tool by; unique.
     pub name: String,
+    /// A `tool_groups` name; agents that whitelist groups see only their groups' tools.
     #[serde(default)]
     pub group: Option<String>,
+    /// The built-in kind: `bash`, `ls`, `read_file`, `write_file`, `str_replace`, `glob`,
+    /// `grep`, `view_image`, `web_search` or `web_fetch`.
     #[serde(rename = "use")]
     pub use_kind: String,
     #[serde(flatten)]
@@ -486,14 +446,17 @@ pub struct ToolConfig {
 /// The built-in allowlist/denylist guardrail. The denylist wins; an empty allowlist allows
 /// every tool not denied. With `policy_url`, every call the lists allow is also put to that
 /// policy service.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GuardrailsConfig {
+    /// Check every tool call against the lists (and `policy_url`) before it runs.
     pub enabled: bool,
     /// Deny a call when the policy service cannot answer (unreachable, timeout, bad answer);
     /// otherwise allow it with a warning. The local lists themselves never fail.
     pub fail_closed: bool,
+    /// Tool names the agent may call; empty = every tool not denied.
     pub allowed_tools: Vec<String>,
+    /// Tool names the agent may never call; wins over `allowed_tools`.
     pub denied_tools: Vec<String>,
     /// An HTTP policy service asked about each tool call (`POST`, JSON verdict).
     pub policy_url: Option<String>,
@@ -511,8 +474,9 @@ impl Default for GuardrailsConfig {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ToolGroupConfig {
+    /// The group's name, as `tools[].group` and an agent's `tool_groups` refer to it.
     pub name: String,
 }
 

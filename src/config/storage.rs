@@ -1,9 +1,10 @@
 //! The `store:` and `cache:` sections: how much memory the store and the in-process caches may
 //! hold, and how long superseded checkpoint records are kept.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StoreConfig {
     /// sled's page cache in MiB (sled's own default is 1 GiB).
@@ -23,8 +24,9 @@ impl Default for StoreConfig {
     }
 }
 
-/// Bounds of the least-recently-used caches.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Each cache drops its least recently used entries past its bound; a dropped entry is read
+/// again from the store when needed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CacheConfig {
     /// Folded thread states kept in memory, in MiB (estimated from their records).

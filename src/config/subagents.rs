@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigProblem;
@@ -19,7 +20,7 @@ pub const MAX_TOTAL_PER_RUN_CEILING: u32 = 50;
 /// (`task` is never given, whatever the lists say).
 pub const DEFAULT_DISALLOWED: [&str; 3] = ["task", "ask_clarification", "present_files"];
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SubagentsConfig {
     /// Sub-agents for chat-channel turns (chats have no per-run options); HTTP runs ask with
@@ -45,12 +46,15 @@ impl Default for SubagentsConfig {
     }
 }
 
-/// `subagents.custom_agents.<name>`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A custom sub-agent type the lead agent can pick by name in `task` calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CustomSubagentConfig {
     /// When to use it: shown to the lead model in the `task` tool's description.
+    #[schemars(extend("x-required" = true))]
     pub description: String,
+    /// The sub-agent's instructions.
+    #[schemars(extend("x-required" = true))]
     pub system_prompt: String,
     /// Allowlist of tool names; unset = every tool the lead agent has.
     pub tools: Option<Vec<String>>,
@@ -60,7 +64,10 @@ pub struct CustomSubagentConfig {
     pub skills: Option<Vec<String>>,
     /// A `models[].name`, or `inherit` (the lead run's model).
     pub model: String,
+    /// Steps (model calls and tool batches) it may take (1–1000), unless the `task` call
+    /// names another cap.
     pub max_turns: u32,
+    /// Seconds it may run (1–86400); unset = `subagents.timeouts.<name>`, else 900.
     pub timeout_seconds: Option<u64>,
 }
 

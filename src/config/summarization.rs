@@ -1,10 +1,11 @@
 //! The `summarization` config section: when a thread's context is condensed into a summary,
 //! how much of its end stays verbatim, and which model writes the summary.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What a trigger or the keep policy measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ContextMeasure {
     /// Estimated tokens of the thread's messages.
@@ -16,17 +17,20 @@ pub enum ContextMeasure {
     Fraction,
 }
 
-/// `{type: tokens|messages|fraction, value: …}`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// A size of the thread: `{type: tokens|messages|fraction, value: …}`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ContextSize {
     #[serde(rename = "type")]
     pub measure: ContextMeasure,
+    /// Tokens, messages, or a fraction between 0 and 1, as `type` says.
     pub value: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SummarizationConfig {
+    /// Replace the older part of long threads with a model-written summary, so they fit the
+    /// model's context.
     pub enabled: bool,
     /// The model that writes summaries; unset = the run's own model.
     pub model_name: Option<String>,

@@ -508,3 +508,47 @@ fn a_channel_section_loads_into_its_adapter_and_reports_problems_by_key() {
         );
     }
 }
+
+/// `docs/configuration.md` is `antler config reference`'s output: a config struct or doc
+/// comment changed without regenerating it fails here, with the command that fixes it.
+#[test]
+fn the_checked_in_configuration_reference_is_current() {
+    use antler::config::reference::{REFERENCE_PATH, REGENERATE_COMMAND};
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_antler"))
+        .args(["config", "reference"])
+        .output()
+        .expect("run antler config reference");
+    assert!(output.status.success(), "{output:?}");
+    let generated = String::from_utf8(output.stdout).expect("UTF-8 Markdown");
+    assert!(generated.contains("## `gateway`"), "{generated}");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(REFERENCE_PATH);
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    if generated != checked_in {
+        let first_difference = generated
+            .lines()
+            .zip(checked_in.lines())
+            .position(|(new, old)| new != old)
+            .unwrap_or(generated.lines().count().min(checked_in.lines().count()));
+        panic!(
+            "{REFERENCE_PATH} is stale (first difference at line {}: now {:?}). Regenerate it \
+             from the repository root with:\n\n    {REGENERATE_COMMAND}\n",
+            first_difference + 1,
+            generated
+                .lines()
+                .nth(first_difference)
+                .unwrap_or("<end of file>"),
+        );
+    }
+}
+
+#[test]
+fn a_channel_secret_of_the_wrong_type_is_not_echoed() {
+    let text = format!("{MODEL}channels:\n  telegram:\n    bot_token: 987654321\n");
+    let problems = problems(&text, &MapEnv::new());
+    let problem = problems
+        .iter()
+        .find(|p| p.contains("channels.telegram.bot_token"))
+        .unwrap_or_else(|| panic!("no bot_token problem in {problems:?}"));
+    assert!(problem.contains("not shown"), "{problem}");
+    assert!(!problem.contains("987654321"), "{problem}");
+}

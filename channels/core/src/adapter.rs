@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::capabilities::ChannelError;
@@ -89,8 +90,9 @@ pub struct GroupRules {
     pub free_chats: Vec<String>,
 }
 
-/// Session defaults of a channel (`channels.<name>.session`, and `channels.session` for all).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which agent a chat talks to until someone in it picks one (`channels.<name>.session`, and
+/// `channels.session` for every channel).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SessionConfig {
     /// The agent that answers when neither the chat nor the user chose one.
@@ -98,12 +100,13 @@ pub struct SessionConfig {
 }
 
 /// When the bot answers in a group it is allowed in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupPolicy {
     /// Only messages that mention the bot or reply to it.
     #[default]
     Mention,
+    /// Every message in the group.
     All,
 }
 

@@ -6,15 +6,18 @@ use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, GroupRules, Secret, SessionConfig,
     connection_key_of, platform_ids,
 };
-use serde::{Deserialize, Deserializer, Serialize};
+use schemars::JsonSchema;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::{CHANNEL_NAME, DiscordAdapter};
 
-/// Unknown keys are reported by the config loader (it rejects them all), so no
-/// `deny_unknown_fields` here.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+// Unknown keys are reported by the config loader (it rejects them all), so no
+// `deny_unknown_fields` here.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct DiscordConfig {
+    /// Connect the bot to the gateway when the daemon starts.
     pub enabled: bool,
     /// The bot's token (Developer Portal → Bot → Token): REST and gateway.
     pub bot_token: Option<Secret>,
@@ -40,7 +43,10 @@ pub struct DiscordConfig {
     /// A mention in a text channel starts a Discord thread on that message and the conversation
     /// continues there; off = one conversation per channel.
     pub thread_mode: bool,
+    /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
+    /// React to messages when received, answered and failed: `true`/`false`, or the three
+    /// emoji `{received, done, failed}` (then on).
     pub reactions: Reactions,
     /// Register `/new`, `/cancel`, … as the application's slash commands at start.
     pub application_commands: bool,
@@ -58,7 +64,7 @@ pub struct DiscordConfig {
 }
 
 /// `reactions: true|false`, or the three emoji (then on): `{received, done, failed}`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Reactions {
     pub enabled: bool,
     pub received: String,
@@ -74,6 +80,43 @@ impl Default for Reactions {
             done: "✅".into(),
             failed: "❌".into(),
         }
+    }
+}
+
+/// Written back in the form it is read in: `false` when off, else the three emoji.
+impl Serialize for Reactions {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if !self.enabled {
+            return serializer.serialize_bool(false);
+        }
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("received", &self.received)?;
+        map.serialize_entry("done", &self.done)?;
+        map.serialize_entry("failed", &self.failed)?;
+        map.end()
+    }
+}
+
+impl JsonSchema for Reactions {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Reactions".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                {"type": "boolean"},
+                {
+                    "type": "object",
+                    "properties": {
+                        "received": {"type": "string"},
+                        "done": {"type": "string"},
+                        "failed": {"type": "string"}
+                    },
+                    "additionalProperties": false
+                }
+            ]
+        })
     }
 }
 

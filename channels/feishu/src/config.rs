@@ -4,6 +4,7 @@ use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
     connection_key_of, platform_ids,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{CHANNEL_NAME, FeishuAdapter};
@@ -14,7 +15,7 @@ pub const FEISHU_URL: &str = "https://open.feishu.cn";
 pub const LARK_URL: &str = "https://open.larksuite.com";
 
 /// How events reach the daemon.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FeishuMode {
     /// Feishu posts events to `/channels/feishu/webhook` (event subscription v2).
@@ -24,9 +25,11 @@ pub enum FeishuMode {
     Websocket,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct FeishuConfig {
+    /// Run the channel: `app_id`, `app_secret` and `verification_token` are then required, and
+    /// the app's Request URL must reach `/channels/feishu/webhook`.
     pub enabled: bool,
     /// The app's App ID (`cli_…`).
     pub app_id: Option<String>,
@@ -39,6 +42,7 @@ pub struct FeishuConfig {
     pub encrypt_key: Option<Secret>,
     /// `feishu` (open.feishu.cn), `lark` (open.larksuite.com) or a base URL (tests, proxies).
     pub domain: String,
+    /// How events arrive.
     pub mode: FeishuMode,
     /// open_ids (`ou_…`) allowed to talk to the bot; empty = everyone in allowed chats and DMs.
     #[serde(deserialize_with = "platform_ids")]
@@ -49,7 +53,9 @@ pub struct FeishuConfig {
     /// open_ids always allowed, with Antler admin rights as the user `feishu-<open_id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// When the bot answers in an allowed group.
     pub group_policy: GroupPolicy,
+    /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
     /// React with OnIt when a message arrives, DONE when answered, CrossMark when answering
     /// failed (needs the `im:message.reaction` scope).

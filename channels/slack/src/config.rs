@@ -6,11 +6,12 @@ use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
     connection_key_of, platform_ids,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{CHANNEL_NAME, SlackAdapter};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SlackMode {
     /// Socket Mode: the daemon opens a WebSocket to Slack; no public URL needed.
@@ -21,7 +22,7 @@ pub enum SlackMode {
 }
 
 /// How direct messages map onto Antler threads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DmThreading {
     /// One conversation per DM; a reply the person writes inside a Slack thread of the DM starts
@@ -33,9 +34,11 @@ pub enum DmThreading {
     PerThread,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SlackConfig {
+    /// Run the channel: `bot_token` is then required, with `app_token` (socket mode) or
+    /// `signing_secret` (events mode).
     pub enabled: bool,
     /// Bot token (`xoxb-…`): every Web API call.
     pub bot_token: Option<Secret>,
@@ -43,6 +46,7 @@ pub struct SlackConfig {
     pub app_token: Option<Secret>,
     /// Signing secret: verifies Events API requests (events mode only).
     pub signing_secret: Option<Secret>,
+    /// How events arrive.
     pub mode: SlackMode,
     /// A Slack-compatible Web API base URL (tests); unset = `https://slack.com/api`.
     pub api_url: Option<String>,
@@ -57,7 +61,9 @@ pub struct SlackConfig {
     /// Slack user ids always allowed, with Antler admin rights as the user `slack-<id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// When the bot answers in an allowed channel.
     pub group_policy: GroupPolicy,
+    /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
     /// React with :eyes: when a message arrives, :white_check_mark: when answered, :x: when
     /// answering failed. On by default: Slack reactions are quiet and need only `reactions:write`.
@@ -65,6 +71,7 @@ pub struct SlackConfig {
     /// Socket Mode connections kept open (Slack allows up to 10); more than one only spreads
     /// load, each one is another connection Slack may deliver to.
     pub socket_connections: u32,
+    /// How direct messages map onto conversations.
     pub dm_threading: DmThreading,
     /// Socket timings; not configurable from YAML (tests shorten them).
     #[serde(skip)]

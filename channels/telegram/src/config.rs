@@ -4,11 +4,12 @@ use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
     connection_key_of, platform_ids,
 };
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::{CHANNEL_NAME, TelegramAdapter};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TelegramMode {
     /// `getUpdates` long polling: no public URL needed.
@@ -18,13 +19,16 @@ pub enum TelegramMode {
     Webhook,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TelegramConfig {
+    /// Connect the bot when the daemon starts.
     pub enabled: bool,
+    /// The token BotFather gave the bot, e.g. `$TELEGRAM_BOT_TOKEN`; required when enabled.
     pub bot_token: Option<Secret>,
     /// A self-hosted Bot API server; unset = `https://api.telegram.org`.
     pub api_url: Option<String>,
+    /// How updates arrive.
     pub mode: TelegramMode,
     /// Webhook mode: Telegram sends it in `X-Telegram-Bot-Api-Secret-Token`
     /// (1–256 characters of `A-Za-z0-9_-`).
@@ -42,7 +46,9 @@ pub struct TelegramConfig {
     /// Antler admin rights (bootstrap, managing agents) as the user `telegram-<id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// When the bot answers in an allowed group.
     pub group_policy: GroupPolicy,
+    /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
     /// React to messages: 👀 when received, 👍 when answered, 😢 when answering failed.
     pub reactions: bool,
