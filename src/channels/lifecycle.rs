@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::channels::ChannelHub;
 use crate::channels::health::ChannelHealth;
 use crate::channels::manager::ChannelManager;
+use crate::channels::reload::SessionPhase;
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::supervise::{backoff, mark_fatal, supervise};
 use crate::config::{AppConfig, ConfigHandle};
@@ -44,7 +45,7 @@ impl Lifecycle {
                 continue;
             };
             let session_stop = stop.child_token();
-            let session = self.session(adapter, session_stop.clone());
+            let session = self.session(key, adapter, session_stop.clone());
             tokio::pin!(session);
             let mut fatal = false;
             loop {
@@ -78,12 +79,15 @@ impl Lifecycle {
 
     async fn session(
         &self,
+        key: u64,
         adapter: Box<dyn ChannelAdapter>,
         stop: CancellationToken,
     ) -> SessionEnd {
         let name = self.name;
         let health = &self.hub.health;
+        let phase = |phase| self.hub.sessions.set(name, key, phase);
         health.set(name, ChannelHealth::Starting);
+        phase(SessionPhase::Connecting);
         let mut failures = 0;
         let connection = loop {
             let attempt = tokio::select! {
@@ -94,12 +98,14 @@ impl Lifecycle {
                 Ok(connection) => break connection,
                 Err(error) if error.is_fatal() => {
                     mark_fatal(health, name, &error);
+                    phase(SessionPhase::Failed(error.to_string()));
                     return SessionEnd::Fatal;
                 }
                 Err(error) => {
                     failures += 1;
                     let delay = backoff(failures);
                     tracing::warn!(channel = name, %error, ?delay, "Could not connect the channel; retrying");
+                    phase(SessionPhase::Retrying(error.to_string()));
                     health.set(
                         name,
                         ChannelHealth::Degraded {
@@ -125,6 +131,7 @@ impl Lifecycle {
             "Channel connected"
         );
         self.manager.register(runtime);
+        phase(SessionPhase::Connected);
         if let Err(error) = self.manager.recover(name) {
             tracing::error!(channel = name, %error, "Could not read the journal of unanswered messages");
         }
