@@ -267,8 +267,17 @@ async fn a_run_in_flight_keeps_its_config_and_the_next_run_uses_the_reloaded_one
         );
         daemon.signal("HUP");
         readyz_until(&daemon, "the reload", |r| outcome(r) == "reloaded").await;
+        Instant::now()
     };
-    let (answer, ()) = tokio::join!(daemon.run_wait(TOKEN_A, &thread, "which files"), reload);
+    let run = async {
+        let answer = daemon.run_wait(TOKEN_A, &thread, "which files").await;
+        (answer, Instant::now())
+    };
+    let ((answer, answered), reloaded) = tokio::join!(run, reload);
+    assert!(
+        reloaded < answered,
+        "the reload landed while the run was in flight"
+    );
     assert_eq!(answer.status(), 200);
     let body = answer.text().await.expect("run answer");
     assert!(body.contains("Listed the files."), "{body}");
@@ -281,4 +290,48 @@ async fn a_run_in_flight_keeps_its_config_and_the_next_run_uses_the_reloaded_one
         ["fake-model", "fake-model", "fake-model-2"],
         "both steps of the run in flight on its own config, the next run on the new one"
     );
+}
+
+/// The tool names offered in each scripted request whose conversation holds `text`.
+fn tools_offered(model: &FakeOpenAi, text: &str) -> Vec<Vec<String>> {
+    model
+        .requests()
+        .iter()
+        .filter(|body| body.to_string().contains(text))
+        .map(|body| {
+            let tools = body["tools"].as_array().cloned().unwrap_or_default();
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_removed_from_the_config_is_gone_from_the_next_run() {
+    let model = FakeOpenAi::start().await;
+    let tools = "tools:\n  - name: ls\n    group: file:read\n    use: ls\n  - name: read_file\n    group: file:read\n    use: read_file\n";
+    let setup = Setup::new(&model.base_url(), tools);
+    let daemon = Daemon::spawn(&setup.config_path, &[], None);
+    let thread = daemon.create_thread(TOKEN_A).await;
+    model.push(Reply::text("One."));
+    let answer = daemon.run_wait(TOKEN_A, &thread, "first question").await;
+    assert_eq!(answer.status(), 200);
+
+    edit(
+        &setup.config_path,
+        &[("  - name: ls\n    group: file:read\n    use: ls\n", "")],
+    );
+    daemon.signal("HUP");
+    readyz_until(&daemon, "the reload", |r| outcome(r) == "reloaded").await;
+    model.push(Reply::text("Two."));
+    let answer = daemon.run_wait(TOKEN_A, &thread, "second question").await;
+    assert_eq!(answer.status(), 200);
+
+    let offered = tools_offered(&model, "first question");
+    assert_eq!(offered.len(), 2, "{offered:?}");
+    assert!(offered[0].iter().any(|t| t == "ls"), "{offered:?}");
+    assert!(offered[1].iter().any(|t| t == "read_file"), "{offered:?}");
+    assert!(!offered[1].iter().any(|t| t == "ls"), "{offered:?}");
 }
