@@ -335,3 +335,38 @@ async fn a_tool_removed_from_the_config_is_gone_from_the_next_run() {
     assert!(offered[1].iter().any(|t| t == "read_file"), "{offered:?}");
     assert!(!offered[1].iter().any(|t| t == "ls"), "{offered:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_edit_is_rejected_counted_and_shown_and_the_running_config_stays() {
+    let model = FakeOpenAi::start().await;
+    let setup = Setup::new(&model.base_url(), "");
+    let daemon = Daemon::spawn(&setup.config_path, &[], None);
+    // `antler status` reads the data dir from a config: give it one that still parses.
+    let readable = setup.dir.path().join("readable.yaml");
+    std::fs::copy(&setup.config_path, &readable).expect("copy config");
+    edit(&setup.config_path, &[("models:\n", "models: [oops\n")]);
+    daemon.signal("HUP");
+    let ready = readyz_until(&daemon, "the rejection", |r| outcome(r) == "rejected").await;
+    assert_eq!(ready["status"], "ready", "{ready}");
+    let metrics = daemon
+        .http
+        .get(daemon.url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(
+        metrics.contains("antler_config_reloads_total{outcome=\"rejected\"} 1"),
+        "{metrics}"
+    );
+    let status = antler(&readable, &["status"], "").await;
+    let out = String::from_utf8_lossy(&status.stdout);
+    assert!(out.contains("reload    rejected 20"), "{out}");
+    assert!(out.contains("the changed config is invalid"), "{out}");
+    model.push(Reply::text("Still answering."));
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let answer = daemon.run_wait(TOKEN_A, &thread, "hello").await;
+    assert_eq!(answer.status(), 200, "the running config serves on");
+}
