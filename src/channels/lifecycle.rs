@@ -5,6 +5,8 @@
 //! A session: connect (retried with backoff) → register with the manager → answer what the
 //! last run left pending → mount the webhook and/or run the transport under supervision.
 
+use std::sync::Arc;
+
 use antler_channel::{ChannelAdapter, ChannelConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -13,7 +15,7 @@ use crate::channels::health::ChannelHealth;
 use crate::channels::manager::ChannelManager;
 use crate::channels::reload::SessionPhase;
 use crate::channels::runtime::ChannelRuntime;
-use crate::channels::supervise::{backoff, mark_fatal, supervise};
+use crate::channels::supervise::{PhaseReport, backoff, mark_fatal, supervise};
 use crate::config::{AppConfig, ConfigHandle};
 
 /// What the lifecycle task of one channel needs.
@@ -85,7 +87,10 @@ impl Lifecycle {
     ) -> SessionEnd {
         let name = self.name;
         let health = &self.hub.health;
-        let phase = |phase| self.hub.sessions.set(name, key, phase);
+        let phase: PhaseReport = {
+            let sessions = self.hub.sessions.clone();
+            Arc::new(move |phase| sessions.set(name, key, phase))
+        };
         health.set(name, ChannelHealth::Starting);
         phase(SessionPhase::Connecting);
         let mut failures = 0;
@@ -131,7 +136,6 @@ impl Lifecycle {
             "Channel connected"
         );
         self.manager.register(runtime);
-        phase(SessionPhase::Connected);
         if let Err(error) = self.manager.recover(name) {
             tracing::error!(channel = name, %error, "Could not read the journal of unanswered messages");
         }
@@ -140,17 +144,20 @@ impl Lifecycle {
             health.set(name, ChannelHealth::Running);
         }
         let end = match connection.transport {
+            // Up once the transport says it is live (a token only its socket checks fails there).
             Some(transport) => {
                 let sink = self.manager.sink(name);
-                match supervise(name, transport, sink, health, &stop).await {
+                match supervise(name, transport, sink, health, &phase, &stop).await {
                     Ok(()) => SessionEnd::Stopped,
                     Err(error) => {
                         mark_fatal(health, name, &error);
+                        phase(SessionPhase::Failed(error.to_string()));
                         SessionEnd::Fatal
                     }
                 }
             }
             None => {
+                phase(SessionPhase::Connected);
                 stop.cancelled().await;
                 SessionEnd::Stopped
             }
