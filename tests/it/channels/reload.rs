@@ -177,3 +177,44 @@ async fn a_channel_that_cannot_connect_in_time_rolls_the_reload_back() {
     .await;
     bot.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_in_flight_while_its_channel_restarts_is_still_answered() {
+    let fake = FakeTelegram::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.yaml");
+    let yaml = config_yaml(dir.path(), &fake, &model, "");
+    std::fs::write(&path, &yaml).expect("write config");
+    let bot = Bot::start_watching(&yaml, Some(&path)).await;
+    // About 6 s of streaming; the file poll (every 2 s) restarts the channel well within it.
+    model.push(Reply::slow(
+        ["Slow ", "but ", "sure", ", ", "in ", "the end."],
+        Duration::from_millis(800),
+    ));
+    fake.send_text(private_chat(1), 1, "take your time");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while model.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no model call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::fs::write(&path, yaml.replace("poll_timeout: 1", "poll_timeout: 2")).expect("edit");
+    fake.wait_for(RELOAD, "the channel to restart", |f| {
+        f.calls_of("getMe").len() == 2
+    })
+    .await;
+    let answered = |f: &FakeTelegram| {
+        f.chat_texts(1)
+            .iter()
+            .any(|t| t == "Slow but sure, in the end.")
+    };
+    assert!(
+        !answered(&fake),
+        "the turn was still in flight at the restart"
+    );
+    fake.wait_for(WAIT, "the answer of the turn in flight", answered)
+        .await;
+    let ready = bot.readyz().await;
+    assert_eq!(ready["reload"]["outcome"], "reloaded", "{ready}");
+    bot.stop().await;
+}
