@@ -65,7 +65,7 @@ fn describe() {
     );
     describe_counter!(
         "antler_config_reloads_total",
-        "Config reloads, by outcome (a rejected one keeps the running config)"
+        "Config reloads, by outcome (rejected: the running config stays; rolled_back: a restarted channel did not come up and the previous config was restored)"
     );
     describe_histogram!(
         "antler_model_call_duration_seconds",
@@ -143,7 +143,7 @@ pub fn run_refused(reason: &'static str) {
     counter!("antler_runs_refused_total", "reason" => reason).increment(1);
 }
 
-/// A config reload's outcome (`reloaded`, `rejected`, `unreadable`, `unchanged`).
+/// A config reload's outcome (`reloaded`, `rejected`, `rolled_back`, `unreadable`, `unchanged`).
 pub fn config_reload(outcome: &'static str) {
     counter!("antler_config_reloads_total", "outcome" => outcome).increment(1);
 }

@@ -104,6 +104,9 @@ pub fn print_readiness(answer: &Value, out: &mut dyn Write) -> std::io::Result<(
             writeln!(out, "sandbox   {provider} ({})", details.join(", "))?;
         }
     }
+    if let Some(reload) = answer.get("reload").filter(|r| r.is_object()) {
+        writeln!(out, "reload    {}", reload_line(reload))?;
+    }
     if let Some(channels) = answer["channels"].as_object() {
         for (name, health) in channels {
             let state = health["state"].as_str().unwrap_or("unknown");
@@ -114,6 +117,20 @@ pub fn print_readiness(answer: &Value, out: &mut dyn Write) -> std::io::Result<(
         }
     }
     Ok(())
+}
+
+/// `rolled_back 2026-12-01 02:41:07 UTC: restored the previous config: telegram: …`.
+fn reload_line(reload: &Value) -> String {
+    let outcome = reload["outcome"].as_str().unwrap_or("unknown");
+    let at = reload["at"]
+        .as_i64()
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .map(|at| at.format(" %Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_default();
+    match reload["detail"].as_str() {
+        Some(detail) => format!("{outcome}{at}: {detail}"),
+        None => format!("{outcome}{at}"),
+    }
 }
 
 fn model_line(model: &Value) -> String {

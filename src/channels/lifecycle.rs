@@ -5,14 +5,17 @@
 //! A session: connect (retried with backoff) → register with the manager → answer what the
 //! last run left pending → mount the webhook and/or run the transport under supervision.
 
+use std::sync::Arc;
+
 use antler_channel::{ChannelAdapter, ChannelConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::channels::ChannelHub;
 use crate::channels::health::ChannelHealth;
 use crate::channels::manager::ChannelManager;
+use crate::channels::reload::SessionPhase;
 use crate::channels::runtime::ChannelRuntime;
-use crate::channels::supervise::{backoff, mark_fatal, supervise};
+use crate::channels::supervise::{PhaseReport, backoff, mark_fatal, supervise};
 use crate::config::{AppConfig, ConfigHandle};
 
 /// What the lifecycle task of one channel needs.
@@ -44,7 +47,7 @@ impl Lifecycle {
                 continue;
             };
             let session_stop = stop.child_token();
-            let session = self.session(adapter, session_stop.clone());
+            let session = self.session(key, adapter, session_stop.clone());
             tokio::pin!(session);
             let mut fatal = false;
             loop {
@@ -78,12 +81,18 @@ impl Lifecycle {
 
     async fn session(
         &self,
+        key: u64,
         adapter: Box<dyn ChannelAdapter>,
         stop: CancellationToken,
     ) -> SessionEnd {
         let name = self.name;
         let health = &self.hub.health;
+        let phase: PhaseReport = {
+            let sessions = self.hub.sessions.clone();
+            Arc::new(move |phase| sessions.set(name, key, phase))
+        };
         health.set(name, ChannelHealth::Starting);
+        phase(SessionPhase::Connecting);
         let mut failures = 0;
         let connection = loop {
             let attempt = tokio::select! {
@@ -94,12 +103,14 @@ impl Lifecycle {
                 Ok(connection) => break connection,
                 Err(error) if error.is_fatal() => {
                     mark_fatal(health, name, &error);
+                    phase(SessionPhase::Failed(error.to_string()));
                     return SessionEnd::Fatal;
                 }
                 Err(error) => {
                     failures += 1;
                     let delay = backoff(failures);
                     tracing::warn!(channel = name, %error, ?delay, "Could not connect the channel; retrying");
+                    phase(SessionPhase::Retrying(error.to_string()));
                     health.set(
                         name,
                         ChannelHealth::Degraded {
@@ -133,17 +144,20 @@ impl Lifecycle {
             health.set(name, ChannelHealth::Running);
         }
         let end = match connection.transport {
+            // Up once the transport says it is live (a token only its socket checks fails there).
             Some(transport) => {
                 let sink = self.manager.sink(name);
-                match supervise(name, transport, sink, health, &stop).await {
+                match supervise(name, transport, sink, health, &phase, &stop).await {
                     Ok(()) => SessionEnd::Stopped,
                     Err(error) => {
                         mark_fatal(health, name, &error);
+                        phase(SessionPhase::Failed(error.to_string()));
                         SessionEnd::Fatal
                     }
                 }
             }
             None => {
+                phase(SessionPhase::Connected);
                 stop.cancelled().await;
                 SessionEnd::Stopped
             }

@@ -26,6 +26,7 @@ pub mod mapping;
 mod outbound;
 pub mod outbox;
 mod records;
+mod reload;
 mod runtime;
 mod stream;
 pub mod supervise;
@@ -56,6 +57,8 @@ pub use webhook::{WebhookAnswer, WebhookEndpoint};
 #[derive(Clone, Default)]
 pub struct ChannelHub {
     pub health: HealthBoard,
+    /// Each channel's latest session, for the reload coordinator.
+    sessions: reload::SessionBoard,
     webhooks: Arc<RwLock<HashMap<String, Arc<WebhookEndpoint>>>>,
 }
 
@@ -102,6 +105,11 @@ impl Channels {
             };
             tasks.spawn(lifecycle.run(intake_stop.clone()));
         }
+        let coordinator = reload::ReloadCoordinator {
+            config: config.clone(),
+            sessions: hub.sessions.clone(),
+        };
+        tasks.spawn(coordinator.run(intake_stop.clone()));
         tasks.close();
         Self {
             manager,

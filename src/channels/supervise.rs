@@ -17,6 +17,19 @@ use tokio_util::sync::CancellationToken;
 
 use crate::channels::deliver::secs;
 use crate::channels::health::{ChannelHealth, HealthBoard};
+use crate::channels::reload::SessionPhase;
+
+/// Where supervision reports the session's progress (the reload coordinator listens): connected
+/// at the transport's first live report, retrying after a transient failure.
+pub(crate) type PhaseReport = Arc<dyn Fn(SessionPhase) + Send + Sync>;
+
+/// How long to wait before the next attempt.
+enum Delay {
+    /// The platform said how long (a rate limit).
+    Exactly(Duration),
+    /// Exponential backoff after this failure.
+    Backoff(String),
+}
 
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const BASE_BACKOFF: Duration = Duration::from_millis(500);
@@ -50,6 +63,7 @@ pub(crate) async fn supervise(
     transport: Arc<dyn Transport>,
     sink: Arc<dyn InboundSink>,
     health: &HealthBoard,
+    phase: &PhaseReport,
     stop: &CancellationToken,
 ) -> Result<(), ChannelError> {
     let mut failures = 0u32;
@@ -57,9 +71,11 @@ pub(crate) async fn supervise(
         let live = Arc::new(AtomicBool::new(false));
         let report = {
             let (live, health, channel) = (live.clone(), health.clone(), channel.to_string());
+            let phase = phase.clone();
             Arc::new(move || {
                 if !live.swap(true, Ordering::SeqCst) {
                     health.set(&channel, ChannelHealth::Running);
+                    phase(SessionPhase::Connected);
                 }
             })
         };
@@ -82,17 +98,21 @@ pub(crate) async fn supervise(
         let delay = match result {
             Ok(Ok(())) if stop.is_cancelled() => return Ok(()),
             Ok(Err(error)) if error.is_fatal() => return Err(error),
-            Ok(Err(ChannelError::RateLimited { retry_after_secs })) => secs(retry_after_secs),
-            Ok(Ok(())) => degraded(
-                health,
-                channel,
-                &mut failures,
-                "the connection ended".into(),
-            ),
-            Ok(Err(error)) => degraded(health, channel, &mut failures, error.to_string()),
+            Ok(Err(ChannelError::RateLimited { retry_after_secs })) => {
+                Delay::Exactly(secs(retry_after_secs))
+            }
+            Ok(Ok(())) => Delay::Backoff("the connection ended".to_string()),
+            Ok(Err(error)) => Delay::Backoff(error.to_string()),
             Err(panic) => {
                 let reason = format!("the transport panicked: {}", panic_text(panic.as_ref()));
                 tracing::error!(channel, reason, "Restarting the channel's transport");
+                Delay::Backoff(reason)
+            }
+        };
+        let delay = match delay {
+            Delay::Exactly(delay) => delay,
+            Delay::Backoff(reason) => {
+                phase(SessionPhase::Retrying(reason.clone()));
                 degraded(health, channel, &mut failures, reason)
             }
         };
@@ -155,6 +175,14 @@ mod tests {
         }
     }
 
+    /// A phase report that keeps what it heard.
+    fn recorder() -> (PhaseReport, Arc<Mutex<Vec<SessionPhase>>>) {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let keep = heard.clone();
+        let report: PhaseReport = Arc::new(move |phase| keep.lock().expect("heard").push(phase));
+        (report, heard)
+    }
+
     /// Panics on the first run, fails on the second, then reports a fatal error.
     struct Flaky {
         runs: Mutex<u32>,
@@ -183,16 +211,29 @@ mod tests {
         let flaky = Arc::new(Flaky {
             runs: Mutex::new(0),
         });
+        let (report, heard) = recorder();
         let result = supervise(
             "test",
             flaky.clone(),
             Arc::new(NullSink),
             &health,
+            &report,
             &CancellationToken::new(),
         )
         .await;
         assert!(matches!(result, Err(ChannelError::Unauthorized(_))));
         assert_eq!(*flaky.runs.lock().expect("runs"), 3);
+        let heard = heard.lock().expect("heard").clone();
+        assert_eq!(heard.len(), 5, "{heard:?}");
+        assert_eq!(heard[0], SessionPhase::Connected);
+        assert!(
+            matches!(&heard[1], SessionPhase::Retrying(r) if r.contains("boom")),
+            "{heard:?}"
+        );
+        assert!(
+            matches!(&heard[3], SessionPhase::Retrying(r) if r.contains("reset")),
+            "{heard:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -208,14 +249,24 @@ mod tests {
         }
         let health = HealthBoard::default();
         let stop = CancellationToken::new();
+        let (report, heard) = recorder();
         let task = {
             let (health, stop) = (health.clone(), stop.clone());
             tokio::spawn(async move {
-                supervise("test", Arc::new(Waits), Arc::new(NullSink), &health, &stop).await
+                supervise(
+                    "test",
+                    Arc::new(Waits),
+                    Arc::new(NullSink),
+                    &health,
+                    &report,
+                    &stop,
+                )
+                .await
             })
         };
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(health.get("test"), Some(ChannelHealth::Running));
+        assert_eq!(*heard.lock().expect("heard"), [SessionPhase::Connected]);
         stop.cancel();
         assert!(task.await.expect("join").is_ok());
     }

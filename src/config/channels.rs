@@ -24,6 +24,10 @@ pub struct ChannelsConfig {
     pub queue_limit: usize,
     /// Inbound messages per user per minute before one polite notice (0 = unlimited).
     pub user_messages_per_minute: u32,
+    /// Seconds a channel restarted by a config reload (its credentials or connection settings
+    /// changed) has to connect (1–600). Past it, or on an error retrying cannot fix (a refused
+    /// token), the whole previous config is restored and the channel reconnects with it.
+    pub reload_connect_timeout_seconds: u64,
     /// The Telegram bot.
     pub telegram: TelegramConfig,
     /// The Slack app.
@@ -41,6 +45,7 @@ impl Default for ChannelsConfig {
             stream: StreamConfig::default(),
             queue_limit: 8,
             user_messages_per_minute: 30,
+            reload_connect_timeout_seconds: 30,
             telegram: TelegramConfig::default(),
             slack: SlackConfig::default(),
             discord: DiscordConfig::default(),

@@ -1,7 +1,10 @@
-//! The live configuration shared by every component, swapped atomically on hot reload.
+//! The live configuration shared by every component, swapped atomically on hot reload, and what
+//! the last reload did (shown by `/readyz` and `antler status`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::config::AppConfig;
@@ -12,6 +15,19 @@ use crate::config::AppConfig;
 #[derive(Clone, Debug)]
 pub struct ConfigHandle {
     current: Arc<watch::Sender<Arc<AppConfig>>>,
+    last_reload: Arc<Mutex<Option<ReloadRecord>>>,
+}
+
+/// What became of the last reload: `outcome` is the label of `antler_config_reloads_total`
+/// (`reloaded`, `rejected`, `rolled_back`, `unreadable`). `detail` never carries config values:
+/// `/readyz` is open to anyone who can reach the daemon.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ReloadRecord {
+    pub outcome: &'static str,
+    /// Seconds since the Unix epoch.
+    pub at: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl ConfigHandle {
@@ -19,6 +35,7 @@ impl ConfigHandle {
     pub fn fixed(config: AppConfig) -> Self {
         Self {
             current: Arc::new(watch::Sender::new(Arc::new(config))),
+            last_reload: Arc::default(),
         }
     }
 
@@ -32,8 +49,75 @@ impl ConfigHandle {
         self.current.send_replace(Arc::new(config));
     }
 
-    /// Notified after every [`Self::replace`].
+    /// Puts `previous` back, but only while `expected` is still the config in force: a rollback
+    /// must not undo a newer reload that landed while the failed one was being judged.
+    pub fn restore(&self, expected: &Arc<AppConfig>, previous: Arc<AppConfig>) -> bool {
+        self.current.send_if_modified(|current| {
+            if Arc::ptr_eq(current, expected) {
+                *current = previous;
+                true
+            } else {
+                false
+            }
+        })
+    }
+
+    /// Notified after every [`Self::replace`] and [`Self::restore`].
     pub fn subscribe(&self) -> watch::Receiver<Arc<AppConfig>> {
         self.current.subscribe()
+    }
+
+    /// Remembers what the latest reload did and counts it in `antler_config_reloads_total`.
+    pub fn record_reload(&self, outcome: &'static str, detail: Option<String>) {
+        crate::metrics::config_reload(outcome);
+        let at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let record = ReloadRecord {
+            outcome,
+            at,
+            detail,
+        };
+        *self.last_reload.lock().unwrap_or_else(|p| p.into_inner()) = Some(record);
+    }
+
+    /// The latest reload's record; `None` until the first one.
+    pub fn last_reload(&self) -> Option<ReloadRecord> {
+        self.last_reload
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restore_only_replaces_the_config_it_was_judging() {
+        let handle = ConfigHandle::fixed(AppConfig::default());
+        let previous = handle.current();
+        handle.replace(AppConfig::default());
+        let judged = handle.current();
+        handle.replace(AppConfig::default());
+        assert!(
+            !handle.restore(&judged, previous.clone()),
+            "a newer reload stays"
+        );
+        let newer = handle.current();
+        assert!(handle.restore(&newer, previous.clone()));
+        assert!(Arc::ptr_eq(&handle.current(), &previous));
+    }
+
+    #[test]
+    fn the_last_reload_is_remembered() {
+        let handle = ConfigHandle::fixed(AppConfig::default());
+        assert_eq!(handle.last_reload(), None);
+        handle.record_reload("rolled_back", Some("telegram: refused".into()));
+        let record = handle.last_reload().unwrap();
+        assert_eq!(record.outcome, "rolled_back");
+        assert_eq!(record.detail.as_deref(), Some("telegram: refused"));
+        assert!(record.at > 0);
     }
 }

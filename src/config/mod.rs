@@ -24,7 +24,7 @@ pub use antler_telegram::{TelegramConfig, TelegramMode};
 pub use channels::{ChannelsConfig, StreamConfig};
 pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use env::{EnvSource, MapEnv, ProcessEnv};
-pub use handle::ConfigHandle;
+pub use handle::{ConfigHandle, ReloadRecord};
 pub use load::{
     CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig, load_config,
     load_embedded_default, load_from_file, load_from_str, resolve_config_path,

@@ -367,6 +367,11 @@ fn check_channels(config: &AppConfig, problems: &mut Problems) {
         "channels.stream.min_interval",
         "must be between 0 and 60 seconds",
     );
+    problems.require(
+        (1..=600).contains(&channels.reload_connect_timeout_seconds),
+        "channels.reload_connect_timeout_seconds",
+        "must be between 1 and 600",
+    );
     for section in channels.sections() {
         for (key, message) in section.problems() {
             problems.push(format!("channels.{}.{key}", section.name()), message);

@@ -146,12 +146,16 @@ impl ConfigWatcher {
         // Remember even a rejected version, so it is reported once rather than every poll.
         self.last_seen = Some(signature);
         let outcome = self.reload(bytes);
-        crate::metrics::config_reload(match outcome {
-            PollOutcome::Reloaded => "reloaded",
-            PollOutcome::Rejected => "rejected",
-            PollOutcome::Unreadable => "unreadable",
-            PollOutcome::Unchanged => "unchanged",
-        });
+        let (label, detail) = match outcome {
+            PollOutcome::Reloaded => ("reloaded", None),
+            PollOutcome::Rejected => (
+                "rejected",
+                Some("the changed config is invalid and was not applied; the daemon log says why"),
+            ),
+            PollOutcome::Unreadable => ("unreadable", None),
+            PollOutcome::Unchanged => ("unchanged", None),
+        };
+        self.handle.record_reload(label, detail.map(str::to_string));
         outcome
     }
 

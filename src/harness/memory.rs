@@ -4,10 +4,10 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use crate::config::AppConfig;
+use crate::config::ConfigHandle;
 use crate::harness::{Harness, Inner};
 use crate::memory::queue::ModelResolver;
-use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemoryUpdater};
+use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, MemoryUpdater};
 use crate::store::StoreRef;
 
 /// How long shutdown waits for pending memory updates (DeerFlow's `shutdown_flush_timeout`).
@@ -17,14 +17,17 @@ pub(super) const MEMORY_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
 pub(super) fn start(
     inner: Weak<Inner>,
     store: StoreRef,
-    config: &AppConfig,
+    config: &ConfigHandle,
 ) -> Option<MemoryService> {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::debug!("No async runtime at start; long-term memory is off for this harness");
         return None;
     }
-    let repo = MemoryRepo::new(store.clone()).with_history_limit(config.memory.history_limit);
-    let updater = MemoryUpdater::new(repo.clone(), config.memory.clone());
+    // Read at each use: a reload applies to the next memory update without a restart.
+    let handle = config.clone();
+    let settings = MemorySettings::live(move || handle.current().memory.clone());
+    let repo = MemoryRepo::new(store.clone()).with_settings(settings.clone());
+    let updater = MemoryUpdater::new(repo.clone(), settings);
     // Weak: the queue lives inside the harness and must not keep it alive.
     let models: ModelResolver = Arc::new(move |run_model| {
         let harness = Harness {
@@ -40,8 +43,7 @@ pub(super) fn start(
             .or_else(|| config.models.first().map(|m| m.name.clone()))?;
         registry.get(&name)
     });
-    let debounce = Duration::from_secs(config.memory.debounce_seconds);
-    match MemoryQueue::start(store, updater, models, debounce) {
+    match MemoryQueue::start(store, updater, models) {
         Ok(queue) => Some(MemoryService { repo, queue }),
         Err(error) => {
             tracing::error!(%error, "Could not load the memory queue; long-term memory is off until restart");

@@ -171,7 +171,7 @@ impl Harness {
         }));
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
-                memory: memory::start(weak.clone(), store, &snapshot),
+                memory: memory::start(weak.clone(), store, &config),
                 config,
                 threads,
                 models,

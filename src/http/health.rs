@@ -18,7 +18,8 @@ pub(crate) async fn healthz() -> &'static str {
 /// an unhealthy channel is reported but does not fail readiness (the others keep serving).
 /// `model` says whether the default model's endpoint answers (cached, time-bounded probe); an
 /// unreachable model is reported, not a readiness failure: the daemon still serves. `sandbox`
-/// says which provider runs tools and whether shell commands work.
+/// says which provider runs tools and whether shell commands work. `reload` is what the last
+/// config reload did (absent until one happened): a rollback shows here as well as in the log.
 pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
     let channels = json!(state.channels.health.snapshot());
     let sandbox = sandbox_json(&state);
@@ -33,6 +34,9 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, J
             json!({"status": "not_ready", "problem": problem.to_string(), "channels": channels, "sandbox": sandbox}),
         ),
     };
+    if let Some(reload) = state.config.last_reload() {
+        body["reload"] = json!(reload);
+    }
     if let Some(model) = state.config.current().default_model() {
         body["model"] = json!(state.model_probe.check(model).await);
     }

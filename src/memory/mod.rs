@@ -15,6 +15,7 @@ pub mod middleware;
 pub mod queue;
 
 pub mod repo;
+pub mod settings;
 pub mod updater;
 
 pub use document::{Fact, FactCategory, MemoryDocument, Section};
@@ -23,6 +24,7 @@ pub use history::{ChangeSummary, MemoryVersion, WriteSource};
 pub use middleware::{DroppedToMemory, MemoryMiddleware};
 pub use queue::{MemoryQueue, PendingConversation};
 pub use repo::{MemoryRepo, MemoryScope, Reverted};
+pub use settings::MemorySettings;
 pub use updater::{MemoryUpdate, MemoryUpdater};
 
 #[derive(Debug, thiserror::Error)]

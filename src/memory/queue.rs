@@ -74,7 +74,6 @@ struct Inner {
     store: StoreRef,
     updater: MemoryUpdater,
     models: ModelResolver,
-    debounce: Duration,
     pending: Mutex<HashMap<Vec<u8>, Entry>>,
     wake: Notify,
     cancel: CancellationToken,
@@ -96,9 +95,8 @@ impl MemoryQueue {
         store: StoreRef,
         updater: MemoryUpdater,
         models: ModelResolver,
-        debounce: Duration,
     ) -> Result<Self, MemoryError> {
-        let due = Instant::now() + debounce;
+        let due = Instant::now() + debounce(&updater);
         let mut pending = HashMap::new();
         for (key, value) in store.scan_prefix(QUEUE_TREE, b"")? {
             match serde_json::from_slice::<PendingConversation>(&value) {
@@ -119,7 +117,6 @@ impl MemoryQueue {
                 store,
                 updater,
                 models,
-                debounce,
                 pending: Mutex::new(pending),
                 wake: Notify::new(),
                 cancel: CancellationToken::new(),
@@ -150,7 +147,9 @@ impl MemoryQueue {
         let value = serde_json::to_vec(&conversation)
             .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
         self.inner.store.put(QUEUE_TREE, &key, &value)?;
-        let due = Instant::now() + self.inner.debounce;
+        // Read per conversation: a reload's debounce applies to new work; entries already
+        // pending keep their time.
+        let due = Instant::now() + debounce(&self.inner.updater);
         pending.insert(key, Entry { conversation, due });
         drop(pending);
         self.inner.wake.notify_one();
@@ -308,6 +307,11 @@ impl MemoryQueue {
             }
         }
     }
+}
+
+/// `memory.debounce_seconds` in force now.
+fn debounce(updater: &MemoryUpdater) -> Duration {
+    Duration::from_secs(updater.settings().current().debounce_seconds)
 }
 
 impl Inner {

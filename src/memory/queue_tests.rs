@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::config::MemoryConfig;
+use crate::memory::MemorySettings;
 use crate::memory::repo::MemoryRepo;
 use crate::messages::Message;
 use crate::model::scripted::{ScriptedModel, ScriptedTurn};
@@ -24,7 +25,7 @@ fn start(store: StoreRef, model: Arc<ScriptedModel>) -> (MemoryQueue, MemoryRepo
     let repo = MemoryRepo::new(store.clone());
     let updater = MemoryUpdater::new(repo.clone(), MemoryConfig::default());
     let resolver: ModelResolver = Arc::new(move |_| Some(model.clone() as Arc<dyn ChatModel>));
-    let queue = MemoryQueue::start(store, updater, resolver, Duration::from_secs(30)).unwrap();
+    let queue = MemoryQueue::start(store, updater, resolver).unwrap();
     (queue, repo)
 }
 
@@ -139,4 +140,41 @@ async fn dropped_messages_go_before_the_next_conversation() {
     let oslo = prompt.find("user: I was born in Oslo").unwrap();
     let lyon = prompt.find("user: now in Lyon").unwrap();
     assert!(oslo < lyon);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reloaded_debounce_applies_to_new_work_and_pending_entries_keep_their_time() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let live = Arc::new(std::sync::Mutex::new(MemoryConfig::default()));
+    let read = live.clone();
+    let settings = MemorySettings::live(move || read.lock().unwrap().clone());
+    let model = Arc::new(
+        ScriptedModel::new(
+            "memory",
+            [
+                ScriptedTurn::Text(vec![ANSWER.into()]),
+                ScriptedTurn::Text(vec![ANSWER.into()]),
+            ],
+        )
+        .with_background_script(),
+    );
+    let repo = MemoryRepo::new(store.clone());
+    let updater = MemoryUpdater::new(repo, settings);
+    let answering = model.clone();
+    let resolver: ModelResolver = Arc::new(move |_| Some(answering.clone() as Arc<dyn ChatModel>));
+    let queue = MemoryQueue::start(store, updater, resolver).unwrap();
+
+    queue.enqueue(turn("tea at 30 s")).unwrap();
+    live.lock().unwrap().debounce_seconds = 2;
+    let mut other = turn("bikes at 2 s");
+    other.thread_id = "t2".into();
+    queue.enqueue(other).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(model.requests().len(), 1, "only the new work is due");
+    assert!(last_prompt(&model).contains("user: bikes at 2 s"));
+    assert_eq!(queue.pending(), 1, "the earlier entry is still queued");
+    tokio::time::sleep(Duration::from_secs(28)).await;
+    assert_eq!(model.requests().len(), 2);
+    assert!(last_prompt(&model).contains("user: tea at 30 s"));
+    queue.shutdown(Duration::from_secs(5)).await;
 }

@@ -7,13 +7,13 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
 use crate::memory::MemoryError;
 use crate::memory::document::{MemoryDocument, normalize, now};
 use crate::memory::history::{self, ChangeSummary, HISTORY_TREE, MemoryVersion, WriteSource};
+use crate::memory::settings::MemorySettings;
 use crate::store::{BatchOp, Expect, StoreError, StoreRef};
 
 pub const MEMORY_TREE: &str = "memory";
@@ -73,30 +73,32 @@ pub struct Reverted {
 #[derive(Clone)]
 pub struct MemoryRepo {
     store: StoreRef,
-    /// Shared so a config reload changes it for every clone (chat, API, updater).
-    history_limit: Arc<AtomicUsize>,
+    /// Read at each write, so a config reload changes it for every clone (chat, API, updater).
+    history_limit: Arc<dyn Fn() -> usize + Send + Sync>,
 }
 
 impl MemoryRepo {
     pub fn new(store: StoreRef) -> Self {
         Self {
             store,
-            history_limit: Arc::new(AtomicUsize::new(DEFAULT_HISTORY_LIMIT)),
+            history_limit: Arc::new(|| DEFAULT_HISTORY_LIMIT),
         }
     }
 
-    pub fn with_history_limit(self, limit: usize) -> Self {
-        self.set_history_limit(limit);
+    /// Keeps `limit` versions per (user, agent) from the next write on; 0 keeps none.
+    pub fn with_history_limit(mut self, limit: usize) -> Self {
+        self.history_limit = Arc::new(move || limit);
         self
     }
 
-    /// Versions kept per (user, agent) from the next write on; 0 keeps none.
-    pub fn set_history_limit(&self, limit: usize) {
-        self.history_limit.store(limit, Ordering::Relaxed);
+    /// Keeps as many versions as `memory.history_limit` says at each write.
+    pub fn with_settings(mut self, settings: MemorySettings) -> Self {
+        self.history_limit = Arc::new(move || settings.current().history_limit);
+        self
     }
 
     pub fn history_limit(&self) -> usize {
-        self.history_limit.load(Ordering::Relaxed)
+        (self.history_limit)()
     }
 
     pub fn load(&self, scope: &MemoryScope) -> Result<MemoryDocument, MemoryError> {

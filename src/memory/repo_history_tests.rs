@@ -91,7 +91,7 @@ fn only_the_last_versions_are_kept() {
         .collect();
     assert_eq!(numbers, [6, 5, 4]);
     // A lower limit prunes on the next write; 0 keeps nothing.
-    repo.set_history_limit(1);
+    let repo = repo.with_history_limit(1);
     add(&repo, &scope, "fact 6", &updater("t"));
     let numbers: Vec<u64> = repo
         .history(&scope)
@@ -100,7 +100,7 @@ fn only_the_last_versions_are_kept() {
         .map(|v| v.version)
         .collect();
     assert_eq!(numbers, [7]);
-    repo.set_history_limit(0);
+    let repo = repo.with_history_limit(0);
     add(&repo, &scope, "fact 7", &updater("t"));
     assert!(repo.history(&scope).unwrap().is_empty());
     assert!(store.scan_prefix(HISTORY_TREE, b"").unwrap().is_empty());

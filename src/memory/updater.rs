@@ -18,6 +18,7 @@ pub use crate::memory::conversation::ConversationMessage;
 use crate::memory::document::{Fact, FactCategory, MemoryDocument, normalize, now};
 use crate::memory::history::WriteSource;
 use crate::memory::repo::{MemoryRepo, MemoryScope};
+use crate::memory::settings::MemorySettings;
 use crate::messages::Message;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 
@@ -200,12 +201,20 @@ pub fn strip_upload_mentions(text: &str) -> String {
 #[derive(Clone)]
 pub struct MemoryUpdater {
     repo: MemoryRepo,
-    config: MemoryConfig,
+    settings: MemorySettings,
 }
 
 impl MemoryUpdater {
-    pub fn new(repo: MemoryRepo, config: MemoryConfig) -> Self {
-        Self { repo, config }
+    pub fn new(repo: MemoryRepo, settings: impl Into<MemorySettings>) -> Self {
+        Self {
+            repo,
+            settings: settings.into(),
+        }
+    }
+
+    /// The settings the updater (and its queue) read at use time.
+    pub fn settings(&self) -> &MemorySettings {
+        &self.settings
     }
 
     /// Asks `model` for updates from `conversation` and applies them; memory is unchanged on
@@ -229,14 +238,10 @@ impl MemoryUpdater {
         let source = WriteSource::Updater {
             thread_id: thread_id.to_string(),
         };
+        // Read now, not when the update was queued: a reload applies to the next update.
+        let config = self.settings.current();
         let (_, report) = self.repo.update(scope, &source, |doc, forgotten| {
-            Ok(apply_update(
-                doc,
-                forgotten,
-                &update,
-                thread_id,
-                &self.config,
-            ))
+            Ok(apply_update(doc, forgotten, &update, thread_id, &config))
         })?;
         Ok(report)
     }

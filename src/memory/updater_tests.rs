@@ -205,3 +205,35 @@ fn the_request_is_recognised_as_a_memory_update() {
         Some(crate::model::background::BackgroundCall::MemoryUpdate)
     );
 }
+
+#[tokio::test]
+async fn settings_are_read_at_each_update_so_a_reload_applies_to_the_next_one() {
+    let live = Arc::new(std::sync::Mutex::new(MemoryConfig::default()));
+    let read = live.clone();
+    let settings = MemorySettings::live(move || read.lock().unwrap().clone());
+    let repo = MemoryRepo::new(Arc::new(MemoryStore::new())).with_settings(settings.clone());
+    let updater = MemoryUpdater::new(repo.clone(), settings);
+    let scope = MemoryScope::new("alice", None);
+    let fact =
+        r#"{"newFacts":[{"content":"Prefers tea","category":"preference","confidence":0.8}]}"#;
+
+    live.lock().unwrap().fact_confidence_threshold = 0.9;
+    let report = updater
+        .update(&answer(fact), &scope, "t1", &conversation())
+        .await
+        .unwrap();
+    assert_eq!(report.added, 0, "below the reloaded threshold");
+
+    {
+        let mut config = live.lock().unwrap();
+        config.fact_confidence_threshold = 0.5;
+        config.history_limit = 0;
+    }
+    let report = updater
+        .update(&answer(fact), &scope, "t2", &conversation())
+        .await
+        .unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(repo.history_limit(), 0);
+    assert!(repo.history(&scope).unwrap().is_empty(), "no versions kept");
+}

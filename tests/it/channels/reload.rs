@@ -1,5 +1,5 @@
-//! Channel settings reloaded while the daemon runs: allowlists apply to the next message
-//! without reconnecting; a change of connection settings restarts only that channel.
+//! Channel settings reloaded while the daemon runs: allowlists and rate limits apply to the next
+//! message without reconnecting; a change of connection settings restarts only that channel.
 
 use std::time::Duration;
 
@@ -67,5 +67,154 @@ async fn allowlists_reload_in_place_and_new_credentials_restart_only_the_channel
     .await;
     let ready = bot.readyz().await;
     assert_eq!(ready["channels"]["telegram"]["state"], "running", "{ready}");
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_change_applies_to_the_next_message_without_reconnecting() {
+    let fake = FakeTelegram::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.yaml");
+    let with = |per_minute: u32| {
+        config_yaml(dir.path(), &fake, &model, "").replace(
+            "channels:\n",
+            &format!("channels:\n  user_messages_per_minute: {per_minute}\n"),
+        )
+    };
+    std::fs::write(&path, with(1)).expect("write config");
+    let bot = Bot::start_watching(&with(1), Some(&path)).await;
+    model.push(Reply::text("first answer"));
+    fake.send_text(private_chat(7), 7, "one");
+    fake.wait_for(WAIT, "the first answer", |f| {
+        f.chat_texts(7).iter().any(|t| t == "first answer")
+    })
+    .await;
+    fake.send_text(private_chat(7), 7, "two");
+    fake.wait_for(WAIT, "the throttle notice", |f| {
+        f.chat_texts(7)
+            .iter()
+            .any(|t| t.starts_with("You are sending messages faster"))
+    })
+    .await;
+
+    std::fs::write(&path, with(0)).expect("edit config");
+    let deadline = tokio::time::Instant::now() + RELOAD;
+    while bot.readyz().await["reload"]["outcome"] != "reloaded" {
+        assert!(tokio::time::Instant::now() < deadline, "no reload");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    model.push(Reply::text("unlimited now"));
+    fake.send_text(private_chat(7), 7, "three");
+    fake.wait_for(WAIT, "an answer past the old limit", |f| {
+        f.chat_texts(7).iter().any(|t| t == "unlimited now")
+    })
+    .await;
+    assert_eq!(model.requests().len(), 2, "the throttled message never ran");
+    assert_eq!(
+        fake.calls_of("getMe").len(),
+        1,
+        "no reconnection for a limit"
+    );
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_that_cannot_connect_in_time_rolls_the_reload_back() {
+    let fake = FakeTelegram::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.yaml");
+    let yaml = config_yaml(dir.path(), &fake, &model, "").replace(
+        "channels:\n",
+        "channels:\n  reload_connect_timeout_seconds: 2\n",
+    );
+    std::fs::write(&path, &yaml).expect("write config");
+    let bot = Bot::start_watching(&yaml, Some(&path)).await;
+    fake.wait_for(WAIT, "the first poll", |f| {
+        !f.calls_of("getUpdates").is_empty()
+    })
+    .await;
+
+    // An endpoint nobody answers: connecting fails in a way worth retrying, until the limit.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let nowhere = format!("http://{}", closed.local_addr().expect("addr"));
+    drop(closed);
+    std::fs::write(&path, yaml.replace(&fake.api_url(), &nowhere)).expect("edit config");
+    let deadline = tokio::time::Instant::now() + RELOAD;
+    let ready = loop {
+        let ready = bot.readyz().await;
+        if ready["reload"]["outcome"] == "rolled_back" {
+            break ready;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no rollback: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let detail = ready["reload"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("telegram: not connected within 2 s (last error: "),
+        "{detail}"
+    );
+    let mut status = Vec::new();
+    antler::status::print_readiness(&ready, &mut status).expect("print");
+    let status = String::from_utf8(status).expect("utf-8");
+    assert!(status.contains("reload    rolled_back 20"), "{status}");
+
+    fake.wait_for(WAIT, "the old settings to reconnect", |f| {
+        f.calls_of("getMe").len() == 2
+    })
+    .await;
+    model.push(Reply::text("back on the old endpoint"));
+    fake.send_text(private_chat(1), 1, "hello again");
+    fake.wait_for(WAIT, "an answer after the rollback", |f| {
+        f.chat_texts(1)
+            .iter()
+            .any(|t| t == "back on the old endpoint")
+    })
+    .await;
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_in_flight_while_its_channel_restarts_is_still_answered() {
+    let fake = FakeTelegram::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.yaml");
+    let yaml = config_yaml(dir.path(), &fake, &model, "");
+    std::fs::write(&path, &yaml).expect("write config");
+    let bot = Bot::start_watching(&yaml, Some(&path)).await;
+    // About 6 s of streaming; the file poll (every 2 s) restarts the channel well within it.
+    model.push(Reply::slow(
+        ["Slow ", "but ", "sure", ", ", "in ", "the end."],
+        Duration::from_millis(800),
+    ));
+    fake.send_text(private_chat(1), 1, "take your time");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while model.requests().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "no model call");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    std::fs::write(&path, yaml.replace("poll_timeout: 1", "poll_timeout: 2")).expect("edit");
+    fake.wait_for(RELOAD, "the channel to restart", |f| {
+        f.calls_of("getMe").len() == 2
+    })
+    .await;
+    let answered = |f: &FakeTelegram| {
+        f.chat_texts(1)
+            .iter()
+            .any(|t| t == "Slow but sure, in the end.")
+    };
+    assert!(
+        !answered(&fake),
+        "the turn was still in flight at the restart"
+    );
+    fake.wait_for(WAIT, "the answer of the turn in flight", answered)
+        .await;
+    let ready = bot.readyz().await;
+    assert_eq!(ready["reload"]["outcome"], "reloaded", "{ready}");
     bot.stop().await;
 }

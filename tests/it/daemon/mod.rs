@@ -9,6 +9,7 @@ mod leaks;
 mod lifecycle;
 mod mcp_api;
 mod metrics;
+mod reload;
 mod run_errors;
 mod subagents;
 mod systemd;

@@ -129,6 +129,12 @@ impl Reply {
         self
     }
 
+    /// Waits `delay` before every frame of this reply (a slow model, whatever the reply holds).
+    pub fn with_delay(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
     /// Reasoning streamed before the answer (`reasoning_content` / a signed thinking block).
     pub fn thinking(mut self, reasoning: impl Into<String>) -> Self {
         self.reasoning = Some(reasoning.into());
