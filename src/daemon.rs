@@ -144,6 +144,11 @@ pub async fn run(
     if let Some(watchdog) = manager.spawn_watchdog(harness.clone(), watcher_stop.clone()) {
         tasks.spawn(watchdog);
     }
+    tasks.spawn(
+        manager
+            .clone()
+            .report_rollbacks(config.clone(), watcher_stop.clone()),
+    );
     let channels = Channels::start(harness.clone(), config.clone(), hub);
     tasks.close();
     log_default_model(&snapshot);

@@ -48,6 +48,28 @@ impl ServiceManager {
         self.send(&[NotifyState::Status(status)]);
     }
 
+    /// Puts a reload's rollback in the unit's STATUS (`systemctl status antler`) until `stop`.
+    /// systemd already heard READY for the reload: the rollback comes seconds later, once the
+    /// restarted channel failed to connect.
+    pub async fn report_rollbacks(
+        self,
+        config: crate::config::ConfigHandle,
+        stop: tokio_util::sync::CancellationToken,
+    ) {
+        let mut reloads = config.subscribe_reloads();
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                changed = reloads.changed() => if changed.is_err() { return },
+            }
+            let record = reloads.borrow_and_update().clone();
+            if let Some(record) = record.filter(|r| r.outcome == "rolled_back") {
+                let detail = record.detail.unwrap_or_default();
+                self.status(&format!("config change rolled back, {detail}"));
+            }
+        }
+    }
+
     fn send(&self, states: &[NotifyState]) {
         if let Err(error) = sd_notify::notify(states)
             && !self.reported.swap(true, Ordering::Relaxed)

@@ -1,7 +1,7 @@
 //! The live configuration shared by every component, swapped atomically on hot reload, and what
 //! the last reload did (shown by `/readyz` and `antler status`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -15,7 +15,7 @@ use crate::config::AppConfig;
 #[derive(Clone, Debug)]
 pub struct ConfigHandle {
     current: Arc<watch::Sender<Arc<AppConfig>>>,
-    last_reload: Arc<Mutex<Option<ReloadRecord>>>,
+    last_reload: Arc<watch::Sender<Option<ReloadRecord>>>,
 }
 
 /// What became of the last reload: `outcome` is the label of `antler_config_reloads_total`
@@ -35,7 +35,7 @@ impl ConfigHandle {
     pub fn fixed(config: AppConfig) -> Self {
         Self {
             current: Arc::new(watch::Sender::new(Arc::new(config))),
-            last_reload: Arc::default(),
+            last_reload: Arc::new(watch::Sender::new(None)),
         }
     }
 
@@ -78,15 +78,18 @@ impl ConfigHandle {
             at,
             detail,
         };
-        *self.last_reload.lock().unwrap_or_else(|p| p.into_inner()) = Some(record);
+        self.last_reload.send_replace(Some(record));
     }
 
     /// The latest reload's record; `None` until the first one.
     pub fn last_reload(&self) -> Option<ReloadRecord> {
-        self.last_reload
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.last_reload.borrow().clone()
+    }
+
+    /// Notified after every [`Self::record_reload`] (the service manager reports a rollback,
+    /// which comes seconds after the reload itself was announced).
+    pub fn subscribe_reloads(&self) -> watch::Receiver<Option<ReloadRecord>> {
+        self.last_reload.subscribe()
     }
 }
 

@@ -10,6 +10,7 @@ use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram, Reply, priva
 use serde_json::{Value, json};
 
 use super::cli::antler;
+use super::systemd::NotifySocket;
 use super::{Daemon, Setup, TOKEN_A};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -73,7 +74,13 @@ async fn a_refused_channel_credential_rolls_the_whole_edit_back() {
     let telegram = FakeTelegram::start().await;
     let model = FakeOpenAi::start().await;
     let setup = Setup::new(&model.base_url(), &telegram_section(&telegram, "1, 2"));
-    let daemon = Daemon::spawn(&setup.config_path, &[], None);
+    let notify_path = setup.dir.path().join("notify.sock");
+    let mut notify = NotifySocket::bind(&notify_path);
+    let daemon = Daemon::spawn(
+        &setup.config_path,
+        &[("NOTIFY_SOCKET", notify_path.to_str().unwrap())],
+        None,
+    );
     telegram
         .wait_for(WAIT, "the first poll", |f| {
             !f.calls_of("getUpdates").is_empty()
@@ -100,6 +107,11 @@ async fn a_refused_channel_credential_rolls_the_whole_edit_back() {
         !detail.contains("REFUSED"),
         "no token in the detail: {detail}"
     );
+    // systemd heard READY for the reload at once; the rollback follows in the unit's STATUS.
+    let status = notify.wait_until("a rollback STATUS", |line| {
+        line.starts_with("STATUS=config change rolled back, ") && line.contains("telegram: ")
+    });
+    assert!(!status.contains("REFUSED"), "{status}");
     readyz_until(&daemon, "the old bot to reconnect", |r| {
         telegram_state(r) == "running"
     })

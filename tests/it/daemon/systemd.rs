@@ -12,13 +12,13 @@ use antler_test_support::FakeOpenAi;
 use super::{Daemon, Setup};
 
 /// A stand-in for systemd's notification socket.
-struct NotifySocket {
+pub(super) struct NotifySocket {
     socket: UnixDatagram,
     seen: Vec<String>,
 }
 
 impl NotifySocket {
-    fn bind(path: &Path) -> Self {
+    pub(super) fn bind(path: &Path) -> Self {
         let socket = UnixDatagram::bind(path).expect("bind notify socket");
         socket
             .set_read_timeout(Some(Duration::from_millis(200)))
@@ -30,19 +30,24 @@ impl NotifySocket {
     }
 
     /// Waits until a datagram containing `line` arrives (earlier ones are kept in `seen`).
-    fn wait_for(&mut self, line: &str) -> String {
+    pub(super) fn wait_for(&mut self, line: &str) -> String {
+        self.wait_until(line, |l| l == line)
+    }
+
+    /// Waits until a datagram has a line `matches` accepts (`what` names it in the failure).
+    pub(super) fn wait_until(&mut self, what: &str, matches: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + Duration::from_secs(20);
         let mut buf = [0u8; 4096];
         while Instant::now() < deadline {
             if let Ok(n) = self.socket.recv(&mut buf) {
                 let message = String::from_utf8_lossy(&buf[..n]).into_owned();
                 self.seen.push(message.clone());
-                if message.lines().any(|l| l == line) {
+                if message.lines().any(&matches) {
                     return message;
                 }
             }
         }
-        panic!("no {line:?} from the daemon; got {:?}", self.seen);
+        panic!("no {what:?} from the daemon; got {:?}", self.seen);
     }
 }
 
