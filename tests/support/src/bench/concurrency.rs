@@ -37,6 +37,8 @@ pub struct ConcurrencyReport {
     pub wall: Duration,
     /// Reply time minus the model's streaming time, sorted.
     pub added: Vec<Duration>,
+    /// Question to the daemon's model request, sorted: its own intake and scheduling.
+    pub intake: Vec<Duration>,
     pub tally: Tally,
     pub model_calls: usize,
     pub idle_rss_kib: u64,
@@ -82,6 +84,18 @@ impl fmt::Display for ConcurrencyReport {
             "{:<28} {:>12.0}",
             "added latency p99 (ms)",
             ms(percentile(&self.added, 99.0))
+        )?;
+        writeln!(
+            f,
+            "{:<28} {:>12.0}",
+            "question→model p50 (ms)",
+            ms(percentile(&self.intake, 50.0))
+        )?;
+        writeln!(
+            f,
+            "{:<28} {:>12.0}",
+            "question→model p99 (ms)",
+            ms(percentile(&self.intake, 99.0))
         )?;
         writeln!(f, "{:<28} {:>12}", "replies", self.tally.answered)?;
         writeln!(f, "{:<28} {:>12}", "lost", self.tally.lost.len())?;
@@ -168,6 +182,12 @@ pub async fn concurrency(
         .collect();
     added.sort();
     let markers: Vec<String> = asked.values().map(|(_, m)| m.clone()).collect();
+    let mut intake: Vec<Duration> = markers
+        .iter()
+        .filter_map(|m| model.first_call(m))
+        .map(|at| at.duration_since(started))
+        .collect();
+    intake.sort();
     let texts = (0..options.chats).flat_map(|n| fleet.texts(Platform::Telegram, n));
     let tally = Tally::count(&markers, texts);
     if !tally.lost.is_empty() || !tally.duplicated.is_empty() {
@@ -178,8 +198,9 @@ pub async fn concurrency(
         options,
         wall: last.duration_since(started),
         added,
+        intake,
         tally,
-        model_calls: model.responded(),
+        model_calls: model.calls(),
         idle_rss_kib,
         peak_rss_kib,
     })

@@ -46,6 +46,10 @@ pub struct CrashReport {
     /// Turns never asked because their chat waited for a lost answer.
     pub unasked: usize,
     pub restart_median: Duration,
+    /// Questions waiting for their answer at the moments of the kills, summed.
+    pub in_flight_at_kills: usize,
+    /// Model calls: above the turns when a killed run was run again after the restart.
+    pub model_calls: usize,
     /// Kept when something was lost or duplicated.
     pub workdir: Option<String>,
 }
@@ -120,6 +124,7 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
     thresholds.reverse();
     let mut talk = Conversations::new(&[Platform::Telegram], options.chats, options.turns);
     let mut restarts = Vec::new();
+    let mut in_flight_at_kills = 0;
     let started = Instant::now();
     while !talk.finished() && talk.stalled_for() < options.stall_limit {
         talk.ask(&fleet);
@@ -129,6 +134,7 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
             thresholds.pop();
             let delay = rng.range(0, options.stream_over.as_millis() as u64 * 2);
             tokio::time::sleep(Duration::from_millis(delay)).await;
+            in_flight_at_kills += talk.waiting();
             if let Some(running) = daemon.take() {
                 running.kill().await;
             }
@@ -154,6 +160,8 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
     Ok(CrashReport {
         kills: restarts.len() as u32,
         restart_median: crate::bench::percentile(&restarts, 50.0),
+        in_flight_at_kills,
+        model_calls: model.calls(),
         options,
         wall,
         tally,

@@ -92,6 +92,11 @@ impl Conversations {
         newly
     }
 
+    /// Questions asked and not answered yet.
+    pub(crate) fn waiting(&self) -> usize {
+        self.threads.iter().filter(|t| t.waiting.is_some()).count()
+    }
+
     pub(crate) fn finished(&self) -> bool {
         self.done >= self.total
     }

@@ -22,7 +22,7 @@ pub use concurrency::{ConcurrencyOptions, ConcurrencyReport, concurrency};
 pub use crash::{CrashOptions, CrashReport, crash};
 pub use fleet::Platform;
 pub use idle::{IdleReport, idle};
-pub use model::{answer_for, echo_model, marker_of};
+pub use model::{EchoModel, answer_for, echo_model, marker_of};
 pub use plot::rss_plot_png;
 pub use process::{DaemonProcess, Workdir, rss_kib};
 pub use soak::{SoakOptions, SoakReport, soak};

@@ -1,7 +1,9 @@
 //! The benchmarks' model: a fake OpenAI endpoint that answers every turn with a text naming the
 //! turn's marker, streamed over a chosen time, so each reply can be matched to its question.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -43,13 +45,46 @@ fn is_marker(word: &str) -> bool {
         && b.bytes().all(|c| c.is_ascii_digit())
 }
 
+/// The fake model of a benchmark, and when each marker first reached it.
+pub struct EchoModel {
+    fake: FakeOpenAi,
+    first_calls: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl EchoModel {
+    /// For `models[].base_url`.
+    pub fn base_url(&self) -> String {
+        self.fake.base_url()
+    }
+
+    /// Model calls so far (a run repeated after a crash calls again).
+    pub fn calls(&self) -> usize {
+        self.fake.responded()
+    }
+
+    /// When the daemon first asked the model about `marker`.
+    pub fn first_call(&self, marker: &str) -> Option<Instant> {
+        self.first_calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(marker)
+            .copied()
+    }
+}
+
 /// A fake model answering every turn with [`answer_for`] its marker, streamed in five chunks
 /// spread over `stream_over` (the marker arrives in the third, so a preview cut short never
 /// reads as the whole answer).
-pub async fn echo_model(stream_over: Duration) -> FakeOpenAi {
-    let model = FakeOpenAi::start().await;
-    model.respond_with(move |body| {
+pub async fn echo_model(stream_over: Duration) -> EchoModel {
+    let fake = FakeOpenAi::start().await;
+    let first_calls: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let seen = first_calls.clone();
+    fake.respond_with(move |body| {
         let marker = marker_of(body).unwrap_or_else(|| "unmarked".into());
+        seen.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(marker.clone())
+            .or_insert_with(Instant::now);
         let chunks = [
             "Answer ".to_string(),
             "to ".into(),
@@ -61,7 +96,7 @@ pub async fn echo_model(stream_over: Duration) -> FakeOpenAi {
         let frames = chunks.len() as u32 + 4;
         Reply::slow(chunks, stream_over / frames)
     });
-    model
+    EchoModel { fake, first_calls }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ const WIDTH: usize = 800;
 const HEIGHT: usize = 450;
 const LEFT: usize = 80;
 const RIGHT: usize = 30;
-const TOP: usize = 50;
+const TOP: usize = 70;
 const BOTTOM: usize = 60;
 const WHITE: [u8; 3] = [255, 255, 255];
 const INK: [u8; 3] = [40, 40, 40];
@@ -155,11 +155,11 @@ pub fn rss_plot_png(points: &[(f64, f64)], title: &str) -> std::io::Result<Vec<u
             }
         }
     }
-    canvas.text(LEFT as i64, 15, title, 2);
+    canvas.text(LEFT as i64, 10, title, 2);
     let axis = "turns";
     let center = LEFT as i64 + plot_w as i64 / 2 - Canvas::text_width(axis, 2) / 2;
     canvas.text(center, HEIGHT as i64 - 25, axis, 2);
-    canvas.text(8, TOP as i64 - 22, "RSS MiB", 2);
+    canvas.text(8, TOP as i64 - 32, "RSS MiB", 2);
     encode_png(&canvas.pixels, WIDTH, HEIGHT)
 }
 
