@@ -93,6 +93,12 @@ impl fmt::Display for CrashReport {
         )?;
         writeln!(
             f,
+            "{:<28} {:>10}",
+            "questions in flight at kills", self.in_flight_at_kills
+        )?;
+        writeln!(f, "{:<28} {:>10}", "model calls", self.model_calls)?;
+        writeln!(
+            f,
             "{:<28} {:>10.0}",
             "restart to ready p50 (ms)",
             self.restart_median.as_secs_f64() * 1000.0
@@ -132,6 +138,8 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
         talk.collect(&fleet);
         if thresholds.last().is_some_and(|t| talk.done >= *t) {
             thresholds.pop();
+            // Every idle chat asks first, so the kill lands among runs in flight.
+            talk.ask(&fleet);
             let delay = rng.range(0, options.stream_over.as_millis() as u64 * 2);
             tokio::time::sleep(Duration::from_millis(delay)).await;
             in_flight_at_kills += talk.waiting();
