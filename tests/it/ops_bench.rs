@@ -41,7 +41,10 @@ async fn sigkills_mid_conversation_lose_and_repeat_nothing() {
     let report = crash(binary(), options).await.expect("benchmark runs");
     println!("{report}");
     assert_eq!(report.kills, 5, "{report}");
-    assert!(report.in_flight_at_kills > 0, "kills land mid-turn: {report}");
+    assert!(
+        report.in_flight_at_kills > 0,
+        "kills land mid-turn: {report}"
+    );
     assert_eq!(report.tally.lost, Vec::<String>::new(), "{report}");
     assert_eq!(report.tally.duplicated, Vec::new(), "{report}");
     assert_eq!(report.tally.answered, 30, "{report}");

@@ -2,7 +2,8 @@
 //! `cargo run --release -p antler-test-support --example ops_bench -- <name> --binary
 //! target/release/antler [options]` with `<name>` one of `concurrency`, `crash`, `soak`, `idle`.
 //! Options: `--chats N`, `--turns N`, `--threads N`, `--kills N`, `--seed N`,
-//! `--stream-ms N` (how long the model streams each answer), `--png PATH` (soak: the RSS plot).
+//! `--stream-ms N` (how long the model streams each answer), `--png PATH` (soak: the RSS plot),
+//! `--channels telegram,slack|all|none` (idle: which channels to connect).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -116,7 +117,10 @@ async fn run(args: &Args) -> Result<bool, String> {
         }
         "idle" => {
             let settle = Duration::from_secs(args.number("settle-s", 5)?);
-            let report = bench::idle(&args.binary, settle).await.map_err(err)?;
+            let platforms = bench::Platform::parse_list(args.text("channels").unwrap_or("all"))?;
+            let report = bench::idle(&args.binary, &platforms, settle)
+                .await
+                .map_err(err)?;
             println!("{report}");
             Ok(true)
         }

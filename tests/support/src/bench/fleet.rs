@@ -26,6 +26,23 @@ impl Platform {
         Platform::Feishu,
     ];
 
+    /// A comma-separated list of channel names (`all` for the four, `none` for none).
+    pub fn parse_list(list: &str) -> Result<Vec<Platform>, String> {
+        match list {
+            "all" => return Ok(Self::ALL.to_vec()),
+            "none" | "" => return Ok(Vec::new()),
+            _ => {}
+        }
+        list.split(',')
+            .map(|name| {
+                Self::ALL
+                    .into_iter()
+                    .find(|p| p.name() == name.trim())
+                    .ok_or_else(|| format!("unknown channel {name:?}: use telegram, slack, discord, feishu, all or none"))
+            })
+            .collect()
+    }
+
     /// The channel's name in the config and in `/readyz`.
     pub fn name(self) -> &'static str {
         match self {
@@ -85,6 +102,9 @@ impl Fleet {
     /// The `channels:` block for the daemon listening on `port`; tells the fake Feishu where
     /// to push. Every DM is allowed (empty allow-lists).
     pub(crate) fn channels_yaml(&self, port: u16) -> String {
+        if self.platforms().is_empty() {
+            return String::new();
+        }
         let mut yaml = String::from("channels:\n");
         if let Some(telegram) = &self.telegram {
             yaml += &format!(

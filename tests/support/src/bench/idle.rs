@@ -57,9 +57,14 @@ impl fmt::Display for IdleReport {
     }
 }
 
-pub async fn idle(binary: &Path, settle: Duration) -> Result<IdleReport, BenchError> {
+/// `platforms` may be empty (the daemon alone) or a subset, to see what each channel costs.
+pub async fn idle(
+    binary: &Path,
+    platforms: &[Platform],
+    settle: Duration,
+) -> Result<IdleReport, BenchError> {
     let model = echo_model(Duration::ZERO).await;
-    let fleet = Fleet::start(&Platform::ALL).await;
+    let fleet = Fleet::start(platforms).await;
     let dir = Workdir::new("idle")?;
     let port = free_port()?;
     dir.write_config(&model.base_url(), port, &fleet.channels_yaml(port))?;
