@@ -122,9 +122,14 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
     let names = fleet.names();
     let mut daemon = Some(DaemonProcess::start(binary, &dir, port, &names).await?);
     let mut rng = Rng::new(options.seed);
-    // Kill after these many answered turns (plus a random delay, to land mid-stream).
+    // Kill after these many answered turns (plus a random delay, to land mid-stream), drawn
+    // from the first half of the run. Turns in flight finish while the daemon restarts, so
+    // kills can fall behind their thresholds; the last wave of questions waits until every
+    // kill happened, so the run cannot end before them.
+    let before = (options.turns / 2).max(2);
+    let last_wave = options.turns - (options.chats as usize).min(options.turns / 2);
     let mut thresholds: Vec<usize> = (0..options.kills)
-        .map(|_| rng.range(1, options.turns.max(2) as u64) as usize)
+        .map(|_| rng.range(1, before as u64) as usize)
         .collect();
     thresholds.sort_unstable();
     thresholds.reverse();
@@ -133,13 +138,18 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
     let mut in_flight_at_kills = 0;
     let started = Instant::now();
     while !talk.finished() && talk.stalled_for() < options.stall_limit {
-        talk.ask(&fleet);
+        let limit = if thresholds.is_empty() {
+            options.turns
+        } else {
+            last_wave
+        };
+        talk.ask_up_to(&fleet, limit);
         tokio::time::sleep(Duration::from_millis(20)).await;
         talk.collect(&fleet);
         if thresholds.last().is_some_and(|t| talk.done >= *t) {
             thresholds.pop();
             // Every idle chat asks first, so the kill lands among runs in flight.
-            talk.ask(&fleet);
+            talk.ask_up_to(&fleet, last_wave);
             let delay = rng.range(0, options.stream_over.as_millis() as u64 * 2);
             tokio::time::sleep(Duration::from_millis(delay)).await;
             in_flight_at_kills += talk.waiting();

@@ -48,8 +48,14 @@ impl Conversations {
 
     /// Threads that are not waiting ask their next question, while the total allows.
     pub(crate) fn ask(&mut self, fleet: &Fleet) {
+        self.ask_up_to(fleet, self.total);
+    }
+
+    /// [`Self::ask`], asking no more than `limit` questions in all so far.
+    pub(crate) fn ask_up_to(&mut self, fleet: &Fleet, limit: usize) {
+        let limit = limit.min(self.total);
         for thread in &mut self.threads {
-            if self.asked.len() >= self.total {
+            if self.asked.len() >= limit {
                 return;
             }
             if thread.waiting.is_some() {
