@@ -27,6 +27,8 @@
 //! neither take a scripted reply nor count as unscripted. A test about them calls
 //! `script_titles()` or `script_memory_updates()` and scripts them like any other call.
 //!
+//! [`bench`] runs the daemon binary (by path) against these fakes: the operational benchmarks.
+//!
 //! This crate must not depend on `antler`: it only knows the wire formats.
 
 use std::collections::{BTreeMap, VecDeque};

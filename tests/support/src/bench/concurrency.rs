@@ -136,7 +136,7 @@ pub async fn concurrency(
     dir.write_config(&model.base_url(), port, &fleet.channels_yaml(port))?;
     let daemon = DaemonProcess::start(binary, &dir, port, &fleet.names()).await?;
     let Some(telegram) = &fleet.telegram else {
-        unreachable!("the fleet was started with Telegram");
+        return Err(std::io::Error::other("the fake Telegram did not start").into());
     };
     let idle_rss_kib = daemon.rss_kib();
     let mut asked = HashMap::new();
