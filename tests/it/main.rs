@@ -12,6 +12,7 @@ mod lead_agent;
 mod listener;
 mod mcp;
 mod memory;
+mod ops_bench;
 mod persistence;
 mod providers;
 mod sandbox;

@@ -27,6 +27,8 @@
 //! neither take a scripted reply nor count as unscripted. A test about them calls
 //! `script_titles()` or `script_memory_updates()` and scripts them like any other call.
 //!
+//! [`bench`] runs the daemon binary (by path) against these fakes: the operational benchmarks.
+//!
 //! This crate must not depend on `antler`: it only knows the wire formats.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -38,6 +40,7 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 mod anthropic;
+pub mod bench;
 mod discord;
 mod docker;
 mod feishu;
@@ -122,7 +125,14 @@ pub(crate) struct Script {
     /// Memory-update calls come from the queue too.
     script_memory: bool,
     background: Vec<RecordedRequest>,
+    /// Answers requests the queue has no reply for (benchmarks: thousands of turns).
+    responder: Option<Responder>,
+    /// Requests the responder answered (not recorded: a long soak would keep every body).
+    responded: usize,
 }
+
+/// Builds a reply from a request's JSON body.
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 /// How antler's title prompt and memory-updater system prompt start (kept in step with
 /// `antler::model::background`; this crate cannot depend on antler).
@@ -198,6 +208,13 @@ impl SharedScript {
             script.background.push(request);
             return Some(Reply::text(answer));
         }
+        if script.queue.is_empty()
+            && let Some(responder) = script.responder.clone()
+        {
+            script.responded += 1;
+            drop(script);
+            return Some(responder(&request.body));
+        }
         script.recorded.push(request);
         let reply = script.queue.pop_front();
         if reply.is_none() {
@@ -220,6 +237,14 @@ impl SharedScript {
 
     pub(crate) fn background(&self) -> Vec<RecordedRequest> {
         self.lock().background.clone()
+    }
+
+    pub(crate) fn set_responder(&self, responder: Responder) {
+        self.lock().responder = Some(responder);
+    }
+
+    pub(crate) fn responded(&self) -> usize {
+        self.lock().responded
     }
 
     pub(crate) fn script_titles(&self) {
@@ -287,6 +312,22 @@ macro_rules! scripting_api {
             pub fn allow_unscripted(&self) -> &Self {
                 self.script.allow_unscripted();
                 self
+            }
+
+            /// Answers every request the queue has no reply for with `responder(body)`, for
+            /// benchmarks that run thousands of turns. Such requests are counted
+            /// (`responded()`), not recorded.
+            pub fn respond_with(
+                &self,
+                responder: impl Fn(&serde_json::Value) -> $crate::Reply + Send + Sync + 'static,
+            ) -> &Self {
+                self.script.set_responder(std::sync::Arc::new(responder));
+                self
+            }
+
+            /// Requests the responder answered.
+            pub fn responded(&self) -> usize {
+                self.script.responded()
             }
 
             /// Title and memory-update requests answered neutrally, outside the script.

@@ -1,0 +1,82 @@
+//! Short runs of the operational benchmarks (`ops_bench` example) against the debug binary:
+//! the same library code with small sizes, asserting what the full runs must show — no reply
+//! lost or sent twice, through concurrent chats, SIGKILLs and all four channels at once.
+
+use std::path::Path;
+use std::time::Duration;
+
+use antler_test_support::bench::{
+    ConcurrencyOptions, CrashOptions, Rng, SoakOptions, concurrency, crash, soak,
+};
+
+fn binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_antler"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_chats_at_once_get_one_reply_each() {
+    let options = ConcurrencyOptions {
+        chats: 50,
+        ..ConcurrencyOptions::default()
+    };
+    let report = concurrency(binary(), options)
+        .await
+        .expect("benchmark runs");
+    println!("{report}");
+    assert_eq!(report.tally.lost, Vec::<String>::new(), "{report}");
+    assert_eq!(report.tally.duplicated, Vec::new(), "{report}");
+    assert_eq!(report.tally.answered, 50);
+    assert_eq!(report.added.len(), 50, "every reply has a latency");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkills_mid_conversation_lose_and_repeat_nothing() {
+    let options = CrashOptions {
+        turns: 30,
+        chats: 6,
+        kills: 5,
+        seed: Rng::clock_seed(),
+        ..CrashOptions::default()
+    };
+    let report = crash(binary(), options).await.expect("benchmark runs");
+    println!("{report}");
+    assert_eq!(report.kills, 5, "{report}");
+    assert!(
+        report.in_flight_at_kills > 0,
+        "kills land mid-turn: {report}"
+    );
+    assert_eq!(report.tally.lost, Vec::<String>::new(), "{report}");
+    assert_eq!(report.tally.duplicated, Vec::new(), "{report}");
+    assert_eq!(report.tally.answered, 30, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_soak_through_all_four_channels_finishes() {
+    let options = SoakOptions {
+        turns: 240,
+        threads: 24,
+        sample_every: 80,
+        stream_over: Duration::from_millis(20),
+        ..SoakOptions::default()
+    };
+    let report = soak(binary(), options).await.expect("benchmark runs");
+    println!("{report}");
+    assert!(report.finished, "{report}");
+    assert_eq!(report.tally.answered, 240, "{report}");
+    assert_eq!(report.tally.lost, Vec::<String>::new(), "{report}");
+    assert_eq!(report.tally.duplicated, Vec::new(), "{report}");
+    assert_eq!(
+        report.by_platform.len(),
+        4,
+        "every channel carried turns: {report}"
+    );
+    assert_eq!(
+        report.samples.len(),
+        4,
+        "before, and every 80 turns: {report}"
+    );
+    assert!(
+        report.samples.iter().all(|(_, rss, _)| *rss > 0),
+        "{report}"
+    );
+}
