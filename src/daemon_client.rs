@@ -160,14 +160,7 @@ impl DaemonClient {
             request = request.json(body);
         }
         let response = request.send().await.map_err(|e| self.unreachable(e))?;
-        let status = response.status();
-        let text = response.text().await.map_err(|e| self.unreachable(e))?;
-        let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        if status.is_success() {
-            Ok(body)
-        } else {
-            Err(api_error(status.as_u16(), &body))
-        }
+        self.answer(response).await
     }
 
     /// POSTs one file as `multipart/form-data` (field `file`); errors as [`Self::send`].
@@ -186,6 +179,11 @@ impl DaemonClient {
             .send()
             .await
             .map_err(|e| self.unreachable(e))?;
+        self.answer(response).await
+    }
+
+    /// The JSON body of a success, else the API error it carries (a non-JSON body kept as text).
+    async fn answer(&self, response: reqwest::Response) -> Result<Value, DaemonClientError> {
         let status = response.status();
         let text = response.text().await.map_err(|e| self.unreachable(e))?;
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));

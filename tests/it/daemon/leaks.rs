@@ -123,15 +123,7 @@ async fn readyz_names_the_sandbox_chosen_at_start() {
     let fake = FakeOpenAi::start().await;
     let setup = Setup::new(&fake.base_url(), "sandbox:\n  provider: local\n");
     let daemon = setup.start();
-    let ready: Value = daemon
-        .http
-        .get(daemon.url("/readyz"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ready = daemon.readyz().await;
     assert_eq!(ready["status"], "ready", "{ready}");
     assert_eq!(ready["sandbox"]["provider"], "local", "{ready}");
     assert_eq!(ready["sandbox"]["bash"], false, "{ready}");

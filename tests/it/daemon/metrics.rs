@@ -72,15 +72,7 @@ async fn past_the_memory_ceiling_new_runs_are_refused_politely_without_a_model_c
     .await;
     assert!(!message.contains("panic"), "{message}");
     assert!(fake.requests().is_empty(), "no model call was made");
-    let text = daemon
-        .http
-        .get(daemon.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = daemon.metrics().await;
     assert!(
         text.contains("antler_runs_refused_total{reason=\"overloaded\"} 1"),
         "{text}"

@@ -206,6 +206,30 @@ impl Daemon {
         response
     }
 
+    /// `GET /metrics` (open, no token), as text.
+    pub(crate) async fn metrics(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text")
+    }
+
+    /// `GET /readyz` (open, no token), as JSON.
+    pub(crate) async fn readyz(&self) -> Value {
+        self.http
+            .get(self.url("/readyz"))
+            .send()
+            .await
+            .expect("readyz")
+            .json()
+            .await
+            .expect("readyz json")
+    }
+
     /// Sends `/runs/wait` with one human message and returns the answer, whatever its status.
     pub(crate) async fn run_wait(
         &self,

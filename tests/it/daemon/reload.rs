@@ -39,15 +39,7 @@ fn edit(path: &Path, changes: &[(&str, &str)]) {
 async fn readyz_until(daemon: &Daemon, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + WAIT;
     loop {
-        let ready: Value = daemon
-            .http
-            .get(daemon.url("/readyz"))
-            .send()
-            .await
-            .expect("readyz")
-            .json()
-            .await
-            .expect("readyz json");
+        let ready = daemon.readyz().await;
         if check(&ready) {
             return ready;
         }
@@ -131,15 +123,7 @@ async fn a_refused_channel_credential_rolls_the_whole_edit_back() {
         })
         .await;
 
-    let metrics = daemon
-        .http
-        .get(daemon.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics text");
+    let metrics = daemon.metrics().await;
     assert!(
         metrics.contains("antler_config_reloads_total{outcome=\"rolled_back\"} 1"),
         "{metrics}"
@@ -360,15 +344,7 @@ async fn an_invalid_edit_is_rejected_counted_and_shown_and_the_running_config_st
     daemon.signal("HUP");
     let ready = readyz_until(&daemon, "the rejection", |r| outcome(r) == "rejected").await;
     assert_eq!(ready["status"], "ready", "{ready}");
-    let metrics = daemon
-        .http
-        .get(daemon.url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics text");
+    let metrics = daemon.metrics().await;
     assert!(
         metrics.contains("antler_config_reloads_total{outcome=\"rejected\"} 1"),
         "{metrics}"

@@ -1,11 +1,6 @@
 //! The soak's RSS curve as a PNG line plot, drawn on an RGB canvas and encoded with the zlib
 //! and CRC-32 crates the workspace already has (no plotting or image crate for one chart).
 
-use std::io::Write;
-
-use flate2::Compression;
-use flate2::write::ZlibEncoder;
-
 use crate::bench::font::glyph;
 
 const WIDTH: usize = 800;
@@ -163,32 +158,19 @@ pub fn rss_plot_png(points: &[(f64, f64)], title: &str) -> std::io::Result<Vec<u
     encode_png(&canvas.pixels, WIDTH, HEIGHT)
 }
 
-/// An 8-bit RGB PNG: signature, IHDR, one zlib IDAT of unfiltered rows, IEND.
+/// An 8-bit RGB PNG of `rgb` (rows of `width` pixels).
 fn encode_png(rgb: &[u8], width: usize, height: usize) -> std::io::Result<Vec<u8>> {
-    let mut png = vec![0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A];
-    let mut header = Vec::with_capacity(13);
-    header.extend_from_slice(&(width as u32).to_be_bytes());
-    header.extend_from_slice(&(height as u32).to_be_bytes());
-    header.extend_from_slice(&[8, 2, 0, 0, 0]);
-    chunk(&mut png, b"IHDR", &header);
-    let mut zlib = ZlibEncoder::new(Vec::new(), Compression::best());
-    for row in rgb.chunks(width * 3) {
-        zlib.write_all(&[0])?;
-        zlib.write_all(row)?;
-    }
-    chunk(&mut png, b"IDAT", &zlib.finish()?);
-    chunk(&mut png, b"IEND", &[]);
+    let size = |n: usize| u32::try_from(n).map_err(std::io::Error::other);
+    let mut png = Vec::new();
+    let mut encoder = png::Encoder::new(&mut png, size(width)?, size(height)?);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
+    writer
+        .write_image_data(rgb)
+        .map_err(std::io::Error::other)?;
+    writer.finish().map_err(std::io::Error::other)?;
     Ok(png)
-}
-
-fn chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
-    png.extend_from_slice(&(data.len() as u32).to_be_bytes());
-    png.extend_from_slice(kind);
-    png.extend_from_slice(data);
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(kind);
-    crc.update(data);
-    png.extend_from_slice(&crc.finalize().to_be_bytes());
 }
 
 #[cfg(test)]
@@ -205,6 +187,16 @@ mod tests {
         assert_eq!(&png[png.len() - 8..png.len() - 4], b"IEND");
         // The IEND CRC is fixed by the spec.
         assert_eq!(&png[png.len() - 4..], [0xAE, 0x42, 0x60, 0x82]);
+        let mut reader = png::Decoder::new(std::io::Cursor::new(&png))
+            .read_info()
+            .expect("decodable");
+        let mut pixels = vec![0; reader.output_buffer_size().expect("size")];
+        let frame = reader.next_frame(&mut pixels).expect("frame");
+        assert_eq!((frame.width, frame.height), (800, 450));
+        assert!(
+            pixels.chunks(3).any(|p| p != [255, 255, 255]),
+            "something was drawn"
+        );
     }
 
     #[test]
