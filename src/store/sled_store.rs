@@ -19,7 +19,7 @@ use crate::store::{BatchOp, Expect, KeyValues, Store, StoreError};
 const FLUSH_EVERY_MS: u64 = 200;
 const TREE_NAME: &str = "antler";
 /// How long an open waits for a lock held by a store this process just closed.
-const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// sled's page cache unless configured (`store.cache_capacity_mb`); sled's own default is 1 GiB.
 pub const DEFAULT_CACHE_CAPACITY_MB: u64 = 4;
 
@@ -61,10 +61,15 @@ impl SledStore {
                 .open();
             match opened {
                 Ok(db) => break db,
-                Err(_) if is_locked(path) && std::time::Instant::now() < deadline => {
+                // The lock can be released between sled's attempt and our look at it, so
+                // sled's own "could not acquire lock" counts as locked too.
+                Err(e)
+                    if (is_lock_error(&e) || is_locked(path))
+                        && std::time::Instant::now() < deadline =>
+                {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-                Err(_) if is_locked(path) => {
+                Err(e) if is_lock_error(&e) || is_locked(path) => {
                     return Err(StoreError::Locked {
                         path: path.display().to_string(),
                     });
@@ -183,6 +188,11 @@ pub fn is_locked(path: &Path) -> bool {
     matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
 }
 
+/// sled reports a held lock only as an `Other` I/O error with this text.
+fn is_lock_error(e: &sled::Error) -> bool {
+    matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"))
+}
+
 fn full_key(tree: &str, key: &[u8]) -> Vec<u8> {
     let mut full = Vec::with_capacity(tree.len() + 1 + key.len());
     full.extend_from_slice(tree.as_bytes());
@@ -294,6 +304,18 @@ mod tests {
         drop(_first);
         assert!(!is_locked(dir.path()));
         assert!(!is_locked(&dir.path().join("missing")));
+    }
+
+    #[test]
+    fn sleds_own_lock_refusal_is_recognised_as_a_held_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = SledStore::open(dir.path()).unwrap();
+        let Err(refused) = sled::Config::new().path(dir.path()).open() else {
+            panic!("sled must refuse a second open");
+        };
+        assert!(is_lock_error(&refused), "{refused}");
+        let other = sled::Error::Io(std::io::Error::other("disk full"));
+        assert!(!is_lock_error(&other));
     }
 
     #[test]
