@@ -332,7 +332,7 @@ fn clarification(message: &Message) -> Option<ChatEvent> {
     message
         .as_tool()
         .filter(|tool| tool.name == "ask_clarification")
-        .map(|tool| ChatEvent::Question(tool.content.clone()))
+        .map(|tool| ChatEvent::Question(tool.content.to_string()))
 }
 
 #[cfg(test)]

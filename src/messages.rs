@@ -6,6 +6,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod text;
+pub use text::Text;
+
 /// One message in a thread. `type` is the JSON tag (`system`, `human`, `ai`, `tool`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -30,7 +33,7 @@ pub struct MessageMeta {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemMessage {
     pub id: String,
-    pub content: String,
+    pub content: Text,
     #[serde(default)]
     pub meta: MessageMeta,
 }
@@ -38,7 +41,7 @@ pub struct SystemMessage {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HumanMessage {
     pub id: String,
-    pub content: String,
+    pub content: Text,
     /// Set on harness-authored human messages (e.g. `loop_warning`) so they can be told apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -58,7 +61,7 @@ pub struct ImageData {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AiMessage {
     pub id: String,
-    pub content: String,
+    pub content: Text,
     /// Thinking / reasoning text when the provider streams it separately.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
@@ -102,7 +105,7 @@ pub struct ToolMessage {
     pub id: String,
     pub tool_call_id: String,
     pub name: String,
-    pub content: String,
+    pub content: Text,
     #[serde(default)]
     pub status: ToolStatus,
     /// Structured payload for surfaces (e.g. the clarification request), never sent to the model.
@@ -157,6 +160,21 @@ impl FinishReason {
     pub fn is_safety(&self) -> bool {
         matches!(self, Self::ContentFilter | Self::Refusal)
     }
+}
+
+/// About how many bytes `messages` take as JSON (text plus a typical envelope per message).
+pub fn json_size_hint(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .map(|m| {
+            let reasoning = m
+                .as_ai()
+                .and_then(|ai| ai.reasoning.as_ref())
+                .map_or(0, String::len);
+            // Escapes make the text a little longer; ids, types and meta add about this much.
+            m.content().len() + m.content().len() / 16 + reasoning + 160
+        })
+        .sum()
 }
 
 /// A fresh message id; uuid-based so ids never collide across runs and restarts.
@@ -231,7 +249,7 @@ impl Message {
         matches!(self, Message::Human(h) if !h.meta.hide_from_ui && h.name.is_none())
     }
 
-    pub fn system(content: impl Into<String>) -> Self {
+    pub fn system(content: impl Into<Text>) -> Self {
         Message::System(SystemMessage {
             id: new_id("sys"),
             content: content.into(),
@@ -239,7 +257,7 @@ impl Message {
         })
     }
 
-    pub fn human(content: impl Into<String>) -> Self {
+    pub fn human(content: impl Into<Text>) -> Self {
         Message::Human(HumanMessage {
             id: new_id("human"),
             content: content.into(),
@@ -247,7 +265,7 @@ impl Message {
         })
     }
 
-    pub fn ai(content: impl Into<String>) -> Self {
+    pub fn ai(content: impl Into<Text>) -> Self {
         Message::Ai(AiMessage {
             id: new_id("ai"),
             content: content.into(),
@@ -257,7 +275,7 @@ impl Message {
 }
 
 impl ToolMessage {
-    pub fn success(call: &ToolCall, content: impl Into<String>) -> Self {
+    pub fn success(call: &ToolCall, content: impl Into<Text>) -> Self {
         Self {
             id: new_id("tool"),
             tool_call_id: call.id.clone(),
@@ -269,7 +287,7 @@ impl ToolMessage {
         }
     }
 
-    pub fn error(call: &ToolCall, content: impl Into<String>) -> Self {
+    pub fn error(call: &ToolCall, content: impl Into<Text>) -> Self {
         Self {
             status: ToolStatus::Error,
             ..Self::success(call, content)

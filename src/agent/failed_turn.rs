@@ -40,7 +40,8 @@ pub(crate) fn failed_turn_record(
         content: format!(
             "[This turn failed before an answer was given ({code}). If the user asks again, \
              answer the request anew.]"
-        ),
+        )
+        .into(),
         meta,
         ..Default::default()
     })

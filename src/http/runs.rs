@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
 use crate::harness::{RunError, RunRequest};
+use crate::http::error::SizedJson;
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::LeadAgentError;
@@ -83,7 +84,7 @@ fn parse_input(messages: &[Value]) -> Result<Vec<Message>, ApiError> {
                 .unwrap_or_default();
             Ok(Message::Human(HumanMessage {
                 id,
-                content,
+                content: content.into(),
                 meta: MessageMeta {
                     hide_from_ui: false,
                     extra,
@@ -234,7 +235,7 @@ pub(crate) async fn wait(
     user: AuthUser,
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
-) -> Result<(StatusCode, Json<WaitResponse>), ApiError> {
+) -> Result<(StatusCode, SizedJson), ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
     let request = run_request(&user, &thread_id, body, false)?;
     let handle = state.harness.start_run(request).await.map_err(run_error)?;
@@ -247,16 +248,15 @@ pub(crate) async fn wait(
     let error = outcome
         .error
         .map(|failure| json!({"code": failure.code, "message": failure.message}));
-    Ok((
-        status,
-        Json(WaitResponse {
-            run_id,
-            thread_id,
-            stop_reason: outcome.stop,
-            error,
-            values: outcome.state,
-        }),
-    ))
+    let size_hint = outcome.state.json_size_hint();
+    let body = WaitResponse {
+        run_id,
+        thread_id,
+        stop_reason: outcome.stop,
+        error,
+        values: outcome.state,
+    };
+    Ok((status, SizedJson::new(&body, size_hint)?))
 }
 
 /// The body of `/runs/wait`, serialized straight from the state (no intermediate JSON tree:

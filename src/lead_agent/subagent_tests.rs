@@ -74,7 +74,7 @@ impl ChatModel for TestModel {
         tokio::time::sleep(Duration::from_secs(secs.parse().unwrap_or(0))).await;
         self.finished_work.fetch_add(1, Ordering::SeqCst);
         let message = AiMessage {
-            content: answer.to_string(),
+            content: answer.into(),
             finish_reason: Some(FinishReason::Stop),
             usage: Some(Usage {
                 input_tokens: 7,
@@ -114,7 +114,7 @@ impl Lead {
             .iter()
             .filter_map(Message::as_tool)
             .filter(|t| t.name == "task")
-            .map(|t| t.content.clone())
+            .map(|t| t.content.to_string())
             .collect()
     }
 

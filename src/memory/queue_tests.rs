@@ -51,7 +51,7 @@ fn turn(text: &str) -> PendingConversation {
 fn last_prompt(model: &ScriptedModel) -> String {
     let requests = model.requests();
     match &requests.last().unwrap().messages[0] {
-        Message::Human(human) => human.content.clone(),
+        Message::Human(human) => human.content.to_string(),
         other => panic!("unexpected {other:?}"),
     }
 }

@@ -116,7 +116,7 @@ fn rebuild_pairing(messages: Vec<Message>) -> Vec<Message> {
                 id: format!("dangling:{}", call.id),
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
-                content: INTERRUPTED_TOOL_RESULT.to_string(),
+                content: INTERRUPTED_TOOL_RESULT.into(),
                 status: ToolStatus::Error,
                 artifact: None,
                 meta: MessageMeta::default(),

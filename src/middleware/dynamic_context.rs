@@ -153,13 +153,13 @@ impl Middleware for DynamicContextMiddleware {
         };
         let mut injected = vec![Message::System(SystemMessage {
             id: human.id.clone(),
-            content: date_reminder(today),
+            content: date_reminder(today).into(),
             meta: marker_meta(Some(&today_key)),
         })];
         if first_time && let Some(memory) = self.load_memory(ctx).await {
             injected.push(Message::Human(HumanMessage {
                 id: format!("{}__memory", human.id),
-                content: format!("<memory>\n{}\n</memory>", memory.trim()),
+                content: format!("<memory>\n{}\n</memory>", memory.trim()).into(),
                 meta: marker_meta(None),
                 ..Default::default()
             }));

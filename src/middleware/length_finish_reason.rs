@@ -55,7 +55,7 @@ impl Middleware for ModelLengthFinishReasonMiddleware {
         };
         let addition = format!("{separator}{LENGTH_NOTE}");
         let mut noted = ai.clone();
-        noted.content = format!("{}{addition}", ai.content.trim_end());
+        noted.content = format!("{}{addition}", ai.content.trim_end()).into();
         noted.meta.extra.insert(
             OUTPUT_LIMIT_KEY.to_string(),
             json!({"finish_reason": "length"}),

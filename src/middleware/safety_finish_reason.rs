@@ -50,7 +50,7 @@ impl Middleware for SafetyFinishReasonMiddleware {
         safe.tool_calls.clear();
         let backfilled = safe.content.trim().is_empty();
         if backfilled {
-            safe.content = SAFETY_EXPLANATION.to_string();
+            safe.content = SAFETY_EXPLANATION.into();
         }
         let reason = serde_json::to_value(reason).unwrap_or_default();
         tracing::info!(thread_id = %ctx.thread_id, %reason, stripped, backfilled, "Provider stopped the answer for safety reasons");

@@ -5,7 +5,7 @@ use crate::state::StateUpdate;
 
 /// A harness-authored human message: hidden from chat surfaces and tagged with `name`, so it is
 /// never mistaken for something a person typed.
-pub(crate) fn hidden_human(name: &str, content: impl Into<String>) -> HumanMessage {
+pub(crate) fn hidden_human(name: &str, content: impl Into<crate::messages::Text>) -> HumanMessage {
     HumanMessage {
         id: new_id("human"),
         content: content.into(),

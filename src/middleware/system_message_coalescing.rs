@@ -32,7 +32,7 @@ pub fn coalesce_system_messages(request: &mut ModelRequest) {
     let mut parts: Vec<String> = request.system.take().into_iter().collect();
     request.messages.retain(|m| match m {
         Message::System(system) => {
-            parts.push(system.content.clone());
+            parts.push(system.content.to_string());
             false
         }
         _ => true,

@@ -53,7 +53,7 @@ impl Middleware for TerminalResponseMiddleware {
         if retried {
             tracing::warn!(thread_id = %ctx.thread_id, "Model returned no final answer after the retry");
             let mut final_answer = ai.clone();
-            final_answer.content = NO_FINAL_RESPONSE.to_string();
+            final_answer.content = NO_FINAL_RESPONSE.into();
             return Ok(HookResult::update(replace_ai(final_answer)));
         }
         tracing::info!(thread_id = %ctx.thread_id, "Empty final answer after tool calls: asking the model again");

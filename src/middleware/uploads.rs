@@ -77,7 +77,7 @@ impl Middleware for UploadsMiddleware {
         if let Some(Message::Human(human)) = last_human.map(|i| &mut request.messages[i])
             && let Some(block) = human.meta.extra.get("files").and_then(uploads_block)
         {
-            human.content = format!("{block}{}", human.content);
+            human.content = format!("{block}{}", human.content).into();
         }
         next.call(request).await
     }

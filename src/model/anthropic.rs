@@ -165,7 +165,7 @@ impl EventDecoder {
         let mut usage = self.usage;
         usage.total_tokens = usage.input_tokens + usage.output_tokens;
         AiMessage {
-            content: std::mem::take(&mut self.content),
+            content: std::mem::take(&mut self.content).into(),
             reasoning: (!self.reasoning.is_empty()).then(|| std::mem::take(&mut self.reasoning)),
             reasoning_signature: self.signature.take(),
             tool_calls: std::mem::take(&mut self.tool_calls),

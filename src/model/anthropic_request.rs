@@ -54,8 +54,10 @@ pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> Vec<
             .filter(|_| has_tools)
             .map(Choice),
     };
+    let mut bytes = Vec::with_capacity(crate::model::openai_request::body_size_hint(request));
     // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
-    serde_json::to_vec(&body).unwrap_or_default()
+    let _ = serde_json::to_writer(&mut bytes, &body);
+    bytes
 }
 
 #[derive(Serialize)]

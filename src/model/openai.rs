@@ -181,7 +181,7 @@ impl ChunkDecoder {
             .map(|call| finish_call(call.id, call.name, &call.arguments))
             .collect();
         AiMessage {
-            content: std::mem::take(&mut self.content),
+            content: std::mem::take(&mut self.content).into(),
             reasoning: (!self.reasoning.is_empty()).then(|| std::mem::take(&mut self.reasoning)),
             tool_calls,
             usage: self.usage,

@@ -196,7 +196,7 @@ fn completed(content: String, tool_calls: Vec<ToolCall>) -> AiMessage {
         FinishReason::ToolCalls
     };
     AiMessage {
-        content,
+        content: content.into(),
         tool_calls,
         finish_reason: Some(finish_reason),
         usage: Some(Usage {
@@ -267,7 +267,7 @@ impl ChatModel for ScriptedModel {
             ScriptedTurn::Message(message) => {
                 let mut events = Vec::new();
                 if !message.content.is_empty() {
-                    events.push(Ok(ModelEvent::TextDelta(message.content.clone())));
+                    events.push(Ok(ModelEvent::TextDelta(message.content.to_string())));
                 }
                 events.push(Ok(ModelEvent::Completed(message)));
                 events

@@ -145,7 +145,7 @@ impl Middleware for SkillActivationMiddleware {
                 });
                 Ok(AiMessage {
                     id,
-                    content: text,
+                    content: text.into(),
                     ..Default::default()
                 })
             }

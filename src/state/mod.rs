@@ -211,6 +211,12 @@ impl StateUpdate {
 }
 
 impl ThreadState {
+    /// About how many bytes the state takes as JSON: enough to size a buffer once instead of
+    /// doubling (and copying) it a dozen times for a long history.
+    pub fn json_size_hint(&self) -> usize {
+        crate::messages::json_size_hint(&self.messages) + 1024
+    }
+
     /// Applies an update with the reducer rules. On error the state is left unchanged.
     pub fn apply(&mut self, update: StateUpdate) -> Result<(), StateError> {
         if let (Some(existing), Some(requested)) = (&self.sandbox, &update.sandbox)

@@ -113,7 +113,7 @@ fn random_updates_always_fold_back_to_the_reducers_state() {
                     let mut message = driver.state.messages[rng.usize(..len)].clone();
                     message.set_id(message.id().to_string());
                     if let Message::Human(h) = &mut message {
-                        h.content = format!("edited {step}");
+                        h.content = format!("edited {step}").into();
                     }
                     update.messages.push(message);
                 }
@@ -126,7 +126,7 @@ fn random_updates_always_fold_back_to_the_reducers_state() {
                             .messages
                             .push(Message::Human(crate::messages::HumanMessage {
                                 id,
-                                content: format!("readded {step}"),
+                                content: format!("readded {step}").into(),
                                 ..Default::default()
                             }));
                     }

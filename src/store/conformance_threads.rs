@@ -298,7 +298,7 @@ fn retention_drops_only_records_the_state_no_longer_needs() {
         for n in 0..3 {
             let mut ai = driver.state.messages[1].clone();
             if let Message::Ai(a) = &mut ai {
-                a.content = format!("version {n}");
+                a.content = format!("version {n}").into();
             }
             driver.apply(StateUpdate {
                 messages: vec![ai],

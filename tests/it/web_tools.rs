@@ -90,7 +90,7 @@ fn tool_messages(state: &ThreadState) -> Vec<(String, String, ToolStatus)> {
         .messages
         .iter()
         .filter_map(Message::as_tool)
-        .map(|t| (t.name.clone(), t.content.clone(), t.status))
+        .map(|t| (t.name.clone(), t.content.to_string(), t.status))
         .collect()
 }
 

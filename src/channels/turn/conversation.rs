@@ -110,7 +110,7 @@ fn human_message(
     }
     let mut human = HumanMessage {
         id: crate::messages::new_id("human"),
-        content,
+        content: content.into(),
         // Not `name`: a named human message counts as injected context, not the user's turn.
         ..Default::default()
     };

@@ -173,13 +173,13 @@ fn current_turn(state: &ThreadState) -> (Option<String>, Vec<String>) {
     let clarification = turn.iter().rev().find_map(|m| {
         m.as_tool()
             .filter(|tool| tool.name == "ask_clarification" && !tool.content.trim().is_empty())
-            .map(|tool| tool.content.clone())
+            .map(|tool| tool.content.to_string())
     });
     let answer = clarification.or_else(|| {
         turn.iter().rev().find_map(|m| {
             m.as_ai()
                 .filter(|ai| !m.is_hidden() && !ai.content.trim().is_empty())
-                .map(|ai| ai.content.clone())
+                .map(|ai| ai.content.to_string())
         })
     });
     let mut presented = Vec::new();

@@ -74,7 +74,7 @@ fn last_answer(outcome: &RunOutcome) -> String {
     outcome
         .state
         .last_ai()
-        .map(|ai| ai.content.clone())
+        .map(|ai| ai.content.to_string())
         .unwrap_or_default()
 }
 

@@ -172,6 +172,6 @@ fn tool_results(state: &ThreadState) -> Vec<String> {
         .messages
         .iter()
         .filter_map(Message::as_tool)
-        .map(|tool| tool.content.clone())
+        .map(|tool| tool.content.to_string())
         .collect()
 }
