@@ -32,7 +32,7 @@ pub struct MessageMeta {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemMessage {
-    pub id: String,
+    pub id: Text,
     pub content: Text,
     #[serde(default)]
     pub meta: MessageMeta,
@@ -40,7 +40,7 @@ pub struct SystemMessage {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HumanMessage {
-    pub id: String,
+    pub id: Text,
     pub content: Text,
     /// Set on harness-authored human messages (e.g. `loop_warning`) so they can be told apart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,7 +60,7 @@ pub struct ImageData {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AiMessage {
-    pub id: String,
+    pub id: Text,
     pub content: Text,
     /// Thinking / reasoning text when the provider streams it separately.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,7 +102,7 @@ pub enum ToolStatus {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolMessage {
-    pub id: String,
+    pub id: Text,
     pub tool_call_id: String,
     pub name: String,
     pub content: Text,
@@ -194,10 +194,10 @@ impl Message {
 
     pub fn set_id(&mut self, id: String) {
         match self {
-            Message::System(m) => m.id = id,
-            Message::Human(m) => m.id = id,
-            Message::Ai(m) => m.id = id,
-            Message::Tool(m) => m.id = id,
+            Message::System(m) => m.id = id.into(),
+            Message::Human(m) => m.id = id.into(),
+            Message::Ai(m) => m.id = id.into(),
+            Message::Tool(m) => m.id = id.into(),
         }
     }
 
@@ -251,7 +251,7 @@ impl Message {
 
     pub fn system(content: impl Into<Text>) -> Self {
         Message::System(SystemMessage {
-            id: new_id("sys"),
+            id: new_id("sys").into(),
             content: content.into(),
             meta: MessageMeta::default(),
         })
@@ -259,7 +259,7 @@ impl Message {
 
     pub fn human(content: impl Into<Text>) -> Self {
         Message::Human(HumanMessage {
-            id: new_id("human"),
+            id: new_id("human").into(),
             content: content.into(),
             ..Default::default()
         })
@@ -267,7 +267,7 @@ impl Message {
 
     pub fn ai(content: impl Into<Text>) -> Self {
         Message::Ai(AiMessage {
-            id: new_id("ai"),
+            id: new_id("ai").into(),
             content: content.into(),
             ..Default::default()
         })
@@ -277,7 +277,7 @@ impl Message {
 impl ToolMessage {
     pub fn success(call: &ToolCall, content: impl Into<Text>) -> Self {
         Self {
-            id: new_id("tool"),
+            id: new_id("tool").into(),
             tool_call_id: call.id.clone(),
             name: call.name.clone(),
             content: content.into(),

@@ -35,7 +35,7 @@ pub(crate) fn failed_turn_record(
         json!({"code": code, "message": message}),
     );
     Some(AiMessage {
-        id: new_id("ai"),
+        id: new_id("ai").into(),
         // What the model reads on later turns: short, without endpoint details.
         content: format!(
             "[This turn failed before an answer was given ({code}). If the user asks again, \

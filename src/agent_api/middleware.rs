@@ -239,7 +239,7 @@ async fn stream_model(
                 })
             }
             Some(Ok(ModelEvent::Completed(mut message))) => {
-                message.id = message_id;
+                message.id = message_id.into();
                 if message.model.is_none() {
                     message.model = Some(model.name().to_string());
                 }

@@ -83,7 +83,7 @@ fn parse_input(messages: &[Value]) -> Result<Vec<Message>, ApiError> {
                 .cloned()
                 .unwrap_or_default();
             Ok(Message::Human(HumanMessage {
-                id,
+                id: id.into(),
                 content: content.into(),
                 meta: MessageMeta {
                     hide_from_ui: false,

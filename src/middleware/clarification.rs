@@ -208,7 +208,7 @@ impl Middleware for ClarificationMiddleware {
         }
         let clarification = format_clarification(&call.args, &call.id);
         let mut message = ToolMessage::success(call, clarification.text);
-        message.id = format!("clarification:{}", call.id);
+        message.id = format!("clarification:{}", call.id).into();
         message.name = ASK_CLARIFICATION.to_string();
         message.artifact = Some(clarification.payload);
         Ok(ToolResult {

@@ -113,7 +113,7 @@ fn rebuild_pairing(messages: Vec<Message>) -> Vec<Message> {
                 call.id = renamed;
             }
             let mut result = result.unwrap_or_else(|| ToolMessage {
-                id: format!("dangling:{}", call.id),
+                id: format!("dangling:{}", call.id).into(),
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: INTERRUPTED_TOOL_RESULT.into(),

@@ -158,7 +158,7 @@ impl Middleware for DynamicContextMiddleware {
         })];
         if first_time && let Some(memory) = self.load_memory(ctx).await {
             injected.push(Message::Human(HumanMessage {
-                id: format!("{}__memory", human.id),
+                id: format!("{}__memory", human.id).into(),
                 content: format!("<memory>\n{}\n</memory>", memory.trim()).into(),
                 meta: marker_meta(None),
                 ..Default::default()

@@ -62,7 +62,7 @@ impl Middleware for ModelLengthFinishReasonMiddleware {
         );
         tracing::info!(thread_id = %ctx.thread_id, model = ?ai.model, "The answer reached the model's output limit");
         ctx.events.emit(RunEvent::TextDelta {
-            message_id: ai.id.clone(),
+            message_id: ai.id.to_string(),
             delta: addition,
         });
         Ok(HookResult::update(replace_ai(noted)))

@@ -7,7 +7,7 @@ use crate::state::StateUpdate;
 /// never mistaken for something a person typed.
 pub(crate) fn hidden_human(name: &str, content: impl Into<crate::messages::Text>) -> HumanMessage {
     HumanMessage {
-        id: new_id("human"),
+        id: new_id("human").into(),
         content: content.into(),
         name: Some(name.to_string()),
         images: Vec::new(),

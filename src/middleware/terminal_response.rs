@@ -58,7 +58,7 @@ impl Middleware for TerminalResponseMiddleware {
         }
         tracing::info!(thread_id = %ctx.thread_id, "Empty final answer after tool calls: asking the model again");
         Ok(HookResult::retry_model(StateUpdate {
-            remove_messages: vec![ai.id.clone()],
+            remove_messages: vec![ai.id.to_string()],
             messages: vec![Message::Human(hidden_human(
                 RECOVERY_NOTE_NAME,
                 RECOVERY_PROMPT,

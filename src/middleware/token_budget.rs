@@ -181,7 +181,7 @@ mod tests {
 
     fn step(state: &mut ThreadState, input: u64, output: u64, with_call: bool) {
         state.messages.push(Message::Ai(AiMessage {
-            id: crate::messages::new_id("ai"),
+            id: crate::messages::new_id("ai").into(),
             usage: Some(Usage {
                 input_tokens: input,
                 output_tokens: output,

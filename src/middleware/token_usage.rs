@@ -86,7 +86,7 @@ mod tests {
 
     fn with_usage(state: &mut ThreadState, total: u64) {
         state.messages.push(Message::Ai(AiMessage {
-            id: format!("ai-{total}"),
+            id: format!("ai-{total}").into(),
             usage: Some(Usage {
                 input_tokens: total - 1,
                 output_tokens: 1,

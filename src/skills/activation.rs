@@ -95,7 +95,7 @@ impl SkillActivationMiddleware {
         match turn_message(&state.messages) {
             Some(human) => (
                 resolve(&human.content, &self.visible, self.allowed.as_deref()),
-                Some(human.id.clone()),
+                Some(human.id.to_string()),
             ),
             None => (Activation::None, None),
         }
@@ -144,7 +144,7 @@ impl Middleware for SkillActivationMiddleware {
                     delta: text.clone(),
                 });
                 Ok(AiMessage {
-                    id,
+                    id: id.into(),
                     content: text.into(),
                     ..Default::default()
                 })
@@ -164,7 +164,7 @@ impl Middleware for SkillActivationMiddleware {
                 );
                 for message in &mut request.messages {
                     if let Message::Human(human) = message
-                        && Some(&human.id) == human_id.as_ref()
+                        && Some(human.id.as_str()) == human_id.as_deref()
                     {
                         human.content.insert_str(0, &block);
                     }

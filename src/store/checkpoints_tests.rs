@@ -125,7 +125,7 @@ fn random_updates_always_fold_back_to_the_reducers_state() {
                         update
                             .messages
                             .push(Message::Human(crate::messages::HumanMessage {
-                                id,
+                                id: id.into(),
                                 content: format!("readded {step}").into(),
                                 ..Default::default()
                             }));

@@ -113,7 +113,7 @@ fn replaced_removed_and_moved_messages_fold_exactly() {
         let human_id = tail[0].id().to_string();
         moved[0].set_id(format!("{human_id}__user"));
         let mut messages = vec![Message::System(crate::messages::SystemMessage {
-            id: human_id.clone(),
+            id: human_id.clone().into(),
             content: "today is".into(),
             meta: Default::default(),
         })];

@@ -109,7 +109,7 @@ fn human_message(
         content.push_str(&format!("\n[a file could not be received: {problem}]"));
     }
     let mut human = HumanMessage {
-        id: crate::messages::new_id("human"),
+        id: crate::messages::new_id("human").into(),
         content: content.into(),
         // Not `name`: a named human message counts as injected context, not the user's turn.
         ..Default::default()

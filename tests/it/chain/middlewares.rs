@@ -32,7 +32,7 @@ fn tool_call(id: &str, name: &str, args: Value) -> ToolCall {
 
 fn ai_calling(calls: Vec<ToolCall>) -> Message {
     Message::Ai(AiMessage {
-        id: antler::messages::new_id("ai"),
+        id: antler::messages::new_id("ai").into(),
         content: "working".into(),
         tool_calls: calls,
         finish_reason: Some(FinishReason::ToolCalls),
