@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// An immutable, cheaply cloned string. Reads as `&str` through `Deref`.
-#[derive(Clone, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Eq, PartialOrd, Ord)]
 pub struct Text(Arc<str>);
 
 impl Text {
@@ -73,6 +73,13 @@ impl PartialEq for Text {
     fn eq(&self, other: &Self) -> bool {
         // The common case when a history is compared with its previous checkpoint.
         self.shares_body_with(other) || *self.0 == *other.0
+    }
+}
+
+// Hashes as the `str` it borrows as, so a `Text` key is found by a `&str` lookup.
+impl std::hash::Hash for Text {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
     }
 }
 
