@@ -33,6 +33,19 @@ fn reload_hook(manager: ServiceManager) -> crate::config::ReloadHook {
 /// How long the HTTP server gets to close its connections after the runs were drained.
 const HTTP_CLOSE_GRACE: Duration = Duration::from_secs(5);
 
+/// The longest a SIGTERM stop can take with `grace` for runs in flight: the drain, the
+/// cancelled runs winding down, the memory flush (a model that is down makes every pending
+/// update retry until the deadline), then the channels and the HTTP server closing. The
+/// systemd unit's `TimeoutStopSec` and compose's `stop_grace_period` leave room for it, so a
+/// stop ends cleanly instead of by SIGKILL.
+pub fn longest_stop(grace: Duration) -> Duration {
+    grace
+        + crate::harness::CANCEL_GRACE
+        + crate::harness::memory::MEMORY_FLUSH_DEADLINE
+        + HTTP_CLOSE_GRACE
+        + HTTP_CLOSE_GRACE
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     #[error("gateway.listen {0:?} is not a socket address like 127.0.0.1:8787")]
@@ -279,6 +292,31 @@ fn log_default_model(config: &crate::config::AppConfig) {
 mod tests {
     use super::*;
     use crate::config::{ApiToken, AppConfig, Secret};
+
+    #[test]
+    fn the_unit_and_compose_stop_timeouts_cover_the_longest_clean_stop() {
+        let grace = Duration::from_secs(AppConfig::default().gateway.shutdown_grace_seconds);
+        let longest = longest_stop(grace).as_secs();
+        let unit = include_str!("../systemd/antler.service");
+        let unit_timeout: u64 = unit
+            .lines()
+            .find_map(|line| line.strip_prefix("TimeoutStopSec="))
+            .expect("the unit sets TimeoutStopSec")
+            .trim()
+            .parse()
+            .unwrap();
+        let compose = include_str!("../docker-compose.yml");
+        let compose_timeout: u64 = compose
+            .lines()
+            .find_map(|line| line.trim().strip_prefix("stop_grace_period:"))
+            .expect("compose sets stop_grace_period")
+            .trim()
+            .trim_end_matches('s')
+            .parse()
+            .unwrap();
+        assert!(unit_timeout > longest, "{unit_timeout} s <= {longest} s");
+        assert!(compose_timeout > longest, "{compose_timeout} s <= {longest} s");
+    }
 
     #[test]
     fn any_socket_address_is_accepted_with_or_without_tokens() {

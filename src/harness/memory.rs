@@ -11,7 +11,7 @@ use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, Memo
 use crate::store::StoreRef;
 
 /// How long shutdown waits for pending memory updates (DeerFlow's `shutdown_flush_timeout`).
-pub(super) const MEMORY_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
+pub(crate) const MEMORY_FLUSH_DEADLINE: Duration = Duration::from_secs(30);
 
 /// The memory service, or `None` outside a tokio runtime (the queue needs one for its task).
 pub(super) fn start(

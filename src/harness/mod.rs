@@ -6,7 +6,7 @@
 
 mod admission;
 mod errors;
-mod memory;
+pub(crate) mod memory;
 mod registries;
 mod sandbox_slot;
 pub mod testing;
@@ -49,7 +49,7 @@ use crate::usage::{RunMeter, UsageStore, budget_notice};
 use sandbox_slot::{SandboxLease, SandboxSlot};
 
 /// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// What to run: `input` is appended to the thread's state.
 #[derive(Clone, Debug)]
