@@ -315,7 +315,10 @@ mod tests {
             .parse()
             .unwrap();
         assert!(unit_timeout > longest, "{unit_timeout} s <= {longest} s");
-        assert!(compose_timeout > longest, "{compose_timeout} s <= {longest} s");
+        assert!(
+            compose_timeout > longest,
+            "{compose_timeout} s <= {longest} s"
+        );
     }
 
     #[test]

@@ -1,25 +1,45 @@
 //! [`Text`]: the body of a message, shared instead of copied.
 //!
 //! A long thread's history is read on every turn: loaded from the state cache, handed to the
-//! middlewares, put in the model request and compared with the previous checkpoint. With the
-//! bodies behind an `Arc` those are reference-count increments and pointer comparisons instead
-//! of copying and comparing hundreds of kilobytes per turn. Bodies never change once written;
-//! an edit replaces the whole `Text`.
+//! middlewares, put in the model request, compared with the previous checkpoint and returned
+//! by `/runs/wait`. With the bodies behind an `Arc` those are reference-count increments and
+//! pointer comparisons instead of copying and comparing hundreds of kilobytes per turn. Bodies
+//! never change once written; an edit replaces the whole `Text`.
+//!
+//! Each body also keeps its JSON string form once it has been serialized: the same text goes
+//! out in every later model request and state answer, and escaping it again each time was the
+//! largest cost of a turn on a long thread. Messages are only ever serialized as JSON (store
+//! records, HTTP, SSE, model requests), which is what makes handing serde_json the finished
+//! string sound.
 
 use std::borrow::Borrow;
 use std::fmt;
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 
 /// An immutable, cheaply cloned string. Reads as `&str` through `Deref`.
-#[derive(Clone, Eq, PartialOrd, Ord)]
-pub struct Text(Arc<str>);
+#[derive(Clone)]
+pub struct Text(Arc<Body>);
+
+struct Body {
+    text: Box<str>,
+    /// The text as a JSON string literal, made at the first serialization.
+    json: OnceLock<Box<RawValue>>,
+}
 
 impl Text {
+    fn new(text: Box<str>) -> Self {
+        Text(Arc::new(Body {
+            text,
+            json: OnceLock::new(),
+        }))
+    }
+
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.0.text
     }
 
     /// Appends by replacing the body (other holders keep the old one).
@@ -41,11 +61,26 @@ impl Text {
     pub fn shares_body_with(&self, other: &Text) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// The text as a JSON string literal (quoted and escaped), kept after the first call.
+    pub fn json(&self) -> &RawValue {
+        self.0.json.get_or_init(|| {
+            // A `str` always serializes, and its escaped form is always a valid literal.
+            let literal = serde_json::to_string(&*self.0.text).unwrap_or_else(|_| "\"\"".into());
+            RawValue::from_string(literal)
+                .unwrap_or_else(|_| RawValue::from_string("\"\"".into()).expect("a literal"))
+        })
+    }
+
+    /// Bytes held, counting the JSON form once it exists (for cache weights).
+    pub fn held_bytes(&self) -> usize {
+        self.0.text.len() + self.0.json.get().map_or(0, |json| json.get().len())
+    }
 }
 
 impl Default for Text {
     fn default() -> Self {
-        Text(Arc::from(""))
+        Text::new(Box::from(""))
     }
 }
 
@@ -53,26 +88,40 @@ impl Deref for Text {
     type Target = str;
 
     fn deref(&self) -> &str {
-        &self.0
+        &self.0.text
     }
 }
 
 impl AsRef<str> for Text {
     fn as_ref(&self) -> &str {
-        &self.0
+        &self.0.text
     }
 }
 
 impl Borrow<str> for Text {
     fn borrow(&self) -> &str {
-        &self.0
+        &self.0.text
     }
 }
 
 impl PartialEq for Text {
     fn eq(&self, other: &Self) -> bool {
         // The common case when a history is compared with its previous checkpoint.
-        self.shares_body_with(other) || *self.0 == *other.0
+        self.shares_body_with(other) || self.0.text == other.0.text
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialOrd for Text {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Text {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
     }
 }
 
@@ -85,92 +134,92 @@ impl std::hash::Hash for Text {
 
 impl PartialEq<str> for Text {
     fn eq(&self, other: &str) -> bool {
-        &*self.0 == other
+        *self.0.text == *other
     }
 }
 
 impl PartialEq<&str> for Text {
     fn eq(&self, other: &&str) -> bool {
-        &*self.0 == *other
+        *self.0.text == **other
     }
 }
 
 impl PartialEq<String> for Text {
     fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
+        *self.0.text == **other
     }
 }
 
 impl PartialEq<Text> for str {
     fn eq(&self, other: &Text) -> bool {
-        self == &*other.0
+        *self == *other.0.text
     }
 }
 
 impl PartialEq<Text> for &str {
     fn eq(&self, other: &Text) -> bool {
-        *self == &*other.0
+        **self == *other.0.text
     }
 }
 
 impl PartialEq<Text> for String {
     fn eq(&self, other: &Text) -> bool {
-        **self == *other.0
+        **self == *other.0.text
     }
 }
 
 impl fmt::Debug for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(&*self.0.text, f)
     }
 }
 
 impl fmt::Display for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.0, f)
+        fmt::Display::fmt(&*self.0.text, f)
     }
 }
 
 impl From<String> for Text {
     fn from(text: String) -> Self {
-        Text(Arc::from(text))
+        Text::new(text.into_boxed_str())
     }
 }
 
 impl From<&str> for Text {
     fn from(text: &str) -> Self {
-        Text(Arc::from(text))
+        Text::new(Box::from(text))
     }
 }
 
 impl From<&String> for Text {
     fn from(text: &String) -> Self {
-        Text(Arc::from(text.as_str()))
+        Text::new(Box::from(text.as_str()))
     }
 }
 
 impl From<std::borrow::Cow<'_, str>> for Text {
     fn from(text: std::borrow::Cow<'_, str>) -> Self {
-        Text(Arc::from(text))
+        Text::new(text.into_owned().into_boxed_str())
     }
 }
 
 impl From<Text> for String {
     fn from(text: Text) -> Self {
-        text.0.to_string()
+        text.0.text.to_string()
     }
 }
 
 impl Serialize for Text {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.0)
+        self.json().serialize(serializer)
     }
 }
 
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // `Box<str>` takes a borrowed string without an intermediate `String` when it can.
-        Box::<str>::deserialize(deserializer).map(|text| Text(Arc::from(text)))
+        Box::<str>::deserialize(deserializer).map(Text::new)
     }
 }
 
@@ -203,5 +252,33 @@ mod tests {
         assert_eq!(back, text);
         let value: Text = serde_json::from_value(serde_json::json!("from a value")).unwrap();
         assert_eq!(value, "from a value");
+        // Through a `Value` too (the JSON form is parsed back into a string there).
+        assert_eq!(
+            serde_json::to_value(&text).unwrap(),
+            serde_json::json!("line \"one\"\nline two")
+        );
+    }
+
+    #[test]
+    fn the_json_form_is_made_once_and_shared_by_clones() {
+        let text = Text::from("tab\there");
+        assert_eq!(text.held_bytes(), 8);
+        let copy = text.clone();
+        assert_eq!(text.json().get(), r#""tab\there""#);
+        assert!(std::ptr::eq(text.json(), copy.json()));
+        assert_eq!(copy.held_bytes(), 8 + 11);
+        let edited = {
+            let mut edited = copy.clone();
+            edited.push_str("!");
+            edited
+        };
+        assert_eq!(serde_json::to_string(&edited).unwrap(), r#""tab\there!""#);
+        assert_eq!(serde_json::to_string(&copy).unwrap(), r#""tab\there""#);
+        let unicode = Text::from("héllo \u{1F600} \u{0007}");
+        let json = serde_json::to_string(&unicode).unwrap();
+        assert_eq!(
+            serde_json::from_str::<String>(&json).unwrap(),
+            unicode.as_str()
+        );
     }
 }

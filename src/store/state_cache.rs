@@ -26,13 +26,14 @@ pub(crate) struct CachedThread {
 const ENTRY_OVERHEAD: usize = 2048;
 
 impl CachedThread {
-    /// An estimate of the memory the entry holds: per message its encoded size (about what its
-    /// strings take), the in-memory shape and allocation overhead, plus a fixed part.
+    /// An estimate of the memory the entry holds: per message twice its encoded size (its
+    /// strings, and the JSON form each body keeps once serialized, see `messages::Text`), the
+    /// in-memory shape and allocation overhead, plus a fixed part.
     pub(crate) fn weight(&self) -> usize {
         let messages: usize = self
             .slots
             .iter()
-            .map(|s| s.bytes as usize + std::mem::size_of::<Message>() + 128)
+            .map(|s| 2 * s.bytes as usize + std::mem::size_of::<Message>() + 160)
             .sum();
         messages + ENTRY_OVERHEAD
     }
