@@ -9,7 +9,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, ImageData, Message, ToolStatus};
+use crate::messages::{AiMessage, ImageData, Message, Text, ToolStatus};
 use crate::model::{ModelRequest, ToolChoice, ToolSpec};
 
 /// The Messages API requires `max_tokens`; this is used when neither config nor request set it.
@@ -124,7 +124,7 @@ pub(crate) struct Turn<'a> {
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Content<'a> {
-    Text(&'a str),
+    Text(&'a Text),
     Blocks(Vec<Block<'a>>),
 }
 
@@ -135,7 +135,7 @@ enum Block<'a> {
         source: ImageSource<'a>,
     },
     Text {
-        text: &'a str,
+        text: &'a Text,
     },
     Thinking {
         thinking: &'a str,
@@ -148,7 +148,7 @@ enum Block<'a> {
     },
     ToolResult {
         tool_use_id: &'a str,
-        content: &'a str,
+        content: &'a Text,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },

@@ -7,7 +7,7 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, HumanMessage, Message, ToolCall};
+use crate::messages::{AiMessage, HumanMessage, Message, Text, ToolCall};
 use crate::model::{ModelRequest, ToolChoice, ToolSpec};
 
 /// The JSON body of one streaming Chat Completions request.
@@ -135,18 +135,18 @@ impl Serialize for Messages<'_> {
         let mut seq = serializer
             .serialize_seq(Some(request.messages.len() + usize::from(system.is_some())))?;
         if let Some(system) = system {
-            seq.serialize_element(&Text {
+            seq.serialize_element(&Plain {
                 role: "system",
                 content: system,
             })?;
         }
         for message in &request.messages {
             match message {
-                Message::System(m) => seq.serialize_element(&Text {
+                Message::System(m) => seq.serialize_element(&Plain {
                     role: "system",
                     content: &m.content,
                 })?,
-                Message::Human(m) if m.images.is_empty() => seq.serialize_element(&Text {
+                Message::Human(m) if m.images.is_empty() => seq.serialize_element(&Plain {
                     role: "user",
                     content: &m.content,
                 })?,
@@ -163,17 +163,19 @@ impl Serialize for Messages<'_> {
     }
 }
 
+/// A message whose content is a string: the system prompt (`str`) or a message body
+/// ([`Text`], written as its kept JSON form instead of being escaped again).
 #[derive(Serialize)]
-struct Text<'a> {
+struct Plain<'a, C: Serialize + ?Sized> {
     role: &'static str,
-    content: &'a str,
+    content: &'a C,
 }
 
 #[derive(Serialize)]
 struct ToolResult<'a> {
     role: &'static str,
     tool_call_id: &'a str,
-    content: &'a str,
+    content: &'a Text,
 }
 
 /// A human message with images: a text part, then one `image_url` part per image.
@@ -202,7 +204,7 @@ impl Serialize for WithImages<'_> {
         #[derive(Serialize)]
         struct TextPart<'a> {
             r#type: &'static str,
-            text: &'a str,
+            text: &'a Text,
         }
         #[derive(Serialize)]
         struct ImagePart<'a> {
