@@ -38,7 +38,7 @@ const HTTP_CLOSE_GRACE: Duration = Duration::from_secs(5);
 /// update retry until the deadline), then the channels and the HTTP server closing. The
 /// systemd unit's `TimeoutStopSec` and compose's `stop_grace_period` leave room for it, so a
 /// stop ends cleanly instead of by SIGKILL.
-pub fn longest_stop(grace: Duration) -> Duration {
+pub(crate) fn longest_stop(grace: Duration) -> Duration {
     grace
         + crate::harness::CANCEL_GRACE
         + crate::harness::memory::MEMORY_FLUSH_DEADLINE
@@ -176,7 +176,11 @@ pub async fn run(
 
     shutdown.graceful.cancelled().await;
     let grace = Duration::from_secs(config.current().gateway.shutdown_grace_seconds);
-    tracing::info!(?grace, "Shutting down: finishing runs in flight");
+    tracing::info!(
+        ?grace,
+        at_most = ?longest_stop(grace),
+        "Shutting down: finishing runs in flight"
+    );
     manager.stopping();
     stop_accepting.cancel();
     watcher_stop.cancel();

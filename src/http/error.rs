@@ -5,31 +5,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-/// A JSON body serialized into a buffer sized up front (axum's `Json` starts at 128 bytes and
-/// doubles, copying a long thread's state a dozen times on its way out).
-pub(crate) struct SizedJson(Vec<u8>);
-
-impl SizedJson {
-    pub(crate) fn new(value: &impl serde::Serialize, size_hint: usize) -> Result<Self, ApiError> {
-        let mut body = Vec::with_capacity(size_hint);
-        serde_json::to_writer(&mut body, value).map_err(ApiError::internal)?;
-        Ok(Self(body))
-    }
-}
-
-impl IntoResponse for SizedJson {
-    fn into_response(self) -> Response {
-        (
-            [(
-                axum::http::header::CONTENT_TYPE,
-                axum::http::HeaderValue::from_static("application/json"),
-            )],
-            self.0,
-        )
-            .into_response()
-    }
-}
-
 /// An error answered to an HTTP client. Conversion from domain errors happens here only.
 #[derive(Debug)]
 pub struct ApiError {

@@ -8,15 +8,15 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
 use crate::harness::{RunError, RunRequest};
-use crate::http::error::SizedJson;
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::LeadAgentError;
@@ -235,7 +235,7 @@ pub(crate) async fn wait(
     user: AuthUser,
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
-) -> Result<(StatusCode, SizedJson), ApiError> {
+) -> Result<Response, ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
     let request = run_request(&user, &thread_id, body, false)?;
     let handle = state.harness.start_run(request).await.map_err(run_error)?;
@@ -248,15 +248,19 @@ pub(crate) async fn wait(
     let error = outcome
         .error
         .map(|failure| json!({"code": failure.code, "message": failure.message}));
-    let size_hint = outcome.state.json_size_hint();
-    let body = WaitResponse {
+    // Sized once: axum's `Json` starts at 128 bytes and doubles, copying a long thread's state
+    // a dozen times on its way out.
+    let mut body = Vec::with_capacity(outcome.state.json_size_hint());
+    let wait = WaitResponse {
         run_id,
         thread_id,
         stop_reason: outcome.stop,
         error,
         values: outcome.state,
     };
-    Ok((status, SizedJson::new(&body, size_hint)?))
+    serde_json::to_writer(&mut body, &wait).map_err(ApiError::internal)?;
+    let json = HeaderValue::from_static("application/json");
+    Ok((status, [(header::CONTENT_TYPE, json)], body).into_response())
 }
 
 /// The body of `/runs/wait`, serialized straight from the state (no intermediate JSON tree:

@@ -269,7 +269,7 @@ async fn complete(model: &dyn ChatModel, request: &ModelRequest) -> Result<Strin
     let mut stream = model.stream(request).await?;
     while let Some(event) = stream.next().await {
         if let ModelEvent::Completed(message) = event? {
-            return Ok(message.content.into());
+            return Ok(message.content.to_string());
         }
     }
     Err(ModelError::Stream {

@@ -12,7 +12,6 @@
 //! records, HTTP, SSE, model requests), which is what makes handing serde_json the finished
 //! string sound.
 
-use std::borrow::Borrow;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
@@ -63,18 +62,11 @@ impl Text {
     }
 
     /// The text as a JSON string literal (quoted and escaped), kept after the first call.
-    pub fn json(&self) -> &RawValue {
+    fn json(&self) -> &RawValue {
         self.0.json.get_or_init(|| {
-            // A `str` always serializes, and its escaped form is always a valid literal.
-            let literal = serde_json::to_string(&*self.0.text).unwrap_or_else(|_| "\"\"".into());
-            RawValue::from_string(literal)
-                .unwrap_or_else(|_| RawValue::from_string("\"\"".into()).expect("a literal"))
+            let literal = serde_json::to_string(self.as_str()).expect("a str always serializes");
+            RawValue::from_string(literal).expect("an escaped str is a valid JSON literal")
         })
-    }
-
-    /// Bytes held, counting the JSON form once it exists (for cache weights).
-    pub fn held_bytes(&self) -> usize {
-        self.0.text.len() + self.0.json.get().map_or(0, |json| json.get().len())
     }
 }
 
@@ -92,43 +84,10 @@ impl Deref for Text {
     }
 }
 
-impl AsRef<str> for Text {
-    fn as_ref(&self) -> &str {
-        &self.0.text
-    }
-}
-
-impl Borrow<str> for Text {
-    fn borrow(&self) -> &str {
-        &self.0.text
-    }
-}
-
 impl PartialEq for Text {
     fn eq(&self, other: &Self) -> bool {
         // The common case when a history is compared with its previous checkpoint.
         self.shares_body_with(other) || self.0.text == other.0.text
-    }
-}
-
-impl Eq for Text {}
-
-impl PartialOrd for Text {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Text {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
-    }
-}
-
-// Hashes as the `str` it borrows as, so a `Text` key is found by a `&str` lookup.
-impl std::hash::Hash for Text {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state);
     }
 }
 
@@ -147,24 +106,6 @@ impl PartialEq<&str> for Text {
 impl PartialEq<String> for Text {
     fn eq(&self, other: &String) -> bool {
         *self.0.text == **other
-    }
-}
-
-impl PartialEq<Text> for str {
-    fn eq(&self, other: &Text) -> bool {
-        *self == *other.0.text
-    }
-}
-
-impl PartialEq<Text> for &str {
-    fn eq(&self, other: &Text) -> bool {
-        **self == *other.0.text
-    }
-}
-
-impl PartialEq<Text> for String {
-    fn eq(&self, other: &Text) -> bool {
-        **self == *other.0.text
     }
 }
 
@@ -189,24 +130,6 @@ impl From<String> for Text {
 impl From<&str> for Text {
     fn from(text: &str) -> Self {
         Text::new(Box::from(text))
-    }
-}
-
-impl From<&String> for Text {
-    fn from(text: &String) -> Self {
-        Text::new(Box::from(text.as_str()))
-    }
-}
-
-impl From<std::borrow::Cow<'_, str>> for Text {
-    fn from(text: std::borrow::Cow<'_, str>) -> Self {
-        Text::new(text.into_owned().into_boxed_str())
-    }
-}
-
-impl From<Text> for String {
-    fn from(text: Text) -> Self {
-        text.0.text.to_string()
     }
 }
 
@@ -238,7 +161,6 @@ mod tests {
         assert_eq!(equal, text);
         assert_ne!(Text::from("other"), text);
         assert_eq!(text, "hello");
-        assert_eq!("hello", text);
         assert_eq!(text.len(), 5);
         assert_eq!(Text::default(), "");
     }
@@ -262,11 +184,14 @@ mod tests {
     #[test]
     fn the_json_form_is_made_once_and_shared_by_clones() {
         let text = Text::from("tab\there");
-        assert_eq!(text.held_bytes(), 8);
+        assert!(
+            text.0.json.get().is_none(),
+            "made only when first serialized"
+        );
         let copy = text.clone();
         assert_eq!(text.json().get(), r#""tab\there""#);
         assert!(std::ptr::eq(text.json(), copy.json()));
-        assert_eq!(copy.held_bytes(), 8 + 11);
+        assert_eq!(copy.0.json.get().map(|json| json.get().len()), Some(11));
         let edited = {
             let mut edited = copy.clone();
             edited.push_str("!");

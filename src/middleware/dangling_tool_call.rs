@@ -227,8 +227,7 @@ fn join_human(earlier: &mut HumanMessage, later: HumanMessage) {
         (_, true) => {}
         (true, false) => earlier.content = later.content,
         (false, false) => {
-            earlier.content.push_str("\n\n");
-            earlier.content.push_str(&later.content);
+            earlier.content = format!("{}\n\n{}", earlier.content, later.content).into();
         }
     }
     earlier.images.extend(later.images);

@@ -54,10 +54,7 @@ pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> Vec<
             .filter(|_| has_tools)
             .map(Choice),
     };
-    let mut bytes = Vec::with_capacity(crate::model::openai_request::body_size_hint(request));
-    // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut bytes, &body);
-    bytes
+    request.body_json(&body)
 }
 
 #[derive(Serialize)]

@@ -52,6 +52,21 @@ pub struct ModelRequest {
     pub max_tokens: Option<u32>,
 }
 
+impl ModelRequest {
+    /// Serializes a provider's `body` for this request into a buffer sized once from the
+    /// request: grown by doubling, a long history would be copied a dozen times.
+    pub(crate) fn body_json(&self, body: &impl serde::Serialize) -> Vec<u8> {
+        let hint = crate::messages::json_size_hint(&self.messages)
+            + self.system.as_ref().map_or(0, String::len)
+            + self.tools.len() * 1024
+            + 512;
+        let mut bytes = Vec::with_capacity(hint);
+        // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
+        let _ = serde_json::to_writer(&mut bytes, body);
+        bytes
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolSpec {
     pub name: String,

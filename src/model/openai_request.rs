@@ -12,18 +12,7 @@ use crate::model::{ModelRequest, ToolChoice, ToolSpec};
 
 /// The JSON body of one streaming Chat Completions request.
 pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> Vec<u8> {
-    let mut body = Vec::with_capacity(body_size_hint(request));
-    // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
-    let _ = serde_json::to_writer(&mut body, &Body::new(config, request));
-    body
-}
-
-/// Sizes the body once: a long history would otherwise be copied at every doubling.
-pub(crate) fn body_size_hint(request: &ModelRequest) -> usize {
-    crate::messages::json_size_hint(&request.messages)
-        + request.system.as_ref().map_or(0, String::len)
-        + request.tools.len() * 1024
-        + 512
+    request.body_json(&Body::new(config, request))
 }
 
 #[derive(Serialize)]
