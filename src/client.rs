@@ -18,10 +18,9 @@ use std::time::Duration;
 
 use futures::Stream;
 use serde_json::Map;
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::DropGuard;
 
-use crate::agent_api::{RunEvent, RunOptions};
+use crate::agent_api::{RunEvent, RunEvents, RunOptions};
 use crate::config::{AppConfig, ConfigHandle};
 use crate::harness::{Harness, HarnessError, RunError, RunRequest};
 use crate::messages::Message;
@@ -126,7 +125,7 @@ impl Client {
 
 /// The events of one run. Ends after `RunEvent::Finished`; dropping it cancels the run.
 pub struct RunStream {
-    events: UnboundedReceiver<RunEvent>,
+    events: RunEvents,
     _cancel_on_drop: DropGuard,
 }
 

@@ -15,7 +15,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::{TcpListener, TcpSocket};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
@@ -69,19 +69,7 @@ pub async fn serve(
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        // Covers a slow request head and the wait for the next request on a kept-alive
-        // connection: hyper arms it whenever it starts reading a head.
-        .header_read_timeout(limits.idle_timeout)
-        .max_buf_size(limits.max_header_bytes);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(limits.idle_timeout)
-        .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+    let builders = Arc::new(Builders::new(&limits));
     loop {
         let slot = tokio::select! {
             _ = stop.cancelled() => break,
@@ -103,12 +91,19 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
-        let connection = builder
-            .serve_connection_with_upgrades(TokioIo::new(stream), service)
-            .into_owned();
-        let connection = graceful.watch(connection);
+        let (builders, watcher) = (builders.clone(), graceful.watcher());
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            // Bounded like a slow request head: a client that never speaks is closed.
+            let Ok(Ok(protocol)) =
+                tokio::time::timeout(limits.idle_timeout, Protocol::of(&stream)).await
+            else {
+                drop(slot);
+                return;
+            };
+            let connection = builders
+                .for_protocol(protocol)
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(error) = watcher.watch(connection).await {
                 tracing::debug!(%error, "Connection ended with an error");
             }
             drop(slot);
@@ -116,4 +111,82 @@ pub async fn serve(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// What a connection speaks: HTTP/1.1, or HTTP/2 with prior knowledge (h2c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// HTTP/2's connection preface, the first bytes an h2c client sends.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+impl Protocol {
+    /// Tells the protocol from the first bytes without consuming them.
+    ///
+    /// hyper's automatic detection reads them and replays them in front of the stream, which
+    /// makes the HTTP/1 read buffer grow past its first 8 KiB on every connection: 8 KiB more
+    /// per request in flight. Peeking leaves the bytes where hyper reads them anyway.
+    async fn of(stream: &TcpStream) -> io::Result<Self> {
+        let mut first = [0u8; H2_PREFACE.len()];
+        loop {
+            let read = stream.peek(&mut first).await?;
+            if read == 0 || first[..read] != H2_PREFACE[..read] {
+                // A closed connection is left to hyper, which ends it quietly.
+                return Ok(Self::Http1);
+            }
+            if read == H2_PREFACE.len() {
+                return Ok(Self::Http2);
+            }
+            // A prefix of the preface (as short as the "P" of a POST): wait for more bytes.
+            // Peeking again at once would return the same bytes in a busy loop.
+            tokio::time::sleep(PREFACE_WAIT).await;
+        }
+    }
+}
+
+/// How long to wait for more bytes while the first ones could still be HTTP/2's preface.
+const PREFACE_WAIT: Duration = Duration::from_millis(2);
+
+/// A connection builder per protocol, both with the listener's limits.
+struct Builders {
+    http1: Builder<TokioExecutor>,
+    http2: Builder<TokioExecutor>,
+}
+
+impl Builders {
+    fn new(limits: &ListenerLimits) -> Self {
+        Self {
+            http1: Self::configured(Builder::new(TokioExecutor::new()).http1_only(), limits),
+            http2: Self::configured(Builder::new(TokioExecutor::new()).http2_only(), limits),
+        }
+    }
+
+    fn configured(
+        mut builder: Builder<TokioExecutor>,
+        limits: &ListenerLimits,
+    ) -> Builder<TokioExecutor> {
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            // Covers a slow request head and the wait for the next request on a kept-alive
+            // connection: hyper arms it whenever it starts reading a head.
+            .header_read_timeout(limits.idle_timeout)
+            .max_buf_size(limits.max_header_bytes);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(limits.idle_timeout)
+            .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
+        builder
+    }
+
+    fn for_protocol(&self, protocol: Protocol) -> &Builder<TokioExecutor> {
+        match protocol {
+            Protocol::Http1 => &self.http1,
+            Protocol::Http2 => &self.http2,
+        }
+    }
 }

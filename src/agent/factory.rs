@@ -29,7 +29,7 @@ pub const CLARIFICATION: &str = "ClarificationMiddleware";
 
 #[derive(Clone, Default)]
 pub struct AgentOptions {
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<Arc<str>>,
     /// An explicit chain, used as given. Mutually exclusive with `features`.
     pub middleware: Option<Vec<MiddlewareRef>>,
     pub features: Option<RuntimeFeatures>,

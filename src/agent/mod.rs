@@ -30,7 +30,7 @@ pub struct Agent {
     pub model: Arc<dyn ChatModel>,
     pub tools: Vec<ToolRef>,
     pub middleware: Vec<MiddlewareRef>,
-    pub system_prompt: Option<String>,
+    pub system_prompt: Option<Arc<str>>,
     pub recursion_limit: u32,
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
 }

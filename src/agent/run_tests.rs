@@ -397,7 +397,7 @@ async fn recursion_limit_stops_with_a_clear_error() {
     assert!(outcome.error.unwrap().message.contains("recursion_limit"));
     let mut last = None;
     let mut saw_error = false;
-    while let Ok(event) = rx.try_recv() {
+    while let Some(event) = rx.try_recv() {
         saw_error |=
             matches!(&event, RunEvent::Error { code, .. } if *code == ErrorCode::RecursionLimit);
         last = Some(event);
@@ -485,7 +485,7 @@ async fn model_error_ends_the_run_and_keeps_earlier_steps() {
     let record = outcome.state.last_ai().unwrap();
     assert!(record.meta.hide_from_ui && record.meta.extra["turn_failed"]["code"] == "model_error");
     let mut codes = Vec::new();
-    while let Ok(event) = rx.try_recv() {
+    while let Some(event) = rx.try_recv() {
         if let RunEvent::Error { code, .. } = event {
             codes.push(code);
         }

@@ -203,7 +203,9 @@ impl<'a> ModelNext<'a> {
                     .wrap_model_call(request, self.state, self.ctx, next)
                     .await
             }
-            None => stream_model(self.model, request, self.ctx).await,
+            // Boxed: every layer's future embeds this one's type, so inline it would make each
+            // of the chain's (boxed) layers as large as the whole streaming state.
+            None => Box::pin(stream_model(self.model, request, self.ctx)).await,
         }
     }
 }

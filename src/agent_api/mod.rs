@@ -15,7 +15,7 @@ mod tool;
 
 pub use context::{RunContext, ToolContext};
 pub use dropped::DroppedMessagesSink;
-pub use events::{ErrorCode, EventSink, RunEvent, StopReason};
+pub use events::{ErrorCode, EventSink, RunEvent, RunEvents, StopReason};
 pub use middleware::{
     Anchors, Flow, HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,
     ToolResult,

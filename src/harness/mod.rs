@@ -19,13 +19,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::RunOutcome;
-use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason};
+use crate::agent_api::{EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason};
 use crate::agents::AgentStore;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
@@ -66,7 +65,7 @@ pub struct RunRequest {
 pub struct RunHandle {
     pub run_id: String,
     pub thread_id: String,
-    pub events: UnboundedReceiver<RunEvent>,
+    pub events: RunEvents,
     pub cancel: CancellationToken,
     pub outcome: JoinHandle<RunOutcome>,
 }
@@ -312,7 +311,7 @@ impl Harness {
         // back until the thread's final status is stored, so a client that sees the end of a
         // run never reads a stale `busy` status.
         let (events, mut agent_events) = EventSink::channel(want_values);
-        let (caller_events, receiver) = tokio::sync::mpsc::unbounded_channel();
+        let (caller_events, receiver) = RunEvents::channel();
         let mut ctx = RunContext::new(thread_id.clone(), user_id, config);
         ctx.run_id = run_id.clone();
         ctx.agent_name = lead.agent_name;
@@ -326,9 +325,9 @@ impl Harness {
         let outcome = self.inner.tracker.spawn(async move {
             let mut meter = RunMeter::default();
             let relay = async {
-                while let Some(event) = agent_events.recv().await {
+                while let Some(event) = agent_events.recv_boxed().await {
                     meter.observe(&event, &model_name);
-                    if matches!(event, RunEvent::Finished { .. }) {
+                    if matches!(*event, RunEvent::Finished { .. }) {
                         return Some(event);
                     }
                     let _ = caller_events.send(event);
@@ -340,9 +339,9 @@ impl Harness {
                 // Sub-agents of a cancelled run wind down after it; what they report (their
                 // end, their tokens) still belongs to this run.
                 subagents.wait().await;
-                while let Ok(event) = agent_events.try_recv() {
+                while let Some(event) = agent_events.try_recv() {
                     meter.observe(&event, &model_name);
-                    let _ = caller_events.send(event);
+                    let _ = caller_events.send(Box::new(event));
                 }
             }
             meter.save(&usage, &ctx.user_id);

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
-use crate::harness::{RunError, RunRequest};
+use crate::harness::{RunError, RunHandle, RunRequest};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::LeadAgentError;
@@ -238,9 +238,17 @@ pub(crate) async fn wait(
 ) -> Result<Response, ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
     let request = run_request(&user, &thread_id, body, false)?;
-    let handle = state.harness.start_run(request).await.map_err(run_error)?;
-    let run_id = handle.run_id.clone();
-    let outcome = handle.outcome.await.map_err(ApiError::internal)?;
+    // Starting a run (building its agent) is a large future of its own: boxed, it is freed once
+    // the run is under way instead of sizing this handler's future for the whole wait.
+    let handle = Box::pin(state.harness.start_run(request))
+        .await
+        .map_err(run_error)?;
+    // Nobody reads the events of a run waited for: dropping them at once keeps the run's
+    // streamed text from queueing up until it ends.
+    let RunHandle {
+        run_id, outcome, ..
+    } = handle;
+    let outcome = outcome.await.map_err(ApiError::internal)?;
     let status = outcome
         .error
         .as_ref()

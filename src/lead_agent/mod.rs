@@ -251,8 +251,8 @@ pub fn make_lead_agent(
         mounts: &mounts,
     };
     let system_prompt = match deps.cache {
-        Some(cache) => cache.prompt(&prompt_options).to_string(),
-        None => apply_prompt_template(&prompt_options),
+        Some(cache) => cache.prompt(&prompt_options),
+        None => apply_prompt_template(&prompt_options).into(),
     };
 
     let memory = deps.memory.filter(|_| config.memory.enabled);

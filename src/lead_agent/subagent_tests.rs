@@ -9,9 +9,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream;
 use serde_json::{Value, json};
-use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason, ToolRef};
+use crate::agent_api::{
+    EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
+};
 use crate::config::AppConfig;
 use crate::config::subagents::CustomSubagentConfig;
 use crate::lead_agent::{LeadAgentDeps, make_lead_agent};
@@ -158,9 +159,9 @@ async fn run_lead(model: Arc<TestModel>, config: AppConfig, dir: &tempfile::Temp
     }
 }
 
-fn drain(receiver: &mut UnboundedReceiver<RunEvent>) -> Vec<RunEvent> {
+fn drain(receiver: &mut RunEvents) -> Vec<RunEvent> {
     let mut events = Vec::new();
-    while let Ok(event) = receiver.try_recv() {
+    while let Some(event) = receiver.try_recv() {
         events.push(event);
     }
     events

@@ -4,14 +4,14 @@
 //! question (plus a `human_input_request` artifact for surfaces) and ends the run. The user's
 //! next message resumes the same thread with the question in its history.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::agent_api::{Middleware, ToolNext, ToolResult};
+use crate::agent_api::{MemoSpec, Middleware, ToolNext, ToolResult};
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, schema_for};
 use crate::messages::{ToolCall, ToolMessage};
 
@@ -188,7 +188,10 @@ impl Middleware for ClarificationMiddleware {
     }
 
     fn tools(&self) -> Vec<ToolRef> {
-        vec![Arc::new(AskClarificationTool)]
+        // Built once per process: a run's agent is built per run, and the schema is ~4 KiB.
+        static TOOL: LazyLock<ToolRef> =
+            LazyLock::new(|| MemoSpec::wrap(Arc::new(AskClarificationTool)));
+        vec![TOOL.clone()]
     }
 
     async fn wrap_tool_call(

@@ -92,7 +92,7 @@ mod tests {
             state.apply(result.update).unwrap();
         }
         let mut emitted = Vec::new();
-        while let Ok(event) = rx.try_recv() {
+        while let Some(event) = rx.try_recv() {
             emitted.push(event);
         }
         (state.last_ai().unwrap().clone(), emitted)

@@ -5,7 +5,7 @@
 //! longer in the context (summarization dropped it) the model gets one reminder of the list, and
 //! a model that stops while items are still open is asked, once per run, to finish or explain.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent_api::RunContext;
-use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunEvent};
+use crate::agent_api::{HookResult, MemoSpec, Middleware, MiddlewareError, RunEvent};
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, parse_args, schema_for};
 use crate::messages::Message;
 use crate::middleware::support::hidden_human;
@@ -74,7 +74,9 @@ impl Middleware for TodoMiddleware {
     }
 
     fn tools(&self) -> Vec<ToolRef> {
-        vec![Arc::new(WriteTodosTool)]
+        // Built once per process, like every registry tool's spec.
+        static TOOL: LazyLock<ToolRef> = LazyLock::new(|| MemoSpec::wrap(Arc::new(WriteTodosTool)));
+        vec![TOOL.clone()]
     }
 
     /// Re-shows the list once its `write_todos` call left the context (summarization dropped

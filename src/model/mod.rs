@@ -63,6 +63,10 @@ impl ModelRequest {
         let mut bytes = Vec::with_capacity(hint);
         // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
         let _ = serde_json::to_writer(&mut bytes, body);
+        // The body is held until the answer comes (the HTTP client keeps it to resend on a
+        // redirect), so an over-estimate would stay allocated for the whole model call.
+        // Shrinking gives the tail back in place; it does not copy.
+        bytes.shrink_to_fit();
         bytes
     }
 }

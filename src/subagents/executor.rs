@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::agent::{Agent, AgentOptions, Feature, RunOutcome, RuntimeFeatures, create_agent};
-use crate::agent_api::{EventSink, RunContext, RunEvent, RunOptions, StopReason, ToolRef};
+use crate::agent_api::{
+    EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
+};
 use crate::agents::SkillSummary;
 use crate::messages::{Message, Usage};
 use crate::model::{ChatModel, ModelRegistry};
@@ -217,7 +218,7 @@ impl SubagentRunner {
             model,
             spec.filter_tools(self.tools.clone()),
             AgentOptions {
-                system_prompt: Some(self.prompt(spec)),
+                system_prompt: Some(self.prompt(spec).into()),
                 features: Some(features),
                 sandbox_provider: self.sandbox.clone(),
                 name: Some(format!("subagent:{}", spec.name)),
@@ -292,7 +293,7 @@ struct Watch {
 
 impl Watch {
     /// Forwards each new AI message as `task_running` and sums the tokens, until `Finished`.
-    async fn forward(self, mut events: UnboundedReceiver<RunEvent>) -> Watched {
+    async fn forward(self, mut events: RunEvents) -> Watched {
         let mut watched = Watched::default();
         while let Some(event) = events.recv().await {
             match event {

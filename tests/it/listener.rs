@@ -130,3 +130,53 @@ async fn stopping_lets_open_requests_finish_and_refuses_new_connections() {
         "the listener is closed"
     );
 }
+
+#[tokio::test]
+async fn a_client_that_connects_and_never_speaks_is_closed_after_the_timeout() {
+    let (addr, stop) = start(ListenerLimits {
+        idle_timeout: Duration::from_secs(1),
+        ..limits()
+    })
+    .await;
+    let mut silent = TcpStream::connect(addr).await.unwrap();
+    let mut buffer = [0; 16];
+    let closed = tokio::time::timeout(Duration::from_secs(10), silent.read(&mut buffer))
+        .await
+        .expect("the server hangs up on a client that sends nothing");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn http2_with_prior_knowledge_and_http1_are_both_served() {
+    let (addr, stop) = start(limits()).await;
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let response = h2.get(format!("http://{addr}/")).send().await.unwrap();
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.text().await.unwrap(), "hello");
+    // A request whose first byte ("P", as HTTP/2's preface begins) arrives on its own is
+    // still HTTP/1.1 once the next bytes come.
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(b"P").await.unwrap();
+    stream.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    stream
+        .write_all(b"OST / HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buffer = vec![0; 1024];
+    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
+        .await
+        .expect("answered")
+        .unwrap();
+    // The route only has GET: hyper parsed the request and axum answered it.
+    assert!(
+        String::from_utf8_lossy(&buffer[..n]).starts_with("HTTP/1.1 405"),
+        "{}",
+        String::from_utf8_lossy(&buffer[..n])
+    );
+    stop.cancel();
+}

@@ -254,7 +254,7 @@ async fn an_answer_cut_at_max_tokens_says_so_with_both_providers() {
         let expected = format!("Once upon a time\n\n{LENGTH_NOTE}");
         assert_eq!(outcome.state.last_ai().unwrap().content, expected);
         let mut streamed = String::new();
-        while let Ok(event) = rx.try_recv() {
+        while let Some(event) = rx.try_recv() {
             if let RunEvent::TextDelta { delta, .. } = event {
                 streamed.push_str(&delta);
             }
