@@ -91,14 +91,19 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
-        let (builders, watcher) = (builders.clone(), graceful.watcher());
+        let (builders, watcher, stop) = (builders.clone(), graceful.watcher(), stop.clone());
         tokio::spawn(async move {
-            // Bounded like a slow request head: a client that never speaks is closed.
-            let Ok(Ok(protocol)) =
-                tokio::time::timeout(limits.idle_timeout, Protocol::of(&stream)).await
-            else {
-                drop(slot);
-                return;
+            let _slot = slot;
+            // Bounded like a slow request head: a client that never speaks is closed, and one
+            // still silent when the daemon stops does not hold the stop up.
+            let protocol = tokio::select! {
+                _ = stop.cancelled() => return,
+                peeked = tokio::time::timeout(limits.idle_timeout, Protocol::of(&stream)) => {
+                    match peeked {
+                        Ok(Ok(protocol)) => protocol,
+                        _ => return,
+                    }
+                }
             };
             let connection = builders
                 .for_protocol(protocol)
@@ -106,7 +111,6 @@ pub async fn serve(
             if let Err(error) = watcher.watch(connection).await {
                 tracing::debug!(%error, "Connection ended with an error");
             }
-            drop(slot);
         });
     }
     drop(listener);
@@ -158,16 +162,7 @@ struct Builders {
 
 impl Builders {
     fn new(limits: &ListenerLimits) -> Self {
-        Self {
-            http1: Self::configured(Builder::new(TokioExecutor::new()).http1_only(), limits),
-            http2: Self::configured(Builder::new(TokioExecutor::new()).http2_only(), limits),
-        }
-    }
-
-    fn configured(
-        mut builder: Builder<TokioExecutor>,
-        limits: &ListenerLimits,
-    ) -> Builder<TokioExecutor> {
+        let mut builder = Builder::new(TokioExecutor::new());
         builder
             .http1()
             .timer(TokioTimer::new())
@@ -180,7 +175,10 @@ impl Builders {
             .timer(TokioTimer::new())
             .keep_alive_interval(limits.idle_timeout)
             .max_header_list_size(u32::try_from(limits.max_header_bytes).unwrap_or(u32::MAX));
-        builder
+        Self {
+            http1: builder.clone().http1_only(),
+            http2: builder.http2_only(),
+        }
     }
 
     fn for_protocol(&self, protocol: Protocol) -> &Builder<TokioExecutor> {
