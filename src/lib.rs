@@ -11,6 +11,7 @@ pub mod agents_cli;
 pub mod artifacts;
 pub mod bench;
 pub mod bench_daemon;
+pub mod body_buffers;
 pub mod channels;
 pub mod chat;
 pub mod client;

@@ -45,6 +45,7 @@ pub async fn run(harness: Harness, stop: CancellationToken) {
 
 /// Returns free heap pages to the OS; a no-op where the allocator does that by itself.
 pub fn release_free_heap() {
+    crate::body_buffers::release();
     #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "mimalloc")))]
     // SAFETY: malloc_trim only reorganises the allocator's own free lists under its locks; it
     // takes no pointers and is safe to call from any thread at any time.

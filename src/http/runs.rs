@@ -258,7 +258,7 @@ pub(crate) async fn wait(
         .map(|failure| json!({"code": failure.code, "message": failure.message}));
     // Sized once: axum's `Json` starts at 128 bytes and doubles, copying a long thread's state
     // a dozen times on its way out.
-    let mut body = Vec::with_capacity(outcome.state.json_size_hint());
+    let mut body = crate::body_buffers::buffer(outcome.state.json_size_hint());
     let wait = WaitResponse {
         run_id,
         thread_id,
@@ -268,6 +268,7 @@ pub(crate) async fn wait(
     };
     serde_json::to_writer(&mut body, &wait).map_err(ApiError::internal)?;
     let json = HeaderValue::from_static("application/json");
+    let body = crate::body_buffers::into_body(body);
     Ok((status, [(header::CONTENT_TYPE, json)], body).into_response())
 }
 

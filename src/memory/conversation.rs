@@ -48,11 +48,20 @@ pub fn recent_conversation_of(
         .collect();
     recent.reverse();
     for message in &mut recent {
-        if let Some((cut, _)) = message.content.char_indices().nth(max_chars) {
-            message.content.truncate(cut);
-        }
+        truncate_chars(&mut message.content, max_chars);
     }
     recent
+}
+
+/// Cuts `text` to its first `max_chars` characters. A text of no more bytes than that is left
+/// alone without walking it: this runs over every kept message on every turn.
+pub fn truncate_chars(text: &mut String, max_chars: usize) {
+    if text.len() <= max_chars {
+        return;
+    }
+    if let Some((cut, _)) = text.char_indices().nth(max_chars) {
+        text.truncate(cut);
+    }
 }
 
 fn conversation_message(message: &Message) -> Option<ConversationMessage> {
@@ -70,5 +79,25 @@ fn conversation_message(message: &Message) -> Option<ConversationMessage> {
             })
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncate_chars;
+
+    #[test]
+    fn truncation_counts_characters_not_bytes() {
+        let mut text = "héllo wörld".to_string();
+        truncate_chars(&mut text, 5);
+        assert_eq!(text, "héllo");
+        let mut short = "é".repeat(4);
+        truncate_chars(&mut short, 4);
+        assert_eq!(short, "éééé", "four characters in eight bytes fit four");
+        let mut ascii = "abc".to_string();
+        truncate_chars(&mut ascii, 3);
+        assert_eq!(ascii, "abc");
+        truncate_chars(&mut ascii, 0);
+        assert_eq!(ascii, "");
     }
 }

@@ -59,9 +59,7 @@ fn bound(messages: &mut Vec<ConversationMessage>) {
     let excess = messages.len().saturating_sub(MAX_MESSAGES);
     messages.drain(..excess);
     for message in messages.iter_mut() {
-        if let Some((cut, _)) = message.content.char_indices().nth(MAX_MESSAGE_CHARS) {
-            message.content.truncate(cut);
-        }
+        crate::memory::conversation::truncate_chars(&mut message.content, MAX_MESSAGE_CHARS);
     }
 }
 

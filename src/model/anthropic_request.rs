@@ -18,7 +18,7 @@ pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// The JSON body of one streaming Messages request.
-pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> Vec<u8> {
+pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> bytes::Bytes {
     let (system, messages) = convert_messages(request);
     let mut max_tokens = request
         .max_tokens

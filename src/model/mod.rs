@@ -55,19 +55,18 @@ pub struct ModelRequest {
 impl ModelRequest {
     /// Serializes a provider's `body` for this request into a buffer sized once from the
     /// request: grown by doubling, a long history would be copied a dozen times.
-    pub(crate) fn body_json(&self, body: &impl serde::Serialize) -> Vec<u8> {
+    pub(crate) fn body_json(&self, body: &impl serde::Serialize) -> bytes::Bytes {
         let hint = crate::messages::json_size_hint(&self.messages)
             + self.system.as_ref().map_or(0, String::len)
             + self.tools.len() * 1024
             + 512;
-        let mut bytes = Vec::with_capacity(hint);
+        let mut bytes = crate::body_buffers::buffer(hint);
         // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
         let _ = serde_json::to_writer(&mut bytes, body);
         // The body is held until the answer comes (the HTTP client keeps it to resend on a
-        // redirect), so an over-estimate would stay allocated for the whole model call.
-        // Shrinking gives the tail back in place; it does not copy.
-        bytes.shrink_to_fit();
-        bytes
+        // redirect): a small one gives its unused tail back, a long thread's keeps its buffer
+        // warm for the next turn.
+        crate::body_buffers::into_body(bytes)
     }
 }
 

@@ -11,7 +11,7 @@ use crate::messages::{AiMessage, HumanMessage, Message, Text, ToolCall};
 use crate::model::{ModelRequest, ToolChoice, ToolSpec};
 
 /// The JSON body of one streaming Chat Completions request.
-pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> Vec<u8> {
+pub(crate) fn request_body(config: &ModelConfig, request: &ModelRequest) -> bytes::Bytes {
     request.body_json(&Body::new(config, request))
 }
 
