@@ -6,7 +6,8 @@
 //! hands the free pages back (down to the pre-burst level). Trimming walks every arena, so it
 //! runs only when no run is in flight and some finished since the last trim, not per run.
 //! The same check drops thread states idle past `cache.thread_states_idle_minutes` from the
-//! cache (and trims after it), so memory settles back when conversations pause.
+//! cache (and trims after it), so memory settles back when conversations pause, and folds the
+//! metrics' pending histogram samples, which otherwise pile up until `/metrics` is scraped.
 
 use std::time::Duration;
 
@@ -29,6 +30,7 @@ pub async fn run(harness: Harness, stop: CancellationToken) {
             () = stop.cancelled() => return,
             _ = ticks.tick() => {}
         }
+        crate::metrics::fold_histograms();
         // Quiet for a whole interval: the burst's connections have closed by now too (trimming
         // the moment the last run ended left their buffers, freed a moment later, in the heap).
         let evicted = harness.evict_idle_threads();
