@@ -6,7 +6,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod history;
 mod text;
+pub use history::History;
 pub use text::Text;
 
 /// One message in a thread. `type` is the JSON tag (`system`, `human`, `ai`, `tool`).

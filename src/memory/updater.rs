@@ -260,7 +260,7 @@ fn build_request(
     text.push_str("</conversation>");
     Ok(ModelRequest {
         system: Some(SYSTEM_PROMPT.to_string()),
-        messages: vec![Message::human(text)],
+        messages: vec![Message::human(text)].into(),
         ..Default::default()
     })
 }

@@ -45,8 +45,11 @@ impl Middleware for DanglingToolCallMiddleware {
         _ctx: &RunContext,
         next: ModelNext<'_>,
     ) -> Result<AiMessage, ModelError> {
-        let messages = repair_tool_pairing(std::mem::take(&mut request.messages));
-        request.messages = merge_adjacent_human_messages(messages);
+        // Checked on the shared history first: taking it out to rebuild would copy it.
+        if !is_well_paired(&request.messages) || has_adjacent_humans(&request.messages) {
+            let messages = repair_tool_pairing(std::mem::take(&mut request.messages).into_vec());
+            request.messages = merge_adjacent_human_messages(messages).into();
+        }
         next.call(request).await
     }
 }

@@ -225,7 +225,7 @@ mod tests {
         };
         hidden.meta.hide_from_ui = true;
         let state = ThreadState {
-            messages: vec![Message::system("s"), Message::Human(hidden)],
+            messages: vec![Message::system("s"), Message::Human(hidden)].into(),
             ..Default::default()
         };
         let result = middleware().before_agent(&state, &ctx).await.unwrap();
@@ -243,7 +243,7 @@ mod tests {
         if let Message::Human(h) = &mut note {
             h.name = Some("upload_note".into());
         }
-        state.messages = vec![user, note];
+        state.messages = vec![user, note].into();
         let result = middleware().before_agent(&state, &ctx).await.unwrap();
         state.apply(result.update).unwrap();
         let ids: Vec<&str> = state.messages.iter().map(Message::id).collect();

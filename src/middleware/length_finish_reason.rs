@@ -80,7 +80,7 @@ mod tests {
 
     async fn check(ai: AiMessage) -> (AiMessage, Vec<RunEvent>) {
         let mut state = ThreadState {
-            messages: vec![Message::human("write a lot"), Message::Ai(ai)],
+            messages: vec![Message::human("write a lot"), Message::Ai(ai)].into(),
             ..Default::default()
         };
         let (events, mut rx) = EventSink::channel(false);

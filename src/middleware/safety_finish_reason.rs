@@ -88,7 +88,7 @@ mod tests {
             ..Default::default()
         };
         let mut state = ThreadState {
-            messages: vec![Message::Ai(ai)],
+            messages: vec![Message::Ai(ai)].into(),
             ..Default::default()
         };
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));

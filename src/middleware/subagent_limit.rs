@@ -178,7 +178,8 @@ mod tests {
             messages: vec![response(
                 "a",
                 &["task", "ls", "task", "task", "bash", "task"],
-            )],
+            )]
+            .into(),
             ..Default::default()
         };
         let mut ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
@@ -193,7 +194,7 @@ mod tests {
     #[tokio::test]
     async fn five_calls_with_the_default_limit_keep_the_first_three() {
         let mut state = ThreadState {
-            messages: vec![response("a", &["task"; 5])],
+            messages: vec![response("a", &["task"; 5])].into(),
             ..Default::default()
         };
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
@@ -204,7 +205,7 @@ mod tests {
     async fn the_run_total_spans_responses_and_ends_the_run_when_spent() {
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
         let mut state = ThreadState {
-            messages: vec![response("a", &["task"; 3])],
+            messages: vec![response("a", &["task"; 3])].into(),
             ..Default::default()
         };
         assert_eq!(limit(&mut state, &ctx).await.len(), 3);
@@ -245,7 +246,7 @@ mod tests {
         let mut ctx = RunContext::new("t", "u", Arc::new(config));
         ctx.options.max_concurrent_subagents = Some(99);
         let mut state = ThreadState {
-            messages: vec![response("a", &["task"; 6])],
+            messages: vec![response("a", &["task"; 6])].into(),
             ..Default::default()
         };
         // Total clamped up to 1, concurrency down to 4: one runs.
@@ -253,7 +254,7 @@ mod tests {
         ctx.options.max_total_subagents = Some(1000);
         ctx.options.max_concurrent_subagents = Some(0);
         let mut state = ThreadState {
-            messages: vec![response("b", &["task"; 6])],
+            messages: vec![response("b", &["task"; 6])].into(),
             ..Default::default()
         };
         assert_eq!(limit(&mut state, &ctx).await, ["b-c0"]);

@@ -102,7 +102,8 @@ impl SummarizationMiddleware {
             messages: vec![Message::human(summary_prompt(
                 older,
                 self.config.trim_tokens_to_summarize,
-            ))],
+            ))]
+            .into(),
             ..Default::default()
         };
         let mut stream = self.model.stream(&request).await?;

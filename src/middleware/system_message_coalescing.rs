@@ -71,7 +71,8 @@ mod tests {
                 Message::system("<system-reminder>date</system-reminder>"),
                 Message::human("hi"),
                 Message::system("late note"),
-            ],
+            ]
+            .into(),
             ..Default::default()
         };
         coalesce_system_messages(&mut request);
@@ -86,7 +87,7 @@ mod tests {
     fn leaves_requests_without_system_messages_alone() {
         let mut request = ModelRequest {
             system: Some("base".into()),
-            messages: vec![Message::human("hi")],
+            messages: vec![Message::human("hi")].into(),
             ..Default::default()
         };
         let before = request.clone();

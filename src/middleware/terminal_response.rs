@@ -94,7 +94,8 @@ mod tests {
                     ..Default::default()
                 }),
                 Message::Tool(ToolMessage::success(&call, "a.txt")),
-            ],
+            ]
+            .into(),
             ..Default::default()
         }
     }
@@ -132,7 +133,7 @@ mod tests {
             .unwrap();
         assert_eq!(result, HookResult::proceed());
         let chat = ThreadState {
-            messages: vec![Message::human("hi"), Message::ai("")],
+            messages: vec![Message::human("hi"), Message::ai("")].into(),
             ..Default::default()
         };
         let result = TerminalResponseMiddleware

@@ -73,7 +73,7 @@ async fn model_title(
     thread_id: &str,
 ) -> Option<String> {
     let request = ModelRequest {
-        messages: vec![Message::human(title_prompt(user, answer, config.max_words))],
+        messages: vec![Message::human(title_prompt(user, answer, config.max_words))].into(),
         ..Default::default()
     };
     let raw = match tokio::time::timeout(TITLE_TIMEOUT, complete(model, request)).await {
@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn the_title_request_is_recognised_as_one() {
         let request = ModelRequest {
-            messages: vec![Message::human(title_prompt("hi", "hello", 6))],
+            messages: vec![Message::human(title_prompt("hi", "hello", 6))].into(),
             ..Default::default()
         };
         assert_eq!(
@@ -277,7 +277,8 @@ mod tests {
             messages: vec![
                 Message::human("Please help me plan a week-long trip to Rome in the spring"),
                 Message::ai("Sure! Here is a plan."),
-            ],
+            ]
+            .into(),
             ..Default::default()
         }
     }

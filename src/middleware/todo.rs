@@ -264,7 +264,7 @@ mod tests {
     async fn asks_to_continue_once_per_run() {
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
         let mut state = ThreadState {
-            messages: vec![Message::human("do it"), Message::ai("done?")],
+            messages: vec![Message::human("do it"), Message::ai("done?")].into(),
             todos: Some(vec![
                 todo("a", TodoStatus::Completed),
                 todo("b", TodoStatus::Pending),
@@ -293,7 +293,7 @@ mod tests {
             ..Default::default()
         });
         let mut state = ThreadState {
-            messages: vec![Message::human("start"), write],
+            messages: vec![Message::human("start"), write].into(),
             todos: Some(vec![
                 todo("a", TodoStatus::InProgress),
                 todo("b", TodoStatus::Pending),
@@ -351,7 +351,7 @@ mod tests {
     async fn completed_lists_do_not_nudge() {
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
         let state = ThreadState {
-            messages: vec![Message::human("do it"), Message::ai("done")],
+            messages: vec![Message::human("do it"), Message::ai("done")].into(),
             todos: Some(vec![todo("a", TodoStatus::Completed)]),
             ..Default::default()
         };

@@ -73,9 +73,15 @@ impl Middleware for UploadsMiddleware {
         _ctx: &RunContext,
         next: ModelNext<'_>,
     ) -> Result<AiMessage, ModelError> {
+        // Looked up on the shared history: changing it copies it, so only a turn with
+        // uploads does.
         let last_human = request.messages.iter().rposition(Message::is_genuine_human);
-        if let Some(Message::Human(human)) = last_human.map(|i| &mut request.messages[i])
-            && let Some(block) = human.meta.extra.get("files").and_then(uploads_block)
+        let block = last_human.and_then(|i| match &request.messages[i] {
+            Message::Human(human) => human.meta.extra.get("files").and_then(uploads_block),
+            _ => None,
+        });
+        if let (Some(i), Some(block)) = (last_human, block)
+            && let Message::Human(human) = &mut request.messages[i]
         {
             human.content = format!("{block}{}", human.content).into();
         }
@@ -117,7 +123,7 @@ mod tests {
                 .insert("files".into(), json!([{"filename": "a.csv", "size": 2048}]));
         }
         let state = ThreadState {
-            messages: vec![Message::human("earlier"), Message::ai("ok"), upload],
+            messages: vec![Message::human("earlier"), Message::ai("ok"), upload].into(),
             ..Default::default()
         };
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));

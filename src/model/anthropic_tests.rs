@@ -49,7 +49,8 @@ fn history_merges_tool_results_and_echoes_signed_thinking() {
             Message::Tool(ToolMessage::error(&call("b"), "no such file")),
             Message::Ai(AiMessage::default()),
             Message::human("thanks"),
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     let (system, messages) = convert_messages(&request);

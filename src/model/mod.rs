@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use crate::messages::{AiMessage, Message};
+use crate::messages::{AiMessage, History};
 
 /// A model the agent loop can call.
 #[async_trait]
@@ -41,7 +41,7 @@ pub enum ModelEvent {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelRequest {
     pub system: Option<String>,
-    pub messages: Vec<Message>,
+    pub messages: History,
     /// Shared: each spec is built once per tool registry, the list once per run.
     pub tools: Arc<[Arc<ToolSpec>]>,
     pub tool_choice: Option<ToolChoice>,

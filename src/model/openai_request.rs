@@ -328,7 +328,8 @@ mod tests {
                 Message::Tool(ToolMessage::success(&call, "hello")),
                 Message::Tool(ToolMessage::error(&bad, "invalid arguments")),
                 Message::ai("done"),
-            ],
+            ]
+            .into(),
             ..Default::default()
         };
         let body = body(&config(), &request);

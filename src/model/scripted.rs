@@ -324,7 +324,8 @@ mod tests {
             messages: vec![Message::human(format!(
                 "{} (max 6 words) for this conversation.",
                 crate::model::background::TITLE_PROMPT_START
-            ))],
+            ))]
+            .into(),
             ..Default::default()
         };
         let model = ScriptedModel::text("m", "the run's answer");

@@ -162,7 +162,7 @@ impl Middleware for SkillActivationMiddleware {
                     skill.location,
                     body.trim_end()
                 );
-                for message in &mut request.messages {
+                for message in request.messages.iter_mut() {
                     if let Message::Human(human) = message
                         && Some(human.id.as_str()) == human_id.as_deref()
                     {

@@ -11,14 +11,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::messages::Message;
+use crate::messages::{History, Message};
 
 pub use changes::StateChanges;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ThreadState {
     #[serde(default)]
-    pub messages: Vec<Message>,
+    pub messages: History,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -317,7 +317,7 @@ mod tests {
 
     fn full_state() -> ThreadState {
         ThreadState {
-            messages: vec![Message::human("hi")],
+            messages: vec![Message::human("hi")].into(),
             sandbox: Some(SandboxState {
                 sandbox_id: "s".into(),
             }),
@@ -404,7 +404,7 @@ mod tests {
         ));
         let folded = fold(&head, &records).unwrap();
         let expected = ThreadState {
-            messages: vec![a, b],
+            messages: vec![a, b].into(),
             ..state.clone()
         };
         assert_eq!(folded.state, expected);

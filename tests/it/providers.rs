@@ -55,7 +55,7 @@ fn app(models: Vec<ModelConfig>, base_delay_ms: u64) -> AppConfig {
 fn ask(text: &str) -> ModelRequest {
     ModelRequest {
         system: Some("you are a test".into()),
-        messages: vec![Message::human(text)],
+        messages: vec![Message::human(text)].into(),
         ..Default::default()
     }
 }
@@ -331,7 +331,8 @@ async fn requests_carry_the_converted_history_and_tools() {
                 ..Default::default()
             }),
             Message::Tool(ToolMessage::error(&call, "no such file")),
-        ],
+        ]
+        .into(),
         tools: vec![std::sync::Arc::new(ToolSpec {
             name: "read_file".into(),
             description: "Read a file".into(),

@@ -47,7 +47,7 @@ fn ctx() -> RunContext {
 /// Runs `after_model` on a state ending with `ai`, applies the update and returns the state.
 async fn observe(mw: &LoopDetectionMiddleware, ctx: &RunContext, ai: Message) -> ThreadState {
     let mut state = ThreadState {
-        messages: vec![Message::human("go"), ai],
+        messages: vec![Message::human("go"), ai].into(),
         ..Default::default()
     };
     let result = mw.after_model(&state, ctx).await.unwrap();
@@ -183,7 +183,8 @@ async fn dangling_call_gets_a_placeholder_right_after_its_ai_message_and_orphans
             Message::Tool(ToolMessage::success(&call_b, "b-done")),
             Message::Tool(orphan),
             Message::human("second"),
-        ],
+        ]
+        .into(),
         ..Default::default()
     };
     let request = request_through(&DanglingToolCallMiddleware, &state, &ctx()).await;
@@ -273,7 +274,7 @@ async fn non_interactive_runs_get_a_proceed_answer_instead() {
 async fn title_after(messages: Vec<Message>) -> Option<String> {
     let mw = TitleMiddleware::new(Default::default());
     let state = ThreadState {
-        messages,
+        messages: messages.into(),
         ..Default::default()
     };
     mw.after_model(&state, &ctx()).await.unwrap().update.title

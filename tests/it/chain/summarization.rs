@@ -59,7 +59,8 @@ fn long_thread() -> ThreadState {
             lookup_call,
             lookup_result,
             Message::ai("a3 plums are purple"),
-        ],
+        ]
+        .into(),
         todos: Some(vec![Todo {
             content: "compare the fruit".into(),
             status: TodoStatus::Completed,

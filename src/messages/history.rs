@@ -1,0 +1,124 @@
+//! [`History`]: a thread's messages, shared until someone changes them.
+//!
+//! A turn on a long thread used to copy the whole history two or three times: out of the
+//! thread-state cache, into the model request and into the values event. Behind an `Arc`
+//! those are reference-count increments; the first change made while the list is shared copies
+//! it once (`Arc::make_mut`), so no holder ever sees another's edits.
+
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::messages::Message;
+
+/// Reads as `Vec<Message>`; any mutable access unshares it first.
+#[derive(Clone, Default)]
+pub struct History(Arc<Vec<Message>>);
+
+impl History {
+    /// Whether both hold the same list (not merely equal messages).
+    pub fn shares_list_with(&self, other: &History) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The list itself: moved out when this is its only holder, copied otherwise.
+    pub fn into_vec(self) -> Vec<Message> {
+        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+    }
+}
+
+impl Deref for History {
+    type Target = Vec<Message>;
+
+    fn deref(&self) -> &Vec<Message> {
+        &self.0
+    }
+}
+
+impl DerefMut for History {
+    fn deref_mut(&mut self) -> &mut Vec<Message> {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl PartialEq for History {
+    fn eq(&self, other: &Self) -> bool {
+        self.shares_list_with(other) || *self.0 == *other.0
+    }
+}
+
+impl PartialEq<Vec<Message>> for History {
+    fn eq(&self, other: &Vec<Message>) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl fmt::Debug for History {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl From<Vec<Message>> for History {
+    fn from(messages: Vec<Message>) -> Self {
+        History(Arc::new(messages))
+    }
+}
+
+impl FromIterator<Message> for History {
+    fn from_iter<I: IntoIterator<Item = Message>>(messages: I) -> Self {
+        History(Arc::new(messages.into_iter().collect()))
+    }
+}
+
+impl<'a> IntoIterator for &'a History {
+    type Item = &'a Message;
+    type IntoIter = std::slice::Iter<'a, Message>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl Serialize for History {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for History {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Message>::deserialize(deserializer).map(History::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clones_share_the_list_until_one_changes() {
+        let history = History::from(vec![Message::human("one")]);
+        let mut copy = history.clone();
+        assert!(copy.shares_list_with(&history));
+        assert_eq!(copy, history);
+        copy.push(Message::ai("two"));
+        assert!(
+            !copy.shares_list_with(&history),
+            "the change copied the list"
+        );
+        assert_eq!(history.len(), 1, "the other holder does not see it");
+        assert_eq!(copy.len(), 2);
+        assert_eq!(copy[0], history[0]);
+        let json = serde_json::to_value(&copy).unwrap();
+        assert_eq!(json.as_array().map(Vec::len), Some(2));
+        let back: History = serde_json::from_value(json).unwrap();
+        assert_eq!(back, copy);
+        assert!(!back.shares_list_with(&copy));
+        let shared = copy.clone();
+        assert_eq!(shared.into_vec().len(), 2, "copied out while shared");
+        assert_eq!(copy.into_vec().len(), 2, "moved out once alone");
+    }
+}
