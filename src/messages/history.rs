@@ -3,7 +3,8 @@
 //! A turn on a long thread used to copy the whole history two or three times: out of the
 //! thread-state cache, into the model request and into the values event. Behind an `Arc`
 //! those are reference-count increments; the first change made while the list is shared copies
-//! it once (`Arc::make_mut`), so no holder ever sees another's edits.
+//! it once (`Arc::make_mut`), so no holder ever sees another's edits. A middleware that changes
+//! the request (the system-message coalescing, for one) therefore still copies it: look first.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
