@@ -10,12 +10,13 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::messages::Message;
 
-/// Reads as `Vec<Message>`; any mutable access unshares it first.
-#[derive(Clone, Default)]
+/// Reads as `Vec<Message>`; any mutable access unshares it first. Serialized as the plain list.
+#[derive(Clone, Default, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct History(Arc<Vec<Message>>);
 
 impl History {
@@ -50,12 +51,6 @@ impl PartialEq for History {
     }
 }
 
-impl PartialEq<Vec<Message>> for History {
-    fn eq(&self, other: &Vec<Message>) -> bool {
-        *self.0 == *other
-    }
-}
-
 impl fmt::Debug for History {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(&*self.0, f)
@@ -68,30 +63,12 @@ impl From<Vec<Message>> for History {
     }
 }
 
-impl FromIterator<Message> for History {
-    fn from_iter<I: IntoIterator<Item = Message>>(messages: I) -> Self {
-        History(Arc::new(messages.into_iter().collect()))
-    }
-}
-
 impl<'a> IntoIterator for &'a History {
     type Item = &'a Message;
     type IntoIter = std::slice::Iter<'a, Message>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.iter()
-    }
-}
-
-impl Serialize for History {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for History {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Vec::<Message>::deserialize(deserializer).map(History::from)
     }
 }
 
