@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, Inner};
-use crate::memory::queue::ModelResolver;
+use crate::memory::conversation::recent_conversation_of;
+use crate::memory::queue::{ConversationLoader, MAX_MESSAGE_CHARS, MAX_MESSAGES, ModelResolver};
 use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, MemoryUpdater};
 use crate::store::StoreRef;
 
@@ -29,6 +30,7 @@ pub(super) fn start(
     let repo = MemoryRepo::new(store.clone()).with_settings(settings.clone());
     let updater = MemoryUpdater::new(repo.clone(), settings);
     // Weak: the queue lives inside the harness and must not keep it alive.
+    let threads = inner.clone();
     let models: ModelResolver = Arc::new(move |run_model| {
         let harness = Harness {
             inner: inner.upgrade()?,
@@ -43,7 +45,19 @@ pub(super) fn start(
             .or_else(|| config.models.first().map(|m| m.name.clone()))?;
         registry.get(&name)
     });
-    match MemoryQueue::start(store, updater, models) {
+    let conversations: ConversationLoader = Arc::new(move |thread_id| {
+        let inner = threads.upgrade()?;
+        match inner.threads.state(thread_id) {
+            Ok(found) => found.map(|(_, state)| {
+                recent_conversation_of(&state.messages, MAX_MESSAGES, MAX_MESSAGE_CHARS)
+            }),
+            Err(error) => {
+                tracing::warn!(%error, %thread_id, "Could not read the thread for its memory update");
+                None
+            }
+        }
+    });
+    match MemoryQueue::start(store, updater, models, conversations) {
         Ok(queue) => Some(MemoryService { repo, queue }),
         Err(error) => {
             tracing::error!(%error, "Could not load the memory queue; long-term memory is off until restart");

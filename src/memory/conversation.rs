@@ -53,6 +53,26 @@ pub fn recent_conversation_of(
     recent
 }
 
+/// Whether the newest `max_messages` entries of [`conversation_of`] hold both something the
+/// user wrote and an answer. Walks back from the end and stops at the first of each, so a turn
+/// looks at its own messages only.
+pub fn has_exchange(messages: &[Message], max_messages: usize) -> bool {
+    let (mut user, mut answer) = (false, false);
+    for message in messages
+        .iter()
+        .rev()
+        .filter_map(conversation_message)
+        .take(max_messages)
+    {
+        user |= message.role == "user";
+        answer |= message.role == "assistant";
+        if user && answer {
+            return true;
+        }
+    }
+    false
+}
+
 /// Cuts `text` to its first `max_chars` characters. A text of no more bytes than that is left
 /// alone without walking it: this runs over every kept message on every turn.
 pub fn truncate_chars(text: &mut String, max_chars: usize) {

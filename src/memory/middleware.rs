@@ -3,13 +3,14 @@
 //!
 //! Tool calls and results, harness-injected messages (reminders, memory itself) and the
 //! `<current_uploads>` block are left out; a run whose user turns were only uploads, or that
-//! produced no answer, queues nothing.
+//! produced no answer, queues nothing. The queue reads the conversation from the thread when
+//! the update runs, so a turn hands over only the thread's name.
 
 use async_trait::async_trait;
 
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunContext};
-use crate::memory::conversation::recent_conversation_of;
-use crate::memory::queue::{MAX_MESSAGE_CHARS, MAX_MESSAGES};
+use crate::memory::conversation::has_exchange;
+use crate::memory::queue::MAX_MESSAGES;
 use crate::memory::queue::{MemoryQueue, PendingConversation};
 use crate::memory::repo::MemoryScope;
 use crate::state::ThreadState;
@@ -35,23 +36,18 @@ impl Middleware for MemoryMiddleware {
         state: &ThreadState,
         ctx: &RunContext,
     ) -> Result<HookResult, MiddlewareError> {
-        let messages = recent_conversation_of(&state.messages, MAX_MESSAGES, MAX_MESSAGE_CHARS);
-        let has_user = messages.iter().any(|m| m.role == "user");
-        let has_answer = messages.iter().any(|m| m.role == "assistant");
-        if !(has_user && has_answer) {
+        if !has_exchange(&state.messages, MAX_MESSAGES) {
             return Ok(HookResult::proceed());
         }
         let agent = ctx
             .agent_name
             .as_deref()
             .or(ctx.options.agent_name.as_deref());
-        let pending = PendingConversation {
-            scope: MemoryScope::new(ctx.user_id.clone(), agent),
-            thread_id: ctx.thread_id.clone(),
-            model_name: ctx.options.model_name.clone(),
-            earlier: Vec::new(),
-            messages,
-        };
+        let pending = PendingConversation::new(
+            MemoryScope::new(ctx.user_id.clone(), agent),
+            ctx.thread_id.clone(),
+            ctx.options.model_name.clone(),
+        );
         if let Err(error) = self.queue.enqueue(pending) {
             // Memory is best effort: the answer is already given.
             tracing::warn!(%error, thread_id = %ctx.thread_id, "Could not queue the memory update");
@@ -92,8 +88,7 @@ impl crate::agent_api::DroppedMessagesSink for DroppedToMemory {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::memory::conversation::conversation_of;
+    use crate::memory::conversation::{conversation_of, has_exchange, recent_conversation_of};
     use crate::messages::Message;
     use crate::messages::{AiMessage, HumanMessage, ToolCall, ToolMessage};
 
@@ -159,5 +154,19 @@ mod tests {
             assert_eq!(got.content, expected);
         }
         assert_eq!(recent[4].content, "answer 499");
+    }
+
+    #[test]
+    fn an_exchange_needs_a_user_text_and_an_answer_among_the_newest_entries() {
+        let question = Message::human("hello");
+        let answer = Message::ai("hi");
+        let upload_only = Message::human("<current_uploads>\n- a.pdf\n</current_uploads>");
+        assert!(has_exchange(&[question.clone(), answer.clone()], 60));
+        assert!(!has_exchange(std::slice::from_ref(&question), 60));
+        assert!(!has_exchange(&[upload_only, answer.clone()], 60));
+        let mut long = vec![question];
+        long.extend(std::iter::repeat_n(answer, 3));
+        assert!(has_exchange(&long, 4));
+        assert!(!has_exchange(&long, 3), "the question is past the window");
     }
 }

@@ -21,31 +21,41 @@ fn model() -> Arc<ScriptedModel> {
     )
 }
 
-fn start(store: StoreRef, model: Arc<ScriptedModel>) -> (MemoryQueue, MemoryRepo) {
+/// The threads' conversations as the loader reads them (a thread missing here is gone).
+type Threads = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<ConversationMessage>>>>;
+
+fn loader(threads: &Threads) -> ConversationLoader {
+    let threads = threads.clone();
+    Arc::new(move |thread_id| threads.lock().unwrap().get(thread_id).cloned())
+}
+
+fn start(store: StoreRef, model: Arc<ScriptedModel>) -> (MemoryQueue, MemoryRepo, Threads) {
     let repo = MemoryRepo::new(store.clone());
     let updater = MemoryUpdater::new(repo.clone(), MemoryConfig::default());
     let resolver: ModelResolver = Arc::new(move |_| Some(model.clone() as Arc<dyn ChatModel>));
-    let queue = MemoryQueue::start(store, updater, resolver).unwrap();
-    (queue, repo)
+    let threads = Threads::default();
+    let queue = MemoryQueue::start(store, updater, resolver, loader(&threads)).unwrap();
+    (queue, repo, threads)
 }
 
-fn turn(text: &str) -> PendingConversation {
-    PendingConversation {
-        scope: MemoryScope::new("alice", None),
-        thread_id: "t1".into(),
-        model_name: None,
-        earlier: Vec::new(),
-        messages: vec![
-            ConversationMessage {
-                role: "user".into(),
-                content: text.into(),
-            },
-            ConversationMessage {
-                role: "assistant".into(),
-                content: "ok".into(),
-            },
-        ],
-    }
+/// A turn on `thread_id`: the thread now ends with `text` and an answer.
+fn turn_on(threads: &Threads, thread_id: &str, text: &str) -> PendingConversation {
+    let exchange =
+        [("user", text), ("assistant", "ok")].map(|(role, content)| ConversationMessage {
+            role: role.into(),
+            content: content.into(),
+        });
+    threads
+        .lock()
+        .unwrap()
+        .entry(thread_id.to_string())
+        .or_default()
+        .extend(exchange);
+    PendingConversation::new(MemoryScope::new("alice", None), thread_id.into(), None)
+}
+
+fn turn(threads: &Threads, text: &str) -> PendingConversation {
+    turn_on(threads, "t1", text)
 }
 
 fn last_prompt(model: &ScriptedModel) -> String {
@@ -59,16 +69,18 @@ fn last_prompt(model: &ScriptedModel) -> String {
 #[tokio::test(start_paused = true)]
 async fn quick_turns_make_one_update_with_the_latest_conversation() {
     let model = model();
-    let (queue, repo) = start(Arc::new(MemoryStore::new()), model.clone());
+    let (queue, repo, threads) = start(Arc::new(MemoryStore::new()), model.clone());
     for text in ["first", "second", "third"] {
-        queue.enqueue(turn(text)).unwrap();
+        queue.enqueue(turn(&threads, text)).unwrap();
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
     assert_eq!(model.requests().len(), 0, "still inside the debounce");
     tokio::time::sleep(Duration::from_secs(31)).await;
     assert_eq!(model.requests().len(), 1);
-    assert!(last_prompt(&model).contains("user: third"));
-    assert!(!last_prompt(&model).contains("user: first"));
+    // The thread as it is when the update runs, each turn once.
+    let prompt = last_prompt(&model);
+    assert!(prompt.contains("user: third"));
+    assert_eq!(prompt.matches("user: first").count(), 1);
     assert_eq!(
         repo.load(&MemoryScope::new("alice", None))
             .unwrap()
@@ -84,15 +96,17 @@ async fn quick_turns_make_one_update_with_the_latest_conversation() {
 async fn a_pending_update_survives_a_restart() {
     let store: StoreRef = Arc::new(MemoryStore::new());
     let first_model = model();
-    let (queue, _) = start(store.clone(), first_model.clone());
-    queue.enqueue(turn("remember tea")).unwrap();
+    let (queue, _, threads) = start(store.clone(), first_model.clone());
+    queue.enqueue(turn(&threads, "remember tea")).unwrap();
     // A crash: the worker dies without flushing.
     queue.inner.cancel.cancel();
     drop(queue);
     assert_eq!(first_model.requests().len(), 0);
 
     let second_model = model();
-    let (restarted, repo) = start(store.clone(), second_model.clone());
+    let (restarted, repo, reopened) = start(store.clone(), second_model.clone());
+    // The threads outlive the process (their checkpoints are in the store).
+    *reopened.lock().unwrap() = threads.lock().unwrap().clone();
     assert_eq!(restarted.pending(), 1);
     tokio::time::sleep(Duration::from_secs(31)).await;
     assert_eq!(second_model.requests().len(), 1);
@@ -112,8 +126,8 @@ async fn a_pending_update_survives_a_restart() {
 async fn shutdown_flushes_pending_updates() {
     let store: StoreRef = Arc::new(MemoryStore::new());
     let model = model();
-    let (queue, repo) = start(store.clone(), model.clone());
-    queue.enqueue(turn("tea please")).unwrap();
+    let (queue, repo, threads) = start(store.clone(), model.clone());
+    queue.enqueue(turn(&threads, "tea please")).unwrap();
     queue.shutdown(Duration::from_secs(5)).await;
     assert_eq!(model.requests().len(), 1);
     assert_eq!(
@@ -129,12 +143,12 @@ async fn shutdown_flushes_pending_updates() {
 #[tokio::test(start_paused = true)]
 async fn dropped_messages_go_before_the_next_conversation() {
     let model = model();
-    let (queue, _) = start(Arc::new(MemoryStore::new()), model.clone());
+    let (queue, _, threads) = start(Arc::new(MemoryStore::new()), model.clone());
     let dropped = [Message::human("I was born in Oslo"), Message::ai("Nice.")];
     queue
         .enqueue_dropped(MemoryScope::new("alice", None), "t1", None, &dropped)
         .unwrap();
-    queue.enqueue(turn("now in Lyon")).unwrap();
+    queue.enqueue(turn(&threads, "now in Lyon")).unwrap();
     queue.shutdown(Duration::from_secs(5)).await;
     let prompt = last_prompt(&model);
     let oslo = prompt.find("user: I was born in Oslo").unwrap();
@@ -162,12 +176,12 @@ async fn a_reloaded_debounce_applies_to_new_work_and_pending_entries_keep_their_
     let updater = MemoryUpdater::new(repo, settings);
     let answering = model.clone();
     let resolver: ModelResolver = Arc::new(move |_| Some(answering.clone() as Arc<dyn ChatModel>));
-    let queue = MemoryQueue::start(store, updater, resolver).unwrap();
+    let threads = Threads::default();
+    let queue = MemoryQueue::start(store, updater, resolver, loader(&threads)).unwrap();
 
-    queue.enqueue(turn("tea at 30 s")).unwrap();
+    queue.enqueue(turn(&threads, "tea at 30 s")).unwrap();
     live.lock().unwrap().debounce_seconds = 2;
-    let mut other = turn("bikes at 2 s");
-    other.thread_id = "t2".into();
+    let other = turn_on(&threads, "t2", "bikes at 2 s");
     queue.enqueue(other).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(model.requests().len(), 1, "only the new work is due");
@@ -176,5 +190,72 @@ async fn a_reloaded_debounce_applies_to_new_work_and_pending_entries_keep_their_
     tokio::time::sleep(Duration::from_secs(28)).await;
     assert_eq!(model.requests().len(), 2);
     assert!(last_prompt(&model).contains("user: tea at 30 s"));
+    queue.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_on_a_pending_thread_writes_nothing_and_the_record_names_only_the_thread() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let model = model();
+    let (queue, _, threads) = start(store.clone(), model.clone());
+    queue.enqueue(turn(&threads, "tea please")).unwrap();
+    let records = store.scan_prefix(QUEUE_TREE, b"").unwrap();
+    assert_eq!(records.len(), 1);
+    let record = String::from_utf8(records[0].1.clone()).unwrap();
+    assert!(record.contains("\"t1\""), "{record}");
+    assert!(
+        !record.contains("tea"),
+        "the conversation stays in the thread"
+    );
+    // Taken out behind the queue's back: the next turn must not write it again.
+    store.delete(QUEUE_TREE, &records[0].0).unwrap();
+    queue.enqueue(turn(&threads, "and biscuits")).unwrap();
+    assert!(store.scan_prefix(QUEUE_TREE, b"").unwrap().is_empty());
+    queue.shutdown(Duration::from_secs(5)).await;
+    assert!(last_prompt(&model).contains("user: and biscuits"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_record_written_with_its_messages_reads_the_thread_instead() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let old = serde_json::json!({
+        "scope": MemoryScope::new("alice", None),
+        "thread_id": "t1",
+        "model_name": null,
+        "earlier": [],
+        "messages": [{"role": "user", "content": "stale copy"}],
+    });
+    let key = PendingConversation::new(MemoryScope::new("alice", None), "t1".into(), None).key();
+    store
+        .put(QUEUE_TREE, &key, &serde_json::to_vec(&old).unwrap())
+        .unwrap();
+    let model = model();
+    let (queue, _, threads) = start(store.clone(), model.clone());
+    assert_eq!(queue.pending(), 1);
+    turn(&threads, "tea please");
+    queue.shutdown(Duration::from_secs(5)).await;
+    let prompt = last_prompt(&model);
+    assert!(prompt.contains("user: tea please"));
+    assert!(!prompt.contains("stale copy"));
+    assert!(store.scan_prefix(QUEUE_TREE, b"").unwrap().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deleted_thread_updates_nothing() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let model = model();
+    let (queue, repo, threads) = start(store.clone(), model.clone());
+    queue.enqueue(turn(&threads, "tea please")).unwrap();
+    threads.lock().unwrap().remove("t1");
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(model.requests().len(), 0);
+    assert_eq!(queue.pending(), 0);
+    assert!(store.scan_prefix(QUEUE_TREE, b"").unwrap().is_empty());
+    assert!(
+        repo.load(&MemoryScope::new("alice", None))
+            .unwrap()
+            .facts
+            .is_empty()
+    );
     queue.shutdown(Duration::from_secs(5)).await;
 }

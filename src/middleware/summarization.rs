@@ -36,9 +36,13 @@ const MESSAGE_OVERHEAD: u64 = 4;
 /// Estimated tokens of `text`: a token per 4 ASCII characters (English and code average about
 /// that with the GPT and Claude tokenizers) and one per other character (CJK characters are
 /// mostly a token each, and this errs on the high side for accented Latin text).
+///
+/// Counted over bytes, not decoded characters: every character but ASCII starts with a byte of
+/// `0xC0` or more and continues with bytes below it, so the counts are the same, and the byte
+/// loop vectorizes. It runs over the whole thread before every model call.
 pub fn estimate_tokens(text: &str) -> u64 {
-    let (ascii, other) = text.chars().fold((0u64, 0u64), |(a, o), c| {
-        if c.is_ascii() { (a + 1, o) } else { (a, o + 1) }
+    let (ascii, other) = text.bytes().fold((0u64, 0u64), |(a, o), b| {
+        (a + u64::from(b < 0x80), o + u64::from(b >= 0xC0))
     });
     ascii.div_ceil(4) + other
 }
@@ -85,13 +89,15 @@ impl SummarizationMiddleware {
     }
 
     fn triggered(&self, messages: &[Message]) -> bool {
-        let tokens: u64 = messages.iter().map(message_tokens).sum();
+        // Counted once, and only when a trigger needs it (a message count does not).
+        let tokens = std::cell::OnceCell::new();
+        let tokens = || *tokens.get_or_init(|| messages.iter().map(message_tokens).sum::<u64>());
         self.config.trigger.iter().any(|t| match t.measure {
-            ContextMeasure::Tokens => tokens as f64 >= t.value,
+            ContextMeasure::Tokens => tokens() as f64 >= t.value,
             ContextMeasure::Messages => messages.len() as f64 >= t.value,
             ContextMeasure::Fraction => self
                 .context_window
-                .is_some_and(|window| tokens as f64 >= t.value * window as f64),
+                .is_some_and(|window| tokens() as f64 >= t.value * window as f64),
         })
     }
 
@@ -282,6 +288,13 @@ mod tests {
         assert_eq!(estimate_tokens("abcd"), 1);
         assert_eq!(estimate_tokens("abcde"), 2);
         assert_eq!(estimate_tokens("你好世界"), 4);
+        // Two-, three- and four-byte characters count once each, ASCII by fours.
+        assert_eq!(estimate_tokens("héllo wörld 😀"), 3 + 3);
+        for text in ["naïve café", "日本語 text", "emoji 🎉🎉 end", "plain"] {
+            let ascii = text.chars().filter(char::is_ascii).count() as u64;
+            let other = text.chars().count() as u64 - ascii;
+            assert_eq!(estimate_tokens(text), ascii.div_ceil(4) + other, "{text}");
+        }
         assert_eq!(
             message_tokens(&Message::human("abcd")),
             1 + MESSAGE_OVERHEAD
