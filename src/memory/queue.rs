@@ -158,45 +158,36 @@ impl MemoryQueue {
     /// only when the entry is new or changed (dropped messages, another model), not per turn.
     pub fn enqueue(&self, mut conversation: PendingConversation) -> Result<(), MemoryError> {
         let key = conversation.key();
-        let mut pending = self.inner.lock_pending();
-        let kept = match pending.remove(&key) {
-            Some(previous)
-                if conversation.earlier.is_empty()
-                    && previous.conversation.model_name == conversation.model_name =>
-            {
-                Some(previous)
-            }
-            Some(previous) => {
-                let mut earlier = previous.conversation.earlier;
-                earlier.append(&mut conversation.earlier);
-                conversation.earlier = earlier;
-                None
-            }
-            None if pending.len() >= MAX_PENDING => {
-                tracing::warn!(thread_id = %conversation.thread_id, "Memory queue is full; this conversation is not remembered");
-                return Ok(());
-            }
-            None => None,
-        };
-        let (conversation, record) = match kept {
-            Some(previous) => (previous.conversation, previous.record),
-            None => {
-                bound(&mut conversation.earlier);
-                let record = serde_json::to_vec(&conversation)
-                    .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
-                self.inner.store.put(QUEUE_TREE, &key, &record)?;
-                (conversation, record)
-            }
-        };
         // Read per conversation: a reload's debounce applies to new work; entries already
         // pending keep their time.
         let due = Instant::now() + debounce(&self.inner.updater);
-        let entry = Entry {
-            conversation,
-            due,
-            record,
-        };
-        pending.insert(key, entry);
+        let mut pending = self.inner.lock_pending();
+        if let Some(previous) = pending.get_mut(&key)
+            && conversation.earlier.is_empty()
+            && previous.conversation.model_name == conversation.model_name
+        {
+            // The stored record already says all there is: the thread is read at update time.
+            previous.due = due;
+        } else {
+            if let Some(previous) = pending.get(&key) {
+                let mut earlier = previous.conversation.earlier.clone();
+                earlier.append(&mut conversation.earlier);
+                conversation.earlier = earlier;
+            } else if pending.len() >= MAX_PENDING {
+                tracing::warn!(thread_id = %conversation.thread_id, "Memory queue is full; this conversation is not remembered");
+                return Ok(());
+            }
+            bound(&mut conversation.earlier);
+            let record = serde_json::to_vec(&conversation)
+                .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
+            self.inner.store.put(QUEUE_TREE, &key, &record)?;
+            let entry = Entry {
+                conversation,
+                due,
+                record,
+            };
+            pending.insert(key, entry);
+        }
         drop(pending);
         self.inner.wake.notify_one();
         Ok(())
