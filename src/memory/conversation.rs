@@ -40,12 +40,7 @@ pub fn recent_conversation_of(
     max_messages: usize,
     max_chars: usize,
 ) -> Vec<ConversationMessage> {
-    let mut recent: Vec<ConversationMessage> = messages
-        .iter()
-        .rev()
-        .filter_map(conversation_message)
-        .take(max_messages)
-        .collect();
+    let mut recent: Vec<ConversationMessage> = newest_first(messages, max_messages).collect();
     recent.reverse();
     for message in &mut recent {
         truncate_chars(&mut message.content, max_chars);
@@ -58,12 +53,7 @@ pub fn recent_conversation_of(
 /// looks at its own messages only.
 pub fn has_exchange(messages: &[Message], max_messages: usize) -> bool {
     let (mut user, mut answer) = (false, false);
-    for message in messages
-        .iter()
-        .rev()
-        .filter_map(conversation_message)
-        .take(max_messages)
-    {
+    for message in newest_first(messages, max_messages) {
         user |= message.role == "user";
         answer |= message.role == "assistant";
         if user && answer {
@@ -71,6 +61,18 @@ pub fn has_exchange(messages: &[Message], max_messages: usize) -> bool {
         }
     }
     false
+}
+
+/// The newest `max_messages` entries of [`conversation_of`], newest first.
+fn newest_first(
+    messages: &[Message],
+    max_messages: usize,
+) -> impl Iterator<Item = ConversationMessage> + '_ {
+    messages
+        .iter()
+        .rev()
+        .filter_map(conversation_message)
+        .take(max_messages)
 }
 
 /// Cuts `text` to its first `max_chars` characters. A text of no more bytes than that is left

@@ -58,6 +58,14 @@ fn turn(threads: &Threads, text: &str) -> PendingConversation {
     turn_on(threads, "t1", text)
 }
 
+/// Facts alice's memory holds.
+fn fact_count(repo: &MemoryRepo) -> usize {
+    repo.load(&MemoryScope::new("alice", None))
+        .unwrap()
+        .facts
+        .len()
+}
+
 fn last_prompt(model: &ScriptedModel) -> String {
     let requests = model.requests();
     match &requests.last().unwrap().messages[0] {
@@ -81,13 +89,7 @@ async fn quick_turns_make_one_update_with_the_latest_conversation() {
     let prompt = last_prompt(&model);
     assert!(prompt.contains("user: third"));
     assert_eq!(prompt.matches("user: first").count(), 1);
-    assert_eq!(
-        repo.load(&MemoryScope::new("alice", None))
-            .unwrap()
-            .facts
-            .len(),
-        1
-    );
+    assert_eq!(fact_count(&repo), 1);
     assert_eq!(queue.pending(), 0);
     queue.shutdown(Duration::from_secs(5)).await;
 }
@@ -111,13 +113,7 @@ async fn a_pending_update_survives_a_restart() {
     tokio::time::sleep(Duration::from_secs(31)).await;
     assert_eq!(second_model.requests().len(), 1);
     assert!(last_prompt(&second_model).contains("user: remember tea"));
-    assert_eq!(
-        repo.load(&MemoryScope::new("alice", None))
-            .unwrap()
-            .facts
-            .len(),
-        1
-    );
+    assert_eq!(fact_count(&repo), 1);
     assert!(store.scan_prefix(QUEUE_TREE, b"").unwrap().is_empty());
     restarted.shutdown(Duration::from_secs(5)).await;
 }
@@ -130,13 +126,7 @@ async fn shutdown_flushes_pending_updates() {
     queue.enqueue(turn(&threads, "tea please")).unwrap();
     queue.shutdown(Duration::from_secs(5)).await;
     assert_eq!(model.requests().len(), 1);
-    assert_eq!(
-        repo.load(&MemoryScope::new("alice", None))
-            .unwrap()
-            .facts
-            .len(),
-        1
-    );
+    assert_eq!(fact_count(&repo), 1);
     assert!(store.scan_prefix(QUEUE_TREE, b"").unwrap().is_empty());
 }
 
@@ -251,11 +241,6 @@ async fn a_deleted_thread_updates_nothing() {
     assert_eq!(model.requests().len(), 0);
     assert_eq!(queue.pending(), 0);
     assert!(store.scan_prefix(QUEUE_TREE, b"").unwrap().is_empty());
-    assert!(
-        repo.load(&MemoryScope::new("alice", None))
-            .unwrap()
-            .facts
-            .is_empty()
-    );
+    assert_eq!(fact_count(&repo), 0);
     queue.shutdown(Duration::from_secs(5)).await;
 }
