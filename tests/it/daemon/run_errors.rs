@@ -36,10 +36,9 @@ fn assert_failure(body: &Value, code: &str, needle: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_model_is_503() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = closed.local_addr().expect("addr").port();
-    drop(closed);
-    let setup = Setup::new(&format!("http://127.0.0.1:{port}/v1"), "");
+    // Port 1 (tcpmux) is refused on loopback. A port freed by binding and dropping a listener
+    // can be taken by another test's daemon meanwhile, which then answers 404 instead.
+    let setup = Setup::new("http://127.0.0.1:1/v1", "");
     let (status, body) = wait_for_run(&setup).await;
     assert_eq!(status, 503, "{body}");
     assert_failure(&body, "model_unavailable", "could not reach model");
