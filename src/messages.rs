@@ -32,11 +32,23 @@ pub struct MessageMeta {
     pub extra: Map<String, Value>,
 }
 
+impl MessageMeta {
+    /// Nothing to carry: the message's JSON leaves `meta` out (readers default it), which spares
+    /// a key and an object per message in every `/state`, `/runs/wait` and checkpoint record.
+    pub fn is_empty(&self) -> bool {
+        let MessageMeta {
+            hide_from_ui,
+            extra,
+        } = self;
+        !hide_from_ui && extra.is_empty()
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SystemMessage {
     pub id: Text,
     pub content: Text,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "MessageMeta::is_empty")]
     pub meta: MessageMeta,
 }
 
@@ -50,7 +62,7 @@ pub struct HumanMessage {
     /// Inline images for vision models (base64), only ever present in a model request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ImageData>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "MessageMeta::is_empty")]
     pub meta: MessageMeta,
 }
 
@@ -76,9 +88,11 @@ pub struct AiMessage {
     pub usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<FinishReason>,
+    /// Shared text, not a `String`: a long history's copies (a run's first change to it, the
+    /// request's system-message coalescing) cloned this with an allocation per answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(default)]
+    pub model: Option<Text>,
+    #[serde(default, skip_serializing_if = "MessageMeta::is_empty")]
     pub meta: MessageMeta,
 }
 
@@ -113,7 +127,7 @@ pub struct ToolMessage {
     /// Structured payload for surfaces (e.g. the clarification request), never sent to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact: Option<Value>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "MessageMeta::is_empty")]
     pub meta: MessageMeta,
 }
 
@@ -177,6 +191,15 @@ pub fn json_size_hint(messages: &[Message]) -> usize {
             m.content().len() + m.content().len() / 16 + reasoning + 160
         })
         .sum()
+}
+
+/// Whether two message ids are the same, asked for every message of a thread by the checkpoint
+/// walk and by every upsert. A kept message shares its id text with the saved one (the run's
+/// history was copied from the cached state), so the pointers usually answer; otherwise ids
+/// end in random hex, so the last byte tells most apart before the bytes are compared.
+pub fn same_id(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b)
+        || (a.len() == b.len() && a.as_bytes().last() == b.as_bytes().last() && a == b)
 }
 
 /// A fresh message id; uuid-based so ids never collide across runs and restarts.
@@ -313,6 +336,35 @@ mod tests {
         assert_eq!(v["id"], "h1");
         let back: Message = serde_json::from_value(v).unwrap();
         assert_eq!(back, m);
+    }
+
+    #[test]
+    fn same_id_compares_the_text() {
+        let id = new_id("ai");
+        let copy = id.clone();
+        assert!(same_id(&id, &id) && same_id(&id, &copy));
+        assert!(!same_id(&id, &new_id("ai")));
+        assert!(!same_id("a1", "b1") && !same_id("a1", "a12") && !same_id("", "a"));
+        assert!(same_id("", ""));
+    }
+
+    #[test]
+    fn meta_is_written_only_when_it_carries_something() {
+        let plain = Message::human("hi");
+        let json = serde_json::to_value(&plain).unwrap();
+        assert!(json.get("meta").is_none(), "{json}");
+        let old_record =
+            serde_json::json!({"type": "human", "id": "h", "content": "hi", "meta": {}});
+        let back: Message = serde_json::from_value(old_record).unwrap();
+        assert_eq!(back.meta(), &MessageMeta::default());
+
+        let mut hidden = Message::system("reminder");
+        if let Message::System(system) = &mut hidden {
+            system.meta.hide_from_ui = true;
+        }
+        let json = serde_json::to_value(&hidden).unwrap();
+        assert_eq!(json["meta"], serde_json::json!({"hide_from_ui": true}));
+        assert_eq!(serde_json::from_value::<Message>(json).unwrap(), hidden);
     }
 
     #[test]

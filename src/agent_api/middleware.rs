@@ -243,7 +243,7 @@ async fn stream_model(
             Some(Ok(ModelEvent::Completed(mut message))) => {
                 message.id = message_id.into();
                 if message.model.is_none() {
-                    message.model = Some(model.name().to_string());
+                    message.model = Some(model.name().into());
                 }
                 return Ok(message);
             }

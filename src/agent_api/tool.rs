@@ -31,7 +31,7 @@ pub trait Tool: Send + Sync {
         Arc::new(ToolSpec {
             name: self.name().to_string(),
             description: self.description().to_string(),
-            parameters: self.parameters(),
+            parameters: self.parameters().into(),
         })
     }
 }
@@ -63,7 +63,7 @@ impl Tool for MemoSpec {
     }
 
     fn parameters(&self) -> Value {
-        self.spec.parameters.clone()
+        Value::clone(&self.spec.parameters)
     }
 
     fn group(&self) -> Option<&str> {

@@ -16,7 +16,7 @@ pub const DEFAULT_MAX_CONCURRENT_SUBAGENTS: u32 = 3;
 pub const DEFAULT_MAX_TOTAL_SUBAGENTS: u32 = 6;
 
 /// A skill as listed in the prompt; `path` is where the model reads its SKILL.md.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SkillSummary {
     pub name: String,
     pub description: String,
@@ -24,7 +24,8 @@ pub struct SkillSummary {
 }
 
 /// Everything the prompt depends on. Lists may come in any order: they are sorted here.
-#[derive(Clone, Debug)]
+/// `Hash` is the prompt cache's key (`lead_agent::cache`).
+#[derive(Clone, Debug, Hash)]
 pub struct PromptOptions<'a> {
     /// `None` for the default agent (introduced as [`DEFAULT_AGENT_NAME`]).
     pub agent_name: Option<&'a str>,

@@ -9,7 +9,7 @@
 //! leased run ended: it is shut down (its containers removed) before the new provider connects,
 //! so two providers never claim the same thread's container; until then new runs keep it.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use crate::config::AppConfig;
 use crate::sandbox::{ProviderSettings, SandboxError, SandboxInfo, SandboxProvider, SkillMounts};
@@ -48,6 +48,10 @@ pub(crate) struct SandboxSlot {
     current: tokio::sync::Mutex<Option<Current>>,
     /// The provider in force, readable without waiting (for `/readyz`).
     info: Mutex<Option<SandboxInfo>>,
+    /// The last config leased with and its settings key: configs are shared and change only by
+    /// reload, and serializing the sandbox settings for every run cost 40 K instructions (3 %
+    /// of a fresh thread's turn).
+    last_key: Mutex<Option<(Weak<AppConfig>, String)>>,
 }
 
 impl SandboxSlot {
@@ -63,6 +67,7 @@ impl SandboxSlot {
             skill_mounts: None,
             current: tokio::sync::Mutex::new(None),
             info: Mutex::new(None),
+            last_key: Mutex::new(None),
         }
     }
 
@@ -83,9 +88,9 @@ impl SandboxSlot {
     /// The provider for a run under `config`, with the lease the run keeps.
     pub(crate) async fn lease(
         &self,
-        config: &AppConfig,
+        config: &Arc<AppConfig>,
     ) -> Result<(Arc<dyn SandboxProvider>, SandboxLease), SandboxError> {
-        let key = settings_key(config);
+        let key = self.key_of(config);
         let mut current = self.current.lock().await;
         if let Some(slot) = current.as_mut()
             && slot.key != key
@@ -122,6 +127,21 @@ impl SandboxSlot {
                 _in_use: slot.in_use.clone(),
             },
         ))
+    }
+
+    /// `config`'s settings key, remembered for the config last asked about. The `Weak` keeps
+    /// that config's allocation, so an equal pointer is the same config, never a new one at a
+    /// reused address.
+    fn key_of(&self, config: &Arc<AppConfig>) -> String {
+        let mut last = self.last_key.lock().unwrap_or_else(PoisonError::into_inner);
+        match last.as_ref() {
+            Some((seen, key)) if std::ptr::eq(seen.as_ptr(), Arc::as_ptr(config)) => key.clone(),
+            _ => {
+                let key = settings_key(config);
+                *last = Some((Arc::downgrade(config), key.clone()));
+                key
+            }
+        }
     }
 
     /// Shuts the provider in force down (harness shutdown, after the runs drained).
@@ -224,14 +244,14 @@ mod tests {
         }))
     }
 
-    fn with_mount(path: &str) -> AppConfig {
+    fn with_mount(path: &str) -> Arc<AppConfig> {
         let mut config = AppConfig::default();
         config.sandbox.mounts.push(SandboxMountConfig {
             host_path: "/srv".into(),
             container_path: path.into(),
             read_only: true,
         });
-        config
+        Arc::new(config)
     }
 
     #[tokio::test]
@@ -240,11 +260,13 @@ mod tests {
         let slot = slot(false, Arc::clone(&built));
         let first = with_mount("/mnt/a");
         let (a, _lease) = slot.lease(&first).await.unwrap();
-        let mut tweaked = first.clone();
+        let mut tweaked = AppConfig::clone(&first);
         tweaked.sandbox.bash_output_max_chars = 5;
         tweaked.sandbox.eager = true;
-        let (same, _) = slot.lease(&tweaked).await.unwrap();
+        let (same, _) = slot.lease(&Arc::new(tweaked)).await.unwrap();
         assert!(Arc::ptr_eq(&a, &same));
+        let (again, _) = slot.lease(&first).await.unwrap();
+        assert!(Arc::ptr_eq(&a, &again));
         let (b, _) = slot.lease(&with_mount("/mnt/b")).await.unwrap();
         assert_eq!(b.info().mounts, [("/mnt/b".to_string(), true)]);
         assert_eq!(a.info().mounts, [("/mnt/a".to_string(), true)]);

@@ -1,7 +1,7 @@
 //! What the lead-agent factory reuses across runs: the skills scan and the assembled system
 //! prompts, keyed by everything a prompt depends on.
 
-use std::fmt::Write as _;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
@@ -62,20 +62,27 @@ impl LeadAgentCache {
     }
 }
 
-/// SHA-256 of the options' `Debug` form: it covers every field (including the soul's text), so a
-/// field added to `PromptOptions` later cannot be forgotten in the key.
+/// SHA-256 of what the options' derived `Hash` feeds: it covers every field (including the
+/// soul's text), so a field added to `PromptOptions` later cannot be forgotten in the key. (Their
+/// `Debug` form, hashed before, escaped every skill description char by char: ~70 K
+/// instructions a run.)
 fn prompt_key(options: &PromptOptions<'_>) -> [u8; 32] {
-    let mut hasher = HashWriter(Sha256::new());
-    let _ = write!(hasher, "{options:?}");
+    let mut hasher = Sha256Hasher(Sha256::new());
+    options.hash(&mut hasher);
     hasher.0.finalize().into()
 }
 
-struct HashWriter(Sha256);
+/// Feeds `Hash` into SHA-256, whose 32 bytes are the key; `finish` is only there for the trait.
+struct Sha256Hasher(Sha256);
 
-impl std::fmt::Write for HashWriter {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0.update(s.as_bytes());
-        Ok(())
+impl Hasher for Sha256Hasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        u64::from_le_bytes(digest[..8].try_into().expect("a digest is 32 bytes"))
     }
 }
 
@@ -101,6 +108,61 @@ mod tests {
         });
         assert!(other_soul.contains("Be thorough."));
         assert_ne!(first, other_soul);
+    }
+
+    #[test]
+    fn every_field_is_part_of_the_key() {
+        let skill = [crate::agents::SkillSummary {
+            name: "pdf".into(),
+            description: "Reads \"PDF\" files\nwell".into(),
+            path: "/mnt/skills/public/pdf/SKILL.md".into(),
+        }];
+        let deferred = ["github_search".to_string()];
+        let mounts = [("/mnt/data".to_string(), true)];
+        let base = PromptOptions::default();
+        let variants = [
+            PromptOptions {
+                agent_name: Some("x"),
+                ..base.clone()
+            },
+            PromptOptions {
+                soul: Some(""),
+                ..base.clone()
+            },
+            PromptOptions {
+                is_custom_agent: true,
+                ..base.clone()
+            },
+            PromptOptions {
+                subagent_enabled: true,
+                ..base.clone()
+            },
+            PromptOptions {
+                max_concurrent_subagents: 9,
+                ..base.clone()
+            },
+            PromptOptions {
+                max_total_subagents: 9,
+                ..base.clone()
+            },
+            PromptOptions {
+                skills: &skill,
+                ..base.clone()
+            },
+            PromptOptions {
+                deferred_tools: &deferred,
+                ..base.clone()
+            },
+            PromptOptions {
+                mounts: &mounts,
+                ..base.clone()
+            },
+        ];
+        let mut keys = std::collections::HashSet::from([prompt_key(&base)]);
+        for variant in &variants {
+            assert!(keys.insert(prompt_key(variant)), "{variant:?}");
+        }
+        assert_eq!(prompt_key(&variants[6]), prompt_key(&variants[6].clone()));
     }
 
     #[test]

@@ -4,7 +4,8 @@
 //! thread-state cache, into the model request and into the values event. Behind an `Arc`
 //! those are reference-count increments; the first change made while the list is shared copies
 //! it once (`Arc::make_mut`), so no holder ever sees another's edits. A middleware that changes
-//! the request (the system-message coalescing, for one) therefore still copies it: look first.
+//! the request therefore still copies it: look first (the system-message coalescing marks the
+//! request merged instead of taking the system messages out).
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -39,9 +40,19 @@ impl Deref for History {
     }
 }
 
+/// Room a copy leaves for the appends it is usually made for: copied at its exact length, the
+/// list was copied again by the first push (measured: 75 K instructions a turn at 1,000
+/// messages).
+const COPY_HEADROOM: usize = 16;
+
 impl DerefMut for History {
     fn deref_mut(&mut self) -> &mut Vec<Message> {
-        Arc::make_mut(&mut self.0)
+        if Arc::get_mut(&mut self.0).is_none() {
+            let mut copy = Vec::with_capacity(self.0.len() + COPY_HEADROOM);
+            copy.extend(self.0.iter().cloned());
+            self.0 = Arc::new(copy);
+        }
+        Arc::get_mut(&mut self.0).expect("a list just copied has one holder")
     }
 }
 
@@ -98,5 +109,20 @@ mod tests {
         let shared = copy.clone();
         assert_eq!(shared.into_vec().len(), 2, "copied out while shared");
         assert_eq!(copy.into_vec().len(), 2, "moved out once alone");
+    }
+
+    #[test]
+    fn a_copy_has_room_for_the_next_appends() {
+        let history = History::from(vec![Message::human("one"); 100]);
+        let mut copy = history.clone();
+        copy.push(Message::ai("two"));
+        let list = copy.as_ptr();
+        for _ in 1..COPY_HEADROOM {
+            copy.push(Message::ai("more"));
+        }
+        assert_eq!(copy.as_ptr(), list, "no reallocation within the headroom");
+        assert_eq!(copy.len(), 100 + COPY_HEADROOM);
+        assert_eq!(copy[..100], history[..]);
+        assert_eq!(history.len(), 100);
     }
 }

@@ -20,25 +20,31 @@ impl SystemMessageCoalescingMiddleware {
     }
 }
 
-/// Merges `request.system` and every system message into `request.system`, in order.
+/// Merges `request.system` and every system message into `request.system`, in order; the
+/// system messages stay in `request.messages`, marked merged (`system_merged`), so the history
+/// is not copied to leave them out. Providers then write only the merged prompt.
 pub fn coalesce_system_messages(request: &mut ModelRequest) {
-    if !request
-        .messages
-        .iter()
-        .any(|m| matches!(m, Message::System(_)))
+    if request.system_merged
+        || !request
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::System(_)))
     {
         return;
     }
-    let mut parts: Vec<String> = request.system.take().into_iter().collect();
-    request.messages.retain(|m| match m {
-        Message::System(system) => {
-            parts.push(system.content.to_string());
-            false
-        }
-        _ => true,
+    let earlier = request.system.take();
+    let system_texts = request.messages.iter().filter_map(|m| match m {
+        Message::System(system) => Some(system.content.as_str()),
+        _ => None,
     });
-    parts.retain(|p| !p.trim().is_empty());
+    let parts: Vec<&str> = earlier
+        .as_deref()
+        .into_iter()
+        .chain(system_texts)
+        .filter(|p| !p.trim().is_empty())
+        .collect();
     request.system = (!parts.is_empty()).then(|| parts.join("\n\n"));
+    request.system_merged = true;
 }
 
 #[async_trait]
@@ -71,16 +77,25 @@ mod tests {
                 Message::system("<system-reminder>date</system-reminder>"),
                 Message::human("hi"),
                 Message::system("late note"),
+                Message::system("  "),
             ]
             .into(),
             ..Default::default()
         };
+        let history = request.messages.clone();
         coalesce_system_messages(&mut request);
         assert_eq!(
             request.system.as_deref(),
             Some("base\n\n<system-reminder>date</system-reminder>\n\nlate note")
         );
-        assert_eq!(request.messages.len(), 1);
+        assert!(request.system_merged);
+        assert!(
+            request.messages.shares_list_with(&history),
+            "the history is not copied"
+        );
+        let merged = request.clone();
+        coalesce_system_messages(&mut request);
+        assert_eq!(request, merged, "merging twice changes nothing");
     }
 
     #[test]

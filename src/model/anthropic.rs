@@ -171,7 +171,7 @@ impl EventDecoder {
             tool_calls: std::mem::take(&mut self.tool_calls),
             usage: Some(usage),
             finish_reason: self.stop_reason.clone(),
-            model: Some(self.model.clone()),
+            model: Some(self.model.as_str().into()),
             ..Default::default()
         }
     }

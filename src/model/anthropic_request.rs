@@ -189,6 +189,7 @@ pub(crate) fn convert_messages(request: &ModelRequest) -> (Option<System<'_>>, V
         let is_tool = matches!(message, Message::Tool(_));
         match message {
             // The Messages API has no system role inside the conversation.
+            Message::System(_) if request.system_merged => {}
             Message::System(m) => system.push(&m.content),
             Message::Human(m) if m.images.is_empty() => out.push(Turn {
                 role: "user",
@@ -277,7 +278,7 @@ impl Serialize for Tools<'_> {
         struct Tool<'a> {
             name: &'a str,
             description: &'a str,
-            input_schema: &'a Value,
+            input_schema: &'a crate::model::Schema,
         }
         serializer.collect_seq(self.0.iter().map(|tool| Tool {
             name: &tool.name,

@@ -58,6 +58,20 @@ fn history_merges_tool_results_and_echoes_signed_thinking() {
         system.map(|s| s.to_string()).as_deref(),
         Some("be brief\n\nextra context")
     );
+    // What the system-message coalescing leaves: the text merged, the messages in place.
+    let mut merged = request.clone();
+    merged.system = Some("be brief\n\nextra context".into());
+    merged.system_merged = true;
+    let (merged_system, merged_messages) = convert_messages(&merged);
+    assert_eq!(
+        merged_system.map(|s| s.to_string()).as_deref(),
+        Some("be brief\n\nextra context"),
+        "merged system messages are not written twice"
+    );
+    assert_eq!(
+        serde_json::to_value(&merged_messages).unwrap(),
+        serde_json::to_value(&messages).unwrap()
+    );
     let messages = serde_json::to_value(&messages).unwrap();
     let messages = messages.as_array().unwrap();
     assert_eq!(messages.len(), 4);
@@ -91,7 +105,7 @@ fn body_enables_thinking_only_when_supported_and_requested() {
         tools: vec![std::sync::Arc::new(ToolSpec {
             name: "t".into(),
             description: "d".into(),
-            parameters: json!({"type": "object"}),
+            parameters: json!({"type": "object"}).into(),
         })]
         .into(),
         tool_choice: Some(ToolChoice::Required),

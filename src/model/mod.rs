@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::stream::BoxStream;
-use serde_json::Value;
 
 use crate::messages::{AiMessage, History};
 
@@ -41,6 +40,11 @@ pub enum ModelEvent {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelRequest {
     pub system: Option<String>,
+    /// The system messages inside `messages` were merged into `system` (by the
+    /// `SystemMessageCoalescingMiddleware`): providers leave them out of the
+    /// conversation. They stay in the list because taking them out copied the whole history
+    /// for every model call (and dropped the copy after it).
+    pub system_merged: bool,
     pub messages: History,
     /// Shared: each spec is built once per tool registry, the list once per run.
     pub tools: Arc<[Arc<ToolSpec>]>,
@@ -75,7 +79,7 @@ pub struct ToolSpec {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments object.
-    pub parameters: Value,
+    pub parameters: Schema,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -166,6 +170,7 @@ mod openai_request;
 pub mod probe;
 pub mod registry;
 pub mod retry;
+mod schema;
 
 pub use anthropic::AnthropicModel;
 pub use fallback::FallbackModel;
@@ -173,3 +178,4 @@ pub use http::display_endpoint;
 pub use openai::OpenAiModel;
 pub use registry::ModelRegistry;
 pub use retry::{RetryPolicy, RetryingModel};
+pub use schema::Schema;

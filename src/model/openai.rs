@@ -186,7 +186,7 @@ impl ChunkDecoder {
             tool_calls,
             usage: self.usage,
             finish_reason: self.finish_reason.clone(),
-            model: Some(self.model.clone()),
+            model: Some(self.model.as_str().into()),
             ..Default::default()
         }
     }

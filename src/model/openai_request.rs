@@ -78,7 +78,7 @@ impl Serialize for Tools<'_> {
         struct Function<'a> {
             name: &'a str,
             description: &'a str,
-            parameters: &'a Value,
+            parameters: &'a crate::model::Schema,
         }
         serializer.collect_seq(self.0.iter().map(|tool| Tool {
             r#type: "function",
@@ -121,15 +121,16 @@ impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let request = self.0;
         let system = request.system.as_deref().filter(|s| !s.is_empty());
-        let mut seq = serializer
-            .serialize_seq(Some(request.messages.len() + usize::from(system.is_some())))?;
+        let left_out = |m: &&Message| request.system_merged && matches!(m, Message::System(_));
+        let written = request.messages.len() - request.messages.iter().filter(left_out).count();
+        let mut seq = serializer.serialize_seq(Some(written + usize::from(system.is_some())))?;
         if let Some(system) = system {
             seq.serialize_element(&Plain {
                 role: "system",
                 content: system,
             })?;
         }
-        for message in &request.messages {
+        for message in request.messages.iter().filter(|m| !left_out(m)) {
             match message {
                 Message::System(m) => seq.serialize_element(&Plain {
                     role: "system",
@@ -364,12 +365,45 @@ mod tests {
     }
 
     #[test]
+    fn merged_system_messages_are_left_out_and_others_stay_in_place() {
+        let mut request = ModelRequest {
+            system: Some("be brief".into()),
+            messages: vec![
+                Message::human("hi"),
+                Message::system("a reminder"),
+                Message::ai("hello"),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let inline = body(&config(), &request);
+        assert_eq!(
+            inline["messages"][2],
+            json!({"role": "system", "content": "a reminder"})
+        );
+        assert_eq!(inline["messages"].as_array().unwrap().len(), 4);
+
+        // What the system-message coalescing leaves: the text merged, the messages in place.
+        request.system = Some("be brief\n\na reminder".into());
+        request.system_merged = true;
+        let merged = body(&config(), &request);
+        assert_eq!(
+            merged["messages"],
+            json!([
+                {"role": "system", "content": "be brief\n\na reminder"},
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "hello"},
+            ])
+        );
+    }
+
+    #[test]
     fn body_carries_settings_tools_and_overrides() {
         let request = ModelRequest {
             tools: vec![std::sync::Arc::new(ToolSpec {
                 name: "read_file".into(),
                 description: "reads".into(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             })]
             .into(),
             tool_choice: Some(ToolChoice::Named("read_file".into())),

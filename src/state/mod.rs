@@ -146,8 +146,37 @@ pub enum StateError {
 }
 
 impl StateUpdate {
+    /// Field by field (destructured, so a new field must be added here): comparing with a
+    /// freshly built default cost ~230 instructions and was asked ~80 times a turn.
     pub fn is_empty(&self) -> bool {
-        *self == StateUpdate::default()
+        let StateUpdate {
+            messages,
+            remove_messages,
+            remove_all_messages,
+            sandbox,
+            thread_data,
+            title,
+            artifacts,
+            todos,
+            uploaded_files,
+            viewed_images,
+            summary_text,
+            extra,
+            promoted_tools,
+        } = self;
+        messages.is_empty()
+            && remove_messages.is_empty()
+            && !remove_all_messages
+            && sandbox.is_none()
+            && thread_data.is_none()
+            && title.is_none()
+            && artifacts.is_empty()
+            && todos.is_none()
+            && uploaded_files.is_none()
+            && viewed_images.is_none()
+            && summary_text.is_none()
+            && extra.is_empty()
+            && promoted_tools.is_empty()
     }
 
     pub fn message(message: Message) -> Self {
@@ -290,7 +319,10 @@ impl ThreadState {
 }
 
 fn upsert_message(messages: &mut Vec<Message>, message: Message) {
-    match messages.iter_mut().find(|m| m.id() == message.id()) {
+    match messages
+        .iter_mut()
+        .find(|m| crate::messages::same_id(m.id(), message.id()))
+    {
         Some(slot) => *slot = message,
         None => messages.push(message),
     }
@@ -308,6 +340,38 @@ fn merge_artifacts(existing: &mut Vec<String>, new: Vec<String>) {
 mod tests {
     use super::*;
     use crate::messages::Message;
+
+    #[test]
+    fn an_update_is_empty_only_when_every_field_is() {
+        assert!(StateUpdate::default().is_empty());
+        let changes: Vec<fn(&mut StateUpdate)> = vec![
+            |u| u.messages.push(Message::human("hi")),
+            |u| u.remove_messages.push("m".into()),
+            |u| u.remove_all_messages = true,
+            |u| {
+                u.sandbox = Some(SandboxState {
+                    sandbox_id: "s".into(),
+                })
+            },
+            |u| u.thread_data = Some(ThreadData::virtual_paths()),
+            |u| u.title = Some("t".into()),
+            |u| u.artifacts.push("/mnt/user-data/outputs/a".into()),
+            |u| u.todos = Some(Vec::new()),
+            |u| u.uploaded_files = Some(Vec::new()),
+            |u| u.viewed_images = Some(BTreeMap::new()),
+            |u| u.summary_text = Some(String::new()),
+            |u| {
+                u.extra.insert("k".into(), Value::Null);
+            },
+            |u| u.promoted_tools.push("t".into()),
+        ];
+        for (index, change) in changes.iter().enumerate() {
+            let mut update = StateUpdate::default();
+            change(&mut update);
+            assert!(!update.is_empty(), "change {index} left it empty");
+            assert_ne!(update, StateUpdate::default());
+        }
+    }
 
     fn images(paths: &[&str]) -> BTreeMap<String, ViewedImage> {
         paths

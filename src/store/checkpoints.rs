@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::Map;
 
-use crate::messages::Message;
+use crate::messages::{Message, same_id};
 use crate::state::{StateChanges, ThreadState};
 use crate::store::log::{self, CHANNELS, HEADS, Head, LOG, LogError, SlotInfo};
 use crate::store::state_cache::CachedThread;
@@ -332,12 +332,12 @@ pub(crate) fn walk(
     let mut last_slot = 0;
     for (index, message) in new.iter().enumerate() {
         let id = message.id();
-        let found = if old.get(cursor).is_some_and(|m| m.id() == id) {
+        let found = if old.get(cursor).is_some_and(|m| same_id(m.id(), id)) {
             Some(cursor)
         } else {
             old[cursor.min(old.len())..]
                 .iter()
-                .position(|m| m.id() == id)
+                .position(|m| same_id(m.id(), id))
                 .map(|offset| cursor + offset)
         };
         match found {

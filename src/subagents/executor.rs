@@ -302,7 +302,10 @@ impl Watch {
                 } => {
                     watched.messages += 1;
                     if let Some(usage) = &ai.usage {
-                        let model = ai.model.clone().unwrap_or_else(|| self.model.clone());
+                        let model = ai
+                            .model
+                            .as_deref()
+                            .map_or_else(|| self.model.clone(), str::to_string);
                         watched.usage.entry(model).or_default().add(usage);
                     }
                     self.parent.emit(RunEvent::Custom {
@@ -351,12 +354,10 @@ fn report(task_id: &str, subagent_type: &str, ended: Ended) -> TaskReport {
         .filter(|text| !text.is_empty());
     let error = outcome.error.as_ref().map(|e| e.message.clone());
     // The model that wrote the last answer (a fallback model may have stepped in).
-    let last_model = outcome
-        .state
-        .messages
-        .iter()
-        .rev()
-        .find_map(|m| m.as_ai().and_then(|ai| ai.model.clone()));
+    let last_model = outcome.state.messages.iter().rev().find_map(|m| {
+        m.as_ai()
+            .and_then(|ai| ai.model.as_deref().map(str::to_string))
+    });
     let cap = CapReason::of(outcome.stop);
     let (status, error) = match outcome.stop {
         _ if timed_out => (

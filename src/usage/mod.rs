@@ -223,13 +223,13 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::messages::AiMessage;
+    use crate::messages::{AiMessage, Text};
     use crate::store::MemoryStore;
 
     fn ai(model: Option<&str>, total: u64) -> RunEvent {
         RunEvent::Message {
             message: Message::Ai(AiMessage {
-                model: model.map(str::to_string),
+                model: model.map(Text::from),
                 usage: Some(Usage {
                     input_tokens: total - 1,
                     output_tokens: 1,

@@ -336,7 +336,8 @@ async fn requests_carry_the_converted_history_and_tools() {
         tools: vec![std::sync::Arc::new(ToolSpec {
             name: "read_file".into(),
             description: "Read a file".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                .into(),
         })]
         .into(),
         tool_choice: Some(ToolChoice::Auto),
