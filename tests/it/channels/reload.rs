@@ -137,9 +137,8 @@ async fn a_channel_that_cannot_connect_in_time_rolls_the_reload_back() {
     .await;
 
     // An endpoint nobody answers: connecting fails in a way worth retrying, until the limit.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let nowhere = format!("http://{}", closed.local_addr().expect("addr"));
-    drop(closed);
+    // Loopback port 1 is always refused (a freed port could be taken by another test's server).
+    let nowhere = "http://127.0.0.1:1".to_string();
     std::fs::write(&path, yaml.replace(&fake.api_url(), &nowhere)).expect("edit config");
     let deadline = tokio::time::Instant::now() + RELOAD;
     let ready = loop {
