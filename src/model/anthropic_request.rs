@@ -185,11 +185,10 @@ pub(crate) fn convert_messages(request: &ModelRequest) -> (Option<System<'_>>, V
     let mut system: Vec<&str> = request.system.as_deref().into_iter().collect();
     let mut out: Vec<Turn<'_>> = Vec::with_capacity(request.messages.len());
     let mut last_is_tool_results = false;
-    for message in &request.messages {
+    for message in request.conversation() {
         let is_tool = matches!(message, Message::Tool(_));
         match message {
             // The Messages API has no system role inside the conversation.
-            Message::System(_) if request.system_merged => {}
             Message::System(m) => system.push(&m.content),
             Message::Human(m) if m.images.is_empty() => out.push(Turn {
                 role: "user",

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
-use crate::messages::{AiMessage, History};
+use crate::messages::{AiMessage, History, Message};
 
 /// A model the agent loop can call.
 #[async_trait]
@@ -57,6 +57,14 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
+    /// The messages a provider writes into the conversation: all of them, less the system
+    /// messages already merged into `system` (see `system_merged`).
+    pub(crate) fn conversation(&self) -> impl Iterator<Item = &Message> {
+        self.messages
+            .iter()
+            .filter(|m| !(self.system_merged && matches!(m, Message::System(_))))
+    }
+
     /// Serializes a provider's `body` for this request into a buffer sized once from the
     /// request: grown by doubling, a long history would be copied a dozen times.
     pub(crate) fn body_json(&self, body: &impl serde::Serialize) -> bytes::Bytes {

@@ -121,8 +121,7 @@ impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let request = self.0;
         let system = request.system.as_deref().filter(|s| !s.is_empty());
-        let left_out = |m: &&Message| request.system_merged && matches!(m, Message::System(_));
-        let written = request.messages.len() - request.messages.iter().filter(left_out).count();
+        let written = request.conversation().count();
         let mut seq = serializer.serialize_seq(Some(written + usize::from(system.is_some())))?;
         if let Some(system) = system {
             seq.serialize_element(&Plain {
@@ -130,7 +129,7 @@ impl Serialize for Messages<'_> {
                 content: system,
             })?;
         }
-        for message in request.messages.iter().filter(|m| !left_out(m)) {
+        for message in request.conversation() {
             match message {
                 Message::System(m) => seq.serialize_element(&Plain {
                     role: "system",
