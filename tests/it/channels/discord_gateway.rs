@@ -193,6 +193,12 @@ async fn slash_commands_are_registered_and_answered() {
             .any(|t| t.starts_with("Available commands:"))
     })
     .await;
+    // The help text is posted by the daemon once the command is journaled, which can be
+    // before the adapter's acknowledgement reaches the fake: wait for both.
+    fake.wait_for(WAIT, "the interaction answer", |f| {
+        !f.interaction_answers().is_empty()
+    })
+    .await;
     let answers = fake.interaction_answers();
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0].1["type"], 4);
