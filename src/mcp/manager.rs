@@ -125,7 +125,10 @@ impl McpManager {
     /// The state for the file as it is now, reloaded when its content changed.
     async fn current(&self) -> tokio::sync::MutexGuard<'_, Option<Loaded>> {
         let path = self.path();
-        let bytes = tokio::fs::read(&path).await.unwrap_or_default();
+        // Read inline: every run asks, the file is a few hundred bytes (usually absent), and
+        // tokio::fs's hop to a blocking thread and back cost more than the read itself (two
+        // thread wake-ups per run, and a blocking thread respawned after each idle spell).
+        let bytes = std::fs::read(&path).unwrap_or_default();
         let signature: [u8; 32] = Sha256::digest(&bytes).into();
         let mut loaded = self.inner.loaded.lock().await;
         if loaded.as_ref().is_some_and(|l| l.signature == signature) {
