@@ -7,12 +7,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod history;
+mod json_cache;
 mod text;
+mod wire;
 pub use history::History;
+pub(crate) use json_cache::KEPT_SLOT_BYTES;
 pub use text::Text;
 
-/// One message in a thread. `type` is the JSON tag (`system`, `human`, `ai`, `tool`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One message in a thread. `type` is the JSON tag (`system`, `human`, `ai`, `tool`); read by
+/// hand in one pass (`wire`), written by the derive.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Message {
     System(SystemMessage),

@@ -6,29 +6,45 @@
 //! it once (`Arc::make_mut`), so no holder ever sees another's edits. A middleware that changes
 //! the request therefore still copies it: look first (the system-message coalescing marks the
 //! request merged instead of taking the system messages out).
+//!
+//! Serializing goes through the history's [`JsonCache`], shared by its clones and copies, so
+//! the messages a turn did not change are written from their kept JSON form.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::messages::Message;
+use crate::messages::json_cache::JsonCache;
 
 /// Reads as `Vec<Message>`; any mutable access unshares it first. Serialized as the plain list.
-#[derive(Clone, Default, Serialize, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 #[serde(transparent)]
-pub struct History(Arc<Vec<Message>>);
+pub struct History {
+    list: Arc<Vec<Message>>,
+    /// Kept with the list through clones and copies: a turn's copy still matches the messages
+    /// it did not change.
+    #[serde(skip)]
+    json: Arc<JsonCache>,
+}
+
+impl Serialize for History {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(&self.list, serializer)
+    }
+}
 
 impl History {
     /// Whether both hold the same list (not merely equal messages).
     pub fn shares_list_with(&self, other: &History) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.list, &other.list)
     }
 
     /// The list itself: moved out when this is its only holder, copied otherwise.
     pub fn into_vec(self) -> Vec<Message> {
-        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
+        Arc::try_unwrap(self.list).unwrap_or_else(|shared| (*shared).clone())
     }
 }
 
@@ -36,7 +52,7 @@ impl Deref for History {
     type Target = Vec<Message>;
 
     fn deref(&self) -> &Vec<Message> {
-        &self.0
+        &self.list
     }
 }
 
@@ -47,30 +63,33 @@ const COPY_HEADROOM: usize = 16;
 
 impl DerefMut for History {
     fn deref_mut(&mut self) -> &mut Vec<Message> {
-        if Arc::get_mut(&mut self.0).is_none() {
-            let mut copy = Vec::with_capacity(self.0.len() + COPY_HEADROOM);
-            copy.extend(self.0.iter().cloned());
-            self.0 = Arc::new(copy);
+        if Arc::get_mut(&mut self.list).is_none() {
+            let mut copy = Vec::with_capacity(self.list.len() + COPY_HEADROOM);
+            copy.extend(self.list.iter().cloned());
+            self.list = Arc::new(copy);
         }
-        Arc::get_mut(&mut self.0).expect("a list just copied has one holder")
+        Arc::get_mut(&mut self.list).expect("a list just copied has one holder")
     }
 }
 
 impl PartialEq for History {
     fn eq(&self, other: &Self) -> bool {
-        self.shares_list_with(other) || *self.0 == *other.0
+        self.shares_list_with(other) || *self.list == *other.list
     }
 }
 
 impl fmt::Debug for History {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(&*self.list, f)
     }
 }
 
 impl From<Vec<Message>> for History {
     fn from(messages: Vec<Message>) -> Self {
-        History(Arc::new(messages))
+        History {
+            list: Arc::new(messages),
+            json: Arc::default(),
+        }
     }
 }
 
@@ -79,7 +98,7 @@ impl<'a> IntoIterator for &'a History {
     type IntoIter = std::slice::Iter<'a, Message>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
+        self.list.iter()
     }
 }
 
@@ -109,6 +128,33 @@ mod tests {
         let shared = copy.clone();
         assert_eq!(shared.into_vec().len(), 2, "copied out while shared");
         assert_eq!(copy.into_vec().len(), 2, "moved out once alone");
+    }
+
+    #[test]
+    fn a_copy_writes_its_own_messages_through_the_shared_cache() {
+        let history = History::from(vec![Message::human("one"), Message::ai("two")]);
+        let first = serde_json::to_string(&history).unwrap();
+        let mut copy = history.clone();
+        copy.push(Message::human("three"));
+        if let Message::Ai(ai) = &mut copy[1] {
+            ai.content = "changed".into();
+        }
+        assert!(
+            Arc::ptr_eq(&copy.json, &history.json),
+            "the copy kept the cache"
+        );
+        let plain = |h: &History| serde_json::to_string(&*h.list).unwrap();
+        for _ in 0..2 {
+            assert_eq!(serde_json::to_string(&copy).unwrap(), plain(&copy));
+            assert_eq!(serde_json::to_string(&history).unwrap(), first);
+        }
+        assert_eq!(first, plain(&history));
+        let back: History = serde_json::from_str(&first).unwrap();
+        assert_eq!(back, history);
+        assert!(
+            !Arc::ptr_eq(&back.json, &history.json),
+            "a read history starts its own"
+        );
     }
 
     #[test]

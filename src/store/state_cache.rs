@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::lru::Lru;
-use crate::messages::Message;
+use crate::messages::{KEPT_SLOT_BYTES, Message};
 use crate::state::ThreadState;
 use crate::store::log::{CHANNELS, Head, SlotInfo};
 
@@ -26,14 +26,16 @@ pub(crate) struct CachedThread {
 const ENTRY_OVERHEAD: usize = 2048;
 
 impl CachedThread {
-    /// An estimate of the memory the entry holds: per message twice its encoded size (its
-    /// strings, and the JSON form each body keeps once serialized, see `messages::Text`), the
-    /// in-memory shape and allocation overhead, plus a fixed part.
+    /// An estimate of the memory the entry holds: per message three times its encoded size (its
+    /// strings, the JSON form each body keeps once serialized, see `messages::Text`, and the
+    /// whole message's JSON form its history keeps, see `messages::History`), the in-memory
+    /// shape and allocation overhead, plus a fixed part. Counted whether or not the forms were
+    /// made yet, so serializing a cached state later never takes it past the bound.
     pub(crate) fn weight(&self) -> usize {
         let messages: usize = self
             .slots
             .iter()
-            .map(|s| 2 * s.bytes as usize + std::mem::size_of::<Message>() + 160)
+            .map(|s| 3 * s.bytes as usize + std::mem::size_of::<Message>() + KEPT_SLOT_BYTES + 160)
             .sum();
         messages + ENTRY_OVERHEAD
     }
