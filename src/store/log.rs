@@ -18,7 +18,8 @@ use std::hash::{DefaultHasher, Hasher};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::value::RawValue;
+use serde_json::{Value, from_str};
 
 use crate::messages::Message;
 use crate::state::ThreadState;
@@ -201,22 +202,34 @@ pub fn copy_channel(to: &mut ThreadState, from: &ThreadState, index: usize) {
     }
 }
 
-fn set_channel(state: &mut ThreadState, name: &str, value: Value) -> Result<(), LogError> {
-    use serde_json::from_value;
+/// Reads a channel's value (JSON text) straight into its field of `state`.
+fn set_channel(state: &mut ThreadState, name: &str, value: &RawValue) -> Result<(), LogError> {
+    let json = value.get();
     match name {
-        "sandbox" => state.sandbox = from_value(value)?,
-        "thread_data" => state.thread_data = from_value(value)?,
-        "title" => state.title = from_value(value)?,
-        "artifacts" => state.artifacts = from_value(value)?,
-        "todos" => state.todos = from_value(value)?,
-        "uploaded_files" => state.uploaded_files = from_value(value)?,
-        "viewed_images" => state.viewed_images = from_value(value)?,
-        "summary_text" => state.summary_text = from_value(value)?,
-        "extra" => state.extra = from_value(value)?,
-        "promoted_tools" => state.promoted_tools = from_value(value)?,
+        "sandbox" => state.sandbox = from_str(json)?,
+        "thread_data" => state.thread_data = from_str(json)?,
+        "title" => state.title = from_str(json)?,
+        "artifacts" => state.artifacts = from_str(json)?,
+        "todos" => state.todos = from_str(json)?,
+        "uploaded_files" => state.uploaded_files = from_str(json)?,
+        "viewed_images" => state.viewed_images = from_str(json)?,
+        "summary_text" => state.summary_text = from_str(json)?,
+        "extra" => state.extra = from_str(json)?,
+        "promoted_tools" => state.promoted_tools = from_str(json)?,
         other => return Err(LogError::UnknownChannel(other.to_string())),
     }
     Ok(())
+}
+
+/// A log record as folding reads it: a channel's value kept as text until it is known to be
+/// the channel's latest (a long thread's log holds every value a channel ever had; reading
+/// each through a `Value` tree was most of a fold's cost after the messages).
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum FoldRecord {
+    Put { slot: u64, message: Message },
+    Remove { slots: Vec<u64> },
+    Channel { name: String, value: Box<RawValue> },
 }
 
 /// Where a live message sits in the log, parallel to `state.messages`.
@@ -238,23 +251,36 @@ pub struct Folded {
 pub fn fold(head: &Head, records: &[(Vec<u8>, Vec<u8>)]) -> Result<Folded, (Vec<u8>, LogError)> {
     let mut messages: BTreeMap<u64, (Message, u32)> = BTreeMap::new();
     let mut state = ThreadState::default();
+    // Each channel's latest value and its record's key; later values replace earlier ones
+    // whole, so only the latest is read.
+    let mut channels: [Option<(&Vec<u8>, Box<RawValue>)>; CHANNELS.len()] = Default::default();
     for (key, value) in records {
         if seq_of(key).is_none_or(|seq| seq >= head.next_seq) {
             continue;
         }
-        match decode(value).map_err(|e| (key.clone(), e))? {
-            LogRecord::Put { slot, message, .. } => {
+        let record: FoldRecord =
+            serde_json::from_slice(value).map_err(|e| (key.clone(), LogError::from(e)))?;
+        match record {
+            FoldRecord::Put { slot, message } => {
                 let bytes = u32::try_from(value.len()).unwrap_or(u32::MAX);
                 messages.insert(slot, (message, bytes));
             }
-            LogRecord::Remove { slots, .. } => {
+            FoldRecord::Remove { slots } => {
                 for slot in slots {
                     messages.remove(&slot);
                 }
             }
-            LogRecord::Channel { name, value, .. } => {
-                set_channel(&mut state, &name, value).map_err(|e| (key.clone(), e))?;
+            FoldRecord::Channel { name, value } => {
+                let Some(index) = CHANNELS.iter().position(|channel| *channel == name) else {
+                    return Err((key.clone(), LogError::UnknownChannel(name)));
+                };
+                channels[index] = Some((key, value));
             }
+        }
+    }
+    for (name, latest) in CHANNELS.iter().zip(channels) {
+        if let Some((key, value)) = latest {
+            set_channel(&mut state, name, &value).map_err(|e| (key.clone(), e))?;
         }
     }
     let mut slots = Vec::with_capacity(messages.len());
@@ -419,6 +445,48 @@ mod tests {
         assert_eq!(superseded_before(&records, 6).unwrap(), [2, 4]);
         assert_eq!(superseded_before(&records, 7).unwrap(), [2, 4, 5]);
         assert_eq!(seq_of(&key("t", 42)), Some(42));
+    }
+
+    #[test]
+    fn a_channel_folds_to_its_latest_value() {
+        let head = Head {
+            version: 1,
+            next_seq: 4,
+            next_slot: 1,
+            messages: 0,
+            run_id: String::new(),
+            step: 0,
+            created_at: Utc::now(),
+        };
+        let records = [
+            (
+                key("t", 1),
+                br#"{"channel":{"at":1,"name":"title","value":"first"}}"#.to_vec(),
+            ),
+            (
+                key("t", 2),
+                br#"{"channel":{"at":2,"name":"title","value":"second"}}"#.to_vec(),
+            ),
+            (
+                key("t", 3),
+                br#"{"channel":{"at":3,"name":"todos","value":[]}}"#.to_vec(),
+            ),
+            // Past the head: not part of the state yet.
+            (
+                key("t", 4),
+                br#"{"channel":{"at":4,"name":"title","value":"later"}}"#.to_vec(),
+            ),
+        ];
+        let folded = fold(&head, &records).unwrap();
+        assert_eq!(folded.state.title.as_deref(), Some("second"));
+        let broken = [(
+            key("t", 1),
+            br#"{"channel":{"at":1,"name":"title","value":7}}"#.to_vec(),
+        )];
+        let Err((at, _)) = fold(&head, &broken) else {
+            panic!("a latest value of the wrong type must not fold");
+        };
+        assert_eq!(at, key("t", 1), "the error names the record");
     }
 
     #[test]
