@@ -7,8 +7,9 @@
 //! message cost ~8,800 instructions and folding was half a turn's instructions when the state
 //! cache could not hold every active thread (callgrind, 200 threads in rotation). Here the
 //! object is read once into the union of the variants' fields, then the tag picks the variant.
-//! The JSON written is unchanged (the derive's `Serialize`); what is read is the same: fields
-//! of another variant are ignored, missing required fields and unknown types are errors.
+//! The JSON written is unchanged (the derive's `Serialize`); what is read is the same, with
+//! one difference: a field of another variant is ignored only when it has that field's type
+//! (the derive skipped it unread). Missing required fields and unknown types are errors.
 
 use serde::de::Error;
 use serde::{Deserialize, Deserializer};
