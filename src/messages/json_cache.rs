@@ -37,29 +37,21 @@ struct Positions {
 pub(crate) const KEPT_SLOT_BYTES: usize = std::mem::size_of::<Option<Kept>>();
 
 struct Kept {
-    key: Key,
+    key: Fields<Text>,
     json: Box<RawValue>,
 }
 
-/// What a kept form was made from. The text bodies are held (not just their addresses), so a
-/// pointer comparison can never match a new body that reused a freed one's memory.
-struct Key {
+/// A message's fields as far as its JSON form depends on them. Borrowed from the message to
+/// check a kept form; owned in the kept form's key, which holds the text bodies (not just their
+/// addresses) so a pointer comparison can never match a new body that reused a freed one's
+/// memory.
+struct Fields<T> {
     kind: Kind,
-    id: Text,
-    content: Text,
-    model: Option<Text>,
+    id: T,
+    content: T,
+    model: Option<T>,
     usage: Option<Usage>,
-    finish: u8,
-}
-
-/// A message's fields as far as its JSON form depends on them, if it can be kept.
-struct Parts<'a> {
-    kind: Kind,
-    id: &'a Text,
-    content: &'a Text,
-    model: Option<&'a Text>,
-    usage: Option<Usage>,
-    finish: u8,
+    finish_reason: Option<FinishReason>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -69,19 +61,19 @@ enum Kind {
     Ai,
 }
 
-impl<'a> Parts<'a> {
-    /// Destructures every field, so a field added to a message type is a compile error here
-    /// until it is either compared or excluded.
+impl<'a> Fields<&'a Text> {
+    /// The fields of `message` if its form can be kept. Destructures every field, so a field
+    /// added to a message type is a compile error here until it is either compared or excluded.
     fn of(message: &'a Message) -> Option<Self> {
         match message {
             Message::System(SystemMessage { id, content, meta }) => {
-                meta.is_empty().then_some(Parts {
+                meta.is_empty().then_some(Fields {
                     kind: Kind::System,
                     id,
                     content,
                     model: None,
                     usage: None,
-                    finish: 0,
+                    finish_reason: None,
                 })
             }
             Message::Human(HumanMessage {
@@ -90,13 +82,13 @@ impl<'a> Parts<'a> {
                 name,
                 images,
                 meta,
-            }) => (name.is_none() && images.is_empty() && meta.is_empty()).then_some(Parts {
+            }) => (name.is_none() && images.is_empty() && meta.is_empty()).then_some(Fields {
                 kind: Kind::Human,
                 id,
                 content,
                 model: None,
                 usage: None,
-                finish: 0,
+                finish_reason: None,
             }),
             Message::Ai(AiMessage {
                 id,
@@ -109,26 +101,19 @@ impl<'a> Parts<'a> {
                 model,
                 meta,
             }) => {
+                // A provider's own finish reason is free text: written directly.
                 let plain = reasoning.is_none()
                     && reasoning_signature.is_none()
                     && tool_calls.is_empty()
-                    && meta.is_empty();
-                let finish = match finish_reason {
-                    None => 0,
-                    Some(FinishReason::Stop) => 1,
-                    Some(FinishReason::ToolCalls) => 2,
-                    Some(FinishReason::Length) => 3,
-                    Some(FinishReason::ContentFilter) => 4,
-                    Some(FinishReason::Refusal) => 5,
-                    Some(FinishReason::Other(_)) => return None,
-                };
-                plain.then_some(Parts {
+                    && meta.is_empty()
+                    && !matches!(finish_reason, Some(FinishReason::Other(_)));
+                plain.then(|| Fields {
                     kind: Kind::Ai,
                     id,
                     content,
                     model: model.as_ref(),
                     usage: *usage,
-                    finish,
+                    finish_reason: finish_reason.clone(),
                 })
             }
             // Tool results carry owned strings and free-form artifacts: written directly.
@@ -136,26 +121,26 @@ impl<'a> Parts<'a> {
         }
     }
 
-    fn key(&self) -> Key {
-        Key {
+    fn to_owned_key(&self) -> Fields<Text> {
+        Fields {
             kind: self.kind,
             id: self.id.clone(),
             content: self.content.clone(),
             model: self.model.cloned(),
             usage: self.usage,
-            finish: self.finish,
+            finish_reason: self.finish_reason.clone(),
         }
     }
 }
 
-impl Key {
-    fn matches(&self, parts: &Parts<'_>) -> bool {
-        self.kind == parts.kind
-            && self.finish == parts.finish
-            && self.usage == parts.usage
-            && self.id.shares_body_with(parts.id)
-            && self.content.shares_body_with(parts.content)
-            && match (&self.model, parts.model) {
+impl Fields<Text> {
+    fn matches(&self, fields: &Fields<&Text>) -> bool {
+        self.kind == fields.kind
+            && self.finish_reason == fields.finish_reason
+            && self.usage == fields.usage
+            && self.id.shares_body_with(fields.id)
+            && self.content.shares_body_with(fields.content)
+            && match (&self.model, fields.model) {
                 (None, None) => true,
                 (Some(kept), Some(model)) => kept.shares_body_with(model),
                 _ => false,
@@ -186,16 +171,16 @@ impl JsonCache {
         kept.resize_with(messages.len(), || None);
         let mut seq = serializer.serialize_seq(Some(messages.len()))?;
         for (message, slot) in messages.iter().zip(kept.iter_mut()) {
-            let Some(parts) = Parts::of(message) else {
+            let Some(fields) = Fields::of(message) else {
                 *slot = None;
                 seq.serialize_element(message)?;
                 continue;
             };
-            if !slot.as_ref().is_some_and(|k| k.key.matches(&parts)) {
+            if !slot.as_ref().is_some_and(|k| k.key.matches(&fields)) {
                 *slot = serde_json::value::to_raw_value(message)
                     .ok()
                     .map(|json| Kept {
-                        key: parts.key(),
+                        key: fields.to_owned_key(),
                         json,
                     });
             }
@@ -207,7 +192,7 @@ impl JsonCache {
         seq.end()
     }
 
-    /// Bytes held by kept forms (for tests and the cache's weight).
+    /// Bytes held by kept forms.
     #[cfg(test)]
     pub(crate) fn kept_bytes(&self) -> usize {
         let positions = self

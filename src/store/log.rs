@@ -202,21 +202,20 @@ pub fn copy_channel(to: &mut ThreadState, from: &ThreadState, index: usize) {
     }
 }
 
-/// Reads a channel's value (JSON text) straight into its field of `state`.
-fn set_channel(state: &mut ThreadState, name: &str, value: &RawValue) -> Result<(), LogError> {
+/// Reads channel `index`'s value (JSON text) straight into its field of `state`.
+fn set_channel(state: &mut ThreadState, index: usize, value: &RawValue) -> Result<(), LogError> {
     let json = value.get();
-    match name {
-        "sandbox" => state.sandbox = from_str(json)?,
-        "thread_data" => state.thread_data = from_str(json)?,
-        "title" => state.title = from_str(json)?,
-        "artifacts" => state.artifacts = from_str(json)?,
-        "todos" => state.todos = from_str(json)?,
-        "uploaded_files" => state.uploaded_files = from_str(json)?,
-        "viewed_images" => state.viewed_images = from_str(json)?,
-        "summary_text" => state.summary_text = from_str(json)?,
-        "extra" => state.extra = from_str(json)?,
-        "promoted_tools" => state.promoted_tools = from_str(json)?,
-        other => return Err(LogError::UnknownChannel(other.to_string())),
+    match index {
+        0 => state.sandbox = from_str(json)?,
+        1 => state.thread_data = from_str(json)?,
+        2 => state.title = from_str(json)?,
+        3 => state.artifacts = from_str(json)?,
+        4 => state.todos = from_str(json)?,
+        5 => state.uploaded_files = from_str(json)?,
+        6 => state.viewed_images = from_str(json)?,
+        7 => state.summary_text = from_str(json)?,
+        8 => state.extra = from_str(json)?,
+        _ => state.promoted_tools = from_str(json)?,
     }
     Ok(())
 }
@@ -278,9 +277,9 @@ pub fn fold(head: &Head, records: &[(Vec<u8>, Vec<u8>)]) -> Result<Folded, (Vec<
             }
         }
     }
-    for (name, latest) in CHANNELS.iter().zip(channels) {
+    for (index, latest) in channels.into_iter().enumerate() {
         if let Some((key, value)) = latest {
-            set_channel(&mut state, name, &value).map_err(|e| (key.clone(), e))?;
+            set_channel(&mut state, index, &value).map_err(|e| (key.clone(), e))?;
         }
     }
     let mut slots = Vec::with_capacity(messages.len());
@@ -447,17 +446,22 @@ mod tests {
         assert_eq!(seq_of(&key("t", 42)), Some(42));
     }
 
-    #[test]
-    fn a_channel_folds_to_its_latest_value() {
-        let head = Head {
+    /// A head of an empty thread whose log runs up to `next_seq`.
+    fn head_before(next_seq: u64) -> Head {
+        Head {
             version: 1,
-            next_seq: 4,
+            next_seq,
             next_slot: 1,
             messages: 0,
             run_id: String::new(),
             step: 0,
             created_at: Utc::now(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_channel_folds_to_its_latest_value() {
+        let head = head_before(4);
         let records = [
             (
                 key("t", 1),
@@ -491,15 +495,7 @@ mod tests {
 
     #[test]
     fn an_unknown_channel_is_a_clear_error() {
-        let head = Head {
-            version: 1,
-            next_seq: 2,
-            next_slot: 1,
-            messages: 0,
-            run_id: String::new(),
-            step: 0,
-            created_at: Utc::now(),
-        };
+        let head = head_before(2);
         let record = br#"{"channel":{"at":1,"name":"novel","value":1}}"#.to_vec();
         let Err((_, error)) = fold(&head, &[(key("t", 1), record)]) else {
             panic!("an unknown channel must not be dropped silently");
