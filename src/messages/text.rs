@@ -62,6 +62,12 @@ impl Text {
     }
 
     /// The text as a JSON string literal (quoted and escaped), kept after the first call.
+    /// The text as a JSON string literal (quotes and escapes included), kept after the first
+    /// call.
+    pub fn json_literal(&self) -> &str {
+        self.json().get()
+    }
+
     fn json(&self) -> &RawValue {
         self.0.json.get_or_init(|| {
             let literal = serde_json::to_string(self.as_str()).expect("a str always serializes");

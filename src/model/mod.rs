@@ -68,13 +68,21 @@ impl ModelRequest {
     /// Serializes a provider's `body` for this request into a buffer sized once from the
     /// request: grown by doubling, a long history would be copied a dozen times.
     pub(crate) fn body_json(&self, body: &impl serde::Serialize) -> bytes::Bytes {
+        self.body_with(|bytes| {
+            // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
+            let _ = serde_json::to_writer(bytes, body);
+        })
+    }
+
+    /// Like [`body_json`](Self::body_json), for a provider that writes part of its body
+    /// itself.
+    pub(crate) fn body_with(&self, write: impl FnOnce(&mut Vec<u8>)) -> bytes::Bytes {
         let hint = crate::messages::json_size_hint(&self.messages)
             + self.system.as_ref().map_or(0, String::len)
             + self.tools.len() * 1024
             + 512;
         let mut bytes = crate::body_buffers::buffer(hint);
-        // Serializing borrowed strings and `Value`s into a `Vec` cannot fail.
-        let _ = serde_json::to_writer(&mut bytes, body);
+        write(&mut bytes);
         // The body is held until the answer comes (the HTTP client keeps it to resend on a
         // redirect): a small one gives its unused tail back, a long thread's keeps its buffer
         // warm for the next turn.
