@@ -10,7 +10,7 @@ mod history;
 mod json_cache;
 mod text;
 mod wire;
-pub use history::History;
+pub use history::{History, WeakHistory};
 pub(crate) use json_cache::KEPT_SLOT_BYTES;
 pub use text::Text;
 
@@ -213,6 +213,11 @@ pub fn new_id(prefix: &str) -> String {
 
 impl Message {
     pub fn id(&self) -> &str {
+        self.id_text()
+    }
+
+    /// The id as shared text (a clone shares its body, so `same_id` answers by pointer).
+    pub fn id_text(&self) -> &Text {
         match self {
             Message::System(m) => &m.id,
             Message::Human(m) => &m.id,

@@ -299,10 +299,14 @@ impl Harness {
                 .threads
                 .update(&thread_id, |r| r.agent_name = agent_name)?;
         }
-        let state = match checkpointer.latest(&thread_id).await {
-            Ok(checkpoint) => checkpoint.map(|c| c.state).unwrap_or_default(),
-            Err(e) => return Err(RunError::Thread(ThreadError::Store(e))),
-        };
+        // Checked out, so the run appends to a long history without copying it; checked in
+        // below, once the run is over.
+        let state = self
+            .inner
+            .threads
+            .checkout(&thread_id)
+            .map_err(RunError::Thread)?
+            .unwrap_or_default();
         self.inner
             .threads
             .set_status(&thread_id, ThreadStatus::Busy)?;
@@ -335,6 +339,7 @@ impl Harness {
                 None
             };
             let (outcome, finished) = tokio::join!(agent.run(state, input, &ctx), relay);
+            threads.checkin(&ctx.thread_id);
             if let Some(subagents) = subagents {
                 // Sub-agents of a cancelled run wind down after it; what they report (their
                 // end, their tokens) still belongs to this run.

@@ -9,6 +9,10 @@
 //!
 //! Serializing goes through the history's [`JsonCache`], shared by its clones and copies, so
 //! the messages a turn did not change are written from their kept JSON form.
+//!
+//! A holder that only needs the list as long as nobody changes it keeps a [`WeakHistory`]
+//! (the thread-state cache, while a run has the list): the run's first change then takes the
+//! list from it instead of copying, and the weak holder sees the list is gone.
 
 use std::fmt;
 use std::ops::{Deref, DerefMut};
@@ -48,6 +52,50 @@ impl History {
     }
 }
 
+/// A [`History`] held without keeping it: it upgrades to the very list it was made from as
+/// long as nobody changed that list since (a change made while only weak holders remain takes
+/// the list from them, see `deref_mut`; one made while it is shared changes a copy, and the
+/// original stays as it was).
+#[derive(Clone, Default)]
+pub struct WeakHistory {
+    list: std::sync::Weak<Vec<Message>>,
+    json: Arc<JsonCache>,
+}
+
+impl fmt::Debug for WeakHistory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WeakHistory(alive: {})", self.is_alive())
+    }
+}
+
+impl WeakHistory {
+    pub fn is_alive(&self) -> bool {
+        self.list.strong_count() > 0
+    }
+
+    pub fn upgrade(&self) -> Option<History> {
+        self.list.upgrade().map(|list| History {
+            list,
+            json: self.json.clone(),
+        })
+    }
+}
+
+impl History {
+    /// How many histories share this list (weak holders not counted).
+    #[cfg(test)]
+    pub(crate) fn holders(&self) -> usize {
+        Arc::strong_count(&self.list)
+    }
+
+    pub fn downgrade(&self) -> WeakHistory {
+        WeakHistory {
+            list: Arc::downgrade(&self.list),
+            json: self.json.clone(),
+        }
+    }
+}
+
 impl Deref for History {
     type Target = Vec<Message>;
 
@@ -63,6 +111,11 @@ const COPY_HEADROOM: usize = 16;
 
 impl DerefMut for History {
     fn deref_mut(&mut self) -> &mut Vec<Message> {
+        if Arc::get_mut(&mut self.list).is_none() && Arc::strong_count(&self.list) == 1 {
+            // Only weak holders besides this one: `make_mut` moves the list out of their
+            // reach (no message is cloned). Should one upgrade meanwhile, it copies instead.
+            Arc::make_mut(&mut self.list);
+        }
         if Arc::get_mut(&mut self.list).is_none() {
             let mut copy = Vec::with_capacity(self.list.len() + COPY_HEADROOM);
             copy.extend(self.list.iter().cloned());
@@ -170,5 +223,34 @@ mod tests {
         assert_eq!(copy.len(), 100 + COPY_HEADROOM);
         assert_eq!(copy[..100], history[..]);
         assert_eq!(history.len(), 100);
+    }
+
+    #[test]
+    fn a_weak_holder_keeps_the_list_until_it_changes() {
+        let mut list = Vec::with_capacity(64);
+        list.resize(50, Message::human("one"));
+        let mut history = History::from(list);
+        let weak = history.downgrade();
+        let again = weak.upgrade().expect("alive while unchanged");
+        assert!(again.shares_list_with(&history));
+        drop(again);
+        let messages = history.as_ptr();
+        history.push(Message::ai("two"));
+        assert!(weak.upgrade().is_none(), "the change took the list");
+        assert_eq!(history.as_ptr(), messages, "moved, not copied");
+
+        // Changed while also shared: the change is made on a copy, the weak holder keeps the
+        // list it had, unchanged.
+        let weak = history.downgrade();
+        let reader = weak.upgrade().unwrap();
+        history.push(Message::ai("three"));
+        assert_eq!(weak.upgrade().unwrap().len(), 51);
+        assert_eq!(reader.len(), 51);
+        assert_eq!(history.len(), 52);
+        drop(reader);
+        assert!(weak.upgrade().is_none(), "nobody keeps the old list");
+        let kept = history.downgrade();
+        let moved = history.into_vec();
+        assert!(kept.upgrade().is_none() && moved.len() == 52);
     }
 }

@@ -39,8 +39,9 @@ fn written_slots(
     changed: &[&str],
 ) -> (Vec<u64>, Vec<usize>, Vec<u64>, bool) {
     let old_slots = slots(&(1..=old.len() as u64).collect::<Vec<_>>());
+    let old_ids: Vec<_> = ids(old).iter().map(|m| m.id_text().clone()).collect();
     let w = walk(
-        &ids(old),
+        &old_ids,
         &old_slots,
         &ids(new),
         &touched(changed),
@@ -169,5 +170,98 @@ fn idle_threads_leave_the_cache_and_fold_back_identical() {
         driver.assert_reads_back(&store, &format!("{name} after idle eviction"));
         let (_, state) = threads.state("idle").unwrap().unwrap();
         assert_eq!(*state, driver.state, "{name}");
+    }
+}
+
+#[test]
+fn a_checked_out_list_is_appended_in_place_and_readers_see_the_last_save() {
+    for (name, store, _dir) in backends() {
+        let threads = ThreadStore::new(store.clone()).unwrap();
+        let mut driver = Driver::new(threads.clone(), "lent");
+        let human = |text: &str| StateUpdate {
+            messages: vec![Message::human(text)],
+            ..Default::default()
+        };
+        for step in 0..3 {
+            driver.apply(human(&format!("m{step}")));
+            driver.save().unwrap();
+        }
+        driver.state = threads.checkout("lent").unwrap().unwrap();
+        let (_, read) = threads.state("lent").unwrap().unwrap();
+        assert!(
+            read.messages.shares_list_with(&driver.state.messages),
+            "{name}"
+        );
+        drop(read);
+        let saved = serde_json::to_value(&driver.state).unwrap();
+
+        // The run alone holds the list, so its append takes it (see `History`'s tests).
+        assert_eq!(
+            driver.state.messages.holders(),
+            1,
+            "{name}: lent, not shared"
+        );
+        driver.apply(human("unsaved"));
+        let (_, read) = threads.state("lent").unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&*read).unwrap(),
+            saved,
+            "{name}: the last save"
+        );
+        drop(read);
+
+        driver.save().unwrap();
+        let (_, read) = threads.state("lent").unwrap().unwrap();
+        // (The read above folded the log into the entry again, so this one is the entry's.)
+        assert_eq!(*read, driver.state, "{name}: the new save");
+        drop(read);
+        threads.checkin("lent");
+        assert_eq!(threads.cache_usage().0, 1, "{name}: taken back");
+        driver.assert_reads_back(&store, &format!("{name} after checkin"));
+
+        // Saved with nobody reading meanwhile: the entry points at the run's list.
+        driver.state = threads.checkout("lent").unwrap().unwrap();
+        assert_eq!(
+            driver.state.messages.holders(),
+            1,
+            "{name}: lent, not shared"
+        );
+        driver.apply(human("m4"));
+        driver.save().unwrap();
+        let (_, read) = threads.state("lent").unwrap().unwrap();
+        assert!(
+            read.messages.shares_list_with(&driver.state.messages),
+            "{name}"
+        );
+        assert_eq!(*read, driver.state, "{name}");
+        drop(read);
+        threads.checkin("lent");
+        driver.assert_reads_back(&store, &format!("{name} after a lent save"));
+
+        // A run that ends with a change it did not save leaves no list to take back: the
+        // entry goes and the thread folds back to its last save.
+        let saved = serde_json::to_value(&driver.state).unwrap();
+        driver.state = threads.checkout("lent").unwrap().unwrap();
+        let (_, read) = threads.state("lent").unwrap().unwrap();
+        assert!(
+            read.messages.shares_list_with(&driver.state.messages),
+            "{name}"
+        );
+        drop(read);
+        assert_eq!(
+            driver.state.messages.holders(),
+            1,
+            "{name}: lent, not shared"
+        );
+        driver.apply(human("never saved"));
+        threads.checkin("lent");
+        assert_eq!(threads.cache_usage().0, 0, "{name}: dropped");
+        let (_, read) = threads.state("lent").unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&*read).unwrap(),
+            saved,
+            "{name}: folded back"
+        );
+        assert_eq!(read.messages.len(), 5, "{name}");
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::lru::Lru;
-use crate::messages::{KEPT_SLOT_BYTES, Message};
+use crate::messages::{KEPT_SLOT_BYTES, Message, Text, WeakHistory};
 use crate::state::ThreadState;
 use crate::store::log::{CHANNELS, Head, SlotInfo};
 
@@ -15,8 +15,14 @@ pub(crate) struct CachedThread {
     pub(crate) head: Head,
     /// What the head key holds, for the compare-and-set of the next save (`None`: no head yet).
     pub(crate) head_bytes: Option<Vec<u8>>,
+    /// The saved state; its `messages` are empty while `lent`.
     pub(crate) state: Arc<ThreadState>,
-    /// Parallel to `state.messages`.
+    /// The saved message list while a run holds it (`ThreadStore::checkout`). Held weakly so
+    /// the run appends to it without copying a long history; the run's first change after a
+    /// save takes the list, and until its next save (or its end, `checkin`) reads fold the log.
+    pub(crate) lent: Option<WeakHistory>,
+    /// The saved messages' ids, parallel to `slots`: what a save walks, lent or not.
+    pub(crate) ids: Vec<Text>,
     pub(crate) slots: Vec<SlotInfo>,
     pub(crate) channels: [u64; CHANNELS.len()],
 }
@@ -26,6 +32,56 @@ pub(crate) struct CachedThread {
 const ENTRY_OVERHEAD: usize = 2048;
 
 impl CachedThread {
+    /// The saved state, if the entry still has its messages (not while lent to a run that has
+    /// changed them since its last save).
+    pub(crate) fn saved_state(&self) -> Option<Arc<ThreadState>> {
+        match &self.lent {
+            None => Some(self.state.clone()),
+            Some(weak) => weak.upgrade().map(|messages| {
+                Arc::new(ThreadState {
+                    messages,
+                    ..(*self.state).clone()
+                })
+            }),
+        }
+    }
+
+    fn has_saved_messages(&self) -> bool {
+        self.lent.as_ref().is_none_or(WeakHistory::is_alive)
+    }
+
+    /// The saved state for a run, its message list lent to it (see `lent`); `None` as
+    /// `saved_state`.
+    pub(crate) fn lend(&mut self) -> Option<ThreadState> {
+        let messages = match &self.lent {
+            Some(weak) => weak.upgrade()?,
+            None => {
+                let messages = std::mem::take(&mut Arc::make_mut(&mut self.state).messages);
+                self.lent = Some(messages.downgrade());
+                messages
+            }
+        };
+        Some(ThreadState {
+            messages,
+            ..(*self.state).clone()
+        })
+    }
+
+    /// Takes the lent list back if the run left it as saved; `false`: the entry no longer has
+    /// the saved messages.
+    pub(crate) fn take_back(&mut self) -> bool {
+        let Some(weak) = self.lent.take() else {
+            return true;
+        };
+        match weak.upgrade() {
+            Some(messages) => {
+                Arc::make_mut(&mut self.state).messages = messages;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// An estimate of the memory the entry holds: per message three times its encoded size (its
     /// strings, the JSON form each body keeps once serialized, see `messages::Text`, and the
     /// whole message's JSON form its history keeps, see `messages::History`), the in-memory
@@ -35,7 +91,13 @@ impl CachedThread {
         let messages: usize = self
             .slots
             .iter()
-            .map(|s| 3 * s.bytes as usize + std::mem::size_of::<Message>() + KEPT_SLOT_BYTES + 160)
+            .map(|s| {
+                3 * s.bytes as usize
+                    + std::mem::size_of::<Message>()
+                    + std::mem::size_of::<Text>()
+                    + KEPT_SLOT_BYTES
+                    + 160
+            })
             .sum();
         messages + ENTRY_OVERHEAD
     }
@@ -63,8 +125,10 @@ impl StateCache {
     /// must not replace what a save put there meanwhile).
     pub(crate) fn offer(&self, thread_id: &str, entry: CachedThread) {
         let mut lru = self.lock();
+        // An entry of the same version whose lent list changed since is repaired by the fold.
         if let Some(existing) = lru.get(thread_id)
             && existing.head.version >= entry.head.version
+            && (existing.head.version > entry.head.version || existing.has_saved_messages())
         {
             return;
         }
