@@ -173,6 +173,14 @@ fn idle_threads_leave_the_cache_and_fold_back_identical() {
     }
 }
 
+/// Checks the thread out as a run does; a reader meanwhile shares the run's unchanged list.
+fn check_out_and_read(threads: &ThreadStore, name: &str) -> crate::state::ThreadState {
+    let state = threads.checkout("lent").unwrap().unwrap();
+    let (_, read) = threads.state("lent").unwrap().unwrap();
+    assert!(read.messages.shares_list_with(&state.messages), "{name}");
+    state
+}
+
 #[test]
 fn a_checked_out_list_is_appended_in_place_and_readers_see_the_last_save() {
     for (name, store, _dir) in backends() {
@@ -186,13 +194,7 @@ fn a_checked_out_list_is_appended_in_place_and_readers_see_the_last_save() {
             driver.apply(human(&format!("m{step}")));
             driver.save().unwrap();
         }
-        driver.state = threads.checkout("lent").unwrap().unwrap();
-        let (_, read) = threads.state("lent").unwrap().unwrap();
-        assert!(
-            read.messages.shares_list_with(&driver.state.messages),
-            "{name}"
-        );
-        drop(read);
+        driver.state = check_out_and_read(&threads, name);
         let saved = serde_json::to_value(&driver.state).unwrap();
 
         // The run alone holds the list, so its append takes it (see `History`'s tests).
@@ -241,13 +243,7 @@ fn a_checked_out_list_is_appended_in_place_and_readers_see_the_last_save() {
         // A run that ends with a change it did not save leaves no list to take back: the
         // entry goes and the thread folds back to its last save.
         let saved = serde_json::to_value(&driver.state).unwrap();
-        driver.state = threads.checkout("lent").unwrap().unwrap();
-        let (_, read) = threads.state("lent").unwrap().unwrap();
-        assert!(
-            read.messages.shares_list_with(&driver.state.messages),
-            "{name}"
-        );
-        drop(read);
+        driver.state = check_out_and_read(&threads, name);
         assert_eq!(
             driver.state.messages.holders(),
             1,
