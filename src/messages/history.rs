@@ -47,6 +47,19 @@ impl History {
     }
 
     /// The list itself: moved out when this is its only holder, copied otherwise.
+    pub fn downgrade(&self) -> WeakHistory {
+        WeakHistory {
+            list: Arc::downgrade(&self.list),
+            json: self.json.clone(),
+        }
+    }
+
+    /// How many histories share this list (weak holders not counted).
+    #[cfg(test)]
+    pub(crate) fn holders(&self) -> usize {
+        Arc::strong_count(&self.list)
+    }
+
     pub fn into_vec(self) -> Vec<Message> {
         Arc::try_unwrap(self.list).unwrap_or_else(|shared| (*shared).clone())
     }
@@ -56,7 +69,7 @@ impl History {
 /// long as nobody changed that list since (a change made while only weak holders remain takes
 /// the list from them, see `deref_mut`; one made while it is shared changes a copy, and the
 /// original stays as it was).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct WeakHistory {
     list: std::sync::Weak<Vec<Message>>,
     json: Arc<JsonCache>,
@@ -81,21 +94,6 @@ impl WeakHistory {
     }
 }
 
-impl History {
-    /// How many histories share this list (weak holders not counted).
-    #[cfg(test)]
-    pub(crate) fn holders(&self) -> usize {
-        Arc::strong_count(&self.list)
-    }
-
-    pub fn downgrade(&self) -> WeakHistory {
-        WeakHistory {
-            list: Arc::downgrade(&self.list),
-            json: self.json.clone(),
-        }
-    }
-}
-
 impl Deref for History {
     type Target = Vec<Message>;
 
@@ -111,12 +109,12 @@ const COPY_HEADROOM: usize = 16;
 
 impl DerefMut for History {
     fn deref_mut(&mut self) -> &mut Vec<Message> {
-        if Arc::get_mut(&mut self.list).is_none() && Arc::strong_count(&self.list) == 1 {
-            // Only weak holders besides this one: `make_mut` moves the list out of their
-            // reach (no message is cloned). Should one upgrade meanwhile, it copies instead.
-            Arc::make_mut(&mut self.list);
-        }
         if Arc::get_mut(&mut self.list).is_none() {
+            if Arc::strong_count(&self.list) == 1 {
+                // Only weak holders besides this one: `make_mut` moves the list out of their
+                // reach (no message is cloned). Should one upgrade meanwhile, it copies instead.
+                return Arc::make_mut(&mut self.list);
+            }
             let mut copy = Vec::with_capacity(self.list.len() + COPY_HEADROOM);
             copy.extend(self.list.iter().cloned());
             self.list = Arc::new(copy);

@@ -62,8 +62,6 @@ impl Text {
     }
 
     /// The text as a JSON string literal (quoted and escaped), kept after the first call.
-    /// The text as a JSON string literal (quotes and escapes included), kept after the first
-    /// call.
     pub fn json_literal(&self) -> &str {
         self.json().get()
     }

@@ -235,23 +235,21 @@ impl Serialize for WithImages<'_> {
     }
 }
 
-/// An assistant turn: `null` content is the documented form for a pure tool-call turn.
+/// An assistant turn with tool calls (one without is `plain`): `null` content is the
+/// documented form for a pure tool-call turn.
 struct Assistant<'a>(&'a AiMessage);
 
 impl Serialize for Assistant<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let message = self.0;
-        let calls = !message.tool_calls.is_empty();
-        let mut map = serializer.serialize_map(Some(2 + usize::from(calls)))?;
+        let mut map = serializer.serialize_map(Some(3))?;
         map.serialize_entry("role", "assistant")?;
-        if message.content.is_empty() && calls {
+        if message.content.is_empty() {
             map.serialize_entry("content", &())?;
         } else {
             map.serialize_entry("content", &message.content)?;
         }
-        if calls {
-            map.serialize_entry("tool_calls", &Calls(&message.tool_calls))?;
-        }
+        map.serialize_entry("tool_calls", &Calls(&message.tool_calls))?;
         map.end()
     }
 }
