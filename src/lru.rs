@@ -72,10 +72,13 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
     }
 
     /// Inserts or replaces `key`, then evicts the least recently used entries until the total
-    /// weight fits. A value heavier than the whole capacity is not kept at all.
+    /// weight fits. A value heavier than the whole capacity is kept alone: dropping it would
+    /// make its next use rebuild all of it, and whoever uses it holds it that whole time anyway
+    /// (a thread's run holds its state), so the bound becomes the larger of the capacity and
+    /// that one value. A zero capacity keeps nothing.
     pub fn insert(&mut self, key: K, value: V, weight: usize) {
         self.remove(&key);
-        if weight > self.capacity || self.capacity == 0 {
+        if self.capacity == 0 {
             return;
         }
         let tick = self.next_tick();
@@ -93,8 +96,8 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         self.evict();
     }
 
-    /// Sets the weight of an entry changed in place (through [`Lru::get_mut`]), evicting others
-    /// (or the entry itself, when it alone outgrew the capacity) to fit.
+    /// Sets the weight of an entry changed in place (through [`Lru::get_mut`]), evicting the
+    /// least recently used others to fit (an entry that alone outgrew the capacity stays alone).
     pub fn reweigh<Q>(&mut self, key: &Q, weight: usize)
     where
         K: Borrow<Q>,
@@ -105,9 +108,6 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         };
         self.weight = self.weight - slot.weight + weight;
         slot.weight = weight;
-        if weight > self.capacity {
-            self.remove(key);
-        }
         self.evict();
     }
 
@@ -174,8 +174,9 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         self.tick
     }
 
+    /// The most recently used entry is never evicted here, whatever its weight.
     fn evict(&mut self) {
-        while self.weight > self.capacity {
+        while self.weight > self.capacity && self.entries.len() > 1 {
             let Some((_, key)) = self.recency.pop_first() else {
                 break;
             };
@@ -204,7 +205,7 @@ mod tests {
     }
 
     #[test]
-    fn weights_bound_the_total_and_oversized_values_are_not_kept() {
+    fn weights_bound_the_total_and_an_oversized_value_is_kept_alone() {
         let mut lru = Lru::new(10);
         lru.insert(1, "six", 6);
         lru.insert(2, "four", 4);
@@ -212,16 +213,23 @@ mod tests {
         lru.insert(3, "three", 3);
         assert!(lru.get(&1).is_none());
         assert_eq!(lru.weight(), 7);
-        lru.insert(4, "huge", 11);
-        assert!(lru.get(&4).is_none());
-        assert_eq!(lru.weight(), 7);
         *lru.get_mut(&2).unwrap() = "grown";
         lru.reweigh(&2, 9);
         assert!(lru.get(&3).is_none(), "3 made room for the grown entry");
         assert_eq!(lru.weight(), 9);
-        lru.reweigh(&2, 12);
-        assert!(lru.is_empty());
-        assert_eq!(lru.weight(), 0);
+        lru.insert(5, "one", 1);
+        lru.insert(4, "huge", 11);
+        assert_eq!(lru.get(&4), Some(&"huge"), "the oversized value is kept");
+        assert_eq!((lru.len(), lru.weight()), (1, 11), "and alone");
+        lru.insert(6, "small", 2);
+        assert!(lru.get(&4).is_none(), "the next insert pushes it out");
+        assert_eq!((lru.len(), lru.weight()), (1, 2));
+        lru.reweigh(&6, 12);
+        assert_eq!(
+            (lru.len(), lru.weight()),
+            (1, 12),
+            "an entry that outgrew it stays alone"
+        );
     }
 
     #[test]

@@ -29,7 +29,8 @@ impl Default for StoreConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct CacheConfig {
-    /// Folded thread states kept in memory, in MiB (estimated from their records).
+    /// Folded thread states kept in memory, in MiB (estimated from their records). One thread
+    /// larger than this is still kept, alone, so a very long thread is not refolded every turn.
     pub thread_states_mb: u64,
     /// A thread state nobody used for this many minutes leaves the cache (its next turn folds
     /// it from the store again), so a daemon's memory settles back once conversations pause.

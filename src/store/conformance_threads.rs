@@ -363,6 +363,44 @@ fn evicted_threads_read_back_identical_and_the_cache_stays_bounded() {
 }
 
 #[test]
+fn a_thread_larger_than_the_whole_cache_is_kept_alone() {
+    for (name, store, _dir) in backends() {
+        let threads = ThreadStore::with_options(
+            store.clone(),
+            ThreadStoreOptions {
+                state_cache_bytes: 16 * 1024,
+            },
+        )
+        .unwrap();
+        let mut short = Driver::new(threads.clone(), "short");
+        turn(&mut short, 0);
+        assert_eq!(threads.cache_usage().0, 1, "{name}: the short thread fits");
+        let mut long = Driver::new(threads.clone(), "long");
+        for n in 0..20 {
+            turn(&mut long, n);
+        }
+        let (kept, weight, cap) = threads.cache_usage();
+        assert_eq!(kept, 1, "{name}: the long thread stays, alone");
+        assert!(
+            weight > cap,
+            "{name}: it outgrew the bound ({weight} <= {cap})"
+        );
+        assert_eq!(
+            *threads.state("long").unwrap().unwrap().1,
+            long.state,
+            "{name}"
+        );
+        // The next thread used takes its place, and the bound holds again.
+        turn(&mut short, 1);
+        let (kept, weight, cap) = threads.cache_usage();
+        assert_eq!(kept, 1, "{name}");
+        assert!(weight <= cap, "{name}");
+        short.assert_reads_back(&store, name);
+        long.assert_reads_back(&store, name);
+    }
+}
+
+#[test]
 fn checkpoints_survive_a_reopen_of_sled() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");

