@@ -10,8 +10,9 @@
 //! maps 64 KiB around each page it faults in. `link/symbol-order.txt` (made by
 //! `link/symbol-order.sh`) lists those functions, and lld places them first, together. Only
 //! where the linker is known to be lld: rustc's default for x86_64 Linux since 1.90, unless the
-//! build names another linker. Names missing from a build (another rustc, code since changed)
-//! are skipped.
+//! build names another linker. Names missing from a build (code changed since) are skipped.
+//! The names carry a hash that depends on the rustc version, so another rustc than the one the
+//! list was made with (its first line) gets a warning and the linker's default order.
 
 use std::process::Command;
 
@@ -28,22 +29,44 @@ fn main() {
     if os == "linux" && env == "gnu" {
         println!("cargo:rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
     }
-    if links_with_rust_lld() {
-        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
-        let order = std::path::Path::new(&dir).join(SYMBOL_ORDER);
-        if order.is_file() {
-            println!(
-                "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-                order.display()
-            );
-            println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
-        }
+    let rustc = rustc_version();
+    if !links_with_rust_lld(&rustc) {
+        return;
     }
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let order = std::path::Path::new(&dir).join(SYMBOL_ORDER);
+    let Ok(list) = std::fs::read_to_string(&order) else {
+        return;
+    };
+    let made_with = list.lines().next().and_then(|l| l.strip_prefix("# "));
+    if made_with != Some(rustc.as_str()) {
+        println!(
+            "cargo:warning={SYMBOL_ORDER} was made with {}, this is {rustc}: the binary links in \
+             the default order (idles ~11 MiB higher) until link/symbol-order.sh is rerun",
+            made_with.unwrap_or("an unknown rustc")
+        );
+        return;
+    }
+    println!(
+        "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
+        order.display()
+    );
+    println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+}
+
+/// `rustc -V`, e.g. `rustc 1.95.0 (59807616e 2026-04-14)`; empty when it cannot be run.
+fn rustc_version() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    Command::new(rustc)
+        .arg("-V")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Whether rustc links this build with its own lld: x86_64 Linux (glibc) from rustc 1.90 on,
 /// when neither a linker nor linker features are configured for it.
-fn links_with_rust_lld() -> bool {
+fn links_with_rust_lld(rustc: &str) -> bool {
     if std::env::var("TARGET").as_deref() != Ok("x86_64-unknown-linux-gnu") {
         return false;
     }
@@ -54,14 +77,8 @@ fn links_with_rust_lld() -> bool {
     if flags.contains("linker") || flags.contains("fuse-ld") {
         return false;
     }
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
-    let Ok(out) = Command::new(rustc).arg("-vV").output() else {
-        return false;
-    };
-    let version = String::from_utf8_lossy(&out.stdout);
-    let minor = version
-        .lines()
-        .find_map(|line| line.strip_prefix("release: 1."))
+    let minor = rustc
+        .strip_prefix("rustc 1.")
         .and_then(|rest| rest.split('.').next())
         .and_then(|minor| minor.parse::<u32>().ok());
     minor.is_some_and(|minor| minor >= 90)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates link/symbol-order.txt: the functions the release binary runs from start until it
-# has idled a while, then those its HTTP turns run, each group in its current address order.
+# has idled a while (on the embedded defaults, then with the four channels connected to the
+# platform fakes of tests/support), then those its HTTP turns run, each group in its current
+# address order.
 # build.rs hands the list to lld, which puts those functions first in .text, so the code an
 # idle daemon touched is a few contiguous MB instead of pages scattered over all 28 MB of it
 # (see ARCHITECTURE.md, "Memory and the allocator"). Run after large changes; names that no
@@ -13,9 +15,22 @@ cd "$(dirname "$0")/.."
 idle="${1:-30}"
 listen=127.0.0.1:18787
 cargo build --release --locked --bin antler
-bin="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/release/antler"
+cargo build --locked -p antler-test-support --example ops_bench
+target="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
+bin="$target/release/antler"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+
+# The channels: ops_bench starts the daemon (here under callgrind) against the fakes and lets it
+# settle; what ran is dumped to channels.out.1 before ops_bench stops it.
+cat >"$work/under-callgrind" <<WRAPPER
+#!/bin/sh
+exec valgrind --tool=callgrind --demangle=no --callgrind-out-file=$work/channels.out $bin "\$@"
+WRAPPER
+chmod +x "$work/under-callgrind"
+(sleep "$((idle + 30))" && callgrind_control -d "$bin" >/dev/null) &
+"$target/debug/examples/ops_bench" idle --binary "$work/under-callgrind" --settle-s "$((idle + 40))" >/dev/null
+wait
 # The embedded defaults in an empty directory; nothing calls the model while it idles.
 model_url="${ANTLER_MODEL_URL:-}"
 (cd "$work" && ANTLER_MODEL_URL="${model_url:-http://127.0.0.1:9/v1}" ANTLER_LISTEN="$listen" \
@@ -61,7 +76,13 @@ ran() {
 nm --defined-only "$bin" | awk '$2 ~ /^[tTwW]$/ { print $1, $3 }' | sort -u -k2,2 >"$work/symbols"
 # A group in address order keeps the linker's default relative layout among its functions.
 in_address_order() { join -1 2 -2 1 -o 1.1,1.2 "$work/symbols" - | sort | awk '{ print $2 }'; }
-ran "$work/callgrind.out.1" >"$work/idle"
+{ ran "$work/channels.out.1"; ran "$work/callgrind.out.1"; } | sort -u >"$work/idle"
 ran "$work/callgrind.out" | comm -23 - "$work/idle" >"$work/turns"
-{ in_address_order <"$work/idle"; in_address_order <"$work/turns"; } >link/symbol-order.txt
+# The first line names the rustc whose symbol hashes these are (build.rs compares it; lld skips
+# lines starting with #).
+{
+  echo "# $(rustc -V)"
+  in_address_order <"$work/idle"
+  in_address_order <"$work/turns"
+} >link/symbol-order.txt
 echo "link/symbol-order.txt: $(wc -l <"$work/idle") functions start and idle run, $(wc -l <"$work/turns") more for turns"
