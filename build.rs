@@ -47,9 +47,17 @@ fn main() {
         );
         return;
     }
+    // The linker reads a copy in OUT_DIR: a target directory shared by several checkouts (CI
+    // clones reusing a warm build) may reuse this script's output after the checkout it named
+    // is gone, and OUT_DIR lives as long as that output.
+    let out = std::path::Path::new(&std::env::var("OUT_DIR").unwrap_or_default())
+        .join("symbol-order.txt");
+    if std::fs::write(&out, &list).is_err() {
+        return;
+    }
     println!(
         "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-        order.display()
+        out.display()
     );
     println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
 }
