@@ -7,12 +7,12 @@
 # idle daemon touched is a few contiguous MB instead of pages scattered over all 28 MB of it
 # (see ARCHITECTURE.md, "Memory and the allocator"). Run after large changes; names that no
 # longer exist are skipped by the linker. Needs valgrind, curl and binutils (nm).
-# Usage: ANTLER_MODEL_URL=http://…/v1 link/symbol-order.sh [idle seconds, default 30]
+# Usage: ANTLER_MODEL_URL=http://…/v1 link/symbol-order.sh [idle seconds, default 20]
 # (any OpenAI-compatible model for the turns; without one only start and idle are recorded).
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
-idle="${1:-30}"
+idle="${1:-20}"
 listen=127.0.0.1:18787
 cargo build --release --locked --bin antler
 cargo build --locked -p antler-test-support --example ops_bench
