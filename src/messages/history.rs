@@ -46,7 +46,7 @@ impl History {
         Arc::ptr_eq(&self.list, &other.list)
     }
 
-    /// The list itself: moved out when this is its only holder, copied otherwise.
+    /// A holder of the list that does not keep it (see [`WeakHistory`]).
     pub fn downgrade(&self) -> WeakHistory {
         WeakHistory {
             list: Arc::downgrade(&self.list),
@@ -60,6 +60,7 @@ impl History {
         Arc::strong_count(&self.list)
     }
 
+    /// The list itself: moved out when this is its only holder, copied otherwise.
     pub fn into_vec(self) -> Vec<Message> {
         Arc::try_unwrap(self.list).unwrap_or_else(|shared| (*shared).clone())
     }

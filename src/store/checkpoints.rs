@@ -439,7 +439,8 @@ pub(crate) fn walk(
     }
 }
 
-fn message_ids(messages: &[Message]) -> Vec<Text> {
+/// The ids a save walks (`walk`), shared with the messages.
+pub(crate) fn message_ids(messages: &[Message]) -> Vec<Text> {
     messages.iter().map(|m| m.id_text().clone()).collect()
 }
 

@@ -4,7 +4,7 @@
 use crate::messages::Message;
 use crate::state::{StateChanges, StateUpdate};
 use crate::store::ThreadStore;
-use crate::store::checkpoints::walk;
+use crate::store::checkpoints::{message_ids, walk};
 use crate::store::log::SlotInfo;
 use crate::store::test_fixtures::{Driver, backends};
 
@@ -39,9 +39,8 @@ fn written_slots(
     changed: &[&str],
 ) -> (Vec<u64>, Vec<usize>, Vec<u64>, bool) {
     let old_slots = slots(&(1..=old.len() as u64).collect::<Vec<_>>());
-    let old_ids: Vec<_> = ids(old).iter().map(|m| m.id_text().clone()).collect();
     let w = walk(
-        &old_ids,
+        &message_ids(&ids(old)),
         &old_slots,
         &ids(new),
         &touched(changed),
