@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 
 use antler::config::{
     ConfigHandle, ConfigOrigin, EXIT_CONFIG_INVALID, LoadedConfig, LogFormat, ProcessEnv,
-    load_config, run_check,
+    RuntimeConfig, load_config, run_check,
 };
 
 #[derive(Parser)]
@@ -192,13 +192,31 @@ fn main() -> ExitCode {
         print!("{}", antler::config::reference::render());
         return ExitCode::SUCCESS;
     }
-    // A bounded blocking pool: a burst of blocking work queues instead of starting hundreds of
-    // threads, each keeping its own allocator arena (RSS that never comes back).
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .max_blocking_threads(64)
-        .build()
-    {
+    if let Some(Command::CrashChild { data_dir }) = &cli.command {
+        let data_dir = data_dir.clone();
+        return block_on(&RuntimeConfig::default(), async move {
+            antler::harness::testing::crash_child(&data_dir).await?;
+            Ok(ExitCode::SUCCESS)
+        });
+    }
+    // Loaded before the runtime exists: the config says how many workers it gets.
+    let loaded = match load_config(cli.config.as_deref(), &ProcessEnv, &cwd) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("error: the configuration is invalid:\n{e}");
+            return ExitCode::from(EXIT_CONFIG_INVALID as u8);
+        }
+    };
+    let runtime = loaded.config.runtime.clone();
+    block_on(&runtime, dispatch(cli, loaded))
+}
+
+/// Runs `work` to completion on a runtime shaped by `config`, printing an error at the edge.
+fn block_on(
+    config: &RuntimeConfig,
+    work: impl std::future::Future<Output = anyhow::Result<ExitCode>>,
+) -> ExitCode {
+    let runtime = match config.build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -206,7 +224,7 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        match dispatch(cli, cwd).await {
+        match work.await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e:#}");
@@ -216,18 +234,7 @@ fn main() -> ExitCode {
     })
 }
 
-async fn dispatch(cli: Cli, cwd: PathBuf) -> anyhow::Result<ExitCode> {
-    if let Some(Command::CrashChild { data_dir }) = &cli.command {
-        antler::harness::testing::crash_child(data_dir).await?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let loaded = match load_config(cli.config.as_deref(), &ProcessEnv, &cwd) {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            eprintln!("error: the configuration is invalid:\n{e}");
-            return Ok(ExitCode::from(EXIT_CONFIG_INVALID as u8));
-        }
-    };
+async fn dispatch(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
     let quiet = !matches!(cli.command, None | Some(Command::Run));
     init_tracing(&loaded, quiet);
     for warning in &loaded.warnings {

@@ -11,6 +11,7 @@ pub mod load;
 pub mod memory;
 mod problem;
 pub mod reference;
+pub mod runtime;
 pub mod sandbox;
 pub mod schema;
 pub mod storage;
@@ -31,6 +32,7 @@ pub use load::{
 };
 pub use memory::MemoryConfig;
 pub use problem::ConfigProblem;
+pub use runtime::RuntimeConfig;
 pub use sandbox::{DockerSandboxConfig, SandboxConfig, SandboxMountConfig, SandboxProviderKind};
 pub use schema::*;
 pub use storage::{CacheConfig, StoreConfig};

@@ -83,6 +83,8 @@ pub struct AppConfig {
     /// Which tools the built-in guardrail lets the agent call.
     #[serde(default)]
     pub guardrails: GuardrailsConfig,
+    /// The async runtime: how many threads run the daemon's tasks.
+    pub runtime: crate::config::RuntimeConfig,
     /// The embedded store: page cache and retention.
     pub store: crate::config::StoreConfig,
     /// Bounds of the in-memory caches (thread states, agents, prompts).
@@ -126,6 +128,7 @@ impl Default for AppConfig {
             tool_groups: Vec::new(),
             channels: Default::default(),
             guardrails: GuardrailsConfig::default(),
+            runtime: Default::default(),
             store: Default::default(),
             cache: Default::default(),
             memory: Default::default(),

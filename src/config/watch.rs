@@ -240,6 +240,9 @@ impl ConfigWatcher {
                 "gateway.listen changed; it takes effect after a restart"
             );
         }
+        if config.runtime != running.runtime {
+            warn!(path, "runtime changed; it takes effect after a restart");
+        }
         self.handle.replace(config);
         info!(path, "Reloaded the config");
         PollOutcome::Reloaded
