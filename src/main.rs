@@ -194,7 +194,7 @@ fn main() -> ExitCode {
     }
     if let Some(Command::CrashChild { data_dir }) = &cli.command {
         let data_dir = data_dir.clone();
-        return block_on(&RuntimeConfig::default(), async move {
+        return block_on(RuntimeConfig::default().build(), async move {
             antler::harness::testing::crash_child(&data_dir).await?;
             Ok(ExitCode::SUCCESS)
         });
@@ -207,16 +207,16 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG_INVALID as u8);
         }
     };
-    let runtime = loaded.config.runtime.clone();
-    block_on(&runtime, dispatch(cli, loaded))
+    let runtime = loaded.config.runtime.build();
+    block_on(runtime, dispatch(cli, loaded))
 }
 
-/// Runs `work` to completion on a runtime shaped by `config`, printing an error at the edge.
+/// Runs `work` to completion on `runtime`, printing an error at the edge.
 fn block_on(
-    config: &RuntimeConfig,
+    runtime: std::io::Result<tokio::runtime::Runtime>,
     work: impl std::future::Future<Output = anyhow::Result<ExitCode>>,
 ) -> ExitCode {
-    let runtime = match config.build() {
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
