@@ -31,6 +31,7 @@ impl Default for StoreConfig {
 pub struct CacheConfig {
     /// Folded thread states kept in memory, in MiB (estimated from their records). One thread
     /// larger than this is still kept, alone, so a very long thread is not refolded every turn.
+    /// A thread joins once it has 8 messages; a shorter one folds in a few reads.
     pub thread_states_mb: u64,
     /// A thread state nobody used for this many minutes leaves the cache (its next turn folds
     /// it from the store again), so a daemon's memory settles back once conversations pause.

@@ -46,7 +46,9 @@ impl ThreadStore {
             return Ok(None);
         };
         let found = (entry.head.clone(), entry.state.clone());
-        self.inner.cache.offer(thread_id, entry);
+        if self.inner.cache.keeps(&entry) {
+            self.inner.cache.offer(thread_id, entry);
+        }
         Ok(Some(found))
     }
 
@@ -65,21 +67,26 @@ impl ThreadStore {
         if lent.is_some() {
             return Ok(lent);
         }
-        // Not cached: folded (and cached) now, shared as `state` shares it; its next run
-        // borrows the list.
-        Ok(self
-            .state(thread_id)?
-            .map(|(_, state)| Arc::unwrap_or_clone(state)))
+        // Not cached: folded and cached now (however short: the run's saves compare with
+        // it), shared as `state` shares it; its next run borrows the list.
+        let Some(entry) = self.fold(thread_id)? else {
+            return Ok(None);
+        };
+        let state = entry.state.clone();
+        self.inner.cache.offer(thread_id, entry);
+        Ok(Some(Arc::unwrap_or_clone(state)))
     }
 
     /// Ends a `checkout`: the cache takes the run's list back if it is still what the run last
-    /// saved; otherwise the entry goes, and the next read folds the log.
+    /// saved and the thread is long enough to keep (`StateCache::keeps`); otherwise the entry
+    /// goes, and the next read folds the log.
     pub fn checkin(&self, thread_id: &str) {
         let mut cache = self.inner.cache.lock();
-        if cache
-            .get_mut(thread_id)
-            .is_some_and(|entry| !entry.take_back())
-        {
+        let Some(entry) = cache.get_mut(thread_id) else {
+            return;
+        };
+        let keep = entry.take_back() && self.inner.cache.keeps(entry);
+        if !keep {
             cache.remove(thread_id);
         }
     }

@@ -7,6 +7,7 @@ use crate::store::ThreadStore;
 use crate::store::checkpoints::{message_ids, walk};
 use crate::store::log::SlotInfo;
 use crate::store::test_fixtures::{Driver, backends};
+use crate::store::threads::{DEFAULT_CACHE_FROM_MESSAGES, ThreadStoreOptions};
 
 fn slots(list: &[u64]) -> Vec<SlotInfo> {
     list.iter()
@@ -194,7 +195,12 @@ fn check_out(driver: &mut Driver, name: &str, read_meanwhile: bool) {
 #[test]
 fn a_checked_out_list_is_appended_in_place_and_readers_see_the_last_save() {
     for (name, store, _dir) in backends() {
-        let threads = ThreadStore::new(store.clone()).unwrap();
+        // Every thread kept, however short: lending is what this checks.
+        let options = ThreadStoreOptions {
+            cache_from_messages: 0,
+            ..ThreadStoreOptions::default()
+        };
+        let threads = ThreadStore::with_options(store.clone(), options).unwrap();
         let mut driver = Driver::new(threads.clone(), "lent");
         let human = |text: &str| StateUpdate {
             messages: vec![Message::human(text)],
@@ -252,5 +258,49 @@ fn a_checked_out_list_is_appended_in_place_and_readers_see_the_last_save() {
             "{name}: folded back"
         );
         assert_eq!(read.messages.len(), 5, "{name}");
+    }
+}
+
+#[test]
+fn a_short_thread_leaves_the_cache_after_its_run_and_a_long_one_stays() {
+    for (name, store, _dir) in backends() {
+        let threads = ThreadStore::new(store.clone()).unwrap();
+        let mut driver = Driver::new(threads.clone(), "lent");
+        let run = |driver: &mut Driver, turn: usize| {
+            if let Some(state) = driver.threads.checkout("lent").unwrap() {
+                driver.state = state;
+            }
+            driver.apply(StateUpdate {
+                messages: vec![
+                    Message::human(format!("q{turn}")),
+                    Message::ai(format!("a{turn}")),
+                ],
+                ..Default::default()
+            });
+            driver.save().unwrap();
+            assert_eq!(
+                driver.threads.cache_usage().0,
+                1,
+                "{name}: held while it runs"
+            );
+            driver.threads.checkin("lent");
+        };
+        let turns_to_keep = DEFAULT_CACHE_FROM_MESSAGES.div_ceil(2);
+        for turn in 0..turns_to_keep - 1 {
+            run(&mut driver, turn);
+            assert_eq!(
+                threads.cache_usage().0,
+                0,
+                "{name}: short, not kept after turn {turn}"
+            );
+            let (_, read) = threads.state("lent").unwrap().unwrap();
+            assert_eq!(*read, driver.state, "{name}: folded back identical");
+            assert_eq!(threads.cache_usage().0, 0, "{name}: a read does not add it");
+        }
+        run(&mut driver, turns_to_keep);
+        assert_eq!(threads.cache_usage().0, 1, "{name}: long enough, kept");
+        let (_, read) = threads.state("lent").unwrap().unwrap();
+        assert_eq!(*read, driver.state, "{name}");
+        driver.assert_reads_back(&store, name);
     }
 }

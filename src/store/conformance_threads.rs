@@ -332,6 +332,7 @@ fn evicted_threads_read_back_identical_and_the_cache_stays_bounded() {
             store.clone(),
             ThreadStoreOptions {
                 state_cache_bytes: capacity,
+                cache_from_messages: 0,
             },
         )
         .unwrap();
@@ -369,6 +370,7 @@ fn a_thread_larger_than_the_whole_cache_is_kept_alone() {
             store.clone(),
             ThreadStoreOptions {
                 state_cache_bytes: 16 * 1024,
+                cache_from_messages: 0,
             },
         )
         .unwrap();

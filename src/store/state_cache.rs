@@ -109,13 +109,21 @@ impl CachedThread {
 
 pub(crate) struct StateCache {
     lru: Mutex<Lru<String, CachedThread>>,
+    from_messages: usize,
 }
 
 impl StateCache {
-    pub(crate) fn new(capacity_bytes: usize) -> Self {
+    pub(crate) fn new(capacity_bytes: usize, from_messages: usize) -> Self {
         Self {
             lru: Mutex::new(Lru::new(capacity_bytes)),
+            from_messages,
         }
+    }
+
+    /// Whether a thread stays cached when no run holds it: only once it has
+    /// `ThreadStoreOptions::cache_from_messages` saved messages.
+    pub(crate) fn keeps(&self, entry: &CachedThread) -> bool {
+        entry.ids.len() >= self.from_messages
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Lru<String, CachedThread>> {

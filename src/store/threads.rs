@@ -28,6 +28,12 @@ pub(crate) use crate::store::trees::{LEGACY_CHECKPOINTS, THREADS, USER_THREADS};
 const MAX_THREAD_ID_LEN: usize = 256;
 /// The thread-state cache unless configured (`cache.thread_states_mb`).
 pub const DEFAULT_STATE_CACHE_MB: usize = 4;
+/// Why a thread needs a few turns before it stays cached: most threads with one turn (a burst
+/// of new chats, one-off questions, a bot answering in many Slack threads) never get a second,
+/// and their entries, made of the run's own allocations, pinned ~10 MiB of heap after a burst
+/// of 1,000 while evicting the long threads the cache is for. Folding a short thread again
+/// costs a read of a few log records.
+pub const DEFAULT_CACHE_FROM_MESSAGES: usize = 8;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -90,12 +96,16 @@ pub(crate) struct Inner {
 pub struct ThreadStoreOptions {
     /// Bound of the folded thread states kept (bytes, estimated).
     pub state_cache_bytes: usize,
+    /// Threads with fewer saved messages leave the cache when their run ends, and reads do
+    /// not add them (see `StateCache::keeps`); 0 keeps every thread.
+    pub cache_from_messages: usize,
 }
 
 impl Default for ThreadStoreOptions {
     fn default() -> Self {
         Self {
             state_cache_bytes: DEFAULT_STATE_CACHE_MB * 1024 * 1024,
+            cache_from_messages: DEFAULT_CACHE_FROM_MESSAGES,
         }
     }
 }
@@ -115,7 +125,7 @@ impl ThreadStore {
                 store,
                 records: Mutex::new(()),
                 flusher,
-                cache: StateCache::new(options.state_cache_bytes),
+                cache: StateCache::new(options.state_cache_bytes, options.cache_from_messages),
             }),
         })
     }
