@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct StoreConfig {
-    /// sled's page cache in MiB (sled's own default is 1 GiB).
+    /// sled's page cache in MiB (sled's own default is 1 GiB). Threads read often stay folded in
+    /// the thread-state cache (`cache.thread_states_mb`), so a small page cache costs little.
     pub cache_capacity_mb: u64,
     /// Drop checkpoint records a later one superseded (old versions of a rewritten message,
     /// removed messages, old titles) once they are older than this many days; the thread's
@@ -18,7 +19,7 @@ pub struct StoreConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
-            cache_capacity_mb: 4,
+            cache_capacity_mb: 2,
             retention_days: 0,
         }
     }
