@@ -42,14 +42,7 @@ impl ThreadStore {
         {
             return Ok(Some((entry.head.clone(), state)));
         }
-        let Some(entry) = self.fold(thread_id)? else {
-            return Ok(None);
-        };
-        let found = (entry.head.clone(), entry.state.clone());
-        if self.inner.cache.keeps(&entry) {
-            self.inner.cache.offer(thread_id, entry);
-        }
-        Ok(Some(found))
+        self.fold_and_offer(thread_id, false)
     }
 
     /// The saved state for a run that is about to change it: like `state`, but a cached
@@ -67,14 +60,28 @@ impl ThreadStore {
         if lent.is_some() {
             return Ok(lent);
         }
-        // Not cached: folded and cached now (however short: the run's saves compare with
-        // it), shared as `state` shares it; its next run borrows the list.
+        // Not cached: folded and cached now, shared as `state` shares it; its next run
+        // borrows the list.
+        Ok(self
+            .fold_and_offer(thread_id, true)?
+            .map(|(_, state)| Arc::unwrap_or_clone(state)))
+    }
+
+    /// Folds the thread from the log and offers it to the cache: always for a run, whose saves
+    /// compare with the entry, else only if it is long enough to keep (`StateCache::keeps`).
+    fn fold_and_offer(
+        &self,
+        thread_id: &str,
+        for_run: bool,
+    ) -> Result<Option<(Head, Arc<ThreadState>)>, ThreadError> {
         let Some(entry) = self.fold(thread_id)? else {
             return Ok(None);
         };
-        let state = entry.state.clone();
-        self.inner.cache.offer(thread_id, entry);
-        Ok(Some(Arc::unwrap_or_clone(state)))
+        let found = (entry.head.clone(), entry.state.clone());
+        if for_run || self.inner.cache.keeps(&entry) {
+            self.inner.cache.offer(thread_id, entry);
+        }
+        Ok(Some(found))
     }
 
     /// Ends a `checkout`: the cache takes the run's list back if it is still what the run last

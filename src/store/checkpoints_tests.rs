@@ -297,7 +297,7 @@ fn a_short_thread_leaves_the_cache_after_its_run_and_a_long_one_stays() {
             assert_eq!(*read, driver.state, "{name}: folded back identical");
             assert_eq!(threads.cache_usage().0, 0, "{name}: a read does not add it");
         }
-        run(&mut driver, turns_to_keep);
+        run(&mut driver, turns_to_keep - 1);
         assert_eq!(threads.cache_usage().0, 1, "{name}: long enough, kept");
         let (_, read) = threads.state("lent").unwrap().unwrap();
         assert_eq!(*read, driver.state, "{name}");
