@@ -272,7 +272,7 @@ impl Agent {
             }
         }
         let request = ModelRequest {
-            system: self.system_prompt.as_deref().map(str::to_owned),
+            system: self.system_prompt.clone(),
             messages: turn.state.messages.clone(),
             tools: tool_specs.clone(),
             thinking_enabled: ctx.options.thinking(),

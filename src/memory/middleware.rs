@@ -31,6 +31,10 @@ impl Middleware for MemoryMiddleware {
         "MemoryMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn after_agent(
         &self,
         state: &ThreadState,

@@ -259,7 +259,7 @@ fn build_request(
     }
     text.push_str("</conversation>");
     Ok(ModelRequest {
-        system: Some(SYSTEM_PROMPT.to_string()),
+        system: Some(SYSTEM_PROMPT.into()),
         messages: vec![Message::human(text)].into(),
         ..Default::default()
     })

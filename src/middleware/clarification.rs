@@ -187,6 +187,10 @@ impl Middleware for ClarificationMiddleware {
         "ClarificationMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     fn tools(&self) -> Vec<ToolRef> {
         // Built once per process: a run's agent is built per run, and the schema is ~4 KiB.
         static TOOL: LazyLock<ToolRef> =

@@ -132,6 +132,10 @@ impl Middleware for DynamicContextMiddleware {
         "DynamicContextMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn before_agent(
         &self,
         state: &ThreadState,

@@ -34,6 +34,10 @@ impl Middleware for ModelLengthFinishReasonMiddleware {
         "ModelLengthFinishReasonMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn after_model(
         &self,
         state: &ThreadState,

@@ -31,6 +31,10 @@ impl Middleware for SafetyFinishReasonMiddleware {
         "SafetyFinishReasonMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn after_model(
         &self,
         state: &ThreadState,

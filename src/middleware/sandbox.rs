@@ -47,6 +47,10 @@ impl Middleware for SandboxMiddleware {
         "SandboxMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn before_agent(
         &self,
         state: &ThreadState,

@@ -75,6 +75,10 @@ impl Middleware for SubagentLimitMiddleware {
         "SubagentLimitMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn after_model(
         &self,
         state: &ThreadState,

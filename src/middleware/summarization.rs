@@ -214,6 +214,10 @@ impl Middleware for SummarizationMiddleware {
         "SummarizationMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn before_model(
         &self,
         state: &ThreadState,

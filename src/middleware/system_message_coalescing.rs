@@ -20,31 +20,15 @@ impl SystemMessageCoalescingMiddleware {
     }
 }
 
-/// Merges `request.system` and every system message into `request.system`, in order; the
-/// system messages stay in `request.messages`, marked merged (`system_merged`), so the history
-/// is not copied to leave them out. Providers then write only the merged prompt.
+/// Merges every system message into the system prompt, in order: they stay in
+/// `request.messages`, marked merged (`system_merged`), so the history is not copied to leave
+/// them out, and the prompt is not joined into a copy either. Providers write the merged prompt
+/// from `ModelRequest::system_parts` and leave those messages out of the conversation.
 pub fn coalesce_system_messages(request: &mut ModelRequest) {
-    if request.system_merged
-        || !request
-            .messages
-            .iter()
-            .any(|m| matches!(m, Message::System(_)))
-    {
-        return;
-    }
-    let earlier = request.system.take();
-    let system_texts = request.messages.iter().filter_map(|m| match m {
-        Message::System(system) => Some(system.content.as_str()),
-        _ => None,
-    });
-    let parts: Vec<&str> = earlier
-        .as_deref()
-        .into_iter()
-        .chain(system_texts)
-        .filter(|p| !p.trim().is_empty())
-        .collect();
-    request.system = (!parts.is_empty()).then(|| parts.join("\n\n"));
-    request.system_merged = true;
+    request.system_merged |= request
+        .messages
+        .iter()
+        .any(|m| matches!(m, Message::System(_)));
 }
 
 #[async_trait]
@@ -67,6 +51,8 @@ impl Middleware for SystemMessageCoalescingMiddleware {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
@@ -83,12 +69,21 @@ mod tests {
             ..Default::default()
         };
         let history = request.messages.clone();
+        let prompt = request.system.clone().unwrap();
         coalesce_system_messages(&mut request);
-        assert_eq!(
-            request.system.as_deref(),
-            Some("base\n\n<system-reminder>date</system-reminder>\n\nlate note")
-        );
         assert!(request.system_merged);
+        assert_eq!(
+            request.system_parts().collect::<Vec<_>>(),
+            [
+                "base",
+                "<system-reminder>date</system-reminder>",
+                "late note"
+            ]
+        );
+        assert!(
+            Arc::ptr_eq(&prompt, request.system.as_ref().unwrap()),
+            "the prompt is not copied"
+        );
         assert!(
             request.messages.shares_list_with(&history),
             "the history is not copied"

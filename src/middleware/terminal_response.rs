@@ -32,6 +32,10 @@ impl Middleware for TerminalResponseMiddleware {
         "TerminalResponseMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn after_model(
         &self,
         state: &ThreadState,

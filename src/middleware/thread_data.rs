@@ -51,6 +51,10 @@ impl Middleware for ThreadDataMiddleware {
         "ThreadDataMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn before_agent(
         &self,
         state: &ThreadState,

@@ -197,6 +197,10 @@ impl Middleware for TitleMiddleware {
         "TitleMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn after_model(
         &self,
         state: &ThreadState,

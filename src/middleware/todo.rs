@@ -73,6 +73,10 @@ impl Middleware for TodoMiddleware {
         "TodoMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     fn tools(&self) -> Vec<ToolRef> {
         // Built once per process, like every registry tool's spec.
         static TOOL: LazyLock<ToolRef> = LazyLock::new(|| MemoSpec::wrap(Arc::new(WriteTodosTool)));

@@ -37,6 +37,10 @@ impl Middleware for TokenUsageMiddleware {
         "TokenUsageMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn after_model(
         &self,
         state: &ThreadState,

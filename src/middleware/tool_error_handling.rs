@@ -38,6 +38,10 @@ impl Middleware for ToolErrorHandlingMiddleware {
         "ToolErrorHandlingMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn wrap_tool_call(
         &self,
         call: &ToolCall,

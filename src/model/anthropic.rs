@@ -52,7 +52,7 @@ impl ChatModel for AnthropicModel {
             .post(&self.url)
             .header("anthropic-version", API_VERSION)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
+            .body(crate::model::http::unkept_body(body));
         if let Some(key) = self.endpoint.key() {
             http = http.header("x-api-key", key);
         }

@@ -2,15 +2,13 @@
 //! [`ModelRequest`]: the history and the tool schemas are read in place instead of being
 //! copied into `serde_json::Value`s once more per model call.
 
-use std::fmt;
-
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::config::ModelConfig;
 use crate::messages::{AiMessage, ImageData, Message, Text, ToolStatus};
-use crate::model::{ModelRequest, ToolChoice, ToolSpec};
+use crate::model::{ModelRequest, SystemPrompt, ToolChoice, ToolSpec};
 
 /// The Messages API requires `max_tokens`; this is used when neither config nor request set it.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -63,7 +61,7 @@ struct Body<'a> {
     messages: Vec<Turn<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<System<'a>>,
+    system: Option<SystemPrompt<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     thinking: Option<Thinking>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -87,27 +85,6 @@ fn thinking_budget(effort: Option<&str>, max_tokens: u32) -> u32 {
         Some("medium") => 4096,
         Some("high") => 16384,
         _ => (max_tokens / 2).max(MIN_THINKING_BUDGET),
-    }
-}
-
-/// The top-level `system` text: the request's prompt and every system message, joined.
-pub(crate) struct System<'a>(Vec<&'a str>);
-
-impl fmt::Display for System<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (index, part) in self.0.iter().enumerate() {
-            if index > 0 {
-                f.write_str("\n\n")?;
-            }
-            f.write_str(part)?;
-        }
-        Ok(())
-    }
-}
-
-impl Serialize for System<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
     }
 }
 
@@ -181,8 +158,10 @@ impl Serialize for Input<'_> {
 }
 
 /// The top-level `system` text and the `messages` array of a Messages request.
-pub(crate) fn convert_messages(request: &ModelRequest) -> (Option<System<'_>>, Vec<Turn<'_>>) {
-    let mut system: Vec<&str> = request.system.as_deref().into_iter().collect();
+pub(crate) fn convert_messages(
+    request: &ModelRequest,
+) -> (Option<SystemPrompt<'_>>, Vec<Turn<'_>>) {
+    let mut system: Vec<&str> = request.system_parts().collect();
     let mut out: Vec<Turn<'_>> = Vec::with_capacity(request.messages.len());
     let mut last_is_tool_results = false;
     for message in request.conversation() {
@@ -242,7 +221,7 @@ pub(crate) fn convert_messages(request: &ModelRequest) -> (Option<System<'_>>, V
         }
     }
     system.retain(|part| !part.is_empty());
-    ((!system.is_empty()).then_some(System(system)), out)
+    ((!system.is_empty()).then_some(SystemPrompt(system)), out)
 }
 
 fn ai_blocks(message: &AiMessage) -> Vec<Block<'_>> {

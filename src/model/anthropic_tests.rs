@@ -58,9 +58,8 @@ fn history_merges_tool_results_and_echoes_signed_thinking() {
         system.map(|s| s.to_string()).as_deref(),
         Some("be brief\n\nextra context")
     );
-    // What the system-message coalescing leaves: the text merged, the messages in place.
+    // What the system-message coalescing leaves: the messages in place, marked merged.
     let mut merged = request.clone();
-    merged.system = Some("be brief\n\nextra context".into());
     merged.system_merged = true;
     let (merged_system, merged_messages) = convert_messages(&merged);
     assert_eq!(

@@ -17,6 +17,16 @@ use crate::model::{ModelError, ModelEvent, ModelStream};
 /// Longest error body kept in [`ModelError::Status`]; provider error pages can be large HTML.
 const MAX_ERROR_BODY_CHARS: usize = 500;
 
+/// A request body the HTTP client lets go of once it is written. reqwest keeps a plain `Bytes`
+/// body (to resend it on a 307/308 redirect, and for its retries of HTTP/2 refusals) until the
+/// answer's headers arrive: ~7 KB per run in flight while the model thinks, a tenth of what a
+/// run holds. A model API does not redirect its POSTs in normal operation; `Endpoint::send`
+/// turns a redirect into an error naming the address, and `RetryingModel` retries refusals
+/// (they fail as connect errors).
+pub(crate) fn unkept_body(body: bytes::Bytes) -> reqwest::Body {
+    reqwest::Body::wrap(http_body_util::Full::new(body))
+}
+
 /// Where one provider sends its requests; everything error mapping needs to know.
 #[derive(Clone, Debug)]
 pub(crate) struct Endpoint {
@@ -62,6 +72,19 @@ impl Endpoint {
             return Ok(response);
         }
         let status = status.as_u16();
+        if matches!(status, 307 | 308) {
+            // The body is not kept to resend (see `unkept_body`): name the new address instead.
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|value| value.to_str().ok())
+                .map_or_else(|| "another address".to_string(), display_endpoint);
+            return Err(ModelError::Config(format!(
+                "model '{}': {} redirects to {location}; set the model's base_url to that address",
+                self.model,
+                display_endpoint(&self.base_url)
+            )));
+        }
         let retry_after = parse_retry_after(response.headers(), SystemTime::now());
         if matches!(status, 401 | 403) {
             return Err(ModelError::Unauthorized {

@@ -39,7 +39,8 @@ pub enum ModelEvent {
 /// What one model call sends: the system prompt, the conversation and the tool schemas.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelRequest {
-    pub system: Option<String>,
+    /// Shared with the agent (its prompt is built once): a request does not copy it.
+    pub system: Option<Arc<str>>,
     /// The system messages inside `messages` were merged into `system` (by the
     /// `SystemMessageCoalescingMiddleware`): providers leave them out of the
     /// conversation. They stay in the list because taking them out copied the whole history
@@ -57,6 +58,28 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
+    /// The system prompt's parts in order, blank ones left out: `system`, then, once merged
+    /// (`system_merged`), the conversation's system messages. Providers write them joined by a
+    /// blank line ([`SystemPrompt`]) without joining them first: the joined copy lived as long
+    /// as the model call, ~2 KB per run in flight.
+    pub fn system_parts(&self) -> impl Iterator<Item = &str> {
+        let merged = self
+            .system_merged
+            .then(|| {
+                self.messages.iter().filter_map(|m| match m {
+                    Message::System(system) => Some(system.content.as_str()),
+                    _ => None,
+                })
+            })
+            .into_iter()
+            .flatten();
+        self.system
+            .as_deref()
+            .into_iter()
+            .chain(merged)
+            .filter(|part| !part.trim().is_empty())
+    }
+
     /// The messages a provider writes into the conversation: all of them, less the system
     /// messages already merged into `system` (see `system_merged`).
     pub(crate) fn conversation(&self) -> impl Iterator<Item = &Message> {
@@ -78,7 +101,7 @@ impl ModelRequest {
     /// itself.
     pub(crate) fn body_with(&self, write: impl FnOnce(&mut Vec<u8>)) -> bytes::Bytes {
         let hint = crate::messages::json_size_hint(&self.messages)
-            + self.system.as_ref().map_or(0, String::len)
+            + self.system.as_ref().map_or(0, |system| system.len())
             + self.tools.len() * 1024
             + 512;
         let mut bytes = crate::body_buffers::buffer(hint);
@@ -87,6 +110,28 @@ impl ModelRequest {
         // redirect): a small one gives its unused tail back, a long thread's keeps its buffer
         // warm for the next turn.
         crate::body_buffers::into_body(bytes)
+    }
+}
+
+/// System prompt parts written as one text, a blank line between them, straight into the
+/// request body (serde_json escapes a `collect_str` piece by piece, without a joined copy).
+pub(crate) struct SystemPrompt<'a>(pub(crate) Vec<&'a str>);
+
+impl std::fmt::Display for SystemPrompt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (index, part) in self.0.iter().enumerate() {
+            if index > 0 {
+                f.write_str("\n\n")?;
+            }
+            f.write_str(part)?;
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for SystemPrompt<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 

@@ -47,7 +47,7 @@ impl ChatModel for OpenAiModel {
             .client
             .post(&self.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body);
+            .body(crate::model::http::unkept_body(body));
         if let Some(key) = self.endpoint.key() {
             http = http.bearer_auth(key);
         }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::config::ModelConfig;
 use crate::messages::{AiMessage, HumanMessage, Message, Text, ToolCall};
-use crate::model::{ModelRequest, ToolChoice, ToolSpec};
+use crate::model::{ModelRequest, SystemPrompt, ToolChoice, ToolSpec};
 
 /// The JSON body of one streaming Chat Completions request: the model, the conversation,
 /// then the settings. The settings object is written after the conversation with its opening
@@ -129,12 +129,13 @@ struct Name<'a> {
 /// (callgrind), a third of such a turn. Everything else, and every escape, is serde_json's.
 fn write_messages(out: &mut Vec<u8>, request: &ModelRequest) {
     out.push(b'[');
-    if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
+    let system: Vec<&str> = request.system_parts().collect();
+    if !system.is_empty() {
         element(
             out,
-            &Plain {
+            &SystemMessage {
                 role: "system",
-                content: system,
+                content: SystemPrompt(system),
             },
         );
     }
@@ -179,9 +180,9 @@ fn element(out: &mut Vec<u8>, value: &impl Serialize) {
 
 /// The system prompt as a message.
 #[derive(Serialize)]
-struct Plain<'a> {
+struct SystemMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    content: SystemPrompt<'a>,
 }
 
 #[derive(Serialize)]
@@ -438,8 +439,7 @@ mod tests {
         );
         assert_eq!(inline["messages"].as_array().unwrap().len(), 4);
 
-        // What the system-message coalescing leaves: the text merged, the messages in place.
-        request.system = Some("be brief\n\na reminder".into());
+        // What the system-message coalescing leaves: the messages in place, marked merged.
         request.system_merged = true;
         let merged = body(&config(), &request);
         assert_eq!(

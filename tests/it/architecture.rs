@@ -59,6 +59,39 @@ fn the_checker_finds_a_cycle() {
     assert_eq!(find_cycle(&acyclic), None);
 }
 
+/// The model-call chain skips a middleware that answers `wraps_model_call() == false`, so one
+/// that says so and still overrides `wrap_model_call` would silently never run its wrapper.
+#[test]
+fn middlewares_that_skip_the_model_call_chain_do_not_wrap_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for file in read_sources(&root) {
+        for block in file.text.split("impl Middleware for ").skip(1) {
+            // The impl block ends at the first line that closes an item at column 0.
+            let block = block.split("\n}\n").next().unwrap_or(block);
+            let name = block.split_whitespace().next().unwrap_or("?");
+            let says_no = block.contains("fn wraps_model_call(&self) -> bool {\n        false");
+            if says_no {
+                checked += 1;
+                if block.contains("fn wrap_model_call(") {
+                    problems.push(format!("{name} in src/{}", file.module.join("/")));
+                }
+            }
+        }
+    }
+    assert!(
+        checked >= 10,
+        "found only {checked} middlewares that skip the chain; did the pattern change?"
+    );
+    assert!(
+        problems.is_empty(),
+        "these override wrap_model_call but answer wraps_model_call() == false, so the chain \
+         never calls them (answer true):\n{}",
+        problems.join("\n")
+    );
+}
+
 fn read_sources(root: &Path) -> Vec<SourceFile> {
     let mut files = Vec::new();
     let mut pending = vec![root.to_path_buf()];

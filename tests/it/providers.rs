@@ -519,3 +519,38 @@ async fn an_unscripted_call_fails_the_test_unless_allowed() {
         }
     }
 }
+
+/// The request body is not kept to resend (it would stay in memory for as long as the model
+/// thinks), so a redirect is not followed: the error names the address to configure instead.
+/// The body still goes out with its length, not chunked.
+#[tokio::test]
+async fn a_redirecting_endpoint_is_named_in_the_error_and_bodies_carry_their_length() {
+    let openai = FakeOpenAi::start().await;
+    openai.push(Reply::text("hi")).push(
+        Reply::status(308).location("https://api.example.test/v1/chat/completions?key=s3cret"),
+    );
+    let model = OpenAiModel::new(&openai_config("gpt", &openai.base_url()), client());
+    let answer = completed(&run(&model, ask("hi")).await);
+    assert_eq!(answer.content, "hi");
+    let recorded = openai.recorded();
+    assert_eq!(recorded[0].header("transfer-encoding"), None);
+    let length: usize = recorded[0]
+        .header("content-length")
+        .expect("a content-length header")
+        .parse()
+        .unwrap();
+    assert!(length > 100, "the whole JSON body: {length}");
+    assert_eq!(recorded[0].body["messages"][1]["content"], "hi");
+
+    let error = model.stream(&ask("hi")).await.err().unwrap();
+    let ModelError::Config(message) = &error else {
+        panic!("a redirect is a config error, got {error:?}");
+    };
+    assert!(
+        message.contains("redirects to https://api.example.test/v1/chat/completions"),
+        "{message}"
+    );
+    assert!(message.contains("base_url"), "{message}");
+    assert!(!message.contains("s3cret"), "{message}");
+    assert_eq!(openai.recorded().len(), 2, "the redirect was not followed");
+}

@@ -159,6 +159,10 @@ impl Middleware for GuardrailMiddleware {
         "GuardrailMiddleware"
     }
 
+    fn wraps_model_call(&self) -> bool {
+        false
+    }
+
     async fn wrap_tool_call(
         &self,
         call: &ToolCall,

@@ -152,7 +152,7 @@ async fn a_reload_of_the_sandbox_between_runs_changes_what_the_prompt_names_and_
     let prompts: Vec<String> = model
         .requests()
         .iter()
-        .map(|r| r.system.clone().unwrap_or_default())
+        .map(|r| r.system.as_deref().unwrap_or_default().to_string())
         .collect();
     assert_eq!(prompts.len(), 4);
     assert!(prompts[0].contains("/mnt/old-ref") && !prompts[0].contains("/mnt/new-ref"));

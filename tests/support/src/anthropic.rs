@@ -57,12 +57,19 @@ async fn handle(State(script): State<SharedScript>, headers: HeaderMap, body: By
             body,
             retry_after,
             retry_after_ms,
+            location,
         } => {
             let body = body.clone().unwrap_or_else(|| {
                 json!({"type": "error", "error": {"type": "api_error", "message": format!("fake error {status}")}})
                     .to_string()
             });
-            status_response(*status, body, *retry_after, *retry_after_ms)
+            status_response(
+                *status,
+                body,
+                *retry_after,
+                *retry_after_ms,
+                location.as_deref(),
+            )
         }
         ReplyBody::Stream { .. } if streaming => sse_response(frames(&reply, &model), reply.delay),
         ReplyBody::Stream { .. } => axum::Json(non_stream(&reply, &model)).into_response(),

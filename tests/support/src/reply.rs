@@ -30,6 +30,7 @@ pub(crate) enum ReplyBody {
         body: Option<String>,
         retry_after: Option<u64>,
         retry_after_ms: Option<u64>,
+        location: Option<String>,
     },
 }
 
@@ -87,6 +88,7 @@ impl Reply {
                 body: None,
                 retry_after: None,
                 retry_after_ms: None,
+                location: None,
             },
             ..Self::chunks(Vec::<String>::new())
         }
@@ -172,6 +174,14 @@ impl Reply {
     pub fn retry_after_ms(mut self, millis: u64) -> Self {
         if let ReplyBody::Status { retry_after_ms, .. } = &mut self.body {
             *retry_after_ms = Some(millis);
+        }
+        self
+    }
+
+    /// For [`Reply::status`]: a `Location` header (a redirect's target).
+    pub fn location(mut self, url: impl Into<String>) -> Self {
+        if let ReplyBody::Status { location, .. } = &mut self.body {
+            *location = Some(url.into());
         }
         self
     }

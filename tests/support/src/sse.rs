@@ -28,12 +28,13 @@ pub(crate) fn sse_response(frames: Vec<String>, delay: Duration) -> Response {
     response
 }
 
-/// An HTTP error answer with optional `Retry-After` / `retry-after-ms` headers.
+/// An HTTP error answer with optional `Retry-After` / `retry-after-ms` / `Location` headers.
 pub(crate) fn status_response(
     status: u16,
     body: String,
     retry_after: Option<u64>,
     retry_after_ms: Option<u64>,
+    location: Option<&str>,
 ) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, body).into_response();
@@ -47,6 +48,9 @@ pub(crate) fn status_response(
     }
     if let Some(millis) = retry_after_ms {
         headers.insert("retry-after-ms", HeaderValue::from(millis));
+    }
+    if let Some(value) = location.and_then(|l| HeaderValue::from_str(l).ok()) {
+        headers.insert(header::LOCATION, value);
     }
     response
 }
