@@ -18,11 +18,11 @@ use crate::model::{ModelError, ModelEvent, ModelStream};
 const MAX_ERROR_BODY_CHARS: usize = 500;
 
 /// A request body the HTTP client lets go of once it is written. reqwest keeps a plain `Bytes`
-/// body (to resend it on a 307/308 redirect, and for its retries of HTTP/2 refusals) until the
-/// answer's headers arrive: ~7 KB per run in flight while the model thinks, a tenth of what a
-/// run holds. A model API does not redirect its POSTs in normal operation; `Endpoint::send`
-/// turns a redirect into an error naming the address, and `RetryingModel` retries refusals
-/// (they fail as connect errors).
+/// body (to resend it on a 307/308 redirect, and for its retries of HTTP/2 refusals), whatever
+/// the redirect policy, until the answer's headers arrive: ~7 KB per run in flight while the
+/// model thinks, a tenth of what a run holds. The model client follows no redirects
+/// (`ModelRegistry::http_client`), and `RetryingModel` retries refusals (they fail as connect
+/// errors).
 pub(crate) fn unkept_body(body: bytes::Bytes) -> reqwest::Body {
     reqwest::Body::wrap(http_body_util::Full::new(body))
 }
@@ -71,9 +71,8 @@ impl Endpoint {
         if status.is_success() {
             return Ok(response);
         }
-        let status = status.as_u16();
-        if matches!(status, 307 | 308) {
-            // The body is not kept to resend (see `unkept_body`): name the new address instead.
+        if status.is_redirection() {
+            // Not followed (see `ModelRegistry::http_client`): name the new address instead.
             let location = response
                 .headers()
                 .get(reqwest::header::LOCATION)
@@ -85,6 +84,7 @@ impl Endpoint {
                 display_endpoint(&self.base_url)
             )));
         }
+        let status = status.as_u16();
         let retry_after = parse_retry_after(response.headers(), SystemTime::now());
         if matches!(status, 401 | 403) {
             return Err(ModelError::Unauthorized {

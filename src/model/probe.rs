@@ -176,6 +176,11 @@ fn status_problem(model: &ModelConfig, status: u16) -> Option<String> {
             "the endpoint refused the API key (HTTP {status}); check models[].api_key of '{}'",
             model.name
         )),
+        300..=399 => Some(format!(
+            "the endpoint redirects elsewhere (HTTP {status}); set models[].base_url of '{}' to \
+             the address it redirects to",
+            model.name
+        )),
         404 => Some(
             "the endpoint has no model list (HTTP 404); check base_url (OpenAI-compatible URLs \
              usually end in /v1)"
@@ -254,6 +259,47 @@ mod tests {
         assert!(answer.reachable, "{answer:?}");
         assert!(answer.problem.unwrap().contains("refused the API key"));
         assert_eq!(other_hits.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    /// Runs do not follow redirects (a POST would lose its body), so neither does the probe:
+    /// it names the redirect instead of reporting the address it was sent on to as reachable.
+    #[tokio::test]
+    async fn a_redirecting_endpoint_is_reported_and_not_followed() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let followed = Arc::new(AtomicUsize::new(0));
+        let counter = followed.clone();
+        let app = axum::Router::new()
+            .route(
+                "/moved/models",
+                axum::routing::get(move || {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    async { "{\"data\": []}" }
+                }),
+            )
+            .fallback(|| async {
+                (
+                    axum::http::StatusCode::FOUND,
+                    [(axum::http::header::LOCATION, "/moved/models")],
+                )
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let answer = ModelProbe::default()
+            .check(&model(&format!("http://{addr}/v1")))
+            .await;
+        assert!(answer.reachable, "{answer:?}");
+        let problem = answer.problem.expect("a redirect is a problem");
+        assert!(
+            problem.contains("redirects elsewhere (HTTP 302)"),
+            "{problem}"
+        );
+        assert!(problem.contains("models[].base_url of 'main'"), "{problem}");
+        assert_eq!(
+            followed.load(Ordering::SeqCst),
+            0,
+            "the redirect was followed"
+        );
     }
 
     #[tokio::test]

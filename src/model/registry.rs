@@ -103,6 +103,10 @@ impl ModelRegistry {
             // are enough to skip the TLS handshake on the next turns.
             .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
             .pool_idle_timeout(IDLE_CONNECTION_TIMEOUT)
+            // Followed, a 301/302 turns the POST into a bodiless GET and a 307/308 needs the
+            // body kept to resend (see `http::unkept_body`); `Endpoint::send` names the new
+            // address instead, and the probe reports the redirect a run would meet.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|error| ModelError::Config(format!("cannot build the HTTP client: {error}")))
     }

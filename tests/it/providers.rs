@@ -553,4 +553,21 @@ async fn a_redirecting_endpoint_is_named_in_the_error_and_bodies_carry_their_len
     assert!(message.contains("base_url"), "{message}");
     assert!(!message.contains("s3cret"), "{message}");
     assert_eq!(openai.recorded().len(), 2, "the redirect was not followed");
+
+    // The production client follows no redirect at all: a 302 would turn the POST into a
+    // bodiless GET of the new address.
+    openai.push(Reply::status(302).location(format!("{}/moved", openai.base_url())));
+    let model = OpenAiModel::new(
+        &openai_config("gpt", &openai.base_url()),
+        ModelRegistry::http_client().unwrap(),
+    );
+    let error = model.stream(&ask("hi")).await.err().unwrap();
+    let ModelError::Config(message) = &error else {
+        panic!("a redirect is a config error, got {error:?}");
+    };
+    assert!(
+        message.contains("/moved; set the model's base_url"),
+        "{message}"
+    );
+    assert_eq!(openai.recorded().len(), 3, "the redirect was not followed");
 }
