@@ -10,6 +10,12 @@
 //! The queue owns one background task (a cancellation token and its join handle) that runs an
 //! update once a conversation has been quiet for `memory.debounce_seconds`. Shutdown stops the
 //! task and flushes whatever is pending, within a deadline.
+//!
+//! An update whose model cannot be reached (connect errors, timeouts, 429 and 5xx once the
+//! model client's own retries are spent) stays queued and persisted and is tried again later
+//! ([`RETRY_AFTER`], doubling, at most [`MAX_ATTEMPTS`] tries). Why: dropping it lost what the
+//! conversation taught whenever the model was restarting, and a shutdown with the model down
+//! spent its whole deadline failing one pending update after another, dropping each.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,6 +39,12 @@ pub const MAX_PENDING: usize = 1000;
 /// Messages and characters per message a pending conversation keeps (the newest).
 pub const MAX_MESSAGES: usize = 60;
 pub const MAX_MESSAGE_CHARS: usize = 8000;
+/// The first wait before an update the model could not take is tried again; each further
+/// failure doubles it.
+pub const RETRY_AFTER: Duration = Duration::from_secs(60);
+/// Tries an update gets while its model stays unreachable (about half an hour in all) before
+/// it is dropped, logged.
+pub const MAX_ATTEMPTS: u32 = 6;
 
 /// Resolves the model for an update: `memory.model_name`, else the run's model.
 pub type ModelResolver = Arc<dyn Fn(Option<&str>) -> Option<Arc<dyn ChatModel>> + Send + Sync>;
@@ -83,6 +95,18 @@ struct Entry {
     due: Instant,
     /// The entry as it is in the store (finishing deletes it only if it is still that).
     record: Vec<u8>,
+    /// Tries that found the model unreachable (this process only).
+    failures: u32,
+}
+
+/// What became of one update.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// Applied, or failed in a way another try would not fix (logged); the entry is gone.
+    Finished,
+    /// The model could not be reached; the entry is queued again (or dropped once it has had
+    /// [`MAX_ATTEMPTS`] tries).
+    ModelDown,
 }
 
 struct Inner {
@@ -123,6 +147,7 @@ impl MemoryQueue {
                         conversation,
                         due,
                         record,
+                        failures: 0,
                     };
                     pending.insert(key, entry);
                 }
@@ -188,6 +213,7 @@ impl MemoryQueue {
                     conversation,
                     due,
                     record,
+                    failures: 0,
                 };
                 pending.insert(key, entry);
             }
@@ -225,11 +251,18 @@ impl MemoryQueue {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Runs every pending update now.
+    /// Runs every pending update now. Stops at the first whose model cannot be reached: the
+    /// rest would wait on the same outage; they stay queued (and persisted).
     pub async fn flush(&self) {
         let all: Vec<Vec<u8>> = self.inner.lock_pending().keys().cloned().collect();
         for key in all {
-            self.process(&key).await;
+            if self.process(&key).await == Outcome::ModelDown {
+                tracing::warn!(
+                    pending = self.pending(),
+                    "The memory model is unreachable; pending memory updates stay queued and run after the next start"
+                );
+                return;
+            }
         }
     }
 
@@ -278,46 +311,111 @@ impl MemoryQueue {
     }
 
     /// Runs one update. The persisted copy is removed only if no newer conversation replaced
-    /// it meanwhile; a failed update is logged and not retried (the next turn queues again).
-    async fn process(&self, key: &[u8]) {
-        let Some(entry) = self.inner.lock_pending().remove(key) else {
-            return;
+    /// it meanwhile; an update the model could not take is queued again ([`Self::requeue`]),
+    /// any other failure is logged and not retried (the next turn queues again).
+    async fn process(&self, key: &[u8]) -> Outcome {
+        let Some(mut entry) = self.inner.lock_pending().remove(key) else {
+            return Outcome::Finished;
         };
-        let mut conversation = entry.conversation;
-        let mut messages = std::mem::take(&mut conversation.earlier);
+        let conversation = &entry.conversation;
+        let mut messages = conversation.earlier.clone();
         match (self.inner.conversations)(&conversation.thread_id) {
             Some(recent) => messages.extend(recent),
             None => {
                 tracing::debug!(thread_id = %conversation.thread_id, "The thread is gone; memory reads only what summarization handed over")
             }
         }
-        if !messages.is_empty() {
-            self.update(&conversation, &messages).await;
+        if !messages.is_empty()
+            && let Err(wait) = self.update(conversation, &messages).await
+        {
+            entry.failures += 1;
+            if entry.failures < MAX_ATTEMPTS {
+                let backoff = RETRY_AFTER * 2u32.saturating_pow(entry.failures - 1);
+                let wait = wait.map_or(backoff, |asked| asked.max(backoff));
+                tracing::warn!(thread_id = %entry.conversation.thread_id, attempt = entry.failures, retry_in = ?wait, "The memory model is unreachable; the update stays queued");
+                entry.due = Instant::now() + wait;
+                self.requeue(key, entry);
+                return Outcome::ModelDown;
+            }
+            tracing::warn!(thread_id = %entry.conversation.thread_id, attempts = entry.failures, "Dropping a memory update: its model stayed unreachable");
+            self.remove_record(key, entry.record);
+            return Outcome::ModelDown;
         }
-        let still_ours = !self.inner.lock_pending().contains_key(key);
-        if still_ours {
-            let expect = Expect {
-                tree: QUEUE_TREE,
-                key: key.to_vec(),
-                value: Some(entry.record),
-            };
-            let delete = BatchOp::Delete {
-                tree: QUEUE_TREE,
-                key: key.to_vec(),
-            };
-            if let Err(error) = self.inner.store.apply_batch_if(&expect, vec![delete]) {
-                tracing::warn!(%error, "Could not remove a finished memory update from the queue");
+        self.remove_record(key, entry.record);
+        Outcome::Finished
+    }
+
+    /// Puts back an entry whose update did not run. A conversation queued meanwhile replaced
+    /// it (the thread is read when the update runs), so only the messages summarization
+    /// handed over are carried into the newer entry.
+    fn requeue(&self, key: &[u8], entry: Entry) {
+        let mut pending = self.inner.lock_pending();
+        let Some(newer) = pending.get_mut(key) else {
+            // The store still holds this entry's record: nothing to write.
+            pending.insert(key.to_vec(), entry);
+            drop(pending);
+            self.inner.wake.notify_one();
+            return;
+        };
+        if entry.conversation.earlier.is_empty() {
+            return;
+        }
+        let mut conversation = newer.conversation.clone();
+        let mut earlier = entry.conversation.earlier;
+        earlier.extend(conversation.earlier);
+        bound(&mut earlier);
+        conversation.earlier = earlier;
+        let written = serde_json::to_vec(&conversation)
+            .map_err(|e| e.to_string())
+            .and_then(|record| {
+                self.inner
+                    .store
+                    .put(QUEUE_TREE, key, &record)
+                    .map(|()| record)
+                    .map_err(|e| e.to_string())
+            });
+        match written {
+            Ok(record) => {
+                newer.conversation = conversation;
+                newer.record = record;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "Could not keep the messages of a failed memory update")
             }
         }
     }
 
-    /// Asks the model for the memory changes `messages` imply and applies them (logged, not
-    /// retried, when it fails).
-    async fn update(&self, conversation: &PendingConversation, messages: &[ConversationMessage]) {
+    /// Deletes a finished entry's persisted copy unless a newer conversation replaced it.
+    fn remove_record(&self, key: &[u8], record: Vec<u8>) {
+        if self.inner.lock_pending().contains_key(key) {
+            return;
+        }
+        let expect = Expect {
+            tree: QUEUE_TREE,
+            key: key.to_vec(),
+            value: Some(record),
+        };
+        let delete = BatchOp::Delete {
+            tree: QUEUE_TREE,
+            key: key.to_vec(),
+        };
+        if let Err(error) = self.inner.store.apply_batch_if(&expect, vec![delete]) {
+            tracing::warn!(%error, "Could not remove a finished memory update from the queue");
+        }
+    }
+
+    /// Asks the model for the memory changes `messages` imply and applies them. `Err` when the
+    /// model could not be reached (with the wait it asked for, if any); other failures are
+    /// logged and count as done.
+    async fn update(
+        &self,
+        conversation: &PendingConversation,
+        messages: &[ConversationMessage],
+    ) -> Result<(), Option<Duration>> {
         let model_name = conversation.model_name.as_deref();
         let Some(model) = (self.inner.models)(model_name) else {
             tracing::warn!(model = ?model_name, "No model for memory updates; set memory.model_name");
-            return;
+            return Ok(());
         };
         self.inner
             .updates_run
@@ -332,8 +430,13 @@ impl MemoryQueue {
             Ok(report) => {
                 tracing::debug!(%thread_id, added = report.added, removed = report.removed, "Memory updated")
             }
+            Err(MemoryError::Model(error)) if error.is_retryable() => {
+                tracing::debug!(%error, %thread_id, "Memory update could not reach its model");
+                return Err(error.retry_after());
+            }
             Err(error) => tracing::warn!(%error, %thread_id, "Memory update failed"),
         }
+        Ok(())
     }
 }
 

@@ -244,3 +244,114 @@ async fn a_deleted_thread_updates_nothing() {
     assert_eq!(fact_count(&repo), 0);
     queue.shutdown(Duration::from_secs(5)).await;
 }
+
+fn scripted(turns: Vec<ScriptedTurn>) -> Arc<ScriptedModel> {
+    Arc::new(ScriptedModel::new("memory", turns).with_background_script())
+}
+
+fn stored(store: &StoreRef) -> usize {
+    store.scan_prefix(QUEUE_TREE, b"").unwrap().len()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_update_the_model_cannot_take_stays_queued_and_runs_later() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let model = scripted(vec![
+        ScriptedTurn::Fail(crate::model::ModelErrorKind::Connect),
+        ScriptedTurn::Text(vec![ANSWER.into()]),
+    ]);
+    let (queue, repo, threads) = start(store.clone(), model.clone());
+    queue.enqueue(turn(&threads, "tea please")).unwrap();
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(model.requests().len(), 1);
+    assert_eq!(
+        (queue.pending(), stored(&store)),
+        (1, 1),
+        "kept, in memory and stored"
+    );
+    assert_eq!(fact_count(&repo), 0);
+    tokio::time::sleep(RETRY_AFTER - Duration::from_secs(2)).await;
+    assert_eq!(model.requests().len(), 1, "not before the retry wait");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(model.requests().len(), 2);
+    assert!(last_prompt(&model).contains("user: tea please"));
+    assert_eq!(fact_count(&repo), 1);
+    assert_eq!((queue.pending(), stored(&store)), (0, 0));
+    queue.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_update_is_dropped_once_its_model_stayed_unreachable_for_every_attempt() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let failures = (0..MAX_ATTEMPTS)
+        .map(|_| ScriptedTurn::Fail(crate::model::ModelErrorKind::Connect))
+        .collect();
+    let model = scripted(failures);
+    let (queue, _, threads) = start(store.clone(), model.clone());
+    queue.enqueue(turn(&threads, "tea please")).unwrap();
+    // Debounce, then waits of 1, 2, 4, 8 and 16 retry periods.
+    tokio::time::sleep(Duration::from_secs(31) + RETRY_AFTER * 31).await;
+    assert_eq!(model.requests().len(), MAX_ATTEMPTS as usize);
+    assert_eq!((queue.pending(), stored(&store)), (0, 0));
+    tokio::time::sleep(RETRY_AFTER * 64).await;
+    assert_eq!(
+        model.requests().len(),
+        MAX_ATTEMPTS as usize,
+        "no try after the last"
+    );
+    queue.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_with_the_model_down_stops_at_the_first_failure_and_keeps_every_update() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let down = scripted(vec![ScriptedTurn::Fail(
+        crate::model::ModelErrorKind::Connect,
+    )]);
+    let (queue, _, threads) = start(store.clone(), down.clone());
+    queue
+        .enqueue(turn_on(&threads, "t1", "tea please"))
+        .unwrap();
+    queue
+        .enqueue(turn_on(&threads, "t2", "and biscuits"))
+        .unwrap();
+    queue.shutdown(Duration::from_secs(30)).await;
+    assert_eq!(down.requests().len(), 1, "the second update was not tried");
+    assert_eq!(stored(&store), 2, "both stay for the next start");
+
+    let up = scripted(vec![
+        ScriptedTurn::Text(vec![ANSWER.into()]),
+        ScriptedTurn::Text(vec![ANSWER.into()]),
+    ]);
+    let (restarted, _, reopened) = start(store.clone(), up.clone());
+    *reopened.lock().unwrap() = threads.lock().unwrap().clone();
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(up.requests().len(), 2);
+    assert_eq!((restarted.pending(), stored(&store)), (0, 0));
+    restarted.shutdown(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_update_hands_its_dropped_messages_to_the_conversation_that_replaced_it() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let (queue, _, threads) = start(store.clone(), model());
+    let dropped = [Message::human("I was born in Oslo"), Message::ai("Nice.")];
+    queue
+        .enqueue_dropped(MemoryScope::new("alice", None), "t1", None, &dropped)
+        .unwrap();
+    // The update is under way (out of the map) when a newer turn queues the thread again.
+    let key = turn(&threads, "x").key();
+    let failed = queue.inner.lock_pending().remove(&key).unwrap();
+    queue.enqueue(turn(&threads, "now in Lyon")).unwrap();
+    queue.requeue(&key, failed);
+    let (earlier, record) = {
+        let pending = queue.inner.lock_pending();
+        let entry = pending.get(&key).unwrap();
+        (entry.conversation.earlier.clone(), entry.record.clone())
+    };
+    assert_eq!(earlier.len(), 2);
+    assert_eq!(earlier[0].content, "I was born in Oslo");
+    let stored_record = store.get(QUEUE_TREE, &key).unwrap().unwrap();
+    assert_eq!(stored_record, record, "the store holds the merged entry");
+    queue.shutdown(Duration::from_secs(5)).await;
+}
