@@ -82,6 +82,12 @@ impl PendingConversation {
     }
 }
 
+/// Puts `earlier` (messages summarization handed over before) in front of the conversation's.
+fn prepend_earlier(conversation: &mut PendingConversation, mut earlier: Vec<ConversationMessage>) {
+    earlier.append(&mut conversation.earlier);
+    conversation.earlier = earlier;
+}
+
 fn bound(messages: &mut Vec<ConversationMessage>) {
     let excess = messages.len().saturating_sub(MAX_MESSAGES);
     messages.drain(..excess);
@@ -198,17 +204,12 @@ impl MemoryQueue {
             previous => {
                 if let Some(previous) = previous {
                     // Cloned, not taken: a failed write below leaves the pending entry whole.
-                    let mut earlier = previous.conversation.earlier.clone();
-                    earlier.append(&mut conversation.earlier);
-                    conversation.earlier = earlier;
+                    prepend_earlier(&mut conversation, previous.conversation.earlier.clone());
                 } else if pending.len() >= MAX_PENDING {
                     tracing::warn!(thread_id = %conversation.thread_id, "Memory queue is full; this conversation is not remembered");
                     return Ok(());
                 }
-                bound(&mut conversation.earlier);
-                let record = serde_json::to_vec(&conversation)
-                    .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
-                self.inner.store.put(QUEUE_TREE, &key, &record)?;
+                let record = self.persist(&key, &mut conversation)?;
                 let entry = Entry {
                     conversation,
                     due,
@@ -361,20 +362,8 @@ impl MemoryQueue {
             return;
         }
         let mut conversation = newer.conversation.clone();
-        let mut earlier = entry.conversation.earlier;
-        earlier.extend(conversation.earlier);
-        bound(&mut earlier);
-        conversation.earlier = earlier;
-        let written = serde_json::to_vec(&conversation)
-            .map_err(|e| e.to_string())
-            .and_then(|record| {
-                self.inner
-                    .store
-                    .put(QUEUE_TREE, key, &record)
-                    .map(|()| record)
-                    .map_err(|e| e.to_string())
-            });
-        match written {
+        prepend_earlier(&mut conversation, entry.conversation.earlier);
+        match self.persist(key, &mut conversation) {
             Ok(record) => {
                 newer.conversation = conversation;
                 newer.record = record;
@@ -383,6 +372,19 @@ impl MemoryQueue {
                 tracing::warn!(%error, "Could not keep the messages of a failed memory update")
             }
         }
+    }
+
+    /// Bounds `conversation` and writes it as the pending record of `key`; the record written.
+    fn persist(
+        &self,
+        key: &[u8],
+        conversation: &mut PendingConversation,
+    ) -> Result<Vec<u8>, MemoryError> {
+        bound(&mut conversation.earlier);
+        let record = serde_json::to_vec(conversation)
+            .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
+        self.inner.store.put(QUEUE_TREE, key, &record)?;
+        Ok(record)
     }
 
     /// Deletes a finished entry's persisted copy unless a newer conversation replaced it.

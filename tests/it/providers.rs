@@ -542,10 +542,7 @@ async fn a_redirecting_endpoint_is_named_in_the_error_and_bodies_carry_their_len
     assert!(length > 100, "the whole JSON body: {length}");
     assert_eq!(recorded[0].body["messages"][1]["content"], "hi");
 
-    let error = model.stream(&ask("hi")).await.err().unwrap();
-    let ModelError::Config(message) = &error else {
-        panic!("a redirect is a config error, got {error:?}");
-    };
+    let message = redirect_error(&model).await;
     assert!(
         message.contains("redirects to https://api.example.test/v1/chat/completions"),
         "{message}"
@@ -561,13 +558,18 @@ async fn a_redirecting_endpoint_is_named_in_the_error_and_bodies_carry_their_len
         &openai_config("gpt", &openai.base_url()),
         ModelRegistry::http_client().unwrap(),
     );
-    let error = model.stream(&ask("hi")).await.err().unwrap();
-    let ModelError::Config(message) = &error else {
-        panic!("a redirect is a config error, got {error:?}");
-    };
+    let message = redirect_error(&model).await;
     assert!(
         message.contains("/moved; set the model's base_url"),
         "{message}"
     );
     assert_eq!(openai.recorded().len(), 3, "the redirect was not followed");
+}
+
+/// The message of the config error a redirect answer turns into.
+async fn redirect_error(model: &OpenAiModel) -> String {
+    match model.stream(&ask("hi")).await.err().unwrap() {
+        ModelError::Config(message) => message,
+        error => panic!("a redirect is a config error, got {error:?}"),
+    }
 }
