@@ -32,7 +32,9 @@ impl Default for StoreConfig {
 pub struct CacheConfig {
     /// Folded thread states kept in memory, in MiB (estimated from their records). One thread
     /// larger than this is still kept, alone, so a very long thread is not refolded every turn.
-    /// A thread joins once it has 8 messages; a shorter one folds in a few reads.
+    /// A thread joins once it has 8 messages; a shorter one folds in a few reads. The default
+    /// holds ~75 threads of 20 short messages; a thread outside it is folded from its log on its
+    /// next turn, which costs far less than the model call.
     pub thread_states_mb: u64,
     /// A thread state nobody used for this many minutes leaves the cache (its next turn folds
     /// it from the store again), so a daemon's memory settles back once conversations pause.
@@ -47,7 +49,7 @@ pub struct CacheConfig {
 impl Default for CacheConfig {
     fn default() -> Self {
         Self {
-            thread_states_mb: 4,
+            thread_states_mb: 2,
             thread_states_idle_minutes: 30,
             agents: 64,
             prompts: 64,
