@@ -24,6 +24,9 @@ RUN cargo chef prepare --recipe-path recipe.json
 
 FROM chef AS build
 COPY --from=planner /src/recipe.json recipe.json
+# The patched sled (vendor/sled, see its ANTLER.md) is a dependency, not a workspace member, so
+# the recipe does not carry it: the cook stage needs its sources.
+COPY vendor vendor
 RUN cargo chef cook --release --locked --recipe-path recipe.json --bin antler
 COPY . .
 RUN cargo build --release --locked --bin antler
