@@ -105,6 +105,15 @@ struct Entry {
     failures: u32,
 }
 
+/// Counts an entry as processed when its processing ends, by whichever return or cancellation.
+struct Processed<'a>(&'a std::sync::atomic::AtomicU64);
+
+impl Drop for Processed<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// What became of one update.
 #[derive(Debug, PartialEq)]
 enum Outcome {
@@ -126,6 +135,9 @@ struct Inner {
     task: Mutex<Option<JoinHandle<()>>>,
     /// Updater calls made (tests and status).
     updates_run: std::sync::atomic::AtomicU64,
+    /// Entries taken off the queue and done with, whatever became of them: the daemon's
+    /// memory release waits for these to stop too before it hands freed heap back.
+    processed: std::sync::atomic::AtomicU64,
 }
 
 /// Cheap to clone; clones share the queue.
@@ -177,6 +189,7 @@ impl MemoryQueue {
                 cancel: CancellationToken::new(),
                 task: Mutex::new(None),
                 updates_run: Default::default(),
+                processed: Default::default(),
             }),
         };
         let worker = queue.clone();
@@ -252,6 +265,13 @@ impl MemoryQueue {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Entries processed so far (applied, failed, or put back for a retry).
+    pub fn processed(&self) -> u64 {
+        self.inner
+            .processed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Runs every pending update now. Stops at the first whose model cannot be reached: the
     /// rest would wait on the same outage; they stay queued (and persisted).
     pub async fn flush(&self) {
@@ -318,6 +338,7 @@ impl MemoryQueue {
         let Some(mut entry) = self.inner.lock_pending().remove(key) else {
             return Outcome::Finished;
         };
+        let _counted = Processed(&self.inner.processed);
         let conversation = &entry.conversation;
         let mut messages = conversation.earlier.clone();
         match (self.inner.conversations)(&conversation.thread_id) {

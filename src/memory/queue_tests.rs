@@ -270,6 +270,8 @@ async fn an_update_the_model_cannot_take_stays_queued_and_runs_later() {
         "kept, in memory and stored"
     );
     assert_eq!(fact_count(&repo), 0);
+    // The failed try is work done (the daemon's memory release waits for this count to stop).
+    assert_eq!(queue.processed(), 1);
     tokio::time::sleep(RETRY_AFTER - Duration::from_secs(2)).await;
     assert_eq!(model.requests().len(), 1, "not before the retry wait");
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -277,6 +279,7 @@ async fn an_update_the_model_cannot_take_stays_queued_and_runs_later() {
     assert!(last_prompt(&model).contains("user: tea please"));
     assert_eq!(fact_count(&repo), 1);
     assert_eq!((queue.pending(), stored(&store)), (0, 0));
+    assert_eq!(queue.processed(), 2);
     queue.shutdown(Duration::from_secs(5)).await;
 }
 
