@@ -133,8 +133,6 @@ struct Inner {
     wake: Notify,
     cancel: CancellationToken,
     task: Mutex<Option<JoinHandle<()>>>,
-    /// Updater calls made (tests and status).
-    updates_run: std::sync::atomic::AtomicU64,
     /// Entries taken off the queue and done with, whatever became of them: the daemon's
     /// memory release waits for these to stop too before it hands freed heap back.
     processed: std::sync::atomic::AtomicU64,
@@ -188,7 +186,6 @@ impl MemoryQueue {
                 wake: Notify::new(),
                 cancel: CancellationToken::new(),
                 task: Mutex::new(None),
-                updates_run: Default::default(),
                 processed: Default::default(),
             }),
         };
@@ -257,12 +254,6 @@ impl MemoryQueue {
 
     pub fn pending(&self) -> usize {
         self.inner.lock_pending().len()
-    }
-
-    pub fn updates_run(&self) -> u64 {
-        self.inner
-            .updates_run
-            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Entries processed so far (applied, failed, or put back for a retry).
@@ -440,9 +431,6 @@ impl MemoryQueue {
             tracing::warn!(model = ?model_name, "No model for memory updates; set memory.model_name");
             return Ok(());
         };
-        self.inner
-            .updates_run
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let thread_id = &conversation.thread_id;
         let result = self
             .inner
