@@ -1,6 +1,7 @@
 //! One conversation in the browser: Markdown rendered and sanitized, tool steps before the
-//! answer, presented files as links and inline images, a clarification answered by a button,
-//! the same conversation after a reload, and the page at phone width.
+//! answer, presented files as cards (type, size, download) with images and SVGs shown as
+//! pictures, a clarification answered by a button, the same conversation after a reload, and
+//! the page at phone width with its drawer.
 
 use antler_test_support::{FakeOpenAi, Reply};
 use serde_json::{Value, json};
@@ -8,6 +9,8 @@ use serde_json::{Value, json};
 use super::{Tokenless, browser};
 
 const CHART: &[u8] = include_bytes!("chart.png");
+/// An SVG with a script that would change the page's title if it ever ran as a document.
+const DIAGRAM: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" width="120" height="60" viewBox="0 0 120 60"><script>parent.document.title = "svg ran"; document.title = "svg ran";</script><rect width="120" height="60" rx="8" fill="#2f6f4f"/><circle cx="30" cy="30" r="14" fill="#fff"/></svg>"##;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
@@ -24,7 +27,7 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
         .expect("open page");
     browser
         .wait(
-            "document.querySelector('#model option[value=fake]') && document.querySelector('.note')",
+            "document.querySelector('#model option') && document.querySelector('#model option').text.includes('fake-model') && document.querySelector('.note')",
             "models and the welcome note",
         )
         .await;
@@ -74,20 +77,21 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
     let thread = thread.as_str().expect("thread id").to_owned();
     std::fs::create_dir_all(setup.outputs(&thread)).unwrap();
     std::fs::write(setup.outputs(&thread).join("chart.png"), CHART).unwrap();
+    std::fs::write(setup.outputs(&thread).join("diagram.svg"), DIAGRAM).unwrap();
     fake.push(Reply::tool_call(
         "write_file",
         json!({"path": "/mnt/user-data/outputs/report.md", "content": "# Report\n\nAll good.\n"}),
     ))
     .push(Reply::tool_call(
         "present_files",
-        json!({"filepaths": ["/mnt/user-data/outputs/report.md", "/mnt/user-data/outputs/chart.png"]}),
+        json!({"filepaths": ["/mnt/user-data/outputs/report.md", "/mnt/user-data/outputs/chart.png", "/mnt/user-data/outputs/diagram.svg"]}),
     ))
     .push(Reply::chunks(["Your **report** ", "is ready."]));
     browser.say("write the report").await;
     browser
         .wait(
-            "document.querySelectorAll('.artifact').length === 2",
-            "two artifacts",
+            "document.querySelectorAll('.artifact').length === 3",
+            "three artifacts",
         )
         .await;
     browser.idle().await;
@@ -106,7 +110,7 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
         2
     );
     let href = browser
-        .js("[...document.querySelectorAll('.artifact a.download')].find(a => a.textContent.includes('report.md')).getAttribute('href')")
+        .js("document.querySelector(\".artifact[data-path$='report.md'] a.download\").getAttribute('href')")
         .await;
     let download = daemon
         .http
@@ -127,6 +131,63 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
             "the chart shown inline",
         )
         .await;
+    // An <img> shows a picture served as a download too (Content-Disposition: attachment), so
+    // pictures keep showing whichever way the daemon serves them.
+    browser
+        .js("(() => { const i = new Image(); i.id = 'as-download'; i.src = document.querySelector('.artifact img').src + '?download=true'; document.body.append(i); return true; })()")
+        .await;
+    browser
+        .wait(
+            "document.getElementById('as-download').naturalWidth === 160",
+            "the picture served as a download",
+        )
+        .await;
+    browser
+        .js("document.getElementById('as-download').remove() || true")
+        .await;
+    // Each card names the file's type and size.
+    for (name, expected) in [
+        ("report.md", "Markdown · 20 B".to_owned()),
+        (
+            "chart.png",
+            format!("PNG image · {}", size_text(CHART.len())),
+        ),
+        (
+            "diagram.svg",
+            format!("SVG image · {}", size_text(DIAGRAM.len())),
+        ),
+    ] {
+        let meta =
+            format!("document.querySelector(\".artifact[data-path$='{name}'] .meta\").textContent");
+        browser
+            .wait(&format!("{meta} !== '…'"), "the file's type and size")
+            .await;
+        assert_eq!(browser.js(&meta).await, expected.as_str(), "{name}");
+    }
+    // The SVG is a picture (an <img> from its bytes), never a document of its own: its script
+    // does not run.
+    let svg = "document.querySelector(\".artifact[data-path$='diagram.svg'] img.preview\")";
+    browser
+        .wait(
+            &format!("{svg} && {svg}.naturalWidth === 120"),
+            "the SVG shown as an image",
+        )
+        .await;
+    assert!(
+        browser
+            .js(&format!("{svg}.src"))
+            .await
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/svg+xml;base64,")
+    );
+    assert_eq!(
+        browser
+            .js("document.querySelectorAll('iframe, object, embed').length")
+            .await,
+        0
+    );
+    assert_eq!(browser.js("document.title").await, "Antler");
     browser.screenshot("02-tools-and-files").await;
 
     // A clarification question answered with its button.
@@ -198,7 +259,8 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
     );
     browser.screenshot("04-reloaded").await;
 
-    // Phone width: nothing wider than the screen.
+    // Phone width: nothing wider than the screen; the sidebar is a drawer that a tap on the
+    // backdrop, its ✕ and Esc close, and ☰ is there again after.
     browser.session.set_window_size(390, 844).await.unwrap();
     browser
         .wait(
@@ -206,17 +268,57 @@ async fn a_conversation_renders_markdown_steps_files_and_survives_a_reload() {
             "no horizontal scroll and the sidebar folded away",
         )
         .await;
+    assert_eq!(browser.js(TOGGLE_ON_TOP).await, true, "☰ reachable");
     browser.screenshot("05-phone").await;
+    let drawer_open = "document.getElementById('sidebar').getBoundingClientRect().left >= 0 && !document.getElementById('backdrop').hidden";
+    let drawer_closed = "document.getElementById('sidebar').getBoundingClientRect().right <= 0 && document.getElementById('backdrop').hidden";
     browser.click("#toggle-sidebar").await;
-    browser
-        .wait(
-            "document.getElementById('sidebar').classList.contains('open')",
-            "the sidebar",
-        )
-        .await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await; // the slide-in
+    browser.wait(drawer_open, "the sidebar slid in").await;
     browser.screenshot("06-phone-sidebar").await;
+    browser
+        .session
+        .click_at(370, 420)
+        .await
+        .expect("tap the backdrop");
+    browser
+        .wait(drawer_closed, "the backdrop closing the sidebar")
+        .await;
+    browser.wait(TOGGLE_ON_TOP, "☰ uncovered").await;
+    browser.click("#toggle-sidebar").await;
+    browser.wait(drawer_open, "the sidebar again").await;
+    browser
+        .find("#close-sidebar")
+        .await
+        .send_keys(&super::webdriver::ESCAPE.to_string())
+        .await
+        .expect("press Escape");
+    browser.wait(drawer_closed, "Esc closing the sidebar").await;
+    assert_eq!(
+        browser.js("document.activeElement.id").await,
+        "toggle-sidebar",
+        "focus back on ☰"
+    );
+    browser.click("#toggle-sidebar").await;
+    browser.wait(drawer_open, "the sidebar once more").await;
+    browser.click("#close-sidebar").await;
+    browser.wait(drawer_closed, "✕ closing the sidebar").await;
+    browser.wait(TOGGLE_ON_TOP, "☰ uncovered").await;
     browser.finish(&[]).await;
+}
+
+/// Whether ☰ is shown and nothing lies over its middle (a tap there reaches it).
+const TOGGLE_ON_TOP: &str = "(() => { const t = document.getElementById('toggle-sidebar'); const r = t.getBoundingClientRect(); return r.width > 0 && document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) === t; })()";
+
+/// A size as the page writes it ("12.3 KB").
+fn size_text(bytes: usize) -> String {
+    let bytes = bytes as f64;
+    if bytes < 1024.0 {
+        format!("{bytes} B")
+    } else if bytes < 1024.0 * 1024.0 {
+        format!("{:.1} KB", bytes / 1024.0)
+    } else {
+        format!("{:.1} MB", bytes / 1024.0 / 1024.0)
+    }
 }
 
 fn last_user_text(request: &Value) -> String {

@@ -7,6 +7,8 @@
 //! `<target dir>/webchat-screenshots/` for a person to look at.
 
 mod chat;
+mod look;
+mod signin;
 mod threads;
 mod webdriver;
 
@@ -32,10 +34,16 @@ pub(crate) struct Tokenless {
 
 impl Tokenless {
     pub(crate) fn new(model_url: &str) -> Self {
+        Self::with_models(model_url, "")
+    }
+
+    /// `more_models`: YAML items appended to the `models:` list (after the default, `fake`).
+    pub(crate) fn with_models(model_url: &str, more_models: &str) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let yaml = format!(
             "config_version: 1\ndata_dir: {data}\n\
              models:\n  - name: fake\n    display_name: Fake model\n    provider: openai\n    model: fake-model\n    base_url: {model_url}\n    timeout: 30\n\
+             {more_models}\
              llm_call:\n  retry_max_attempts: 1\n\
              gateway:\n  listen: 127.0.0.1:0\n  shutdown_grace_seconds: 2\n",
             data = dir.path().join("data").display(),
@@ -44,8 +52,22 @@ impl Tokenless {
         Self { dir }
     }
 
+    /// Adds `gateway.api_tokens` with `token` for `user` to the config file (a running daemon
+    /// takes it on SIGHUP), as an operator who starts sharing the daemon does.
+    pub(crate) fn add_token(&self, token: &str, user: &str) {
+        let path = self.dir.path().join("config.yaml");
+        let yaml = std::fs::read_to_string(&path).expect("read config");
+        let tokens = format!("gateway:\n  api_tokens:\n    - token: {token}\n      user: {user}\n");
+        std::fs::write(&path, yaml.replace("gateway:\n", &tokens)).expect("write config");
+    }
+
     pub(crate) fn start(&self) -> Daemon {
         Daemon::spawn(&self.dir.path().join("config.yaml"), &[], None)
+    }
+
+    /// The daemon's local socket (the operator's way in, as the user `local`).
+    pub(crate) fn socket(&self) -> PathBuf {
+        self.dir.path().join("data/antler.sock")
     }
 
     /// The host directory of a thread's outputs (`/mnt/user-data/outputs`) for the local user.

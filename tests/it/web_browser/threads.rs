@@ -1,5 +1,4 @@
-//! Uploads, the thread sidebar, cancelling a streaming run, and a token-protected daemon, in
-//! the browser.
+//! Uploads, the thread sidebar and cancelling a streaming run, in the browser.
 
 use std::time::Duration;
 
@@ -7,7 +6,6 @@ use antler_test_support::{FakeOpenAi, Reply};
 
 use super::chat::last_user;
 use super::{Tokenless, browser};
-use crate::daemon::{Setup, TOKEN_A};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uploads_reach_the_model_and_threads_switch_and_delete() {
@@ -232,69 +230,4 @@ async fn escape_cancels_a_streaming_run() {
         "the run was not stopped: {shown}"
     );
     browser.finish(&[]).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_token_protected_daemon_asks_for_the_token_once() {
-    let Some(browser) = browser("token").await else {
-        return;
-    };
-    let fake = FakeOpenAi::start().await;
-    let setup = Setup::new(&fake.base_url(), "");
-    let daemon = setup.start();
-    browser
-        .session
-        .goto(&daemon.url("/"))
-        .await
-        .expect("open page");
-    browser
-        .wait(
-            "document.getElementById('token-dialog').open",
-            "the token dialog",
-        )
-        .await;
-    browser.screenshot("09-token").await;
-
-    let field = browser.find("#token-input").await;
-    field.send_keys("not-a-token\u{E007}").await.unwrap();
-    browser
-        .wait("document.getElementById('token-dialog').open && document.getElementById('token-error').innerText.includes('refused')", "the refusal")
-        .await;
-    let field = browser.find("#token-input").await;
-    field
-        .send_keys(&format!("{TOKEN_A}\u{E007}"))
-        .await
-        .unwrap();
-    browser
-        .wait("!document.getElementById('token-dialog').open && document.querySelector('#model option[value=fake]')", "the page with the token")
-        .await;
-    fake.push(Reply::text("Hello **Alice**."));
-    browser.say("hi").await;
-    browser
-        .wait("document.querySelector('.answer strong')", "the answer")
-        .await;
-    browser.idle().await;
-    assert_eq!(
-        browser.js("sessionStorage.getItem('antler.token')").await,
-        TOKEN_A
-    );
-    assert_eq!(
-        browser.js("localStorage.getItem('antler.token')").await,
-        serde_json::Value::Null
-    );
-    // A reload in the same tab does not ask again.
-    browser.session.refresh().await.unwrap();
-    browser
-        .wait(
-            "document.querySelector('.answer strong')",
-            "the restored answer",
-        )
-        .await;
-    assert_eq!(
-        browser
-            .js("document.getElementById('token-dialog').open")
-            .await,
-        false
-    );
-    browser.finish(&["401"]).await;
 }

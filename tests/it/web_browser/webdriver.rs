@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// The W3C key code of Enter and Escape (WebDriver's "special keys").
+/// The W3C key code of Enter, Escape and Shift (WebDriver's "special keys"; typing Shift again
+/// releases it).
 pub(crate) const ENTER: char = '\u{E007}';
 pub(crate) const ESCAPE: char = '\u{E00C}';
+pub(crate) const SHIFT: char = '\u{E008}';
 
 /// A WebDriver error: `error` is the protocol's code (`no such alert`, `no such element`, …).
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +130,30 @@ impl Session {
         self.post("/window/rect", json!({"width": width, "height": height}))
             .await
             .map(drop)
+    }
+
+    /// A left click at viewport coordinates (W3C actions), wherever elements lie: what a
+    /// person's tap on an overlay does.
+    pub(crate) async fn click_at(&self, x: i64, y: i64) -> Result<(), WebDriverError> {
+        let actions = json!({"actions": [{
+            "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+            "actions": [
+                {"type": "pointerMove", "x": x, "y": y, "origin": "viewport"},
+                {"type": "pointerDown", "button": 0},
+                {"type": "pointerUp", "button": 0},
+            ],
+        }]});
+        self.post("/actions", actions).await.map(drop)
+    }
+
+    /// A Chrome DevTools Protocol command through chromedriver (`goog/cdp/execute`), e.g.
+    /// `Emulation.setEmulatedMedia` for the dark colour scheme.
+    pub(crate) async fn cdp(&self, command: &str, params: Value) -> Result<Value, WebDriverError> {
+        self.post(
+            "/goog/cdp/execute",
+            json!({"cmd": command, "params": params}),
+        )
+        .await
     }
 
     /// chromedriver's (non-W3C) console log: `[{level, message, …}]` since the last call.

@@ -2,23 +2,37 @@
 // conversation, the uploads and the token. The open thread's id survives reloads
 // (localStorage); the model, agent and bootstrap flag are remembered per thread.
 
-import { ApiError, clearToken, getJson, postJson, setToken, token } from "./api.js";
+import { ApiError, getJson, postJson } from "./api.js";
 import { Conversation } from "./chat.js";
+import { fit, setUpMessageBox } from "./composer.js";
 import { Uploads } from "./files.js";
+import { Sidebar } from "./sidebar.js";
+import { SignIn, noteLocalThreads } from "./signin.js";
 import { ThreadList } from "./threads.js";
 
 const $ = (id) => document.getElementById(id);
 const THREAD_KEY = "antler.thread";
 const SETTINGS_KEY = "antler.settings";
+const USER_KEY = "antler.user";
 
 const page = {
   log: $("log"), input: $("input"), composer: $("composer"), send: $("send"), stop: $("stop"),
   model: $("model"), agent: $("agent"), banner: $("banner"), status: $("status"),
-  sidebar: $("sidebar"), toggle: $("toggle-sidebar"),
 };
+const sidebar = new Sidebar({
+  sidebar: $("sidebar"), toggle: $("toggle-sidebar"), close: $("close-sidebar"), backdrop: $("backdrop"),
+});
+const signIn = new SignIn({
+  dialog: $("token-dialog"), form: $("token-form"), input: $("token-input"), error: $("token-error"),
+  signedIn: () => boot(),
+});
+setUpMessageBox(page.input);
 
 let threadId = localStorage.getItem(THREAD_KEY) || newThreadId();
 let conversation = null;
+let defaultModel = null;
+/** Whom the daemon says this page acts as (`local` without a token), from `/api/agents`. */
+let currentUser = null;
 
 function newThreadId() {
   const id = "web-" + crypto.randomUUID().replaceAll("-", "").slice(0, 20);
@@ -56,9 +70,10 @@ const uploads = new Uploads({
 
 const threads = new ThreadList($("threads"), {
   current: () => threadId,
-  open: (id) => { if (id !== threadId) openThread(id); closeSidebarOnPhone(); },
+  open: (id) => { if (id !== threadId) openThread(id); sidebar.hide(); },
   deleted: (id) => { forgetSettings(id); if (id === threadId) openThread(newThreadId()); },
   onError: (text) => banner(text),
+  listed: (list) => noteLocalThreads(list, currentUser, $("local-notice")),
 });
 
 /** The run `context`: the thread's model and agent, and the bootstrap flag while it lasts. */
@@ -128,21 +143,40 @@ function showWelcome() {
 
 function showSettings() {
   const chosen = settings();
-  page.model.value = chosen.model || "";
+  // A model chosen by name that is (now) the default, or no longer configured, shows the default.
+  page.model.value = chosen.model && chosen.model !== defaultModel ? chosen.model : "";
+  if (page.model.selectedIndex < 0) page.model.value = "";
   page.agent.value = chosen.bootstrap ? "" : chosen.agent || "";
   page.agent.disabled = Boolean(chosen.bootstrap);
   $("plan").checked = Boolean(chosen.plan);
 }
 
+/**
+ * One option per configured model, by name and the model id it runs ("default — qwen2.5:7b").
+ * The default model's value is "" (no `model_name` sent), so a thread on the default follows
+ * the config when the default changes.
+ */
 async function loadModels() {
   const body = await getJson("/api/models");
-  const options = [new Option(`Default${body.default ? ` (${body.default})` : ""}`, "")];
-  for (const model of body.models || []) options.push(new Option(model.display_name || model.name, model.name));
+  const models = body.models || [];
+  const options = models.map((model) => {
+    const name = model.display_name || model.name;
+    const isDefault = model.name === body.default;
+    let label = model.model && model.model !== name ? `${name} — ${model.model}` : name;
+    if (isDefault && models.length > 1 && model.name !== "default") label += " (default)";
+    const option = new Option(label, isDefault ? "" : model.name);
+    option.title = isDefault ? "The default model" : `Model ${model.name}`;
+    return option;
+  });
+  if (options.length === 0) options.push(new Option("Default model", ""));
   page.model.replaceChildren(...options);
+  defaultModel = body.default || null;
+  showSettings();
 }
 
 async function loadAgents() {
   const body = await getJson("/api/agents");
+  currentUser = body.user || null;
   const options = [new Option("Default agent", "")];
   for (const agent of body.agents || []) {
     const option = new Option(agent.name, agent.name);
@@ -167,36 +201,20 @@ function submit(text) {
   });
 }
 
-let tokenWaiters = [];
-/** Asks for a token once (a refused one is cleared and asked again), then reloads the page data. */
-function askForToken(error) {
-  const dialog = $("token-dialog");
-  if (token()) {
-    clearToken();
-    $("token-error").textContent = "That token was refused (HTTP 401). Check it against gateway.api_tokens in the daemon's config.";
-  } else {
-    $("token-error").textContent = "";
-  }
-  banner("Antler needs an API token: " + (error ? error.message : "sign in"), "error");
-  if (!dialog.open) dialog.showModal();
-  return new Promise((resolve) => tokenWaiters.push(resolve));
-}
-
-$("token-form").addEventListener("submit", (event) => {
-  const value = $("token-input").value.trim();
-  if (!value) { event.preventDefault(); return; }
-  setToken(value);
-  $("token-input").value = "";
+/** Asks for a token (the dialog says why), then reloads the page's data. */
+function askForToken() {
   banner("");
-  const waiters = tokenWaiters;
-  tokenWaiters = [];
-  boot().then(() => waiters.forEach((resolve) => resolve()));
-});
-$("token-dialog").addEventListener("cancel", (event) => event.preventDefault());
+  return signIn.ask();
+}
 
 async function boot() {
   try {
     await Promise.all([loadModels(), loadAgents(), threads.refresh()]);
+    noteLocalThreads(threads.threads, currentUser, $("local-notice"));
+    // Signed in as someone else than last time: the open conversation was theirs, start anew.
+    const lastUser = localStorage.getItem(USER_KEY);
+    if (currentUser && lastUser && lastUser !== currentUser) threadId = newThreadId();
+    if (currentUser) localStorage.setItem(USER_KEY, currentUser);
   } catch (e) {
     if (e instanceof ApiError && e.unauthorized) return askForToken(e);
     banner(e.message);
@@ -205,11 +223,19 @@ async function boot() {
   await openThread(threadId);
 }
 
+// Pictures load after the text around them: a log that was at its end stays at its end.
+let logAtEnd = true;
+page.log.addEventListener("scroll", () => {
+  logAtEnd = page.log.scrollHeight - page.log.scrollTop - page.log.clientHeight < 80;
+});
+page.log.addEventListener("load", () => { if (logAtEnd) page.log.scrollTop = page.log.scrollHeight; }, true);
+
 page.composer.addEventListener("submit", (event) => {
   event.preventDefault();
   const text = page.input.value;
   if (!text.trim() || (conversation && conversation.busy)) return;
   page.input.value = "";
+  fit(page.input);
   submit(text);
 });
 page.input.addEventListener("keydown", (event) => {
@@ -219,13 +245,16 @@ page.input.addEventListener("keydown", (event) => {
   }
 });
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && conversation && conversation.busy && !$("token-dialog").open) {
+  if (event.key !== "Escape" || signIn.asking || agentDialog.open) return;
+  // Esc closes the drawer first; with nothing to close, it stops the answer.
+  if (sidebar.hide()) event.preventDefault();
+  else if (conversation && conversation.busy) {
     event.preventDefault();
     conversation.cancel();
   }
 });
 page.stop.addEventListener("click", () => conversation && conversation.cancel());
-$("new").addEventListener("click", () => { openThread(newThreadId()); closeSidebarOnPhone(); });
+$("new").addEventListener("click", () => { openThread(newThreadId()); sidebar.hide(); });
 page.model.addEventListener("change", () => saveSettings({ model: page.model.value || null }));
 page.agent.addEventListener("change", () => saveSettings({ agent: page.agent.value || null }));
 $("plan").addEventListener("change", () => saveSettings({ plan: $("plan").checked }));
@@ -238,16 +267,7 @@ $("agent-form").addEventListener("submit", () => {
   const id = newThreadId();
   saveSettings({ bootstrap: name, agent: null }, id);
   openThread(id);
-  closeSidebarOnPhone();
+  sidebar.hide();
 });
-
-page.toggle.addEventListener("click", () => {
-  const open = page.sidebar.classList.toggle("open");
-  page.toggle.setAttribute("aria-expanded", String(open));
-});
-function closeSidebarOnPhone() {
-  page.sidebar.classList.remove("open");
-  page.toggle.setAttribute("aria-expanded", "false");
-}
 
 boot();

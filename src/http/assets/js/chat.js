@@ -106,6 +106,7 @@ export class Conversation {
     this.human(text, files);
     const turn = new Turn(this.log, this);
     this.turn = turn;
+    turn.wait();
     this.scroll();
     this.setBusy(true);
     this.controller = new AbortController();

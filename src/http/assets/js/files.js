@@ -3,6 +3,7 @@
 // above the message box and go with the next message (`additional_kwargs.files`).
 
 import { ApiError, request, threadPath } from "./api.js";
+import { formatSize } from "./artifact.js";
 
 export class Uploads {
   /** `threadId()` names the current thread; `ensureThread()` creates it before the first upload. */
@@ -74,7 +75,7 @@ export class Uploads {
   render() {
     this.list.replaceChildren(...this.files.map((file) => {
       const item = document.createElement("li");
-      item.append(document.createTextNode(`${file.filename} (${size(file.size)})`));
+      item.append(document.createTextNode(`${file.filename} (${formatSize(file.size) || "?"})`));
       const remove = document.createElement("button");
       remove.type = "button";
       remove.textContent = "×";
@@ -96,11 +97,4 @@ export class Uploads {
 
 function hasFiles(event) {
   return event.dataTransfer && [...event.dataTransfer.types].includes("Files");
-}
-
-function size(bytes) {
-  if (!Number.isFinite(bytes)) return "?";
-  if (bytes < 1024) return `${bytes} B`;
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
-  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }

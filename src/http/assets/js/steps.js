@@ -1,8 +1,7 @@
 // Builders for what a turn shows besides text: collapsible steps (tool calls, sub-agent tasks,
-// other progress events), the plan-mode todo list, clarification questions and artifacts.
+// other progress events), the plan-mode todo list and clarification questions (presented files
+// are `artifact.js`).
 // Everything from the model or a tool is set as text, never as HTML.
-
-import { artifactUrl, blobUrl, token } from "./api.js";
 
 const PREVIEW = 2000;
 const STATE_ICON = { running: "⋯", done: "✓", failed: "✗", info: "•" };
@@ -120,39 +119,4 @@ export function createQuestion(payload, fallback, onAnswer, answerable) {
 /** Disables the option buttons of every earlier question (a later message answered them). */
 export function closeQuestions(root) {
   for (const button of root.querySelectorAll(".question .options button")) button.disabled = true;
-}
-
-const IMAGE = /\.(png|jpe?g|gif|webp|bmp|avif)$/i;
-
-/** A presented file: a download link, and the image itself when it is one. */
-export function createArtifact(threadId, virtualPath) {
-  const url = artifactUrl(threadId, virtualPath);
-  const name = String(virtualPath).split("/").filter(Boolean).pop() || "file";
-  const box = el("div", "artifact");
-  box.dataset.path = virtualPath;
-  if (IMAGE.test(name)) {
-    const img = el("img");
-    img.alt = name;
-    if (token()) blobUrl(url).then((src) => { img.src = src; }, () => { img.alt = name + " (could not be loaded)"; });
-    else img.src = url;
-    box.append(img);
-  }
-  const link = el("a", "download", "⬇ " + name);
-  link.href = url + "?download=true";
-  link.setAttribute("download", name);
-  if (token()) {
-    link.addEventListener("click", async (event) => {
-      event.preventDefault();
-      try {
-        const temp = document.createElement("a");
-        temp.href = await blobUrl(link.href);
-        temp.download = name;
-        temp.click();
-      } catch (e) {
-        link.textContent = `⬇ ${name} (download failed: ${e.message})`;
-      }
-    });
-  }
-  box.append(link);
-  return box;
 }

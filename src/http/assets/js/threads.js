@@ -4,9 +4,12 @@
 import { getJson, request, threadPath } from "./api.js";
 
 export class ThreadList {
-  /** `current()` is the open thread's id; `open(id)` switches; `deleted(id)` after a delete. */
-  constructor(list, { current, open, deleted, onError }) {
-    Object.assign(this, { list, current, open, deleted, onError });
+  /**
+   * `current()` is the open thread's id; `open(id)` switches; `deleted(id)` after a delete;
+   * `listed(threads)` after every refresh.
+   */
+  constructor(list, { current, open, deleted, onError, listed }) {
+    Object.assign(this, { list, current, open, deleted, onError, listed });
     this.threads = [];
   }
 
@@ -15,6 +18,7 @@ export class ThreadList {
     this.threads = (body.threads || []).slice().sort((a, b) =>
       String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
     this.render();
+    this.listed(this.threads);
   }
 
   render() {
@@ -69,6 +73,7 @@ export class ThreadList {
         this.threads = this.threads.filter((t) => t.thread_id !== thread.thread_id);
         this.deleted(thread.thread_id);
         this.render();
+        this.listed(this.threads);
       })
       .catch((e) => this.onError(`Could not delete the conversation: ${e.message}`));
   }

@@ -1,11 +1,13 @@
 // One agent turn on screen, in the order things happened: text blocks (one per AI message),
 // tool steps, sub-agent task steps, the todo list, a clarification question, presented files.
 // The live stream and the history from `/state` drive the same methods, so a reloaded
-// conversation looks as it did while it streamed.
+// conversation looks as it did while it streamed. While a live turn waits for the model (before
+// its first words, and again after its tools ran) a "Thinking" placeholder ends it.
 
+import { createArtifact } from "./artifact.js";
 import { renderMarkdown } from "./markdown.js";
 import {
-  createArtifact, createQuestion, createStep, renderTodos, setStepState, shortArgs,
+  createQuestion, createStep, renderTodos, setStepState, shortArgs,
 } from "./steps.js";
 
 const CLARIFY = "ask_clarification";
@@ -29,14 +31,41 @@ export class Turn {
     this.todos = null;
     this.pending = new Set();
     this.frame = 0;
+    this.live = false;
+    this.marker = null;
   }
+
+  /** Adds `node` at the end of the turn, before the placeholder while it shows. */
+  add(node) {
+    if (this.marker && this.marker.isConnected) this.marker.before(node);
+    else this.root.append(node);
+  }
+
+  /** A live turn waits for the model: the placeholder goes (back) to the end of the turn. */
+  wait() {
+    this.live = true;
+    if (!this.marker) {
+      this.marker = document.createElement("div");
+      this.marker.className = "thinking";
+      this.marker.setAttribute("role", "status");
+      const dots = document.createElement("span");
+      dots.className = "dots";
+      dots.setAttribute("aria-hidden", "true");
+      dots.append(document.createElement("span"), document.createElement("span"), document.createElement("span"));
+      this.marker.append("Thinking", dots);
+    }
+    this.root.append(this.marker);
+  }
+
+  /** Something of the answer arrived: the placeholder goes. */
+  settle() { this.marker?.remove(); }
 
   textBlock(id) {
     let block = this.texts.get(id);
     if (!block) {
       const element = document.createElement("div");
       element.className = "answer";
-      this.root.append(element);
+      this.add(element);
       block = { element, text: "", reasoning: null };
       this.texts.set(id, block);
     }
@@ -45,6 +74,7 @@ export class Turn {
 
   /** Appends streamed text; rendering is batched to one pass per animation frame. */
   delta(id, text) {
+    this.settle();
     const block = this.textBlock(id);
     block.text += text;
     block.element.classList.add("streaming");
@@ -53,6 +83,7 @@ export class Turn {
   }
 
   reasoning(id, text) {
+    this.settle();
     const block = this.textBlock(id);
     if (!block.reasoning) {
       const details = document.createElement("details");
@@ -78,6 +109,7 @@ export class Turn {
     const content = typeof message.content === "string" ? message.content : "";
     const block = this.texts.get(message.id);
     if (content) {
+      this.settle();
       const target = this.textBlock(message.id);
       target.text = content;
       target.element.classList.remove("streaming");
@@ -94,10 +126,11 @@ export class Turn {
   toolStarted(call) {
     this.calls.set(call.id, call);
     if (call.name === CLARIFY || this.steps.has(call.id)) return;
+    this.settle();
     const step = createStep({ kind: "tool", name: call.name, detail: shortArgs(call.args), args: call.args });
     if (call.args_error) setStepState(step, "failed", call.args_error, "Arguments refused");
     this.steps.set(call.id, step);
-    this.root.append(step);
+    this.add(step);
   }
 
   /** A tool's result: the step's state and preview, a question, or presented files. */
@@ -106,7 +139,8 @@ export class Turn {
       if (this.root.querySelector(`[data-question="${CSS.escape(message.id)}"]`)) return;
       const question = createQuestion(message.artifact, message.content, (text) => this.view.answer(text), answerable);
       question.dataset.question = message.id;
-      this.root.append(question);
+      this.settle();
+      this.add(question);
       return;
     }
     let step = this.steps.get(message.tool_call_id);
@@ -122,6 +156,8 @@ export class Turn {
       const call = this.calls.get(message.tool_call_id);
       this.presented = (call && call.args && call.args.filepaths) || [];
     }
+    // The tools of this step are done: the model is asked again.
+    if (this.live && !this.root.querySelector(".step.running")) this.wait();
   }
 
   /** Custom events: sub-agent tasks and todo lists by name, anything else as a quiet step. */
@@ -138,7 +174,7 @@ export class Turn {
     }
     const step = createStep({ kind: "event", name: EVENT_LABELS[name] || name, detail: "" });
     setStepState(step, "info", data, "Details");
-    this.root.append(step);
+    this.add(step);
   }
 
   task(name, data) {
@@ -148,7 +184,8 @@ export class Turn {
       const description = data.description || data.subagent_type || "sub-agent task";
       step = createStep({ kind: "task", name: "Task", detail: String(description), args: data.prompt });
       this.steps.set(id, step);
-      this.root.append(step);
+      this.settle();
+      this.add(step);
     }
     if (name in TASK_END) {
       const reason = { task_timed_out: "timed out", task_cancelled: "cancelled" }[name];
@@ -179,11 +216,11 @@ export class Turn {
     for (const path of paths) {
       if (this.view.artifactsShown.has(path)) continue;
       this.view.artifactsShown.add(path);
-      let box = this.root.querySelector(":scope > .artifacts:last-child");
-      if (!box) {
+      let box = [...this.root.children].filter((n) => n !== this.marker).at(-1);
+      if (!box || !box.classList.contains("artifacts")) {
         box = document.createElement("div");
         box.className = "artifacts";
-        this.root.append(box);
+        this.add(box);
       }
       box.append(createArtifact(this.view.threadId, path));
     }
@@ -202,18 +239,21 @@ export class Turn {
     box.className = "turn-error";
     box.setAttribute("role", "alert");
     box.textContent = text;
-    this.root.append(box);
+    this.settle();
+    this.add(box);
   }
 
   note(text) {
     const box = document.createElement("div");
     box.className = "turn-note";
     box.textContent = text;
-    this.root.append(box);
+    this.add(box);
   }
 
   /** The run ended: final rendering, open steps closed as interrupted when it was stopped. */
   finish(stopReason) {
+    this.live = false;
+    this.settle();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.flush();
     for (const block of this.texts.values()) block.element.classList.remove("streaming");
