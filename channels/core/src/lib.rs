@@ -31,4 +31,6 @@ pub use message::{Attachment, InboundFile, InboundMessage};
 pub use profile::{BudgetLimits, ChannelProfile, Pace, ReactionSet};
 pub use secret::Secret;
 pub use transport::{InboundSink, SinkError, Transport, TransportContext};
-pub use webhook::{WebhookError, WebhookHandler, WebhookReply, WebhookRequest, WebhookResponse};
+pub use webhook::{
+    CONCEALED_REFUSAL, WebhookError, WebhookHandler, WebhookReply, WebhookRequest, WebhookResponse,
+};

@@ -8,6 +8,7 @@ mod discord_driver;
 mod discord_gateway;
 mod feishu;
 mod feishu_driver;
+mod feishu_forgeries;
 mod files_webhook;
 mod reload;
 mod slack;
