@@ -9,6 +9,7 @@ mod adapter;
 mod capabilities;
 mod channel;
 mod chunk;
+mod code_spans;
 mod key;
 mod message;
 mod profile;
@@ -26,6 +27,7 @@ pub use capabilities::{
 };
 pub use channel::ChannelParts;
 pub use chunk::split_message;
+pub use code_spans::{TextPart, any_prose, map_prose, text_parts};
 pub use key::ChatKey;
 pub use message::{Attachment, InboundFile, InboundMessage};
 pub use profile::{BudgetLimits, ChannelProfile, Pace, ReactionSet};

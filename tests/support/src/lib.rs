@@ -50,6 +50,7 @@ mod reply;
 mod slack;
 mod sse;
 mod telegram;
+mod telegram_entities;
 mod template;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
