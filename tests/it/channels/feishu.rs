@@ -484,3 +484,22 @@ async fn a_refused_app_secret_stops_only_the_channel_with_a_clear_reason() {
     );
     bot.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_all_tag_the_model_writes_does_not_ping_the_group() {
+    let (fake, model) = (FakeFeishu::start().await, FakeOpenAi::start().await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bot = start(&fake, &model, dir.path()).await;
+    model.push(Reply::text("<at id=all></at> standup now, <at user_id=\"all\">all</at>"));
+    let asked = fake.user_says_in_group(GROUP, ALICE, "tell everyone", true, None);
+    answered(&fake, &asked).await;
+    assert_eq!(
+        fake.chat_texts(GROUP),
+        ["<\u{200B}at id=all></at> standup now, <\u{200B}at user_id=\"all\">all</at>"]
+    );
+    for call in fake.calls() {
+        let sent = call.body.to_string();
+        assert!(!sent.contains("<at "), "{}: {sent}", call.method);
+    }
+    bot.stop().await;
+}
