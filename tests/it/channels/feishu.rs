@@ -490,7 +490,9 @@ async fn an_at_all_tag_the_model_writes_does_not_ping_the_group() {
     let (fake, model) = (FakeFeishu::start().await, FakeOpenAi::start().await);
     let dir = tempfile::tempdir().expect("tempdir");
     let bot = start(&fake, &model, dir.path()).await;
-    model.push(Reply::text("<at id=all></at> standup now, <at user_id=\"all\">all</at>"));
+    model.push(Reply::text(
+        "<at id=all></at> standup now, <at user_id=\"all\">all</at>",
+    ));
     let asked = fake.user_says_in_group(GROUP, ALICE, "tell everyone", true, None);
     answered(&fake, &asked).await;
     assert_eq!(

@@ -115,6 +115,8 @@ pub(crate) struct SlackState {
     pub(crate) uploads: HashMap<String, (String, Option<Vec<u8>>)>,
     pub(crate) shared: Vec<SharedFile>,
     pub(crate) files: HashMap<String, (String, String, Vec<u8>)>,
+    /// Names of the files the bot fetched, in order.
+    pub(crate) downloaded: Vec<String>,
     pub(crate) pending: VecDeque<Value>,
     pub(crate) payloads: Vec<Value>,
     pub(crate) connections: Vec<ConnectionInfo>,
@@ -351,6 +353,11 @@ impl FakeSlack {
 
     pub fn shared_files(&self) -> Vec<SharedFile> {
         self.shared.lock().shared.clone()
+    }
+
+    /// Names of the files people shared that the bot fetched, in order.
+    pub fn downloaded(&self) -> Vec<String> {
+        self.shared.lock().downloaded.clone()
     }
 
     /// Registers a file people can share; returns the file object an event carries.
