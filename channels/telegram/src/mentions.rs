@@ -120,10 +120,13 @@ mod tests {
         entity
     }
 
+    /// (text, entities as (the part they cover, their kind), mentions the bot, text left)
+    type Case<'a> = (&'a str, Vec<(&'a str, Value)>, bool, &'a str);
+
     #[test]
     fn only_entities_outside_code_mention_the_bot() {
         let mention = json!({"type": "mention"});
-        let cases: Vec<(&str, Vec<(&str, Value)>, bool, &str)> = vec![
+        let cases: Vec<Case<'_>> = vec![
             (
                 "@antler_bars_bot what now",
                 vec![("@antler_bars_bot", mention.clone())],
