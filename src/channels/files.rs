@@ -104,7 +104,7 @@ pub async fn receive_files(
         };
         received
             .problems
-            .push(format!("{}: not taken, {too_many}", skipped.join(", ")));
+            .push(format!("{}: skipped, {too_many}", skipped.join(", ")));
     }
     received
 }

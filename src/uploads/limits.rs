@@ -8,8 +8,8 @@ use crate::config::UploadsConfig;
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum LimitError {
     #[error(
-        "more than {max} files at once: at most {max} files per upload or chat message \
-         (uploads.max_files); send the rest in another one"
+        "at most {max} files per upload or chat message (uploads.max_files); send the rest in \
+         another one"
     )]
     TooManyFiles { max: usize },
     #[error("{name} is larger than the {} per-file limit (uploads.max_file_size)", size_text(*max))]

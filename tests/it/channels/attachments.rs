@@ -87,7 +87,7 @@ async fn twelve_files_in_one_message_store_ten_and_the_reply_names_the_other_two
     let text = answer(&fake, &ts, "Read them.").await;
 
     assert!(
-        text.contains("(Not received: f11.txt, f12.txt: not taken")
+        text.contains("(Not received: f11.txt, f12.txt: skipped")
             && text.contains("at most 10 files per upload or chat message (uploads.max_files)"),
         "{text}"
     );
@@ -102,7 +102,7 @@ async fn twelve_files_in_one_message_store_ten_and_the_reply_names_the_other_two
     assert!(asked.contains("/mnt/user-data/uploads/f10.txt"), "{asked}");
     assert!(!asked.contains("/mnt/user-data/uploads/f11.txt"), "{asked}");
     assert!(
-        asked.contains("[a file could not be received: f11.txt, f12.txt: not taken"),
+        asked.contains("[a file could not be received: f11.txt, f12.txt: skipped"),
         "the agent is told too: {asked}"
     );
     bot.stop().await;
