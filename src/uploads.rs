@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub mod convert;
+pub mod limits;
 
 /// Longest accepted filename, in UTF-8 bytes (the common file-system limit).
 pub const MAX_FILENAME_BYTES: usize = 255;

@@ -401,11 +401,14 @@ pub struct ApiToken {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct UploadsConfig {
-    /// Files one thread may hold.
+    /// Files one upload may carry: one HTTP upload request (more are refused with 413), or one
+    /// chat message (the files after these are not stored, and the reply names them). What a
+    /// thread holds in all is bounded by `max_total_size`.
     pub max_files: usize,
-    /// Largest single upload, in bytes (default 50 MiB).
+    /// Largest single upload or chat attachment, in bytes (default 50 MiB).
     pub max_file_size: u64,
-    /// All of a thread's uploads together, in bytes (default 100 MiB).
+    /// All of a thread's uploads together, HTTP and chat attachments alike, in bytes (default
+    /// 100 MiB).
     pub max_total_size: u64,
     /// Convert uploaded `.pdf`, `.docx`, `.xlsx` and `.pptx` files to a Markdown copy the agent
     /// can read. Off by default: parsing untrusted documents is a risk.

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use antler_channel::WebhookError;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -41,14 +42,11 @@ pub(crate) async fn webhook(
         }
         Ok(WebhookAnswer::Refused(error)) => {
             let (status, code) = match error {
-                antler_channel::WebhookError::Unauthorized(_) => {
-                    (StatusCode::UNAUTHORIZED, "webhook_unauthorized")
-                }
-                antler_channel::WebhookError::Malformed(_) => {
-                    (StatusCode::BAD_REQUEST, "webhook_malformed")
-                }
+                WebhookError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "webhook_unauthorized"),
+                WebhookError::Malformed(_) => (StatusCode::BAD_REQUEST, "webhook_malformed"),
+                WebhookError::Concealed { .. } => (StatusCode::BAD_REQUEST, "webhook_refused"),
             };
-            ApiError::new(status, code, error.to_string()).into_response()
+            ApiError::new(status, code, error.public_message()).into_response()
         }
         Ok(WebhookAnswer::Unavailable(detail)) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -14,6 +14,7 @@ use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::ThreadPaths;
 use crate::uploads;
+use crate::uploads::limits::{LimitError, UploadBudget};
 
 fn thread_paths(
     state: &AppState,
@@ -46,10 +47,6 @@ fn multipart_error(error: MultipartError) -> ApiError {
     )
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
 pub(crate) async fn upload(
     State(state): State<Arc<AppState>>,
     user: AuthUser,
@@ -59,37 +56,24 @@ pub(crate) async fn upload(
     let paths = thread_paths(&state, &user, &thread_id)?;
     let limits = state.config.current().uploads.clone();
     let uploads_dir = paths.uploads();
-    let mut total = uploads::total_size(&uploads_dir)?;
+    let mut budget = UploadBudget::new(&limits, uploads::total_size(&uploads_dir)?);
+    let over_limit = |error: LimitError| ApiError::too_large(error.to_string());
     // Read every part first so a limit violation stores nothing.
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     while let Some(mut field) = multipart.next_field().await.map_err(multipart_error)? {
         let Some(name) = field.file_name().map(str::to_string) else {
             continue;
         };
-        if files.len() + 1 > limits.max_files {
-            return Err(ApiError::too_large(format!(
-                "too many files: at most {} per upload; send the rest in another request",
-                limits.max_files
-            )));
-        }
+        budget.take_slot().map_err(over_limit)?;
         let mut bytes = Vec::new();
         while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             bytes.extend_from_slice(&chunk);
-            if bytes.len() as u64 > limits.max_file_size {
-                return Err(ApiError::too_large(format!(
-                    "{name} is larger than the {} per-file limit (uploads.max_file_size)",
-                    mib(limits.max_file_size)
-                )));
-            }
-            if total + bytes.len() as u64 > limits.max_total_size {
-                return Err(ApiError::too_large(format!(
-                    "the thread's uploads would exceed {} in total (uploads.max_total_size); delete some first",
-                    mib(limits.max_total_size)
-                )));
-            }
+            budget
+                .check_size(&name, bytes.len() as u64)
+                .map_err(over_limit)?;
         }
         uploads::normalize_filename(&name)?;
-        total += bytes.len() as u64;
+        budget.add(bytes.len() as u64);
         files.push((name, bytes));
     }
     if files.is_empty() {

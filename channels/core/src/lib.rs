@@ -9,6 +9,7 @@ mod adapter;
 mod capabilities;
 mod channel;
 mod chunk;
+mod code_spans;
 mod key;
 mod message;
 mod profile;
@@ -26,9 +27,12 @@ pub use capabilities::{
 };
 pub use channel::ChannelParts;
 pub use chunk::split_message;
+pub use code_spans::{TextPart, any_prose, map_prose, text_parts};
 pub use key::ChatKey;
 pub use message::{Attachment, InboundFile, InboundMessage};
 pub use profile::{BudgetLimits, ChannelProfile, Pace, ReactionSet};
 pub use secret::Secret;
 pub use transport::{InboundSink, SinkError, Transport, TransportContext};
-pub use webhook::{WebhookError, WebhookHandler, WebhookReply, WebhookRequest, WebhookResponse};
+pub use webhook::{
+    CONCEALED_REFUSAL, WebhookError, WebhookHandler, WebhookReply, WebhookRequest, WebhookResponse,
+};

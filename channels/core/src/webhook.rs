@@ -77,4 +77,25 @@ pub enum WebhookError {
     /// Not a delivery the platform could have sent (HTTP 400).
     #[error("{0}")]
     Malformed(String),
+    /// Refused with one answer whatever went wrong (HTTP 400, [`CONCEALED_REFUSAL`]), for
+    /// handlers whose reasons would tell a forger something about a secret (which bytes
+    /// decrypt, which padding is valid). `reason` is for the daemon's log only.
+    #[error("{reason}")]
+    Concealed { reason: String },
+}
+
+/// The one answer to every [`WebhookError::Concealed`] refusal: the same for every reason, so
+/// it cannot be told apart; it points at the log, which says why.
+pub const CONCEALED_REFUSAL: &str = "the delivery was refused: it is not a signed, well-formed \
+    push for this channel; if the platform sent it, check the channel's encrypt_key and \
+    verification_token, and the daemon's log for why";
+
+impl WebhookError {
+    /// What the sender is told: the reason, except for a concealed refusal.
+    pub fn public_message(&self) -> &str {
+        match self {
+            WebhookError::Unauthorized(message) | WebhookError::Malformed(message) => message,
+            WebhookError::Concealed { .. } => CONCEALED_REFUSAL,
+        }
+    }
 }

@@ -1,5 +1,9 @@
 //! Discord messages → `InboundMessage`: which conversation, who, what, files.
 //!
+//! Mentions: the bot is mentioned when Discord lists it in the message's `mentions` and its
+//! `<@id>` is in the text outside code; a `<@id>` typed in code, or text Discord did not
+//! resolve to a mention (an empty `mentions`), is not one. A reply to the bot counts too.
+//!
 //! Dedupe key: the daemon journals by (channel, workspace, chat, message id), filled here with
 //! (`discord`, guild id, channel id, the message's snowflake). A MESSAGE_CREATE that the gateway
 //! replays after a RESUME carries the same snowflake, so it lands on the same journal entry and
@@ -13,7 +17,7 @@
 //! before the thread exists, and the adapter creates the thread on its first reply (only for
 //! messages the daemon answers). Without `thread_mode` a text channel is one conversation.
 
-use antler_channel::{InboundFile, InboundMessage};
+use antler_channel::{InboundFile, InboundMessage, any_prose, map_prose};
 use serenity::model::channel::{Message, MessageType};
 
 use crate::CHANNEL_NAME;
@@ -67,7 +71,7 @@ pub fn inbound_message(
         .mentions
         .iter()
         .any(|user| user.id.to_string() == bot.user_id)
-        || mentions_in_text(&message.content, &bot.user_id);
+        && any_prose(&message.content, |prose| has_mention(prose, &bot.user_id));
     let text = strip_mentions(&message.content, &bot.user_id);
     let files: Vec<InboundFile> = message
         .attachments
@@ -121,20 +125,24 @@ pub fn inbound_message(
     })
 }
 
-fn mentions_in_text(text: &str, bot_user: &str) -> bool {
+/// Whether `text` holds `<@id>` or `<@!id>` (the closing `>` makes the id whole).
+fn has_mention(text: &str, bot_user: &str) -> bool {
     text.contains(&format!("<@{bot_user}>")) || text.contains(&format!("<@!{bot_user}>"))
 }
 
-/// Removes every mention of the bot (`<@id>`, `<@!id>`); the rest keeps its whitespace (people
-/// paste indented code).
+/// Removes every mention of the bot (`<@id>`, `<@!id>`) outside code; the rest keeps its
+/// whitespace (people paste indented code).
 fn strip_mentions(text: &str, bot_user: &str) -> String {
-    let mut out = text.to_string();
-    for mention in [format!("<@{bot_user}>"), format!("<@!{bot_user}>")] {
-        out = out
-            .replace(&format!("{mention} "), "")
-            .replace(&mention, "");
-    }
-    out.trim().to_string()
+    let stripped = map_prose(text, |prose| {
+        let mut out = prose.to_string();
+        for mention in [format!("<@{bot_user}>"), format!("<@!{bot_user}>")] {
+            out = out
+                .replace(&format!("{mention} "), "")
+                .replace(&mention, "");
+        }
+        out
+    });
+    stripped.trim().to_string()
 }
 
 #[cfg(test)]

@@ -122,13 +122,17 @@ fn table_of_messages() {
             "follow-up",
         ),
         (
-            payload(
-                "205",
-                "201",
-                Some("9"),
-                person("7"),
-                "<@!100>   keep   spacing",
-            ),
+            {
+                let mut nick = payload(
+                    "205",
+                    "201",
+                    Some("9"),
+                    person("7"),
+                    "<@!100>   keep   spacing",
+                );
+                mention(&mut nick);
+                nick
+            },
             Some(&thread),
             true,
             "300",
@@ -163,6 +167,34 @@ fn table_of_messages() {
         assert_eq!(message.text, text, "case {idx}");
         assert_eq!(message.channel, "discord");
         assert_eq!(message.display_name.as_deref(), Some("Person"));
+    }
+}
+
+#[test]
+fn a_mention_is_one_discord_resolved_and_typed_outside_code() {
+    let user = |id: &str| json!({"id": id, "username": "u", "discriminator": "0", "avatar": null});
+    // (content, ids in `mentions`, mentions the bot, text)
+    let cases = [
+        ("<@100> hi", vec![BOT], true, "hi"),
+        ("<@!100> hi", vec![BOT], true, "hi"),
+        ("<@100> hi", vec![], false, "hi"),
+        ("<@1000> hi", vec!["1000"], false, "<@1000> hi"),
+        (
+            "```\n<@100> in code\n```",
+            vec![BOT],
+            false,
+            "```\n<@100> in code\n```",
+        ),
+        ("run `<@100>` now", vec![BOT], false, "run `<@100>` now"),
+        ("<@100> run `<@100>`", vec![BOT], true, "run `<@100>`"),
+    ];
+    for (content, ids, expected, text) in cases {
+        let mut value = payload("210", "300", Some("9"), person("7"), content);
+        value["mentions"] = json!(ids.iter().map(|id| user(id)).collect::<Vec<_>>());
+        let message = inbound_message(&parse(value), &bot(), Some(&Place::Channel), false)
+            .expect("a message");
+        assert_eq!(message.mentions_bot, expected, "{content:?} {ids:?}");
+        assert_eq!(message.text, text, "{content:?}");
     }
 }
 

@@ -7,7 +7,7 @@
 //! malformed blob is a [`CryptoError`].
 
 use aes::Aes256;
-use aes::cipher::block_padding::Pkcs7;
+use aes::cipher::block_padding::{NoPadding, Pkcs7, RawPadding};
 use aes::cipher::{BlockDecryptMut, KeyIvInit};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -37,6 +37,31 @@ pub(crate) fn aes_key(encrypt_key: &str) -> [u8; 32] {
 
 /// Decrypts the `encrypt` field of a push.
 pub fn decrypt(encrypt_key: &str, encrypted: &str) -> Result<Vec<u8>, CryptoError> {
+    match decrypt_uniform(encrypt_key, encrypted)? {
+        Decrypted {
+            padding_valid: true,
+            plain,
+        } => Ok(plain),
+        Decrypted { .. } => Err(CryptoError::BadPadding),
+    }
+}
+
+/// A decryption whose padding was judged but not acted on.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Decrypted {
+    /// Without its padding when the padding is valid; the whole last block otherwise.
+    pub(crate) plain: Vec<u8>,
+    pub(crate) padding_valid: bool,
+}
+
+/// Decrypts without returning early on bad padding, so a caller can do the same work after a
+/// good and a bad padding: what an unsigned push (which anyone can forge) leads to must not
+/// depend on whether its padding was valid, in the answer nor in the time taken. Errors are
+/// only about the input's shape (base64, length), which the sender knows anyway.
+pub(crate) fn decrypt_uniform(
+    encrypt_key: &str,
+    encrypted: &str,
+) -> Result<Decrypted, CryptoError> {
     let blob = BASE64
         .decode(encrypted.trim())
         .map_err(|_| CryptoError::NotBase64)?;
@@ -47,10 +72,18 @@ pub fn decrypt(encrypt_key: &str, encrypted: &str) -> Result<Vec<u8>, CryptoErro
         return Err(CryptoError::BadLength(blob.len()));
     }
     let key = aes_key(encrypt_key);
-    Decryptor::new_from_slices(&key, iv)
+    let mut plain = Decryptor::new_from_slices(&key, iv)
         .map_err(|_| CryptoError::BadLength(blob.len()))?
-        .decrypt_padded_vec_mut::<Pkcs7>(ciphertext)
-        .map_err(|_| CryptoError::BadPadding)
+        .decrypt_padded_vec_mut::<NoPadding>(ciphertext)
+        .map_err(|_| CryptoError::BadLength(blob.len()))?;
+    let last_block = plain.len() - BLOCK_LEN;
+    let unpadded = Pkcs7::raw_unpad(&plain[last_block..]).map(<[u8]>::len);
+    let padding_valid = unpadded.is_ok();
+    plain.truncate(last_block + unpadded.unwrap_or(BLOCK_LEN));
+    Ok(Decrypted {
+        plain,
+        padding_valid,
+    })
 }
 
 /// `X-Lark-Signature` of a push: lowercase hex SHA-256 over the raw bytes.

@@ -2,7 +2,11 @@
 //!
 //! The card is the classic JSON form with one `markdown` element and `update_multi` (required
 //! both when sending and when patching). Its Markdown has no headings, so `# Title` lines become
-//! bold lines; everything else (bold, italics, links, lists, code blocks) passes as written.
+//! bold lines; everything else (bold, italics, links, lists, code blocks) passes as written,
+//! except an @all tag (`<at id=all></at>`, `<at user_id="all">`, any spelling naming `all`):
+//! like `@everyone` on Discord it would ping the whole group on the model's word, so a
+//! zero-width space after its `<` leaves it as text. It is broken inside code too, where Feishu
+//! may still read it.
 
 use serde_json::json;
 
@@ -15,10 +19,13 @@ pub fn card(markdown: &str) -> String {
     .to_string()
 }
 
+/// A zero-width space: splits `<at` so Feishu does not see a tag.
+const BREAK: char = '\u{200B}';
+
 /// Markdown as the card's `markdown` element shows it.
 pub fn to_card_markdown(markdown: &str) -> String {
     let mut in_code = false;
-    markdown
+    break_mass_mentions(markdown)
         .lines()
         .map(|line| {
             if line.trim_start().starts_with("```") {
@@ -35,6 +42,41 @@ pub fn to_card_markdown(markdown: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Every `<at …>` tag that names `all` (in `id`, `ids`, `user_id`, `open_id`, quoted or not,
+/// any case) with a zero-width space after its `<`.
+fn break_mass_mentions(text: &str) -> String {
+    // ASCII lowercasing keeps every byte offset.
+    let lower = text.to_ascii_lowercase();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut search = 0;
+    while let Some(found) = lower[search..].find("<at") {
+        let start = search + found;
+        let attributes = start + 3;
+        search = attributes;
+        let is_tag = lower[attributes..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_whitespace() || c == '>' || c == '/');
+        if !is_tag {
+            continue;
+        }
+        let end = lower[attributes..]
+            .find('>')
+            .map_or(lower.len(), |close| attributes + close);
+        let names_all = lower[attributes..end]
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .any(|word| word == "all");
+        if names_all {
+            out.push_str(&text[copied..=start]);
+            out.push(BREAK);
+            copied = start + 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 /// The title of an ATX heading (`# …` to `###### …`).
@@ -71,6 +113,49 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(to_card_markdown(input), expected, "{input:?}");
         }
+    }
+
+    #[test]
+    fn at_all_tags_are_broken_everywhere_and_person_mentions_kept() {
+        let broken = |tag: &str| tag.replacen('<', "<\u{200B}", 1);
+        let mass = [
+            "<at id=all></at>",
+            "<at id=\"all\"></at>",
+            "<at id='all'></at>",
+            "<AT ID=ALL></AT>",
+            "<at user_id=\"all\">everyone</at>",
+            "<at open_id=\"all\"></at>",
+            "<at ids=ou_1,all></at>",
+            "<at\tid = all ></at>",
+        ];
+        for tag in mass {
+            let text = format!("Hey {tag} look");
+            assert_eq!(
+                to_card_markdown(&text),
+                format!("Hey {} look", broken(tag)),
+                "{tag}"
+            );
+            let in_code = format!("```\n{tag}\n```");
+            assert_eq!(
+                to_card_markdown(&in_code),
+                format!("```\n{}\n```", broken(tag))
+            );
+        }
+        for kept in [
+            "<at id=ou_123></at>",
+            "<at id=ou_all_fans></at>",
+            "<attention> all",
+            "@all and @所有人 as plain text",
+            "<at",
+        ] {
+            assert_eq!(to_card_markdown(kept), kept);
+        }
+        let card: serde_json::Value =
+            serde_json::from_str(&card("<at id=all></at> hi")).expect("json");
+        assert_eq!(
+            card["elements"][0]["content"],
+            "<\u{200B}at id=all></at> hi"
+        );
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! Event subscription v2: Feishu posts to `/channels/feishu/webhook`.
 //!
-//! With an Encrypt Key the raw body is checked first: `X-Lark-Signature` must be the SHA-256 of
-//! timestamp, nonce, key and the exact bytes received (constant-time compare) and the timestamp
-//! within five minutes; only then is `{"encrypt": …}` parsed and decrypted. Feishu does not
-//! sign the URL-verification request, so an unsigned body is accepted only when it decrypts to
-//! a `url_verification` whose `token` is ours. Every payload's Verification Token is checked.
+//! With an Encrypt Key every push but the URL verification must be signed: `X-Lark-Signature`
+//! the SHA-256 of timestamp, nonce, key and the exact bytes received (constant-time compare),
+//! the timestamp within five minutes. Feishu does not sign the URL verification, so an
+//! unsigned push is answered only when it decrypts to a `url_verification` whose `token` is
+//! ours. Every refusal then gets one answer ([`WebhookError::Concealed`]): were a bad padding
+//! told apart from a bad JSON, anyone could decrypt a captured push one byte at a time (a CBC
+//! padding oracle); an unsigned push does the same work whatever its padding. Without an
+//! Encrypt Key nothing is secret but the Verification Token, checked on every payload.
 //! The challenge is answered at once; a message event is handed to the daemon, which answers
 //! 200 only after journalling it. Feishu redelivers an event it got no 200 for under the same
 //! `event_id` and message id: the journal, keyed by message id, drops the copies.
@@ -13,10 +16,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use antler_channel::{WebhookError, WebhookHandler, WebhookReply, WebhookRequest, WebhookResponse};
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::convert::{BotIdentity, event_message};
-use crate::crypto::{decrypt, signature_matches};
+use crate::crypto::{decrypt_uniform, signature_matches};
 
 pub(crate) const TIMESTAMP_HEADER: &str = "x-lark-request-timestamp";
 pub(crate) const NONCE_HEADER: &str = "x-lark-request-nonce";
@@ -43,106 +47,116 @@ impl FeishuWebhook {
         }
     }
 
-    /// Whether the push is signed by Feishu: `Ok(true)` signed and fresh, `Ok(false)` unsigned.
-    fn check_signature(
-        &self,
-        key: &str,
-        request: &WebhookRequest<'_>,
-    ) -> Result<bool, WebhookError> {
+    /// Whether the push is signed by Feishu: `Ok(true)` signed and fresh, `Ok(false)` unsigned,
+    /// `Err` why a signature is wrong (for the log).
+    fn check_signature(&self, key: &str, request: &WebhookRequest<'_>) -> Result<bool, String> {
         let Some(signature) = request.header(SIGNATURE_HEADER) else {
             return Ok(false);
         };
-        let unauthorized = |why: &str| WebhookError::Unauthorized(why.to_string());
         let timestamp = request
             .header(TIMESTAMP_HEADER)
-            .ok_or_else(|| unauthorized("X-Lark-Signature without X-Lark-Request-Timestamp"))?;
+            .ok_or("X-Lark-Signature without X-Lark-Request-Timestamp")?;
         let nonce = request
             .header(NONCE_HEADER)
-            .ok_or_else(|| unauthorized("X-Lark-Signature without X-Lark-Request-Nonce"))?;
+            .ok_or("X-Lark-Signature without X-Lark-Request-Nonce")?;
         if !signature_matches(signature, timestamp, nonce, key, request.body) {
-            return Err(unauthorized(
-                "wrong X-Lark-Signature; check channels.feishu.encrypt_key",
-            ));
+            return Err("wrong X-Lark-Signature; check channels.feishu.encrypt_key".into());
         }
         let sent_at: i64 = timestamp
             .trim()
             .parse()
-            .map_err(|_| unauthorized("X-Lark-Request-Timestamp is not a number"))?;
+            .map_err(|_| "X-Lark-Request-Timestamp is not a number")?;
         if (now_secs() - sent_at).abs() > MAX_SKEW_SECS {
-            return Err(unauthorized(
-                "X-Lark-Request-Timestamp is more than 5 minutes away from now (a replay, or this host's clock is wrong)",
-            ));
+            return Err(
+                "X-Lark-Request-Timestamp is more than 5 minutes away from now (a replay, or this host's clock is wrong)".into(),
+            );
         }
         Ok(true)
     }
 
-    /// The event JSON: decrypted when an Encrypt Key is set.
-    fn payload(&self, body: &[u8]) -> Result<Value, WebhookError> {
-        let outer: Value = serde_json::from_slice(body)
+    /// A push with an Encrypt Key set; `Err` is the reason, for the log only.
+    fn handle_encrypted(
+        &self,
+        key: &str,
+        request: &WebhookRequest<'_>,
+    ) -> Result<WebhookReply, String> {
+        let signed = self.check_signature(key, request)?;
+        let outer: Value = serde_json::from_slice(request.body)
+            .map_err(|e| format!("the body is not JSON: {e}"))?;
+        let encrypted = outer["encrypt"].as_str().ok_or(
+            "no `encrypt` string in the body, but channels.feishu.encrypt_key is set: Feishu encrypts every event then",
+        )?;
+        let decrypted = decrypt_uniform(key, encrypted).map_err(|e| e.to_string())?;
+        // Parsed whatever the padding, so a good and a bad padding cost the same.
+        let payload = serde_json::from_slice::<Value>(&decrypted.plain);
+        if !signed {
+            let answer = payload
+                .ok()
+                .filter(|_| decrypted.padding_valid)
+                .and_then(|payload| self.url_check(&payload));
+            return answer.ok_or_else(|| {
+                "an unsigned push that is not Feishu's URL verification with our verification token; Feishu signs every other push when an Encrypt Key is set".into()
+            });
+        }
+        if !decrypted.padding_valid {
+            return Err(
+                "the push does not decrypt with channels.feishu.encrypt_key (bad padding)".into(),
+            );
+        }
+        let payload = payload.map_err(|e| format!("the decrypted event is not JSON: {e}"))?;
+        if payload["type"].as_str() == Some("url_verification") {
+            return self
+                .url_check(&payload)
+                .ok_or_else(|| wrong_token().to_string());
+        }
+        self.event(&payload)
+    }
+
+    /// A push without an Encrypt Key: plain JSON, the token the only secret.
+    fn handle_plain(&self, body: &[u8]) -> Result<WebhookReply, WebhookError> {
+        let payload: Value = serde_json::from_slice(body)
             .map_err(|e| WebhookError::Malformed(format!("the body is not JSON: {e}")))?;
-        let Some(encrypted) = outer.get("encrypt") else {
-            if self.encrypt_key.is_some() {
-                return Err(WebhookError::Unauthorized(
-                    "an unencrypted push, but channels.feishu.encrypt_key is set: Feishu encrypts every event then".into(),
-                ));
-            }
-            return Ok(outer);
-        };
-        let Some(key) = &self.encrypt_key else {
+        if payload.get("encrypt").is_some() {
             return Err(WebhookError::Malformed(
                 "the push is encrypted; set channels.feishu.encrypt_key to the app's Encrypt Key"
                     .into(),
             ));
-        };
-        let encrypted = encrypted
-            .as_str()
-            .ok_or_else(|| WebhookError::Malformed("`encrypt` is not a string".into()))?;
-        let plain = decrypt(key, encrypted).map_err(|e| WebhookError::Malformed(e.to_string()))?;
-        serde_json::from_slice(&plain)
-            .map_err(|e| WebhookError::Malformed(format!("the decrypted event is not JSON: {e}")))
-    }
-
-    fn check_token(&self, claimed: Option<&str>) -> Result<(), WebhookError> {
-        let claimed = claimed.unwrap_or("");
-        let matches = claimed.len() == self.verification_token.len()
-            && bool::from(claimed.as_bytes().ct_eq(self.verification_token.as_bytes()));
-        if matches {
-            Ok(())
-        } else {
-            Err(WebhookError::Unauthorized(
-                "wrong verification token; check channels.feishu.verification_token".into(),
-            ))
         }
-    }
-}
-
-impl WebhookHandler for FeishuWebhook {
-    fn handle(&self, request: &WebhookRequest<'_>) -> Result<WebhookReply, WebhookError> {
-        let signed = match &self.encrypt_key {
-            Some(key) => self.check_signature(key, request)?,
-            None => false,
-        };
-        let payload = self.payload(request.body)?;
         if payload["type"].as_str() == Some("url_verification") {
-            self.check_token(payload["token"].as_str())?;
-            return Ok(WebhookReply::Respond(WebhookResponse::json(
+            return self
+                .url_check(&payload)
+                .ok_or_else(|| WebhookError::Unauthorized(wrong_token().into()));
+        }
+        self.event(&payload).map_err(WebhookError::Unauthorized)
+    }
+
+    /// The answer to a URL verification carrying our token.
+    fn url_check(&self, payload: &Value) -> Option<WebhookReply> {
+        let is_ours = payload["type"].as_str() == Some("url_verification")
+            && self.token_matches(payload["token"].as_str());
+        is_ours.then(|| {
+            WebhookReply::Respond(WebhookResponse::json(
                 &json!({"challenge": payload["challenge"]}),
-            )));
-        }
-        if self.encrypt_key.is_some() && !signed {
-            return Err(WebhookError::Unauthorized(
-                "an event push without X-Lark-Signature; Feishu signs every event when an Encrypt Key is set".into(),
-            ));
-        }
+            ))
+        })
+    }
+
+    /// An authentic event: its token checked, then a message or a reason to skip it. `Err`
+    /// only for a wrong token.
+    fn event(&self, payload: &Value) -> Result<WebhookReply, String> {
         let header = &payload["header"];
         if payload["schema"].as_str() != Some("2.0") {
             // A v1 payload carries its token at the top level.
-            self.check_token(payload["token"].as_str())?;
+            if !self.token_matches(payload["token"].as_str()) {
+                return Err(wrong_token().into());
+            }
             return Ok(ignore(
                 "a v1 event (subscribe to im.message.receive_v1, schema 2.0)".into(),
             ));
         }
-        self.check_token(header["token"].as_str())?;
+        if !self.token_matches(header["token"].as_str()) {
+            return Err(wrong_token().into());
+        }
         let event_type = header["event_type"].as_str().unwrap_or("");
         if event_type != "im.message.receive_v1" {
             return Ok(ignore(format!("a {event_type:?} event")));
@@ -162,6 +176,29 @@ impl WebhookHandler for FeishuWebhook {
             }
         }
     }
+
+    /// Compared as SHA-256 digests in constant time, so neither the bytes nor the length of
+    /// the token show in how long a wrong guess takes.
+    fn token_matches(&self, claimed: Option<&str>) -> bool {
+        let claimed = Sha256::digest(claimed.unwrap_or("").as_bytes());
+        let ours = Sha256::digest(self.verification_token.as_bytes());
+        bool::from(claimed.as_slice().ct_eq(ours.as_slice()))
+    }
+}
+
+impl WebhookHandler for FeishuWebhook {
+    fn handle(&self, request: &WebhookRequest<'_>) -> Result<WebhookReply, WebhookError> {
+        match &self.encrypt_key {
+            Some(key) => self
+                .handle_encrypted(key, request)
+                .map_err(|reason| WebhookError::Concealed { reason }),
+            None => self.handle_plain(request.body),
+        }
+    }
+}
+
+fn wrong_token() -> &'static str {
+    "wrong verification token; check channels.feishu.verification_token"
 }
 
 fn ignore(reason: String) -> WebhookReply {

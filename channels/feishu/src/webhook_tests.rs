@@ -87,6 +87,34 @@ fn challenge_answer(result: Result<WebhookReply, WebhookError>) -> Value {
     }
 }
 
+/// Encrypts raw bytes (not necessarily JSON) under `KEY`.
+fn encrypt_bytes(plain: &[u8]) -> String {
+    let iv = [9u8; 16];
+    let ciphertext = cbc::Encryptor::<aes::Aes256>::new_from_slices(&aes_key(KEY), &iv)
+        .expect("key and iv")
+        .encrypt_padded_vec_mut::<Pkcs7>(plain);
+    BASE64.encode([iv.as_slice(), &ciphertext].concat())
+}
+
+/// A body whose last block's padding is broken: what a padding-oracle attacker sends.
+fn bad_padding_body() -> String {
+    let mut blob = BASE64
+        .decode(encrypt_bytes(b"{\"type\":\"url_verification\"}"))
+        .expect("b64");
+    // The IV of the last block is the block before it: flipping its last byte flips the last
+    // plaintext byte, the padding length.
+    let at = blob.len() - 17;
+    blob[at] ^= 0x5a;
+    json!({"encrypt": BASE64.encode(&blob)}).to_string()
+}
+
+fn concealed(result: Result<WebhookReply, WebhookError>) -> String {
+    match result {
+        Err(WebhookError::Concealed { reason }) => reason,
+        other => panic!("expected a concealed refusal, got {other:?}"),
+    }
+}
+
 #[test]
 fn challenges_are_answered_plain_and_encrypted_when_the_token_matches() {
     let plain = webhook(None);
@@ -102,11 +130,11 @@ fn challenges_are_answered_plain_and_encrypted_when_the_token_matches() {
     let body = encrypt(&challenge(TOKEN));
     let answer = challenge_answer(handle(&encrypted, &headers(&[]), &body));
     assert_eq!(answer["challenge"], "ajls384kdj");
+    // Signed, it is answered too.
+    let answer = challenge_answer(handle(&encrypted, &signed_headers(&body, 0, KEY), &body));
+    assert_eq!(answer["challenge"], "ajls384kdj");
     let forged = encrypt(&challenge("forged"));
-    assert!(matches!(
-        handle(&encrypted, &headers(&[]), &forged),
-        Err(WebhookError::Unauthorized(_))
-    ));
+    concealed(handle(&encrypted, &headers(&[]), &forged));
 }
 
 #[test]
@@ -124,8 +152,10 @@ fn signed_encrypted_events_become_messages() {
     }
 }
 
+/// With an Encrypt Key every refusal is one answer: the sender cannot tell a bad padding from
+/// a bad JSON from a missing signature. The reasons still differ, for the log.
 #[test]
-fn forged_stale_unsigned_tampered_or_mistokened_pushes_are_refused() {
+fn with_an_encrypt_key_every_refusal_is_concealed_and_its_reason_kept_for_the_log() {
     let hook = webhook(Some(KEY));
     let body = encrypt(&message_event(TOKEN));
     let mut tampered: Value = serde_json::from_str(&body).expect("json");
@@ -137,57 +167,125 @@ fn forged_stale_unsigned_tampered_or_mistokened_pushes_are_refused() {
     tampered["encrypt"] = json!(BASE64.encode(&blob));
     let tampered = tampered.to_string();
     let wrong_token = encrypt(&message_event("not-our-token"));
-    let unauthorized = [
-        ("unsigned", handle(&hook, &headers(&[]), &body)),
+    let not_json = json!({"encrypt": encrypt_bytes(b"not json at all")}).to_string();
+    let bad_padding = bad_padding_body();
+    let unsigned = headers(&[]);
+    let signed = |body: &str| signed_headers(body, 0, KEY);
+    // (case, headers, body, a word of the logged reason)
+    let cases: Vec<(&str, http::HeaderMap, String, &str)> = vec![
+        ("unsigned event", unsigned.clone(), body.clone(), "unsigned"),
+        (
+            "unsigned bad padding",
+            unsigned.clone(),
+            bad_padding.clone(),
+            "unsigned",
+        ),
+        (
+            "unsigned bad JSON",
+            unsigned.clone(),
+            not_json.clone(),
+            "unsigned",
+        ),
+        (
+            "unsigned wrong-token challenge",
+            unsigned.clone(),
+            encrypt(&challenge("x")),
+            "unsigned",
+        ),
+        (
+            "unsigned not base64",
+            unsigned.clone(),
+            json!({"encrypt": "%%%"}).to_string(),
+            "base64",
+        ),
         (
             "signed with another key",
-            handle(&hook, &signed_headers(&body, 0, "other"), &body),
+            signed_headers(&body, 0, "other"),
+            body.clone(),
+            "X-Lark-Signature",
         ),
         (
             "stale",
-            handle(&hook, &signed_headers(&body, 6 * 60, KEY), &body),
+            signed_headers(&body, 6 * 60, KEY),
+            body.clone(),
+            "5 minutes",
         ),
         (
             "from the future",
-            handle(&hook, &signed_headers(&body, -6 * 60, KEY), &body),
+            signed_headers(&body, -6 * 60, KEY),
+            body.clone(),
+            "5 minutes",
         ),
-        // The signature covers the exact bytes: the original one no longer matches.
         (
             "tampered, old signature",
-            handle(&hook, &signed_headers(&body, 0, KEY), &tampered),
+            signed(&body),
+            tampered.clone(),
+            "X-Lark-Signature",
+        ),
+        (
+            "tampered, re-signed",
+            signed(&tampered),
+            tampered.clone(),
+            "padding",
+        ),
+        (
+            "signed bad padding",
+            signed(&bad_padding),
+            bad_padding.clone(),
+            "padding",
+        ),
+        (
+            "signed bad JSON",
+            signed(&not_json),
+            not_json.clone(),
+            "not JSON",
         ),
         (
             "wrong verification token",
-            handle(&hook, &signed_headers(&wrong_token, 0, KEY), &wrong_token),
+            signed(&wrong_token),
+            wrong_token.clone(),
+            "verification token",
+        ),
+        ("plain body", signed("{}"), "{}".into(), "encrypt"),
+        (
+            "not json",
+            signed("not json"),
+            "not json".into(),
+            "not JSON",
         ),
         (
-            "plain body",
-            handle(&hook, &signed_headers("{}", 0, KEY), "{}"),
+            "encrypt a number",
+            signed(r#"{"encrypt":5}"#),
+            r#"{"encrypt":5}"#.into(),
+            "encrypt",
         ),
-    ];
-    for (case, result) in unauthorized {
-        assert!(
-            matches!(result, Err(WebhookError::Unauthorized(_))),
-            "{case}: {result:?}"
-        );
-    }
-    let malformed = [
-        ("tampered, re-signed", tampered.clone()),
-        ("not json", "not json".to_string()),
-        ("encrypt not base64", json!({"encrypt": "%%%"}).to_string()),
-        ("encrypt a number", json!({"encrypt": 5}).to_string()),
         (
             "truncated",
-            json!({"encrypt": "AAECAwQFBgcICQoLDA0ODw=="}).to_string(),
+            signed(r#"{"encrypt":"AAECAwQFBgcICQoLDA0ODw=="}"#),
+            r#"{"encrypt":"AAECAwQFBgcICQoLDA0ODw=="}"#.into(),
+            "bytes",
         ),
     ];
-    for (case, body) in malformed {
-        let result = handle(&hook, &signed_headers(&body, 0, KEY), &body);
-        assert!(
-            matches!(result, Err(WebhookError::Malformed(_))),
-            "{case}: {result:?}"
-        );
+    for (case, headers, body, reason_word) in cases {
+        let reason = concealed(handle(&hook, &headers, &body));
+        assert!(reason.contains(reason_word), "{case}: {reason}");
     }
+}
+
+#[test]
+fn an_unsigned_push_does_the_same_work_whatever_its_padding() {
+    let good = crate::crypto::decrypt_uniform(KEY, &encrypt_bytes(b"not json")).expect("shape");
+    assert!(good.padding_valid);
+    assert_eq!(good.plain, b"not json");
+    let body: Value = serde_json::from_str(&bad_padding_body()).expect("json");
+    let bad = crate::crypto::decrypt_uniform(KEY, body["encrypt"].as_str().expect("encrypt"))
+        .expect("shape");
+    assert!(!bad.padding_valid);
+    assert_eq!(
+        bad.plain.len(),
+        32,
+        "the whole plaintext, still parsed as JSON"
+    );
 }
 
 #[test]

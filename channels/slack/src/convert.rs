@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::CHANNEL_NAME;
 use crate::config::DmThreading;
+use crate::mentions::{mentions_user, strip_mentions};
 
 /// Message ids of slash commands start with this; their answers are ephemeral.
 pub(crate) const SLASH_PREFIX: &str = "cmd:";
@@ -49,6 +50,8 @@ struct Event {
     team: Option<String>,
     #[serde(default)]
     files: Vec<SlackFile>,
+    /// The rich text of a person's message, where mentions are structured.
+    blocks: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -92,9 +95,9 @@ pub fn event_message(
     let (channel, ts) = (event.channel.clone()?, event.ts.clone()?);
     let is_direct = event.channel_type.as_deref() == Some("im")
         || (event.channel_type.is_none() && channel.starts_with('D'));
-    let mention = format!("<@{}", bot.user_id);
-    let mentions_bot = event.kind == "app_mention" || event.text.contains(&mention);
-    let text = plain_text(&strip_mention(&event.text, &bot.user_id));
+    let mentions_bot = event.kind == "app_mention"
+        || mentions_user(&event.text, event.blocks.as_ref(), &bot.user_id);
+    let text = plain_text(&strip_mentions(&event.text, &bot.user_id));
     let files: Vec<InboundFile> = event.files.iter().filter_map(inbound_file).collect();
     if text.is_empty() && files.is_empty() {
         return None;
@@ -190,22 +193,6 @@ fn inbound_file(file: &SlackFile) -> Option<InboundFile> {
         mime_type,
         size: file.size,
     })
-}
-
-/// Removes every mention of the bot (`<@U123>`, `<@U123|name>`) and tidies the whitespace.
-fn strip_mention(text: &str, bot_user: &str) -> String {
-    let pattern = format!(r"<@{}(\|[^>]*)?>", regex::escape(bot_user));
-    let stripped = match Regex::new(&pattern) {
-        Ok(regex) => regex.replace_all(text, " ").into_owned(),
-        Err(_) => text.to_string(),
-    };
-    stripped
-        .lines()
-        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim()
-        .to_string()
 }
 
 /// Slack's markup in a person's message → the plain text the agent reads: links, channel and

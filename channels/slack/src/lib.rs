@@ -12,6 +12,7 @@ mod convert;
 mod events;
 mod files;
 mod markup;
+mod mentions;
 mod send;
 mod socket;
 

@@ -8,6 +8,7 @@ use antler_channel::{InboundFile, InboundMessage};
 use teloxide::types::{FileMeta, Message, Update, UpdateKind};
 
 use crate::CHANNEL_NAME;
+use crate::mentions::{Mentions, bot_mentions};
 
 /// Who the bot is, from `getMe`: needed to recognise mentions and replies to the bot.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -29,17 +30,14 @@ pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMe
         return None;
     }
     let is_direct = message.chat.is_private();
-    let mention = format!("@{}", bot.username);
-    let mentioned = contains_ignore_case(raw_text, &mention);
+    let Mentions {
+        mentions_bot: mentioned,
+        text,
+    } = bot_mentions(message, bot);
     let replied_to_bot = message
         .reply_to_message()
         .and_then(|reply| reply.from.as_ref())
         .is_some_and(|author| author.id.0 == bot.id);
-    let text = if mentioned {
-        strip_mention(raw_text, &mention)
-    } else {
-        raw_text.trim().to_string()
-    };
     let topic_id = if is_direct {
         None
     } else if message.is_topic_message {
@@ -139,26 +137,6 @@ fn file(
     }
 }
 
-fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
-    haystack
-        .to_ascii_lowercase()
-        .contains(&needle.to_ascii_lowercase())
-}
-
-/// Removes every `@bot` mention (so `/new@Bot` reads as `/new`) and tidies the whitespace.
-fn strip_mention(text: &str, mention: &str) -> String {
-    let lower = text.to_ascii_lowercase();
-    let needle = mention.to_ascii_lowercase();
-    let mut out = String::with_capacity(text.len());
-    let mut rest = 0;
-    for (start, _) in lower.match_indices(&needle) {
-        out.push_str(&text[rest..start]);
-        rest = start + needle.len();
-    }
-    out.push_str(&text[rest..]);
-    out.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,12 +183,19 @@ mod tests {
             // (extra fields, expected topic, mentions_bot, text)
             (json!({"text": "hi all"}), "m10", false, "hi all"),
             (
-                json!({"text": "@antlerbot what now"}),
+                json!({"text": "@antlerbot what now",
+                    "entities": [{"type": "mention", "offset": 0, "length": 10}]}),
                 "m10",
                 true,
                 "what now",
             ),
-            (json!({"text": "/new@AntlerBot"}), "m10", true, "/new"),
+            (
+                json!({"text": "/new@AntlerBot",
+                    "entities": [{"type": "bot_command", "offset": 0, "length": 14}]}),
+                "m10",
+                true,
+                "/new",
+            ),
             (
                 json!({"message_thread_id": 7, "is_topic_message": true, "text": "in topic"}),
                 "7",

@@ -9,6 +9,7 @@ mod config;
 mod convert;
 mod error;
 mod markup;
+mod mentions;
 mod poll;
 mod send;
 mod webhook;

@@ -23,6 +23,8 @@ pub(super) struct Conversation {
     pub(super) record: ChatRecord,
     pub(super) paths: ThreadPaths,
     input: Vec<Message>,
+    /// Files of the message that were not received, with why: the reply names them.
+    pub(super) unreceived: Vec<String>,
 }
 
 pub(super) async fn resolve(
@@ -40,7 +42,7 @@ pub(super) async fn resolve(
     if let Err(error) = deps.chats.add_alias(key, &message.platform_message_id) {
         tracing::debug!(%error, "Could not remember a message's topic");
     }
-    let received = receive_files(runtime, message, &paths).await;
+    let received = receive_files(runtime, message, &paths, &config.uploads).await;
     // The loop saves the input before calling the model, so a re-run may find its question
     // checkpointed: continue from the thread instead of asking twice. New messages skip the
     // extra state read.
@@ -59,6 +61,7 @@ pub(super) async fn resolve(
         record,
         paths,
         input,
+        unreceived: received.problems,
     })
 }
 

@@ -91,6 +91,16 @@ pub(super) fn compose(streamed: &Streamed, paths: &ThreadPaths) -> Answer {
     }
 }
 
+/// Names the message's files that were not received, and why, after the answer: the person
+/// learns it even when the agent does not mention it.
+pub(super) fn name_unreceived(answer: &mut Answer, unreceived: &[String]) {
+    if !unreceived.is_empty() {
+        answer
+            .text
+            .push_str(&format!("\n\n(Not received: {})", unreceived.join("; ")));
+    }
+}
+
 /// Plans the answer in the outbox (text chunks, then files) and delivers it. The first chunk
 /// replaces the status message; `Final(0)` is written last so its presence means the whole plan
 /// is stored.

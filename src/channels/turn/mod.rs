@@ -140,7 +140,8 @@ async fn chat_turn(
     if streamed.stop() == Some(StopReason::Cancelled) && deps.stop.is_cancelled() {
         return Ok(false);
     }
-    let answer = finish::compose(&streamed, &conversation.paths);
+    let mut answer = finish::compose(&streamed, &conversation.paths);
+    finish::name_unreceived(&mut answer, &conversation.unreceived);
     let failed = answer.failed;
     finish::deliver(deps, runtime, key, entry, status_id, answer).await;
     if reacts {

@@ -29,6 +29,10 @@ pub(crate) trait ChannelDriver: Sync {
     fn user_says(&self, user: u32, text: &str);
     /// A message in a group chat, mentioning the bot or not.
     fn user_says_in_group(&self, group: u32, user: u32, text: &str, mention: bool);
+    /// Messages in a group chat that only look like mentions of the bot, each with `text`: one
+    /// mentioning someone whose id or name starts like the bot's, one with the bot's mention
+    /// inside code.
+    fn user_near_misses_in_group(&self, group: u32, user: u32, text: &str);
     fn user_sends_file(&self, user: u32, filename: &str, bytes: &[u8], caption: &str);
     /// The platform delivers the last message again.
     fn redeliver_last(&self);
@@ -215,10 +219,12 @@ async fn rate_limits_are_honoured(driver: &dyn ChannelDriver, model: &FakeOpenAi
     assert_eq!(inside, 0, "nothing is sent to the chat inside the window");
 }
 
-/// A stranger gets nothing; in a group only a mention is answered.
+/// A stranger gets nothing; in a group only a mention is answered, not a look-alike of one nor
+/// one inside code.
 async fn access_policy(driver: &dyn ChannelDriver, model: &FakeOpenAi, user: u32) {
     driver.user_says(STRANGER, "let me in");
     driver.user_says_in_group(GROUP, user, "talking among ourselves", false);
+    driver.user_near_misses_in_group(GROUP, user, "not for the bot");
     model.push(Reply::text("group answer"));
     driver.user_says_in_group(GROUP, user, "what do you think?", true);
     wait_until(
@@ -238,8 +244,8 @@ async fn access_policy(driver: &dyn ChannelDriver, model: &FakeOpenAi, user: u32
     );
     let asked = model.requests().pop().expect("request").to_string();
     assert!(
-        !asked.contains("among ourselves"),
-        "unaddressed messages stay unseen"
+        !asked.contains("among ourselves") && !asked.contains("not for the bot"),
+        "unaddressed messages stay unseen: {asked}"
     );
 }
 

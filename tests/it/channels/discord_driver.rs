@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use antler_test_support::{
-    DiscordFailure, DiscordRoute, FAKE_DISCORD_TOKEN, FakeDiscord, FakeOpenAi, discord_user,
+    DiscordFailure, DiscordRoute, FAKE_DISCORD_BOT_ID, FAKE_DISCORD_TOKEN, FakeDiscord, FakeOpenAi,
+    discord_user,
 };
 use serde_json::json;
 
@@ -76,6 +77,31 @@ impl ChannelDriver for DiscordDriver<'_> {
     fn user_says_in_group(&self, group: u32, user: u32, text: &str, mention: bool) {
         self.fake
             .user_says_in_channel(&channel_id(group), &user_id(user), text, mention);
+    }
+
+    fn user_near_misses_in_group(&self, group: u32, user: u32, text: &str) {
+        let (channel, author) = (channel_id(group), discord_user(&user_id(user), false));
+        let bot = discord_user(FAKE_DISCORD_BOT_ID, true);
+        let longer = format!("{FAKE_DISCORD_BOT_ID}2");
+        for (content, mentions) in [
+            // Discord resolved no mention: the text alone is not one.
+            (format!("<@{FAKE_DISCORD_BOT_ID}> {text}"), json!([])),
+            (
+                format!("<@{longer}> {text}"),
+                json!([discord_user(&longer, false)]),
+            ),
+            (
+                format!("```<@{FAKE_DISCORD_BOT_ID}>``` {text}"),
+                json!([bot]),
+            ),
+        ] {
+            self.fake.user_message(
+                &channel,
+                author.clone(),
+                &content,
+                json!({"mentions": mentions}),
+            );
+        }
     }
 
     fn user_sends_file(&self, user: u32, filename: &str, bytes: &[u8], caption: &str) {

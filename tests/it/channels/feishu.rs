@@ -81,8 +81,13 @@ async fn challenges_are_answered_plain_and_encrypted_and_forgeries_change_nothin
         let (status, _) = sender
             .post(&sender.body(&forged, "c2"), FeishuSigning::Missing)
             .await;
+        let refused = if fake.encrypt_key().is_some() {
+            400
+        } else {
+            401
+        };
         assert_eq!(
-            status, 401,
+            status, refused,
             "a challenge with another token is not answered"
         );
         bot.stop().await;
@@ -117,19 +122,19 @@ async fn forged_stale_mistokened_or_tampered_pushes_are_rejected_and_nothing_is_
     tampered["encrypt"] = json!(encrypted);
     let tampered = tampered.to_string();
     for (case, body, signing, expected) in [
-        ("forged signature", &body, FeishuSigning::Forged, 401),
-        ("unsigned event", &body, FeishuSigning::Missing, 401),
+        ("forged signature", &body, FeishuSigning::Forged, 400),
+        ("unsigned event", &body, FeishuSigning::Missing, 400),
         (
             "stale",
             &body,
             FeishuSigning::Stale(Duration::from_secs(600)),
-            401,
+            400,
         ),
         (
             "wrong verification token",
             &wrong_token,
             FeishuSigning::Valid,
-            401,
+            400,
         ),
         ("tampered ciphertext", &tampered, FeishuSigning::Valid, 400),
     ] {
@@ -477,5 +482,26 @@ async fn a_refused_app_secret_stops_only_the_channel_with_a_clear_reason() {
         1,
         "no retry loop on refused credentials"
     );
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_all_tag_the_model_writes_does_not_ping_the_group() {
+    let (fake, model) = (FakeFeishu::start().await, FakeOpenAi::start().await);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bot = start(&fake, &model, dir.path()).await;
+    model.push(Reply::text(
+        "<at id=all></at> standup now, <at user_id=\"all\">all</at>",
+    ));
+    let asked = fake.user_says_in_group(GROUP, ALICE, "tell everyone", true, None);
+    answered(&fake, &asked).await;
+    assert_eq!(
+        fake.chat_texts(GROUP),
+        ["<\u{200B}at id=all></at> standup now, <\u{200B}at user_id=\"all\">all</at>"]
+    );
+    for call in fake.calls() {
+        let sent = call.body.to_string();
+        assert!(!sent.contains("<at "), "{}: {sent}", call.method);
+    }
     bot.stop().await;
 }

@@ -5,9 +5,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use antler_test_support::{
-    FAKE_FEISHU_APP_ID, FAKE_FEISHU_APP_SECRET, FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu,
-    FakeOpenAi, FeishuCall, FeishuFailure, p2p_chat,
+    FAKE_FEISHU_APP_ID, FAKE_FEISHU_APP_SECRET, FAKE_FEISHU_BOT_NAME, FAKE_FEISHU_BOT_OPEN_ID,
+    FAKE_FEISHU_TENANT, FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu, FakeOpenAi, FeishuCall,
+    FeishuFailure, UserMessage, p2p_chat,
 };
+
+use serde_json::json;
 
 use super::conformance::{ChannelDriver, story};
 
@@ -76,6 +79,22 @@ impl ChannelDriver for FeishuDriver<'_> {
     fn user_says_in_group(&self, group: u32, user: u32, text: &str, mention: bool) {
         self.fake
             .user_says_in_group(&group_chat(group), &open_id(user), text, mention, None);
+    }
+
+    fn user_near_misses_in_group(&self, group: u32, user: u32, text: &str) {
+        // Someone else named like the bot, whose open_id starts like the bot's.
+        let namesake = json!({"key": "@_user_1",
+            "id": {"open_id": format!("{FAKE_FEISHU_BOT_OPEN_ID}2"), "union_id": "on_x", "user_id": ""},
+            "name": FAKE_FEISHU_BOT_NAME, "tenant_key": FAKE_FEISHU_TENANT});
+        self.fake.user_message(UserMessage {
+            chat: &group_chat(group),
+            chat_type: "group",
+            open_id: &open_id(user),
+            msg_type: "text",
+            content: json!({"text": format!("@_user_1 {text}")}),
+            mentions: vec![namesake],
+            parent: None,
+        });
     }
 
     fn user_sends_file(&self, user: u32, filename: &str, bytes: &[u8], caption: &str) {

@@ -1,6 +1,7 @@
 //! Channel layer end to end: the daemon in-process, the fake Telegram Bot API, the fake Slack,
 //! the fake Discord or the fake Feishu, and the scripted OpenAI-compatible model.
 
+mod attachments;
 mod commands;
 mod conformance;
 mod discord;
@@ -8,6 +9,7 @@ mod discord_driver;
 mod discord_gateway;
 mod feishu;
 mod feishu_driver;
+mod feishu_forgeries;
 mod files_webhook;
 mod reload;
 mod slack;

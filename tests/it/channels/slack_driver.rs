@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use antler_test_support::{
-    FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FakeOpenAi, FakeSlack, SlackCall, SlackFailure,
-    dm_channel,
+    FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_BOT_USER, FakeOpenAi, FakeSlack,
+    SlackCall, SlackFailure, dm_channel,
 };
 use serde_json::json;
 
@@ -67,6 +67,18 @@ impl ChannelDriver for SlackDriver<'_> {
     fn user_says_in_group(&self, group: u32, user: u32, text: &str, mention: bool) {
         self.fake
             .user_says_in_channel(&channel_id(group), &user_id(user), text, mention, None);
+    }
+
+    fn user_near_misses_in_group(&self, group: u32, user: u32, text: &str) {
+        let (channel, user) = (channel_id(group), user_id(user));
+        for near_miss in [
+            format!("<@{FAKE_SLACK_BOT_USER}2> {text}"),
+            format!("```<@{FAKE_SLACK_BOT_USER}>``` {text}"),
+            format!("`<@{FAKE_SLACK_BOT_USER}>` {text}"),
+        ] {
+            self.fake
+                .user_says_in_channel(&channel, &user, &near_miss, false, None);
+        }
     }
 
     fn user_sends_file(&self, user: u32, filename: &str, bytes: &[u8], caption: &str) {

@@ -68,6 +68,26 @@ impl ChannelDriver for TelegramDriver<'_> {
             .send_text(group_chat(group_id(group), false), user_id(user), &text);
     }
 
+    fn user_near_misses_in_group(&self, group: u32, user: u32, text: &str) {
+        let (chat, user) = (group_chat(group_id(group), false), user_id(user));
+        // Telegram marks `@AntlerBot_fan` as a mention of another user.
+        self.fake.send_text(
+            chat.clone(),
+            user,
+            &format!("@{FAKE_BOT_USERNAME}_fan {text}"),
+        );
+        // Typed as code: Telegram's entity says `code`, whatever else is marked.
+        let handle = format!("@{FAKE_BOT_USERNAME}");
+        let length = handle.len();
+        self.fake.send_message(
+            chat,
+            user,
+            json!({"text": format!("{handle} {text}"), "entities": [
+                {"type": "code", "offset": 0, "length": length},
+                {"type": "mention", "offset": 0, "length": length}]}),
+        );
+    }
+
     fn user_sends_file(&self, user: u32, filename: &str, bytes: &[u8], caption: &str) {
         let id = user_id(user);
         let file_id = self.fake.add_file(filename, bytes.to_vec());

@@ -50,6 +50,7 @@ mod reply;
 mod slack;
 mod sse;
 mod telegram;
+mod telegram_entities;
 mod template;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
@@ -63,7 +64,8 @@ pub use feishu::{
     FAKE_FEISHU_APP_ID, FAKE_FEISHU_APP_SECRET, FAKE_FEISHU_BOT_NAME, FAKE_FEISHU_BOT_OPEN_ID,
     FAKE_FEISHU_ENCRYPT_KEY, FAKE_FEISHU_TENANT, FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu,
     FeishuCall, FeishuEventSender, FeishuFailure, FeishuMessage, FeishuSigning, UploadedFile,
-    UserMessage, encrypt_feishu_event, p2p_chat, sign_feishu_event, url_verification,
+    UserMessage, bad_padding_body, encrypt_feishu_event, p2p_chat, sign_feishu_event,
+    url_verification,
 };
 pub use oauth::{AuthProxy, FakeTokenEndpoint};
 pub use openai::FakeOpenAi;

@@ -129,6 +129,17 @@ impl FakeTelegram {
             for (key, value) in extra {
                 target.insert(key.clone(), value.clone());
             }
+            // Telegram marks mentions and commands; a test may give its own entities.
+            for (text, marks) in [("text", "entities"), ("caption", "caption_entities")] {
+                let found = extra
+                    .get(text)
+                    .and_then(Value::as_str)
+                    .map(crate::telegram_entities::entities)
+                    .filter(|found| !found.is_empty());
+                if let (Some(found), false) = (found, extra.contains_key(marks)) {
+                    target.insert(marks.into(), Value::Array(found));
+                }
+            }
         }
         let update_id = state.next_update_id;
         state.next_update_id += 1;

@@ -24,6 +24,20 @@ pub fn encrypt_feishu_event(encrypt_key: &str, plain: &str, iv_seed: &str) -> St
     BASE64.encode([iv, ciphertext.as_slice()].concat())
 }
 
+/// A body a padding-oracle attacker posts: `plain` encrypted with the Encrypt Key, then the
+/// last byte of the block before the last flipped, which breaks the padding (PKCS#7's length
+/// byte) of the decrypted last block. Needs a `plain` of 16 bytes or more.
+pub fn bad_padding_body(encrypt_key: &str, plain: &str) -> String {
+    let encrypted = encrypt_feishu_event(encrypt_key, plain, "attack");
+    let mut blob = match BASE64.decode(encrypted) {
+        Ok(blob) => blob,
+        Err(error) => panic!("test support: base64: {error}"),
+    };
+    let at = blob.len() - 17;
+    blob[at] ^= 0x5a;
+    json!({"encrypt": BASE64.encode(blob)}).to_string()
+}
+
 /// `X-Lark-Signature` of `body`.
 pub fn sign_feishu_event(timestamp: &str, nonce: &str, encrypt_key: &str, body: &str) -> String {
     let mut hasher = Sha256::new();

@@ -25,7 +25,8 @@ use tokio::sync::mpsc;
 
 pub use delivery::UserMessage;
 pub use events::{
-    FeishuEventSender, FeishuSigning, encrypt_feishu_event, sign_feishu_event, url_verification,
+    FeishuEventSender, FeishuSigning, bad_padding_body, encrypt_feishu_event, sign_feishu_event,
+    url_verification,
 };
 
 pub const FAKE_FEISHU_APP_ID: &str = "cli_fake00000001";

@@ -274,7 +274,8 @@ pub(crate) async fn download(
 ) -> Response {
     let file = shared.lock().files.get(&file_id).cloned();
     match file {
-        Some((_, mimetype, bytes)) if bearer(&headers) == FAKE_SLACK_BOT_TOKEN => {
+        Some((name, mimetype, bytes)) if bearer(&headers) == FAKE_SLACK_BOT_TOKEN => {
+            shared.lock().downloaded.push(name);
             (StatusCode::OK, [(header::CONTENT_TYPE, mimetype)], bytes).into_response()
         }
         Some(_) => (

@@ -9,6 +9,7 @@
 //! a connection did not acknowledge before it closed back in the queue (as Slack retries them).
 
 mod api;
+mod blocks;
 mod events;
 mod socket;
 
@@ -114,6 +115,8 @@ pub(crate) struct SlackState {
     pub(crate) uploads: HashMap<String, (String, Option<Vec<u8>>)>,
     pub(crate) shared: Vec<SharedFile>,
     pub(crate) files: HashMap<String, (String, String, Vec<u8>)>,
+    /// Names of the files the bot fetched, in order.
+    pub(crate) downloaded: Vec<String>,
     pub(crate) pending: VecDeque<Value>,
     pub(crate) payloads: Vec<Value>,
     pub(crate) connections: Vec<ConnectionInfo>,
@@ -208,7 +211,8 @@ impl FakeSlack {
         let ts = self.user_message(channel, "channel", user, &text, thread_ts, json!({}));
         if mention {
             let mut event = json!({"type": "app_mention", "user": user, "text": text, "ts": ts,
-                "channel": channel, "event_ts": ts, "team": FAKE_SLACK_TEAM});
+                "channel": channel, "event_ts": ts, "team": FAKE_SLACK_TEAM,
+                "blocks": blocks::rich_text_blocks(&text)});
             if let Some(thread) = thread_ts {
                 event["thread_ts"] = json!(thread);
             }
@@ -217,7 +221,9 @@ impl FakeSlack {
         ts
     }
 
-    /// A message event with extra fields (`files`, `subtype`, …); returns its `ts`.
+    /// A message event with extra fields (`files`, `subtype`, …); returns its `ts`. It
+    /// carries the rich text (`blocks`) a Slack client makes of `text`, unless `extra` has its
+    /// own.
     pub fn user_message(
         &self,
         channel: &str,
@@ -230,7 +236,7 @@ impl FakeSlack {
         let ts = self.shared.lock().ts();
         let mut event = json!({"type": "message", "channel": channel, "channel_type": channel_type,
             "user": user, "text": text, "ts": ts, "event_ts": ts, "team": FAKE_SLACK_TEAM,
-            "client_msg_id": format!("msg-{ts}")});
+            "client_msg_id": format!("msg-{ts}"), "blocks": blocks::rich_text_blocks(text)});
         if let Some(thread) = thread_ts {
             event["thread_ts"] = json!(thread);
         }
@@ -347,6 +353,11 @@ impl FakeSlack {
 
     pub fn shared_files(&self) -> Vec<SharedFile> {
         self.shared.lock().shared.clone()
+    }
+
+    /// Names of the files people shared that the bot fetched, in order.
+    pub fn downloaded(&self) -> Vec<String> {
+        self.shared.lock().downloaded.clone()
     }
 
     /// Registers a file people can share; returns the file object an event carries.
