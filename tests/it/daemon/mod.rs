@@ -4,6 +4,7 @@
 mod api;
 pub(crate) mod cli;
 mod connections;
+pub(crate) mod edge;
 mod exposure;
 mod http_errors;
 mod leaks;

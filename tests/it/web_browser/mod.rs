@@ -7,6 +7,8 @@
 //! `<target dir>/webchat-screenshots/` for a person to look at.
 
 mod chat;
+mod cross_site;
+mod site;
 mod threads;
 mod webdriver;
 
