@@ -2,6 +2,7 @@
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
 mod api;
+mod artifact_headers;
 pub(crate) mod cli;
 mod connections;
 pub(crate) mod edge;
