@@ -18,6 +18,9 @@ use crate::listener::ClientKey;
 const FAILURES_PER_MINUTE: u32 = 10;
 /// How often at most one client's failures are logged.
 pub(crate) const LOG_EVERY: Duration = Duration::from_secs(60);
+/// How often the log task looks for lines due, so a burst's last failures are logged at most
+/// this long after their minute is up.
+const LOG_TICK: Duration = Duration::from_secs(15);
 /// Clients remembered at most; past it, those quiet longest are forgotten.
 const MAX_CLIENTS: usize = 4096;
 
@@ -124,10 +127,10 @@ impl AuthFailures {
         reports
     }
 
-    /// Logs what is due every minute until `stop`, so the last failures of a client that went
-    /// quiet are logged too.
+    /// Logs what is due until `stop`, so the last failures of a client that went quiet are
+    /// logged too (each client still at most once a minute).
     pub async fn log_every_minute(&self, stop: CancellationToken) {
-        let mut tick = tokio::time::interval(LOG_EVERY);
+        let mut tick = tokio::time::interval(LOG_TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
