@@ -12,8 +12,29 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 pub const OUTPUTS_VIRTUAL: &str = "/mnt/user-data/outputs";
 pub const UPLOADS_VIRTUAL: &str = "/mnt/user-data/uploads";
 
-/// MIME types a browser would execute or render with script: always downloaded, never inline.
-const ACTIVE_CONTENT_TYPES: &[&str] = &["text/html", "application/xhtml+xml", "image/svg+xml"];
+/// MIME types shown in the browser: formats no browser runs script in. Everything else (HTML,
+/// XHTML, SVG, XML, which Chromium renders with its scripts, and any type not known to be
+/// passive) is a download. `audio/*` and `video/*` are passive too.
+const INLINE_TYPES: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "image/avif",
+    "image/bmp",
+    "image/x-icon",
+    "image/vnd.microsoft.icon",
+    "application/pdf",
+    "text/plain",
+    "text/csv",
+    "text/markdown",
+    "application/json",
+];
+
+/// The policy every artifact is served with: a sandboxed document (no script, no same origin
+/// with the API) that loads nothing. Images and PDFs still display; it only matters if a file
+/// is ever shown as a page.
+pub const ARTIFACT_CSP: &str = "sandbox; default-src 'none'";
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArtifactError {
@@ -104,12 +125,14 @@ fn display_virtual(virtual_path: &str) -> String {
     format!("/{}", virtual_path.trim_start_matches('/'))
 }
 
-/// Whether a file must be sent as an attachment rather than displayed inline.
+/// Whether a file must be sent as an attachment rather than displayed inline: when asked, and
+/// for every type not on the passive list.
 pub fn must_download(mime: &str, download_requested: bool) -> bool {
-    download_requested
-        || ACTIVE_CONTENT_TYPES
-            .iter()
-            .any(|t| mime.eq_ignore_ascii_case(t))
+    let mime = mime.to_ascii_lowercase();
+    let passive = INLINE_TYPES.contains(&mime.as_str())
+        || mime.starts_with("audio/")
+        || mime.starts_with("video/");
+    download_requested || !passive
 }
 
 /// Characters kept verbatim in RFC 5987 `filename*` values (attr-char).
@@ -234,11 +257,32 @@ mod tests {
     }
 
     #[test]
-    fn active_content_is_always_downloaded() {
-        assert!(must_download("text/html", false));
-        assert!(must_download("image/svg+xml", false));
-        assert!(must_download("application/xhtml+xml", false));
-        assert!(!must_download("text/plain", false));
+    fn only_passive_types_are_inline() {
+        for active in [
+            "text/html",
+            "image/svg+xml",
+            "application/xhtml+xml",
+            "text/xml",
+            "application/xml",
+            "application/xslt+xml",
+            "text/javascript",
+            "application/octet-stream",
+            "application/x-unknown",
+            "image/tiff",
+        ] {
+            assert!(must_download(active, false), "{active}");
+        }
+        for passive in [
+            "image/png",
+            "IMAGE/JPEG",
+            "application/pdf",
+            "text/plain",
+            "application/json",
+            "audio/mpeg",
+            "video/mp4",
+        ] {
+            assert!(!must_download(passive, false), "{passive}");
+        }
         assert!(must_download("text/plain", true));
     }
 

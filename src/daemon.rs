@@ -126,12 +126,14 @@ pub async fn run(
     if let Some(warning) = crate::config::check::locked_api_warning(&snapshot) {
         tracing::warn!(%bound, "{warning}");
     }
+    let auth_failures = Arc::new(crate::http::AuthFailures::default());
     let app = router(Arc::new(AppState {
         harness: harness.clone(),
         config: config.clone(),
         channels: hub.clone(),
         exposed: !bound.ip().is_loopback(),
         model_probe: Default::default(),
+        auth_failures: auth_failures.clone(),
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
     let socket_file = serve_local_socket(&snapshot.data_dir(), &app, &tasks, &stop_accepting);
@@ -142,6 +144,8 @@ pub async fn run(
         stop_accepting.clone(),
     ));
     spawn_retention(&harness, &snapshot, &tasks, &watcher_stop);
+    let failures_stop = watcher_stop.clone();
+    tasks.spawn(async move { auth_failures.log_every_minute(failures_stop).await });
     tasks.spawn(crate::memory_release::run(
         (*harness).clone(),
         watcher_stop.clone(),

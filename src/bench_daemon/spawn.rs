@@ -95,8 +95,10 @@ pub async fn start(
     ));
     std::fs::create_dir_all(&dir).map_err(setup)?;
     let config = dir.join("config.yaml");
+    // Every client of the load generator shares one address: the per-client cap would refuse
+    // a burst's runs past it, so it is as high as the cap on all connections.
     let yaml = format!(
-        "data_dir: {data}\nmodels:\n  - name: instant\n    model: instant\n    base_url: http://{model_addr}/v1\n    timeout: 120\ngateway:\n  listen: 127.0.0.1:0\nsandbox:\n  provider: local\n{extra_config}",
+        "data_dir: {data}\nmodels:\n  - name: instant\n    model: instant\n    base_url: http://{model_addr}/v1\n    timeout: 120\ngateway:\n  listen: 127.0.0.1:0\n  max_connections_per_ip: 2048\nsandbox:\n  provider: local\n{extra_config}",
         data = dir.join("data").display()
     );
     std::fs::write(&config, yaml).map_err(setup)?;

@@ -6,6 +6,7 @@ pub mod channels;
 pub mod check;
 mod decode;
 pub mod env;
+mod gateway_checks;
 pub mod handle;
 pub mod load;
 pub mod memory;

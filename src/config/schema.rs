@@ -363,8 +363,13 @@ pub struct GatewayConfig {
     /// Connections the kernel queues before the daemon accepts them (capped by
     /// `net.core.somaxconn`).
     pub backlog: u32,
-    /// Connections served at once; past it, new ones wait in the backlog.
+    /// Connections served at once. At the cap the connection idle longest is closed to make
+    /// room; with none idle, new ones wait. A few slots stay for loopback clients (health
+    /// checks).
     pub max_connections: usize,
+    /// Connections one client address (an IPv6 /64) may hold at once. Past it the client's
+    /// idle connection is closed to make room; with none idle, the new one is refused.
+    pub max_connections_per_ip: usize,
     /// Largest request head (request line and headers) in bytes; larger gets 431.
     pub max_header_bytes: usize,
     /// Seconds a connection may sit without sending a complete request head (between
@@ -373,6 +378,11 @@ pub struct GatewayConfig {
     /// Resident memory (MiB) past which new runs are refused with a notice instead of the
     /// daemon growing until the kernel kills it; runs in flight go on. 0 turns it off.
     pub max_rss_mb: u64,
+    /// Host names (or addresses) besides loopback ones and `listen`'s that requests may name
+    /// in their `Host` header while `api_tokens` is empty, e.g. a reverse proxy's name. Other
+    /// hosts get 421, so a web page cannot reach the API through DNS rebinding. A browser
+    /// page whose origin has one of these hosts counts as the daemon's own.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -383,9 +393,11 @@ impl Default for GatewayConfig {
             shutdown_grace_seconds: 10,
             backlog: 1024,
             max_connections: 2048,
+            max_connections_per_ip: 256,
             max_header_bytes: 32 * 1024,
             idle_timeout_seconds: 60,
             max_rss_mb: 2048,
+            allowed_hosts: Vec::new(),
         }
     }
 }

@@ -392,11 +392,7 @@ fn check_gateway(config: &AppConfig, problems: &mut Problems) {
         "gateway.backlog",
         "must be at least 1",
     );
-    problems.require(
-        gateway.max_connections >= 1,
-        "gateway.max_connections",
-        "must be at least 1",
-    );
+    problems.0.extend(super::gateway_checks::problems(gateway));
     problems.require(
         (8192..=1024 * 1024).contains(&gateway.max_header_bytes),
         "gateway.max_header_bytes",

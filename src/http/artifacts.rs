@@ -1,5 +1,7 @@
 //! `GET /api/threads/{id}/artifacts/{virtual_path}`: serves a thread's output or upload with byte
-//! ranges; active content (HTML, XHTML, SVG) is always a download so it cannot run in our origin.
+//! ranges. Only passive types (images, PDF, plain text, media) are shown inline; everything else
+//! (HTML, XHTML, SVG, XML, unknown types) is a download, and every file comes with a sandboxing
+//! policy and `nosniff`, so an agent-written file can never run script in the API's origin.
 
 use std::sync::Arc;
 
@@ -12,7 +14,7 @@ use serde::Deserialize;
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
 
-use crate::artifacts::{content_disposition, must_download, resolve_artifact};
+use crate::artifacts::{ARTIFACT_CSP, content_disposition, must_download, resolve_artifact};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::ThreadPaths;
@@ -76,6 +78,10 @@ pub(crate) async fn serve(
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(ARTIFACT_CSP),
     );
     Ok(response)
 }

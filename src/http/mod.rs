@@ -6,7 +6,9 @@
 mod agents;
 mod artifacts;
 mod auth;
+mod auth_failures;
 mod channels;
+mod edge;
 mod error;
 mod health;
 mod json_errors;
@@ -15,6 +17,7 @@ mod memory;
 mod memory_history;
 mod metrics;
 mod models;
+mod origin;
 mod runs;
 mod skills;
 mod threads;
@@ -34,6 +37,7 @@ use crate::config::ConfigHandle;
 use crate::harness::Harness;
 
 pub use auth::{AuthUser, Caller, LOCAL_USER};
+pub use auth_failures::AuthFailures;
 pub use error::ApiError;
 
 /// Largest JSON body accepted by ordinary routes.
@@ -54,12 +58,15 @@ pub struct AppState {
     pub exposed: bool,
     /// The default model's reachability (for `/readyz`), probed at most every 30 s.
     pub model_probe: crate::model::probe::ModelProbe,
+    /// Wrong API tokens per client (see `edge`); its log task is the daemon's.
+    pub auth_failures: Arc<AuthFailures>,
 }
 
 /// Builds the full router.
 ///
-/// Layers outside the routes: the lock gate (401 for all but probes and webhooks while the API
-/// is locked), then, outermost, the rewrite of every non-JSON error into `{"error": …}`.
+/// Layers outside the routes: the edge gate (the Host without tokens, cross-site requests,
+/// wrong tokens; see `edge`), the lock gate around it (401 for all but probes and webhooks while
+/// the API is locked), then, outermost, the rewrite of every non-JSON error into `{"error": …}`.
 pub fn router(state: Arc<AppState>) -> Router {
     let upload_limit = {
         let config = state.config.current();
@@ -144,6 +151,10 @@ pub fn router(state: Arc<AppState>) -> Router {
         .merge(uploads)
         .merge(rest)
         .fallback(error::fallback_not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            edge::edge_gate,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::lock_gate,

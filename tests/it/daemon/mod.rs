@@ -2,7 +2,10 @@
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
 mod api;
+mod artifact_headers;
 pub(crate) mod cli;
+mod connections;
+pub(crate) mod edge;
 mod exposure;
 mod http_errors;
 mod leaks;
@@ -45,6 +48,22 @@ impl Setup {
              llm_call:\n  retry_max_attempts: 1\n\
              gateway:\n  listen: 127.0.0.1:0\n  shutdown_grace_seconds: 5\n  api_tokens:\n    - token: {TOKEN_A}\n      user: alice\n    - token: {TOKEN_B}\n      user: bob\n\
              {extra}",
+            data = dir.path().join("data").display(),
+        );
+        std::fs::write(&config_path, yaml).expect("write config");
+        Self { dir, config_path }
+    }
+
+    /// A daemon on loopback with no API tokens (the shipped default); `extra` is appended to
+    /// the `gateway:` section.
+    pub(crate) fn tokenless(model_url: &str, gateway_extra: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config_path = dir.path().join("config.yaml");
+        let yaml = format!(
+            "config_version: 1\ndata_dir: {data}\n\
+             models:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model_url}\n    timeout: 30\n\
+             llm_call:\n  retry_max_attempts: 1\n\
+             gateway:\n  listen: 127.0.0.1:0\n  shutdown_grace_seconds: 2\n{gateway_extra}",
             data = dir.path().join("data").display(),
         );
         std::fs::write(&config_path, yaml).expect("write config");

@@ -6,9 +6,12 @@
 //! both) and there a missing browser fails. Screenshots of the main states go to
 //! `<target dir>/webchat-screenshots/` for a person to look at.
 
+mod artifacts;
 mod chat;
+mod cross_site;
 mod look;
 mod signin;
+mod site;
 mod threads;
 mod webdriver;
 
