@@ -12,6 +12,7 @@ mod convert;
 mod events;
 mod files;
 mod markup;
+mod names;
 mod send;
 mod socket;
 
@@ -181,6 +182,8 @@ pub(crate) struct SlackChannel {
     typing_unsupported: AtomicBool,
     /// Downloads of `url_private_download` (slack-morphism only decodes JSON answers).
     http: reqwest::Client,
+    /// Display names looked up with `users.info`.
+    names: names::NameCache,
 }
 
 impl SlackChannel {
@@ -194,6 +197,7 @@ impl SlackChannel {
             identity,
             typing_unsupported: AtomicBool::new(false),
             http,
+            names: names::NameCache::default(),
         })
     }
 
@@ -205,6 +209,7 @@ impl SlackChannel {
             react: Some(self.clone()),
             upload: Some(self.clone()),
             download: Some(self.clone()),
+            names: Some(self.clone()),
         }
     }
 }

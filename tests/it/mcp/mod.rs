@@ -17,7 +17,7 @@ use std::time::Duration;
 use antler::agent::RunOutcome;
 use antler::agent_api::RunOptions;
 use antler::config::{AppConfig, ConfigHandle, ModelConfig};
-use antler::harness::{Harness, RunRequest};
+use antler::harness::{Harness, RunRequest, Speaker};
 use antler::messages::{Message, ToolMessage};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler::store::MemoryStore;
@@ -118,6 +118,7 @@ impl Fixture {
             .harness
             .start_run(RunRequest {
                 user_id: "alice".into(),
+                speaker: Speaker::Owner,
                 thread_id: thread.into(),
                 input: vec![Message::human(text)],
                 options: RunOptions::default(),
