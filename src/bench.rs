@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::agent::features::Feature;
 use crate::agent::{AgentOptions, RuntimeFeatures, create_agent};
-use crate::agent_api::{RunContext, RunOptions};
+use crate::agent_api::{RunContext, RunOptions, RunUsers};
 use crate::agent_api::{ToolOutput, ToolRef};
 use crate::agents::{AgentConfig, AgentStore};
 use crate::config::{AppConfig, ModelConfig};
@@ -291,7 +291,7 @@ fn factory_in(dir: &std::path::Path, iterations: usize) -> Result<FactoryReport,
             tools: Some(&tools),
             sandbox: None,
             checkpointer: None,
-            user_id: LOCAL_OPERATOR,
+            users: RunUsers::alone(LOCAL_OPERATOR),
             agents: Some(store.clone()),
             cache: cached.then_some(&cache),
             memory: None,

@@ -22,7 +22,7 @@ use tokio_util::sync::DropGuard;
 
 use crate::agent_api::{RunEvent, RunEvents, RunOptions};
 use crate::config::{AppConfig, ConfigHandle};
-use crate::harness::{Harness, HarnessError, RunError, RunRequest};
+use crate::harness::{Harness, HarnessError, RunError, RunRequest, Speaker};
 use crate::messages::Message;
 use crate::state::ThreadState;
 use crate::store::ThreadRecord;
@@ -84,6 +84,7 @@ impl Client {
             .harness
             .start_run(RunRequest {
                 user_id: self.user_id.clone(),
+                speaker: Speaker::Owner,
                 thread_id: thread_id.to_string(),
                 input: vec![Message::human(message)],
                 options,

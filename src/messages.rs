@@ -8,10 +8,12 @@ use serde_json::{Map, Value};
 
 mod history;
 mod json_cache;
+mod sender;
 mod text;
 mod wire;
 pub use history::{History, WeakHistory};
 pub(crate) use json_cache::KEPT_SLOT_BYTES;
+pub use sender::{SENDER_ID, SENDER_NAME, Sender, sender_label};
 pub use text::Text;
 
 /// One message in a thread. `type` is the JSON tag (`system`, `human`, `ai`, `tool`); read by

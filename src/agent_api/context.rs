@@ -8,11 +8,41 @@ use crate::agent_api::{EventSink, RunOptions, StopReason};
 use crate::config::AppConfig;
 use crate::state::ThreadState;
 
+/// Who a run involves. In a thread of one person (the HTTP API, the web chat, the console, a
+/// direct chat) both are that person. In a shared conversation (a group chat) the thread belongs
+/// to whoever started it while each turn is the person who sent its message: the history is
+/// shared, everything personal is the speaker's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunUsers {
+    /// Owns the thread: its record, its files (`/mnt/user-data`), its sandbox and the skills
+    /// that sandbox mounts.
+    pub owner: String,
+    /// Whose turn this is: whose memory is read and written, whose usage and budget it counts
+    /// against, whose custom agents it may run, create or change.
+    pub speaker: String,
+    /// The thread is a conversation of several people: personal memory stays out of it unless
+    /// `memory.inject_in_groups`, and the model sees each human message's sender.
+    pub shared: bool,
+}
+
+impl RunUsers {
+    /// A thread of one person: `user_id` owns it and speaks in it.
+    pub fn alone(user_id: impl Into<String>) -> Self {
+        let owner = user_id.into();
+        Self {
+            speaker: owner.clone(),
+            owner,
+            shared: false,
+        }
+    }
+}
+
 /// Everything a hook or tool may know about the run it is part of; passed explicitly.
 pub struct RunContext {
     pub thread_id: String,
     pub run_id: String,
-    pub user_id: String,
+    /// The thread's owner and this turn's speaker; each use picks the one it means.
+    pub users: RunUsers,
     pub agent_name: Option<String>,
     pub options: RunOptions,
     pub cancel: CancellationToken,
@@ -25,7 +55,8 @@ pub struct RunContext {
 }
 
 impl RunContext {
-    /// A context with fresh ids and no event consumer; handy for tests and benches.
+    /// A context with fresh ids and no event consumer, for a thread of one person (`user_id`);
+    /// handy for tests and benches. Set [`RunContext::users`] for a shared conversation.
     pub fn new(
         thread_id: impl Into<String>,
         user_id: impl Into<String>,
@@ -34,7 +65,7 @@ impl RunContext {
         Self {
             thread_id: thread_id.into(),
             run_id: uuid::Uuid::new_v4().to_string(),
-            user_id: user_id.into(),
+            users: RunUsers::alone(user_id),
             agent_name: None,
             options: RunOptions::default(),
             cancel: CancellationToken::new(),

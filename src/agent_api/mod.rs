@@ -13,7 +13,7 @@ mod middleware;
 mod options;
 mod tool;
 
-pub use context::{RunContext, ToolContext};
+pub use context::{RunContext, RunUsers, ToolContext};
 pub use dropped::DroppedMessagesSink;
 pub use events::{ErrorCode, EventSink, RunEvent, RunEvents, StopReason};
 pub use middleware::{

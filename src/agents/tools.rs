@@ -136,9 +136,9 @@ impl Tool for SetupAgentTool {
         let mut config = AgentConfig::new(name.clone(), args.description.trim());
         config.skills = args.skills;
         self.store
-            .create(&ctx.run.user_id, &name, &config, &args.soul)
+            .create(&ctx.run.users.speaker, &name, &config, &args.soul)
             .map_err(AgentToolError::from)?;
-        tracing::info!(user_id = %ctx.run.user_id, agent = %name, "Agent created by setup_agent");
+        tracing::info!(user_id = %ctx.run.users.speaker, agent = %name, "Agent created by setup_agent");
         let mut output = ToolOutput::text(format!("Agent '{name}' created successfully!"));
         output.update = StateUpdate {
             extra: [(CREATED_AGENT_NAME_KEY.to_string(), Value::String(name))].into(),
@@ -200,14 +200,14 @@ impl Tool for UpdateAgentTool {
         }
         let changed = self
             .store
-            .update(&ctx.run.user_id, &name, update)
+            .update(&ctx.run.users.speaker, &name, update)
             .map_err(AgentToolError::from)?;
         if changed.is_empty() {
             return Ok(ToolOutput::text(format!(
                 "No changes: agent '{name}' already has this configuration."
             )));
         }
-        tracing::info!(user_id = %ctx.run.user_id, agent = %name, changed = ?changed.fields, "Agent updated by update_agent");
+        tracing::info!(user_id = %ctx.run.users.speaker, agent = %name, changed = ?changed.fields, "Agent updated by update_agent");
         Ok(ToolOutput::text(format!(
             "Agent '{name}' updated successfully. Changed: {}. The new configuration takes \
              effect on the next user turn.",

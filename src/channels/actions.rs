@@ -6,7 +6,7 @@ use crate::agents::AgentStore;
 use crate::channels::commands::{Command, HELP_TEXT};
 use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
-use crate::channels::mapping::chosen_agent;
+use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::identity::channel_user_id;
 use crate::lead_agent::access::{check_bootstrap, is_admin};
 use crate::memory::MemoryScope;
@@ -37,6 +37,18 @@ pub(crate) async fn run_command(
         Command::Start => reply(WELCOME_TEXT.into()),
         Command::Help => reply(HELP_TEXT.into()),
         Command::New => {
+            // A group's conversation is everyone's: only whoever started it or an admin may
+            // start it over for all.
+            if !message.is_direct
+                && let Some(record) = deps.chats.get(key)?
+                && record.user_id != user_id
+                && !is_admin(&config, &user_id)
+            {
+                let starter = starter_name(deps, &record).await;
+                return reply(format!(
+                    "Only {starter}, who started this conversation, or an admin can start a new one here."
+                ));
+            }
             deps.new_thread(key, &user_id, |_| {})?;
             reply(NEW_CONVERSATION.into())
         }
@@ -209,8 +221,11 @@ pub(crate) async fn run_command(
                     .and_then(|agent| agent.config.skills),
                 None => None,
             };
+            // A conversation's skills are its owner's (the thread's sandbox mounts them); in a
+            // direct chat that is the sender.
+            let owner = record.map_or_else(|| user_id.clone(), |r| r.user_id);
             let catalog = deps.harness.skills(&config);
-            match skills_reply(&catalog, &user_id, allowed.as_deref()) {
+            match skills_reply(&catalog, &owner, allowed.as_deref()) {
                 Ok(text) => reply(text),
                 Err(error) => {
                     tracing::warn!(%error, "Cannot list skills for /skills");
@@ -224,4 +239,17 @@ pub(crate) async fn run_command(
             reply(usage_text(&usage, &config, &user_id, admin)?)
         }
     }
+}
+
+/// What the people in a group call whoever started its conversation: the name their messages
+/// carry, else their user id.
+async fn starter_name(deps: &TurnDeps, record: &ChatRecord) -> String {
+    let state = deps.harness.thread_state(&record.thread_id).await;
+    let named = state.ok().flatten().and_then(|state| {
+        state.messages.iter().find_map(|message| {
+            let sender = message.as_human()?.shared_sender()?;
+            (sender.user_id == record.user_id).then(|| sender.name.to_string())
+        })
+    });
+    named.unwrap_or_else(|| record.user_id.clone())
 }

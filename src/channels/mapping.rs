@@ -23,7 +23,8 @@ const ALIASES: &str = "channel_aliases";
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatRecord {
     pub thread_id: String,
-    /// The Antler user who owns the thread (in groups: whoever spoke first).
+    /// The Antler user who owns the thread (in groups: whoever started the conversation; each
+    /// turn there still runs as its sender).
     pub user_id: String,
     #[serde(default)]
     pub model: Option<String>,

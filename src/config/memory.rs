@@ -24,6 +24,11 @@ pub struct MemoryConfig {
     /// Earlier versions of each memory document kept for `/memory history` and reverts (0–100;
     /// 0 keeps none).
     pub history_limit: usize,
+    /// Give the speaker's memory to their turns in group chats too. Off by default: whatever
+    /// reaches the model there can end up in an answer everyone in the chat reads. When on, a
+    /// person's memory goes with their own turn only, never into the shared history; either
+    /// way memory still learns from what each person writes there.
+    pub inject_in_groups: bool,
 }
 
 impl Default for MemoryConfig {
@@ -36,6 +41,7 @@ impl Default for MemoryConfig {
             fact_confidence_threshold: 0.7,
             max_facts: 100,
             history_limit: 20,
+            inject_in_groups: false,
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, Inner};
-use crate::memory::conversation::recent_conversation_of;
+use crate::memory::conversation::{Author, recent_conversation_of};
 use crate::memory::queue::{ConversationLoader, MAX_MESSAGE_CHARS, MAX_MESSAGES, ModelResolver};
 use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, MemoryUpdater};
 use crate::store::StoreRef;
@@ -45,11 +45,22 @@ pub(super) fn start(
             .or_else(|| config.models.first().map(|m| m.name.clone()))?;
         registry.get(&name)
     });
-    let conversations: ConversationLoader = Arc::new(move |thread_id| {
+    let conversations: ConversationLoader = Arc::new(move |thread_id, user_id| {
         let inner = threads.upgrade()?;
-        match inner.threads.state(thread_id) {
-            Ok(found) => found.map(|(_, state)| {
-                recent_conversation_of(&state.messages, MAX_MESSAGES, MAX_MESSAGE_CHARS)
+        let read = inner.threads.get(thread_id).and_then(|record| {
+            let Some(record) = record else {
+                return Ok(None);
+            };
+            let state = inner.threads.state(thread_id)?;
+            Ok(state.map(|(_, state)| (record.user_id, state)))
+        });
+        match read {
+            Ok(found) => found.map(|(owner_id, state)| {
+                let author = Author {
+                    user_id,
+                    owner_id: &owner_id,
+                };
+                recent_conversation_of(&state.messages, author, MAX_MESSAGES, MAX_MESSAGE_CHARS)
             }),
             Err(error) => {
                 tracing::warn!(%error, %thread_id, "Could not read the thread for its memory update");

@@ -8,10 +8,12 @@ mod admission;
 mod errors;
 pub(crate) mod memory;
 mod registries;
+mod request;
 mod sandbox_slot;
 pub mod testing;
 
 pub use errors::{HarnessError, RunError};
+pub use request::{RunHandle, RunRequest, Speaker};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,19 +21,16 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::RunOutcome;
-use crate::agent_api::{EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason};
+use crate::agent_api::{EventSink, RunContext, RunEvent, RunEvents, StopReason};
 use crate::agents::AgentStore;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::mcp::{McpManager, McpToolSet, extensions_path};
 use crate::memory::MemoryService;
-use crate::messages::Message;
 use crate::model::ModelRegistry;
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::skills::SkillCatalog;
@@ -49,26 +48,6 @@ use sandbox_slot::{SandboxLease, SandboxSlot};
 
 /// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
-/// What to run: `input` is appended to the thread's state.
-#[derive(Clone, Debug)]
-pub struct RunRequest {
-    pub user_id: String,
-    pub thread_id: String,
-    pub input: Vec<Message>,
-    pub options: RunOptions,
-    /// Emit `RunEvent::Values` after every step (costs a state clone per step).
-    pub want_values: bool,
-}
-
-/// A started run: its events, its cancel switch and its final outcome.
-pub struct RunHandle {
-    pub run_id: String,
-    pub thread_id: String,
-    pub events: RunEvents,
-    pub cancel: CancellationToken,
-    pub outcome: JoinHandle<RunOutcome>,
-}
 
 /// The engine. Cheap to clone; clones share everything.
 #[derive(Clone)]
@@ -235,8 +214,9 @@ impl Harness {
         self.inner.sandbox.info()
     }
 
-    /// Starts a run on a thread, creating the thread for `user_id` if it does not exist. The
-    /// run uses the configuration in force now, for its whole life.
+    /// Starts a run on a thread, creating the thread for `user_id` (its owner) if it does not
+    /// exist; the run acts as `speaker` (see [`Speaker`]). The run uses the configuration in
+    /// force now, for its whole life.
     pub async fn start_run(&self, request: RunRequest) -> Result<RunHandle, RunError> {
         let config = self.inner.config.current();
         self.start_run_with_config(request, config).await
@@ -253,18 +233,20 @@ impl Harness {
         if !self.inner.accepting.load(Ordering::SeqCst) {
             return Err(RunError::ShuttingDown);
         }
+        let users = request.users();
         let RunRequest {
-            user_id,
             thread_id,
             input,
             options,
             want_values,
+            ..
         } = request;
         admission::overload_check(&config)?;
-        let record = self.owned_or_created(&user_id, &thread_id)?;
+        let record = self.owned_or_created(&users.owner, &thread_id)?;
         let usage = UsageStore::new(self.inner.threads.store().clone());
+        // The speaker's budget: in a shared conversation each person pays for their own turns.
         if let Some(notice) =
-            budget_notice(&usage, &config, &user_id).map_err(ThreadError::Store)?
+            budget_notice(&usage, &config, &users.speaker).map_err(ThreadError::Store)?
         {
             return Err(RunError::BudgetSpent { notice });
         }
@@ -286,7 +268,7 @@ impl Harness {
                 tools: Some(&tools),
                 sandbox: Some(sandbox),
                 checkpointer: Some(checkpointer.clone()),
-                user_id: &user_id,
+                users: users.clone(),
                 agents: Some(self.inner.agents.clone()),
                 cache: Some(&self.inner.lead_cache),
                 memory: self.inner.memory.as_ref(),
@@ -317,7 +299,8 @@ impl Harness {
         // run never reads a stale `busy` status.
         let (events, mut agent_events) = EventSink::channel(want_values);
         let (caller_events, receiver) = RunEvents::channel();
-        let mut ctx = RunContext::new(thread_id.clone(), user_id, config);
+        let mut ctx = RunContext::new(thread_id.clone(), users.owner.clone(), config);
+        ctx.users = users;
         ctx.run_id = run_id.clone();
         ctx.agent_name = lead.agent_name;
         ctx.options = lead.options;
@@ -350,7 +333,7 @@ impl Harness {
                     let _ = caller_events.send(Box::new(event));
                 }
             }
-            meter.save(&usage, &ctx.user_id);
+            meter.save(&usage, &ctx.users.speaker);
             let status = match outcome.stop {
                 reason if reason.is_answered() => ThreadStatus::Idle,
                 StopReason::Cancelled => ThreadStatus::Interrupted,

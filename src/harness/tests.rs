@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
+use crate::agent_api::RunOptions;
 use crate::config::ModelConfig;
+use crate::messages::Message;
 use crate::model::{ScriptedModel, ScriptedTurn};
 use crate::store::MemoryStore;
 
@@ -35,6 +37,7 @@ fn fixture_on(store: StoreRef, turns: Vec<ScriptedTurn>) -> Fixture {
 fn request(user: &str, thread: &str, text: &str) -> RunRequest {
     RunRequest {
         user_id: user.into(),
+        speaker: Speaker::Owner,
         thread_id: thread.into(),
         input: vec![Message::human(text)],
         options: RunOptions::default(),

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
-use crate::harness::{RunError, RunHandle, RunRequest};
+use crate::harness::{RunError, RunHandle, RunRequest, Speaker};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::LeadAgentError;
@@ -114,6 +114,7 @@ fn run_request(
     }
     Ok(RunRequest {
         user_id: user.0.clone(),
+        speaker: Speaker::Owner,
         thread_id: thread_id.to_string(),
         input,
         options,

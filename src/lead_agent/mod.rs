@@ -20,6 +20,7 @@ use crate::agent::{Agent, AgentBuildError, AgentOptions, Feature, RuntimeFeature
 use crate::agent_api::DroppedMessagesSink;
 use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
+use crate::agent_api::RunUsers;
 use crate::agent_api::ToolRef;
 use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
 use crate::agents::{
@@ -29,9 +30,10 @@ use crate::agents::{
 use crate::config::AppConfig;
 use crate::config::subagents::clamp_total;
 use crate::mcp::{DeferredCatalog, DeferredToolsMiddleware};
-use crate::memory::inject::MemoryInjector;
+use crate::memory::inject::{MemoryInjector, TurnMemoryMiddleware};
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
 use crate::middleware::DynamicContextMiddleware;
+use crate::middleware::sender_names::SenderNamesMiddleware;
 use crate::middleware::subagent_limit::clamp_concurrency;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::{SandboxInfo, SandboxProvider};
@@ -100,8 +102,10 @@ pub struct LeadAgentDeps<'a> {
     pub tools: Option<&'a ToolRegistry>,
     pub sandbox: Option<Arc<dyn SandboxProvider>>,
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
-    /// The user the run is for: whose custom agents are visible and what they may do.
-    pub user_id: &'a str,
+    /// Who the run is for: the speaker's custom agents are visible and decide what it may do
+    /// (bootstrap, agent tools), the owner's skills are what the thread's sandbox mounts; a
+    /// shared conversation gets sender names and no persisted personal memory.
+    pub users: RunUsers,
     /// Custom agents; `None` reads them from the config's data dir.
     pub agents: Option<Arc<AgentStore>>,
     /// Skill scans and prompts reused across runs; `None` builds everything afresh.
@@ -122,7 +126,7 @@ impl<'a> LeadAgentDeps<'a> {
             tools: None,
             sandbox: None,
             checkpointer: None,
-            user_id: access::LOCAL_OPERATOR,
+            users: RunUsers::alone(access::LOCAL_OPERATOR),
             agents: None,
             cache: None,
             memory: None,
@@ -131,7 +135,7 @@ impl<'a> LeadAgentDeps<'a> {
     }
 }
 
-/// Builds the lead agent for one run of `deps.user_id`.
+/// Builds the lead agent for one run of `deps.users`.
 ///
 /// Bootstrap needs [`access::check_bootstrap`]; a custom agent must exist among the user's own
 /// agents. See the module docs for the rest.
@@ -156,11 +160,11 @@ pub fn make_lead_agent(
     options.agent_name = agent_name.clone();
 
     let (branch, custom) = if options.is_bootstrap {
-        access::check_bootstrap(config, deps.user_id, agent_name.as_deref())?;
+        access::check_bootstrap(config, &deps.users.speaker, agent_name.as_deref())?;
         (Branch::Bootstrap, None)
     } else if let Some(name) = &agent_name {
         let agent = store
-            .get(deps.user_id, name)
+            .get(&deps.users.speaker, name)
             .map_err(|source| LeadAgentError::Store {
                 name: name.clone(),
                 source,
@@ -256,15 +260,29 @@ pub fn make_lead_agent(
     };
 
     let memory = deps.memory.filter(|_| config.memory.enabled);
-    let dynamic_context = match memory {
-        Some(memory) => DynamicContextMiddleware::new().with_memory(Arc::new(MemoryInjector::new(
+    let injector = memory.map(|memory| {
+        Arc::new(MemoryInjector::new(
             memory.repo.clone(),
             config.memory.max_injection_tokens,
-        ))),
-        None => DynamicContextMiddleware::new(),
+        ))
+    });
+    // A thread of one person keeps its memory block in the history from its first turn on; a
+    // shared one never does (the next speaker would read it), and gets the speaker's memory
+    // for their own turn only, when `memory.inject_in_groups` allows it at all.
+    let dynamic_context = match &injector {
+        Some(injector) if !deps.users.shared => {
+            DynamicContextMiddleware::new().with_memory(injector.clone())
+        }
+        _ => DynamicContextMiddleware::new(),
     };
     let mut extra_middleware: Vec<MiddlewareRef> =
         vec![Arc::new(dynamic_context), Arc::new(skill_activation)];
+    if deps.users.shared {
+        extra_middleware.push(Arc::new(SenderNamesMiddleware));
+        if let Some(injector) = injector.filter(|_| config.memory.inject_in_groups) {
+            extra_middleware.push(Arc::new(TurnMemoryMiddleware::new(injector)));
+        }
+    }
     if let Some(catalog) = deferred {
         extra_middleware.push(Arc::new(DeferredToolsMiddleware::new(catalog)));
     }
@@ -425,9 +443,9 @@ fn deferred_catalog(
 
 /// The skills of this run: what the prompt lists and the `/skill` activation middleware.
 ///
-/// The default agent gets every enabled skill of the user, a custom agent its whitelist of
-/// them (`None` = all, `[]` = none), a bootstrap conversation only `bootstrap` (enabled or not:
-/// the interview needs its guide).
+/// The default agent gets every enabled skill of the thread's owner (whose skills its sandbox
+/// mounts), a custom agent its whitelist of them (`None` = all, `[]` = none), a bootstrap
+/// conversation only `bootstrap` (enabled or not: the interview needs its guide).
 fn select_skills(
     deps: &LeadAgentDeps<'_>,
     config: &AppConfig,
@@ -445,8 +463,10 @@ fn select_skills(
                 .unwrap_or_default(),
         ),
     };
-    let visible = catalog.list(deps.user_id).unwrap_or_else(|error| {
-        tracing::warn!(%error, user = deps.user_id, "Cannot list the user's skills; running without skills");
+    // The owner's: the thread's sandbox mounts them, so the prompt lists what the run can read.
+    let owner = &deps.users.owner;
+    let visible = catalog.list(owner).unwrap_or_else(|error| {
+        tracing::warn!(%error, user = %owner, "Cannot list the user's skills; running without skills");
         Vec::new()
     });
     let allowed: Option<Vec<String>> = match branch {

@@ -81,7 +81,7 @@ impl Fixture {
                 tools: Some(&self.tools),
                 sandbox: None,
                 checkpointer: None,
-                user_id: user,
+                users: RunUsers::alone(user),
                 agents: Some(self.store.clone()),
                 cache: Some(&self.cache),
                 memory: None,
@@ -288,7 +288,7 @@ fn the_prompt_is_byte_identical_for_two_users_of_the_same_agent() {
         &custom("twin"),
         &f.config,
         LeadAgentDeps {
-            user_id: "bob",
+            users: RunUsers::alone("bob"),
             agents: Some(f.store.clone()),
             ..LeadAgentDeps::models_only(&f.models)
         },

@@ -106,7 +106,7 @@ async fn save_base64(
     }
     let paths = ThreadPaths::new(
         &ctx.run.config.data_dir(),
-        &ctx.run.user_id,
+        &ctx.run.users.owner,
         &ctx.run.thread_id,
     )
     .map_err(|e| e.to_string())?;

@@ -1,15 +1,23 @@
 //! The `<memory>` text DynamicContext injects on a thread's first turn: summaries, then facts
-//! (corrections first, then by confidence), within `memory.max_injection_tokens`.
+//! (corrections first, then by confidence), within `memory.max_injection_tokens`; and
+//! [`TurnMemoryMiddleware`], which gives it to one turn of a shared conversation instead.
 //!
 //! Tokens are estimated as one per four characters (rounded up): the block is built for any
 //! provider, and a slight overestimate only trims a fact early. Everything stored is
 //! HTML-escaped so a fact cannot close the `<memory>` block or open a new tag.
 
-use async_trait::async_trait;
+use std::sync::Arc;
 
+use async_trait::async_trait;
+use tokio::sync::OnceCell;
+
+use crate::agent_api::{Middleware, ModelNext, RunContext};
 use crate::memory::document::{Fact, FactCategory, MemoryDocument};
 use crate::memory::repo::{MemoryRepo, MemoryScope};
-use crate::middleware::dynamic_context::MemorySource;
+use crate::messages::{AiMessage, Message, sender_label};
+use crate::middleware::dynamic_context::{MEMORY_LOAD_TIMEOUT, MemorySource};
+use crate::model::{ModelError, ModelRequest};
+use crate::state::ThreadState;
 
 /// The share of the budget `correction` facts may always use (DeerMem's 500 of 2000).
 pub const GUARANTEED_SHARE: usize = 4;
@@ -137,6 +145,74 @@ impl MemorySource for MemoryInjector {
                 None
             }
         }
+    }
+}
+
+/// The speaker's `<memory>` for their own turn of a shared conversation (with
+/// `memory.inject_in_groups`): put in front of their message in the request only, never
+/// stored, so the next person's turn does not carry it. Loaded once per run.
+pub struct TurnMemoryMiddleware {
+    source: Arc<dyn MemorySource>,
+    loaded: OnceCell<Option<String>>,
+}
+
+impl TurnMemoryMiddleware {
+    pub fn new(source: Arc<dyn MemorySource>) -> Self {
+        Self {
+            source,
+            loaded: OnceCell::new(),
+        }
+    }
+
+    async fn memory(&self, ctx: &RunContext) -> Option<&str> {
+        let loaded = self.loaded.get_or_init(|| async {
+            let agent = ctx
+                .agent_name
+                .as_deref()
+                .or(ctx.options.agent_name.as_deref());
+            let load = self.source.memory_for(&ctx.users.speaker, agent);
+            match tokio::time::timeout(MEMORY_LOAD_TIMEOUT, load).await {
+                Ok(memory) => memory.filter(|m| !m.trim().is_empty()),
+                Err(_) => {
+                    tracing::warn!(user_id = %ctx.users.speaker, thread_id = %ctx.thread_id, "Memory took too long to load; this turn goes on without it");
+                    None
+                }
+            }
+        });
+        loaded.await.as_deref()
+    }
+}
+
+#[async_trait]
+impl Middleware for TurnMemoryMiddleware {
+    fn name(&self) -> &str {
+        "TurnMemoryMiddleware"
+    }
+
+    async fn wrap_model_call(
+        &self,
+        mut request: ModelRequest,
+        _state: &ThreadState,
+        ctx: &RunContext,
+        next: ModelNext<'_>,
+    ) -> Result<AiMessage, ModelError> {
+        if let Some(memory) = self.memory(ctx).await {
+            // The run's own message: the last one a person typed.
+            let turn = request.messages.iter().rposition(Message::is_genuine_human);
+            if let Some(Message::Human(human)) = turn.map(|i| &mut request.messages[i]) {
+                let about = human
+                    .shared_sender()
+                    .map(|sender| sender_label(sender.name))
+                    .unwrap_or_else(|| ctx.users.speaker.clone());
+                human.content = format!(
+                    "<memory>\nWhat you remember about {about}, who sends this message:\n{}\n</memory>\n\n{}",
+                    memory.trim(),
+                    human.content
+                )
+                .into();
+            }
+        }
+        next.call(request).await
     }
 }
 

@@ -1,5 +1,5 @@
-//! `MemoryMiddleware`: after a run, queues the thread's conversation for a memory update —
-//! only what the user typed and the assistant's final answers.
+//! `MemoryMiddleware`: after a run, queues the thread's conversation for a memory update of the
+//! run's speaker — only what they typed and the assistant's final answers to them.
 //!
 //! Tool calls and results, harness-injected messages (reminders, memory itself) and the
 //! `<current_uploads>` block are left out; a run whose user turns were only uploads, or that
@@ -9,7 +9,7 @@
 use async_trait::async_trait;
 
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunContext};
-use crate::memory::conversation::has_exchange;
+use crate::memory::conversation::{Author, has_exchange};
 use crate::memory::queue::MAX_MESSAGES;
 use crate::memory::queue::{MemoryQueue, PendingConversation};
 use crate::memory::repo::MemoryScope;
@@ -40,7 +40,12 @@ impl Middleware for MemoryMiddleware {
         state: &ThreadState,
         ctx: &RunContext,
     ) -> Result<HookResult, MiddlewareError> {
-        if !has_exchange(&state.messages, MAX_MESSAGES) {
+        // In a shared conversation only the speaker's own messages teach their memory.
+        let author = Author {
+            user_id: &ctx.users.speaker,
+            owner_id: &ctx.users.owner,
+        };
+        if !has_exchange(&state.messages, author, MAX_MESSAGES) {
             return Ok(HookResult::proceed());
         }
         let agent = ctx
@@ -48,7 +53,7 @@ impl Middleware for MemoryMiddleware {
             .as_deref()
             .or(ctx.options.agent_name.as_deref());
         let pending = PendingConversation::new(
-            MemoryScope::new(ctx.user_id.clone(), agent),
+            MemoryScope::new(ctx.users.speaker.clone(), agent),
             ctx.thread_id.clone(),
             ctx.options.model_name.clone(),
         );
@@ -79,11 +84,15 @@ impl crate::agent_api::DroppedMessagesSink for DroppedToMemory {
             .agent_name
             .as_deref()
             .or(ctx.options.agent_name.as_deref());
-        let scope = MemoryScope::new(ctx.user_id.clone(), agent);
+        let scope = MemoryScope::new(ctx.users.speaker.clone(), agent);
         let model = ctx.options.model_name.clone();
-        if let Err(error) = self
-            .queue
-            .enqueue_dropped(scope, &ctx.thread_id, model, messages)
+        let author = Author {
+            user_id: &ctx.users.speaker,
+            owner_id: &ctx.users.owner,
+        };
+        if let Err(error) =
+            self.queue
+                .enqueue_dropped(scope, &ctx.thread_id, model, author, messages)
         {
             tracing::warn!(%error, thread_id = %ctx.thread_id, "Could not queue the dropped messages for memory");
         }
@@ -92,7 +101,9 @@ impl crate::agent_api::DroppedMessagesSink for DroppedToMemory {
 
 #[cfg(test)]
 mod tests {
-    use crate::memory::conversation::{conversation_of, has_exchange, recent_conversation_of};
+    use crate::memory::conversation::{
+        Author, conversation_of, has_exchange, recent_conversation_of,
+    };
     use crate::messages::Message;
     use crate::messages::{AiMessage, HumanMessage, ToolCall, ToolMessage};
 
@@ -131,7 +142,7 @@ mod tests {
             tool_result,
             Message::ai("It says hello."),
         ];
-        let conversation = conversation_of(&messages);
+        let conversation = conversation_of(&messages, Author::alone("u"));
         let pairs: Vec<(&str, &str)> = conversation
             .iter()
             .map(|m| (m.role.as_str(), m.content.as_str()))
@@ -149,8 +160,8 @@ mod tests {
             messages.push(Message::human(format!("question {i} {}", "é".repeat(20))));
             messages.push(Message::ai(format!("answer {i}")));
         }
-        let recent = recent_conversation_of(&messages, 5, 12);
-        let everything = conversation_of(&messages);
+        let recent = recent_conversation_of(&messages, Author::alone("u"), 5, 12);
+        let everything = conversation_of(&messages, Author::alone("u"));
         assert_eq!(recent.len(), 5);
         for (got, full) in recent.iter().zip(&everything[everything.len() - 5..]) {
             assert_eq!(got.role, full.role);
@@ -165,12 +176,27 @@ mod tests {
         let question = Message::human("hello");
         let answer = Message::ai("hi");
         let upload_only = Message::human("<current_uploads>\n- a.pdf\n</current_uploads>");
-        assert!(has_exchange(&[question.clone(), answer.clone()], 60));
-        assert!(!has_exchange(std::slice::from_ref(&question), 60));
-        assert!(!has_exchange(&[upload_only, answer.clone()], 60));
+        assert!(has_exchange(
+            &[question.clone(), answer.clone()],
+            Author::alone("u"),
+            60
+        ));
+        assert!(!has_exchange(
+            std::slice::from_ref(&question),
+            Author::alone("u"),
+            60
+        ));
+        assert!(!has_exchange(
+            &[upload_only, answer.clone()],
+            Author::alone("u"),
+            60
+        ));
         let mut long = vec![question];
         long.extend(std::iter::repeat_n(answer, 3));
-        assert!(has_exchange(&long, 4));
-        assert!(!has_exchange(&long, 3), "the question is past the window");
+        assert!(has_exchange(&long, Author::alone("u"), 4));
+        assert!(
+            !has_exchange(&long, Author::alone("u"), 3),
+            "the question is past the window"
+        );
     }
 }

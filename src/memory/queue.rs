@@ -28,6 +28,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::memory::MemoryError;
+use crate::memory::conversation::Author;
 use crate::memory::repo::MemoryScope;
 use crate::memory::updater::{ConversationMessage, MemoryUpdater};
 use crate::model::ChatModel;
@@ -50,8 +51,11 @@ pub const MAX_ATTEMPTS: u32 = 6;
 pub type ModelResolver = Arc<dyn Fn(Option<&str>) -> Option<Arc<dyn ChatModel>> + Send + Sync>;
 
 /// The newest conversation of a thread (at most [`MAX_MESSAGES`] entries of at most
-/// [`MAX_MESSAGE_CHARS`] characters), read when its update runs; `None` when the thread is gone.
-pub type ConversationLoader = Arc<dyn Fn(&str) -> Option<Vec<ConversationMessage>> + Send + Sync>;
+/// [`MAX_MESSAGE_CHARS`] characters) as one user had it (thread id, user id: their own
+/// messages and the answers to them, see `conversation::Author`), read when its update runs;
+/// `None` when the thread is gone.
+pub type ConversationLoader =
+    Arc<dyn Fn(&str, &str) -> Option<Vec<ConversationMessage>> + Send + Sync>;
 
 /// A conversation waiting for its memory update. Records written before the conversation was
 /// read from the thread also hold a `messages` list; it is ignored (the thread has them).
@@ -234,16 +238,17 @@ impl MemoryQueue {
         Ok(())
     }
 
-    /// Gives memory messages that are about to leave the thread (summarization): they are
-    /// kept in front of the conversation until the thread's next update runs.
+    /// Gives memory messages that are about to leave the thread (summarization): `author`'s
+    /// among them are kept in front of the conversation until the thread's next update runs.
     pub fn enqueue_dropped(
         &self,
         scope: MemoryScope,
         thread_id: &str,
         model_name: Option<String>,
+        author: Author<'_>,
         dropped: &[crate::messages::Message],
     ) -> Result<(), MemoryError> {
-        let earlier = crate::memory::conversation::conversation_of(dropped);
+        let earlier = crate::memory::conversation::conversation_of(dropped, author);
         if earlier.is_empty() {
             return Ok(());
         }
@@ -332,7 +337,7 @@ impl MemoryQueue {
         let _counted = Processed(&self.inner.processed);
         let conversation = &entry.conversation;
         let mut messages = conversation.earlier.clone();
-        match (self.inner.conversations)(&conversation.thread_id) {
+        match (self.inner.conversations)(&conversation.thread_id, &conversation.scope.user_id) {
             Some(recent) => messages.extend(recent),
             None => {
                 tracing::debug!(thread_id = %conversation.thread_id, "The thread is gone; memory reads only what summarization handed over")

@@ -26,7 +26,7 @@ type Threads = Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<Conver
 
 fn loader(threads: &Threads) -> ConversationLoader {
     let threads = threads.clone();
-    Arc::new(move |thread_id| threads.lock().unwrap().get(thread_id).cloned())
+    Arc::new(move |thread_id, _user| threads.lock().unwrap().get(thread_id).cloned())
 }
 
 fn start(store: StoreRef, model: Arc<ScriptedModel>) -> (MemoryQueue, MemoryRepo, Threads) {
@@ -136,7 +136,13 @@ async fn dropped_messages_go_before_the_next_conversation() {
     let (queue, _, threads) = start(Arc::new(MemoryStore::new()), model.clone());
     let dropped = [Message::human("I was born in Oslo"), Message::ai("Nice.")];
     queue
-        .enqueue_dropped(MemoryScope::new("alice", None), "t1", None, &dropped)
+        .enqueue_dropped(
+            MemoryScope::new("alice", None),
+            "t1",
+            None,
+            Author::alone("alice"),
+            &dropped,
+        )
         .unwrap();
     queue.enqueue(turn(&threads, "now in Lyon")).unwrap();
     queue.shutdown(Duration::from_secs(5)).await;
@@ -340,7 +346,13 @@ async fn a_failed_update_hands_its_dropped_messages_to_the_conversation_that_rep
     let (queue, _, threads) = start(store.clone(), model());
     let dropped = [Message::human("I was born in Oslo"), Message::ai("Nice.")];
     queue
-        .enqueue_dropped(MemoryScope::new("alice", None), "t1", None, &dropped)
+        .enqueue_dropped(
+            MemoryScope::new("alice", None),
+            "t1",
+            None,
+            Author::alone("alice"),
+            &dropped,
+        )
         .unwrap();
     // The update is under way (out of the map) when a newer turn queues the thread again.
     let key = turn(&threads, "x").key();

@@ -101,12 +101,15 @@ impl DynamicContextMiddleware {
             .agent_name
             .as_deref()
             .or(ctx.options.agent_name.as_deref());
-        match tokio::time::timeout(MEMORY_LOAD_TIMEOUT, source.memory_for(&ctx.user_id, agent))
-            .await
+        match tokio::time::timeout(
+            MEMORY_LOAD_TIMEOUT,
+            source.memory_for(&ctx.users.speaker, agent),
+        )
+        .await
         {
             Ok(memory) => memory.filter(|m| !m.trim().is_empty()),
             Err(_) => {
-                tracing::warn!(user_id = %ctx.user_id, thread_id = %ctx.thread_id, "Memory took too long to load; this turn goes on without it");
+                tracing::warn!(user_id = %ctx.users.speaker, thread_id = %ctx.thread_id, "Memory took too long to load; this turn goes on without it");
                 None
             }
         }

@@ -9,6 +9,7 @@ pub mod length_finish_reason;
 pub mod loop_detection;
 pub mod safety_finish_reason;
 pub mod sandbox;
+pub mod sender_names;
 pub mod subagent_limit;
 pub mod summarization;
 pub mod system_message_coalescing;

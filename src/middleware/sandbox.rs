@@ -66,7 +66,7 @@ impl Middleware for SandboxMiddleware {
         {
             return Ok(HookResult::proceed());
         }
-        match provider.acquire(&ctx.user_id, &ctx.thread_id).await {
+        match provider.acquire(&ctx.users.owner, &ctx.thread_id).await {
             Ok(sandbox_id)
                 if state.sandbox.as_ref().map(|s| &s.sandbox_id) == Some(&sandbox_id) =>
             {
@@ -103,7 +103,10 @@ impl Middleware for SandboxMiddleware {
         // Acquire is idempotent per (user, thread): concurrent calls of one step get the same id.
         // This middleware sits outside ToolErrorHandling, so a failure is answered here, as a
         // tool error the model can read, instead of failing the run.
-        let sandbox_id = match provider.acquire(&ctx.run.user_id, &ctx.run.thread_id).await {
+        let sandbox_id = match provider
+            .acquire(&ctx.run.users.owner, &ctx.run.thread_id)
+            .await
+        {
             Ok(id) => id,
             Err(error) => {
                 tracing::warn!(thread_id = %ctx.run.thread_id, %error, "Could not acquire a sandbox");

@@ -20,7 +20,7 @@ use crate::agent_api::{
     DroppedMessagesSink, HookResult, Middleware, MiddlewareError, RunContext, RunEvent,
 };
 use crate::config::summarization::{ContextMeasure, ContextSize, SummarizationConfig};
-use crate::messages::Message;
+use crate::messages::{Message, sender_label};
 use crate::middleware::support::hidden_human;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
@@ -191,7 +191,11 @@ fn format_message(message: &Message) -> String {
                 m.content.trim_start_matches(SUMMARY_PREFIX)
             )
         }
-        Message::Human(m) => format!("Human: {}", m.content),
+        // In a shared conversation the summary must still say who said what.
+        Message::Human(m) => match m.shared_sender() {
+            Some(sender) => format!("Human [{}]: {}", sender_label(sender.name), m.content),
+            None => format!("Human: {}", m.content),
+        },
         Message::Ai(m) => {
             let calls: Vec<String> = m
                 .tool_calls

@@ -60,7 +60,7 @@ impl Middleware for ThreadDataMiddleware {
         state: &ThreadState,
         ctx: &RunContext,
     ) -> Result<HookResult, MiddlewareError> {
-        let paths = ThreadPaths::new(&self.data_dir, &ctx.user_id, &ctx.thread_id)
+        let paths = ThreadPaths::new(&self.data_dir, &ctx.users.owner, &ctx.thread_id)
             .map_err(|e| self.failed(e.to_string()))?;
         if self.eager {
             let dirs = paths.clone();

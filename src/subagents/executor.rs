@@ -263,7 +263,12 @@ impl SubagentRunner {
 /// The sub-agent's context: the lead's thread, user, configuration snapshot and agent; its own
 /// run id and events; a cancellation that follows the lead's.
 fn child_context(parent: &RunContext, agent: &Agent, events: EventSink) -> RunContext {
-    let mut ctx = RunContext::new(&parent.thread_id, &parent.user_id, parent.config.clone());
+    let mut ctx = RunContext::new(
+        &parent.thread_id,
+        &parent.users.owner,
+        parent.config.clone(),
+    );
+    ctx.users = parent.users.clone();
     ctx.agent_name = parent.agent_name.clone();
     ctx.options = RunOptions {
         model_name: Some(agent.model.name().to_string()),

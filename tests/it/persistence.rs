@@ -10,7 +10,7 @@ use antler::config::{AppConfig, ConfigHandle, ModelConfig};
 use antler::harness::testing::{
     CRASH_EXPECTED_FILE, CRASH_HISTORY_TURNS, CRASH_READY_LINE, CRASH_THREAD_ID, CRASH_USER_ID,
 };
-use antler::harness::{Harness, RunRequest};
+use antler::harness::{Harness, RunRequest, Speaker};
 use antler::messages::{Message, ToolStatus};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler::state::ThreadState;
@@ -48,6 +48,7 @@ async fn a_thread_reads_back_intact_after_the_store_is_closed_and_reopened() {
         let handle = harness
             .start_run(RunRequest {
                 user_id: "alice".into(),
+                speaker: Speaker::Owner,
                 thread_id: "kept".into(),
                 input: vec![Message::human("remember this")],
                 options: RunOptions::default(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use antler::agent_api::{RunOptions, StopReason};
 use antler::config::{AppConfig, ConfigHandle, ModelConfig};
-use antler::harness::{Harness, RunError, RunRequest};
+use antler::harness::{Harness, RunError, RunRequest, Speaker};
 use antler::messages::{AiMessage, Message, Usage};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler::store::{MemoryStore, StoreRef};
@@ -26,6 +26,7 @@ fn spend(text: &str, total: u64) -> ScriptedTurn {
 fn request(user: &str, thread: &str) -> RunRequest {
     RunRequest {
         user_id: user.into(),
+        speaker: Speaker::Owner,
         thread_id: thread.into(),
         input: vec![Message::human("hello")],
         options: RunOptions::default(),

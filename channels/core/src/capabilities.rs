@@ -96,3 +96,11 @@ pub trait UploadFile: Send + Sync {
 pub trait DownloadFile: Send + Sync {
     async fn download(&self, file: &InboundFile, max_bytes: u64) -> Result<Bytes, ChannelError>;
 }
+
+/// How people are called, for platforms whose events carry only a user id (Slack): in a group
+/// chat the agent is told who speaks.
+#[async_trait]
+pub trait UserNames: Send + Sync {
+    /// The display name of `user_id`; `Ok(None)` when the platform knows none.
+    async fn display_name(&self, user_id: &str) -> Result<Option<String>, ChannelError>;
+}

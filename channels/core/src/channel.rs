@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::capabilities::{
-    DownloadFile, EditMessage, React, SendMessage, TypingIndicator, UploadFile,
+    DownloadFile, EditMessage, React, SendMessage, TypingIndicator, UploadFile, UserNames,
 };
 
 /// The capabilities one adapter instance offers; optional ones are `None` when the platform
@@ -16,6 +16,8 @@ pub struct ChannelParts {
     pub react: Option<Arc<dyn React>>,
     pub upload: Option<Arc<dyn UploadFile>>,
     pub download: Option<Arc<dyn DownloadFile>>,
+    /// Needed where inbound messages carry no display name (`InboundMessage::display_name`).
+    pub names: Option<Arc<dyn UserNames>>,
 }
 
 impl ChannelParts {
@@ -28,6 +30,7 @@ impl ChannelParts {
             react: None,
             upload: None,
             download: None,
+            names: None,
         }
     }
 }
@@ -40,6 +43,7 @@ impl std::fmt::Debug for ChannelParts {
             .field("react", &self.react.is_some())
             .field("upload", &self.upload.is_some())
             .field("download", &self.download.is_some())
+            .field("names", &self.names.is_some())
             .finish()
     }
 }

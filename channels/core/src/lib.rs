@@ -23,7 +23,7 @@ pub use adapter::{
 };
 pub use capabilities::{
     ChannelError, DownloadFile, EditMessage, React, SendMessage, SentMessage, TypingIndicator,
-    UploadFile,
+    UploadFile, UserNames,
 };
 pub use channel::ChannelParts;
 pub use chunk::split_message;

@@ -157,6 +157,8 @@ impl DiscordChannel {
             react: Some(self.clone()),
             upload: Some(self.clone()),
             download: Some(self.clone()),
+            // Its messages carry the sender's name.
+            names: None,
         }
     }
 }

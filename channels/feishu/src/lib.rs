@@ -170,6 +170,9 @@ impl FeishuChannel {
             react: Some(self.clone()),
             upload: Some(self.clone()),
             download: Some(self.clone()),
+            // Names need the contact API and its extra permission: group senders are shown by
+            // their open_id.
+            names: None,
         }
     }
 }

@@ -13,6 +13,7 @@ mod events;
 mod files;
 mod markup;
 mod mentions;
+mod names;
 mod send;
 mod socket;
 
@@ -182,6 +183,8 @@ pub(crate) struct SlackChannel {
     typing_unsupported: AtomicBool,
     /// Downloads of `url_private_download` (slack-morphism only decodes JSON answers).
     http: reqwest::Client,
+    /// Display names looked up with `users.info`.
+    names: names::NameCache,
 }
 
 impl SlackChannel {
@@ -195,6 +198,7 @@ impl SlackChannel {
             identity,
             typing_unsupported: AtomicBool::new(false),
             http,
+            names: names::NameCache::default(),
         })
     }
 
@@ -206,6 +210,7 @@ impl SlackChannel {
             react: Some(self.clone()),
             upload: Some(self.clone()),
             download: Some(self.clone()),
+            names: Some(self.clone()),
         }
     }
 }

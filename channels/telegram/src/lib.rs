@@ -164,6 +164,8 @@ impl TelegramChannel {
             react: Some(self.clone()),
             upload: Some(self.clone()),
             download: Some(self.clone()),
+            // Its messages carry the sender's name.
+            names: None,
         }
     }
 

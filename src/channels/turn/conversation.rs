@@ -1,5 +1,6 @@
-//! Step one of a chat turn: which thread the chat continues, the files that came with the
-//! message, and the question to append (unless a crashed run already checkpointed it).
+//! Step one of a chat turn: which thread the chat continues, who speaks (in a group chat the
+//! sender, shown to the model by name), the files that came with the message, and the question
+//! to append (unless a crashed run already checkpointed it).
 
 use antler_channel::{ChatKey, InboundMessage};
 use serde_json::Value;
@@ -11,17 +12,22 @@ use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::channels::runtime::ChannelRuntime;
 use crate::config::AppConfig;
-use crate::harness::RunRequest;
-use crate::messages::{HumanMessage, Message};
+use crate::harness::{RunRequest, Speaker};
+use crate::identity::channel_user_id;
+use crate::messages::{HumanMessage, Message, SENDER_NAME};
 use crate::paths::ThreadPaths;
 
 /// Marks the human message of an inbound platform message with its journal key.
 const INBOUND_KEY: &str = "inbound_key";
+/// How long a turn waits for the platform to say what a sender is called.
+const NAME_LOOKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// The thread a turn runs on and what it appends to it.
+/// The thread a turn runs on, who speaks, and what it appends to the thread.
 pub(super) struct Conversation {
     pub(super) record: ChatRecord,
     pub(super) paths: ThreadPaths,
+    /// In a group chat, the sender: the turn is theirs on the thread of whoever started it.
+    speaker: Speaker,
     input: Vec<Message>,
     /// Files of the message that were not received, with why: the reply names them.
     pub(super) unreceived: Vec<String>,
@@ -43,6 +49,12 @@ pub(super) async fn resolve(
         tracing::debug!(%error, "Could not remember a message's topic");
     }
     let received = receive_files(runtime, message, &paths, &config.uploads).await;
+    let sender = if message.is_direct {
+        None
+    } else {
+        let user_id = channel_user_id(&message.channel, &message.user_id);
+        Some((user_id, sender_name(runtime, message).await))
+    };
     // The loop saves the input before calling the model, so a re-run may find its question
     // checkpointed: continue from the thread instead of asking twice. New messages skip the
     // extra state read.
@@ -52,14 +64,20 @@ pub(super) async fn resolve(
         vec![human_message(
             text,
             message,
+            sender.as_ref(),
             &entry.key,
             &received.files,
             &received.problems,
         )]
     };
+    let speaker = match sender {
+        Some((user_id, _)) => Speaker::Member { user_id },
+        None => Speaker::Owner,
+    };
     Ok(Conversation {
         record,
         paths,
+        speaker,
         input,
         unreceived: received.problems,
     })
@@ -81,6 +99,7 @@ impl Conversation {
         };
         RunRequest {
             user_id: record.user_id.clone(),
+            speaker: self.speaker.clone(),
             thread_id: record.thread_id.clone(),
             input: self.input.clone(),
             options,
@@ -100,9 +119,37 @@ async fn already_asked(deps: &TurnDeps, record: &ChatRecord, journal_key: &str) 
     })
 }
 
+/// How the sender of a group message is shown: the name the message came with, else the one
+/// the platform gives (Slack's events carry none), else their platform id.
+async fn sender_name(runtime: &ChannelRuntime, message: &InboundMessage) -> String {
+    let given = message
+        .display_name
+        .as_deref()
+        .map(str::trim)
+        .filter(|name| !name.is_empty());
+    if let Some(name) = given {
+        return name.to_string();
+    }
+    if let Some(names) = &runtime.parts.names {
+        let lookup = names.display_name(&message.user_id);
+        match tokio::time::timeout(NAME_LOOKUP_TIMEOUT, lookup).await {
+            Ok(Ok(Some(name))) => return name,
+            Ok(Ok(None)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(%error, channel = %message.channel, "Could not look up a sender's name; the agent sees their user id")
+            }
+            Err(_) => {
+                tracing::warn!(channel = %message.channel, "Looking up a sender's name took too long; the agent sees their user id")
+            }
+        }
+    }
+    message.user_id.clone()
+}
+
 fn human_message(
     text: &str,
     message: &InboundMessage,
+    shared_sender: Option<&(String, String)>,
     journal_key: &str,
     files: &[Value],
     problems: &[String],
@@ -120,10 +167,13 @@ fn human_message(
     let extra = &mut human.meta.extra;
     extra.insert(INBOUND_KEY.into(), Value::String(journal_key.to_string()));
     if let Some(sender) = &message.display_name {
-        extra.insert("sender".into(), Value::String(sender.clone()));
+        extra.insert(SENDER_NAME.into(), Value::String(sender.clone()));
     }
     if !files.is_empty() {
         extra.insert("files".into(), Value::Array(files.to_vec()));
+    }
+    if let Some((user_id, name)) = shared_sender {
+        human.set_shared_sender(user_id, name);
     }
     Message::Human(human)
 }

@@ -21,6 +21,7 @@ use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::stream::WORKING_TEXT;
 use crate::harness::RunError;
+use crate::lead_agent::LeadAgentError;
 
 pub const NO_RESPONSE: &str = "(No response from agent)";
 pub const ERROR_REPLY: &str = "An error occurred while processing your request. Please try again.";
@@ -130,6 +131,15 @@ async fn chat_turn(
         }
         Err(overloaded @ RunError::Overloaded { .. }) => {
             let notice = finish::Answer::text(&overloaded.to_string());
+            finish::deliver(deps, runtime, key, entry, status_id, notice).await;
+            return Ok(true);
+        }
+        // The speaker may not run this chat's agent (in a group: someone else's custom agent):
+        // the reason says what to do instead.
+        Err(RunError::Agent(
+            denied @ (LeadAgentError::AgentNotFound { .. } | LeadAgentError::Forbidden(_)),
+        )) => {
+            let notice = finish::Answer::text(&format!("Sorry, {denied}."));
             finish::deliver(deps, runtime, key, entry, status_id, notice).await;
             return Ok(true);
         }

@@ -77,7 +77,7 @@ impl GuardrailProvider for PolicyServiceProvider {
             "args": call.args,
             "tool_call_id": call.id,
             "thread_id": ctx.run.thread_id,
-            "user_id": ctx.run.user_id,
+            "user_id": ctx.run.users.speaker,
             "agent_name": ctx.run.agent_name,
         });
         let response = client

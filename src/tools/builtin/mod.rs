@@ -91,7 +91,7 @@ impl SandboxAccess {
         }
         let id = self
             .provider
-            .acquire(&ctx.run.user_id, &ctx.run.thread_id)
+            .acquire(&ctx.run.users.owner, &ctx.run.thread_id)
             .await
             .map_err(|e| ToolError::Failed(e.to_string()))?;
         let sandbox = self

@@ -50,7 +50,7 @@ impl Tool for PresentFilesTool {
 
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         let args: PresentFilesArgs = parse_args(args)?;
-        let paths = ThreadPaths::new(&self.data_dir, &ctx.run.user_id, &ctx.run.thread_id)
+        let paths = ThreadPaths::new(&self.data_dir, &ctx.run.users.owner, &ctx.run.thread_id)
             .map_err(|e| ToolError::Failed(e.to_string()))?;
         let outputs = paths.outputs();
         let mut artifacts = Vec::with_capacity(args.filepaths.len());

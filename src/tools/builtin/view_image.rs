@@ -68,7 +68,7 @@ impl HostLayout {
     }
 
     fn thread(&self, ctx: &ToolContext<'_>) -> Option<ThreadPaths> {
-        ThreadPaths::new(&self.data_dir, &ctx.run.user_id, &ctx.run.thread_id).ok()
+        ThreadPaths::new(&self.data_dir, &ctx.run.users.owner, &ctx.run.thread_id).ok()
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 use antler::agent::RunOutcome;
 use antler::agent_api::RunOptions;
 use antler::config::{AppConfig, ConfigHandle, ModelConfig};
-use antler::harness::{Harness, RunRequest};
+use antler::harness::{Harness, RunRequest, Speaker};
 use antler::messages::{Message, ToolMessage};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler::store::MemoryStore;
@@ -118,6 +118,7 @@ impl Fixture {
             .harness
             .start_run(RunRequest {
                 user_id: "alice".into(),
+                speaker: Speaker::Owner,
                 thread_id: thread.into(),
                 input: vec![Message::human(text)],
                 options: RunOptions::default(),
@@ -181,7 +182,7 @@ pub(crate) async fn start_http_server(
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
     };
-    let child = tokio::process::Command::new("node")
+    let mut child = tokio::process::Command::new("node")
         .arg(index)
         .arg(mode)
         .env("PORT", port.to_string())
@@ -190,14 +191,20 @@ pub(crate) async fn start_http_server(
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    for _ in 0..200 {
+    // Node's start-up is seconds on a loaded machine: wait for the port (or the child's end)
+    // up to a generous deadline rather than a fixed number of tries.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    while tokio::time::Instant::now() < deadline {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
             .is_ok()
         {
             return (child, port);
         }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("server-everything {mode} exited before listening on {port}: {status}");
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("server-everything {mode} did not listen on {port}");
+    panic!("server-everything {mode} did not listen on {port} within 90 s");
 }

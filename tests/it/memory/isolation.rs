@@ -8,7 +8,7 @@ use antler::agent_api::{RunOptions, StopReason};
 use antler::agents::AgentConfig;
 use antler::config::schema::TitleConfig;
 use antler::config::{AppConfig, ConfigHandle, MemoryConfig, ModelConfig};
-use antler::harness::{Harness, RunRequest};
+use antler::harness::{Harness, RunRequest, Speaker};
 use antler::memory::{Fact, FactCategory, MemoryScope};
 use antler::messages::Message;
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
@@ -51,6 +51,7 @@ async fn run(harness: &Harness, user: &str, thread: &str, agent: Option<&str>, t
     let handle = harness
         .start_run(RunRequest {
             user_id: user.into(),
+            speaker: Speaker::Owner,
             thread_id: thread.into(),
             input: vec![Message::human(text)],
             options: RunOptions {

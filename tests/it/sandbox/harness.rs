@@ -8,7 +8,7 @@ use antler::agent_api::{RunOptions, StopReason};
 use antler::config::{
     AppConfig, ConfigHandle, ModelConfig, SandboxMountConfig, SandboxProviderKind,
 };
-use antler::harness::{Harness, RunRequest};
+use antler::harness::{Harness, RunRequest, Speaker};
 use antler::messages::Message;
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler::paths::ThreadPaths;
@@ -49,6 +49,7 @@ async fn run(harness: &Harness, thread: &str, text: &str) -> ThreadState {
     let handle = harness
         .start_run(RunRequest {
             user_id: "alice".into(),
+            speaker: Speaker::Owner,
             thread_id: thread.into(),
             input: vec![Message::human(text)],
             options: RunOptions::default(),

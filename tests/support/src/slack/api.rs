@@ -135,6 +135,7 @@ pub(crate) async fn method(
         "chat.update" => update_message(&shared, &params),
         "reactions.add" | "reactions.remove" => react(&shared, &method, &params),
         "assistant.threads.setStatus" => ok(json!({})),
+        "users.info" => users_info(&shared, &params),
         "files.getUploadURLExternal" => {
             let mut state = shared.lock();
             let file_id = format!("F{:08}", 9000 + state.uploads.len());
@@ -285,5 +286,21 @@ pub(crate) async fn download(
         )
             .into_response(),
         None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// `users.info`: the person as Slack describes them (`user_not_found` for anyone not added with
+/// `FakeSlack::add_user`).
+fn users_info(shared: &SharedSlack, params: &Value) -> Response {
+    let id = text(&params["user"]);
+    let known = shared.lock().users.get(&id).cloned();
+    match known {
+        Some((display_name, real_name)) => ok(json!({"user": {
+            "id": id, "team_id": FAKE_SLACK_TEAM, "name": real_name.to_lowercase().replace(' ', "."),
+            "deleted": false, "real_name": real_name, "is_bot": false,
+            "profile": {"display_name": display_name, "real_name": real_name,
+                "display_name_normalized": display_name, "real_name_normalized": real_name},
+        }})),
+        None => error("user_not_found"),
     }
 }

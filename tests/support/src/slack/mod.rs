@@ -127,6 +127,8 @@ pub(crate) struct SlackState {
     pub(crate) next_envelope: u64,
     pub(crate) next_event: u64,
     pub(crate) echo_bot_messages: bool,
+    /// People `users.info` knows: id → (display name, real name).
+    pub(crate) users: HashMap<String, (String, String)>,
 }
 
 impl SlackState {
@@ -219,6 +221,14 @@ impl FakeSlack {
             self.push_event(event);
         }
         ts
+    }
+
+    /// A person `users.info` describes, with their profile's display name and real name.
+    pub fn add_user(&self, user: &str, display_name: &str, real_name: &str) {
+        self.shared.lock().users.insert(
+            user.to_string(),
+            (display_name.to_string(), real_name.to_string()),
+        );
     }
 
     /// A message event with extra fields (`files`, `subtype`, …); returns its `ts`. It
