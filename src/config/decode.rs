@@ -175,7 +175,7 @@ impl Decoder {
         self.unknown.extend(ignored);
         result.map_err(|error| Failure {
             path: tracked_path(&track.path()),
-            message: error.to_string(),
+            message: plain_types(&error.to_string()),
         })
     }
 
@@ -296,12 +296,40 @@ fn locate_missing_field(path: KeyPath, message: String) -> (KeyPath, String) {
     }
 }
 
+/// serde names Rust types (`expected usize`); an operator reads "a whole number".
+fn plain_types(message: &str) -> String {
+    const NAMES: &[(&str, &str)] = &[
+        ("usize", "a whole number (0 or more)"),
+        ("u64", "a whole number (0 or more)"),
+        ("u32", "a whole number (0 or more)"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u8", "a whole number from 0 to 255"),
+        ("isize", "a whole number"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ];
+    let Some((head, expected)) = message.rsplit_once("expected ") else {
+        return message.to_owned();
+    };
+    match NAMES.iter().find(|(rust, _)| *rust == expected.trim()) {
+        Some((_, plain)) => format!("{head}expected {plain}"),
+        None => message.to_owned(),
+    }
+}
+
+/// Whether the value at `path` is a secret (its key is one of [`SECRET_KEYS`]): messages about
+/// it must not show its text, nor suggest writing a default for it.
+pub(crate) fn is_secret(path: &KeyPath) -> bool {
+    matches!(path.last(), Some(Segment::Key(key)) if SECRET_KEYS.contains(&key.as_str()))
+}
+
 fn redact(path: &KeyPath, message: String) -> String {
-    match path.last() {
-        Some(Segment::Key(key)) if SECRET_KEYS.contains(&key.as_str()) => {
-            "invalid value (not shown: this key holds a secret); expected a string".to_owned()
-        }
-        _ => message,
+    if is_secret(path) {
+        "invalid value (not shown: this key holds a secret); expected a string".to_owned()
+    } else {
+        message
     }
 }
 
@@ -346,6 +374,38 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn rust_type_names_become_plain_words() {
+        let decoded = decode_json(json!({
+            "gateway": {"backlog": "many", "max_connections": -1},
+            "uploads": {"max_file_size": 1.5},
+        }));
+        let messages: Vec<&str> = decoded
+            .problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect();
+        assert_eq!(decoded.problems.len(), 3, "{messages:?}");
+        for message in &messages {
+            assert!(
+                message.ends_with("expected a whole number (0 or more)"),
+                "{message}"
+            );
+            assert!(
+                !message.contains("usize") && !message.contains("u64"),
+                "{message}"
+            );
+        }
+        assert_eq!(
+            plain_types("invalid type: string \"x\", expected f64"),
+            "invalid type: string \"x\", expected a number"
+        );
+        assert_eq!(
+            plain_types("unknown variant `x`, expected `a` or `b`"),
+            "unknown variant `x`, expected `a` or `b`"
+        );
+    }
 
     #[test]
     fn every_secret_key_of_the_schema_is_redacted() {

@@ -8,6 +8,7 @@ mod decode;
 pub mod env;
 pub mod handle;
 pub mod load;
+pub mod locate;
 pub mod memory;
 mod problem;
 pub mod reference;
@@ -27,9 +28,11 @@ pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::{ConfigHandle, ReloadRecord};
 pub use load::{
-    CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig, load_config,
-    load_embedded_default, load_from_file, load_from_str, resolve_config_path,
+    API_TOKEN_ENV, CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig,
+    config_candidates, load_config, load_embedded_default, load_from_file, load_from_str,
+    resolve_config_path,
 };
+pub use locate::{Locator, read_locator};
 pub use memory::MemoryConfig;
 pub use problem::ConfigProblem;
 pub use runtime::RuntimeConfig;
