@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::AppConfig;
 use crate::config::env::EnvResolution;
-use crate::config::problem::{ConfigProblem, KeyPath, Segment};
+use crate::config::problem::{ConfigProblem, KeyPath, Segment, is_secret};
 
 /// The outcome of [`decode`].
 #[derive(Debug)]
@@ -23,20 +23,6 @@ pub(crate) struct Decoded {
     /// Key paths replaced by placeholders; problems at or under them are not real.
     pub(crate) patched: Vec<String>,
 }
-
-/// Keys whose values are secrets: a type error there must not echo the value. A test checks
-/// that every `Secret` key of the schema is listed.
-const SECRET_KEYS: &[&str] = &[
-    "api_key",
-    "token",
-    "bot_token",
-    "app_token",
-    "signing_secret",
-    "webhook_secret",
-    "app_secret",
-    "verification_token",
-    "encrypt_key",
-];
 
 /// Each retry fixes one value, so this bounds the number of problems reported per file.
 const MAX_ATTEMPTS: usize = 100;
@@ -319,12 +305,6 @@ fn plain_types(message: &str) -> String {
     }
 }
 
-/// Whether the value at `path` is a secret (its key is one of [`SECRET_KEYS`]): messages about
-/// it must not show its text, nor suggest writing a default for it.
-pub(crate) fn is_secret(path: &KeyPath) -> bool {
-    matches!(path.last(), Some(Segment::Key(key)) if SECRET_KEYS.contains(&key.as_str()))
-}
-
 fn redact(path: &KeyPath, message: String) -> String {
     if is_secret(path) {
         "invalid value (not shown: this key holds a secret); expected a string".to_owned()
@@ -374,6 +354,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::config::problem::SECRET_KEYS;
 
     #[test]
     fn rust_type_names_become_plain_words() {

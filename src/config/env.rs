@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::config::decode::is_secret;
-use crate::config::problem::KeyPath;
+use crate::config::problem::{KeyPath, is_secret};
 
 /// Where `$NAME` references in the config are looked up.
 pub trait EnvSource {

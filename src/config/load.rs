@@ -301,6 +301,12 @@ fn normalize(config: &mut AppConfig, env: &dyn EnvSource, cwd: &Path) {
     }
 }
 
+/// Where the public skills shipped in the binary are installed in `data_dir` (by
+/// `skills::bundled` at start).
+pub fn shipped_skills_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("skills").join("public")
+}
+
 /// Where the public skills are when `sandbox.skills_path` is unset: `skills/public` beside the
 /// config file if it exists (a checkout, or an install that copied them there), else the copy
 /// of the skills shipped in the binary, installed into the data dir at start. Never the working
@@ -312,7 +318,7 @@ fn default_skills_dir(origin: &ConfigOrigin, cwd: &Path, config: &AppConfig) -> 
     };
     beside_config
         .filter(|dir| dir.is_dir())
-        .unwrap_or_else(|| crate::skills::bundled::install_dir(&config.data_dir()))
+        .unwrap_or_else(|| shipped_skills_dir(&config.data_dir()))
 }
 
 fn non_empty(value: Option<String>) -> Option<String> {

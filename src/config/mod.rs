@@ -30,7 +30,7 @@ pub use handle::{ConfigHandle, ReloadRecord};
 pub use load::{
     API_TOKEN_ENV, CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig,
     config_candidates, load_config, load_embedded_default, load_from_file, load_from_str,
-    resolve_config_path,
+    resolve_config_path, shipped_skills_dir,
 };
 pub use locate::{Locator, read_locator};
 pub use memory::MemoryConfig;

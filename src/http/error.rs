@@ -26,7 +26,7 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "missing or invalid API token; send 'Authorization: Bearer <token>' with a token from gateway.api_tokens",
+            "missing or invalid API token; send 'Authorization: Bearer <token>' with a token from gateway.api_tokens (or the ANTLER_API_TOKEN the daemon started with)",
         )
     }
 

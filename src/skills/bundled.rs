@@ -23,7 +23,7 @@ const MANIFEST: &str = ".shipped.json";
 
 /// Where the shipped skills are installed in `data_dir`.
 pub fn install_dir(data_dir: &Path) -> PathBuf {
-    data_dir.join("skills").join("public")
+    crate::config::shipped_skills_dir(data_dir)
 }
 
 /// The names of the shipped skills, sorted.

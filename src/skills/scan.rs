@@ -31,7 +31,7 @@ pub fn skills_dir(config: &AppConfig) -> PathBuf {
         .sandbox
         .skills_path
         .clone()
-        .unwrap_or_else(|| crate::skills::bundled::install_dir(&config.data_dir()))
+        .unwrap_or_else(|| crate::config::shipped_skills_dir(&config.data_dir()))
 }
 
 /// Scans `dir` for `*/SKILL.md`, sorted by name; a missing directory yields no skills and an
