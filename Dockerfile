@@ -3,12 +3,17 @@
 #   docker build -t antler .
 #   docker run -d --name antler -p 127.0.0.1:8787:8787 -v antler-data:/data \
 #     --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     -e ANTLER_API_TOKEN="$(openssl rand -hex 32)" \
 #     -e ANTLER_MODEL_URL=http://host.docker.internal:11434/v1 --add-host=host.docker.internal:host-gateway \
 #     antler
-# or `docker compose up -d` with docker-compose.yml. The two --security-opt flags let bubblewrap
+# or `docker compose up -d` with docker-compose.yml and a .env beside it (see .env.example).
+# The daemon listens on 0.0.0.0 in the container, so its API wants a token: ANTLER_API_TOKEN is
+# the token of the user `local` while the config names none (the web chat asks for it once). The two --security-opt flags let bubblewrap
 # (the tool sandbox) create its namespaces: Docker's default seccomp and AppArmor profiles refuse
 # unshare/mount. Without them the daemon still runs and says so at start; shell commands are off.
 # Config: the shipped config.yaml is at /etc/antler/config.yaml; mount your own over it (read-only).
+# Everything the daemon writes is in /data: the store, threads' files, the public skills the
+# binary ships (installed into /data/skills/public at start) and extensions_config.json.
 
 # Stage 1: cargo-chef computes the dependency recipe, so dependencies build in a cached layer
 # that only changes with Cargo.toml/Cargo.lock. The Rust version is the one
@@ -43,7 +48,6 @@ RUN apt-get update \
  && install -d -o antler -g antler -m 0750 /data
 COPY --from=build /src/target/release/antler /usr/local/bin/antler
 COPY config.yaml /etc/antler/config.yaml
-COPY skills /etc/antler/skills
 ENV ANTLER_HOME=/data \
     ANTLER_LISTEN=0.0.0.0:8787
 USER 10001:10001
@@ -52,7 +56,9 @@ VOLUME ["/data"]
 EXPOSE 8787
 STOPSIGNAL SIGTERM
 # `antler status` asks the daemon's /readyz through its socket in /data (no curl in the image):
-# healthy once the store answers and the config is valid.
+# healthy once the store answers. It reads only data_dir and gateway.listen of the config, so a
+# config edit the daemon rejected (it keeps running on the previous one) does not mark it
+# unhealthy.
 HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \
   CMD ["/usr/local/bin/antler", "--config", "/etc/antler/config.yaml", "status"]
 ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/antler", "--config", "/etc/antler/config.yaml"]

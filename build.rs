@@ -1,4 +1,9 @@
-//! Link-time settings of the `antler` binary.
+//! Link-time settings of the `antler` binary, and the public skills it ships.
+//!
+//! Shipped skills: every file under `skills/public` becomes an `include_bytes!` entry of
+//! `$OUT_DIR/bundled_skills.rs` (read by `src/skills/bundled.rs`), so the binary carries them
+//! and `antler run` behaves the same from any directory. `include_bytes!` makes rustc rebuild
+//! when a file changes; `rerun-if-changed` on the directory catches added or removed ones.
 //!
 //! Packed relocations: the binary's ~60,000 relative relocations took 1.3 MB of `.rela.dyn`,
 //! read at every start and kept resident (file-backed RSS). Packed relative relocations
@@ -17,9 +22,11 @@
 use std::process::Command;
 
 const SYMBOL_ORDER: &str = "link/symbol-order.txt";
+const PUBLIC_SKILLS: &str = "skills/public";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    bundle_skills();
     println!("cargo:rerun-if-changed={SYMBOL_ORDER}");
     for var in ["RUSTC_LINKER", "CARGO_ENCODED_RUSTFLAGS"] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -60,6 +67,59 @@ fn main() {
         out.display()
     );
     println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+}
+
+/// Writes `$OUT_DIR/bundled_skills.rs`: a slice of `(relative path, bytes, executable)`, sorted
+/// by path. Hidden files and directories (editor and VCS leftovers) are left out.
+fn bundle_skills() {
+    println!("cargo:rerun-if-changed={PUBLIC_SKILLS}");
+    let dir = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
+        .join(PUBLIC_SKILLS);
+    let mut files = Vec::new();
+    collect_files(&dir, &dir, &mut files);
+    files.sort();
+    let mut code = String::from("&[\n");
+    for (relative, absolute, executable) in &files {
+        code.push_str(&format!(
+            "    ({relative:?}, include_bytes!({absolute:?}), {executable}),\n"
+        ));
+    }
+    code.push_str("]\n");
+    let out = std::path::Path::new(&std::env::var("OUT_DIR").unwrap_or_default())
+        .join("bundled_skills.rs");
+    if let Err(error) = std::fs::write(&out, code) {
+        panic!("cannot write {}: {error}", out.display());
+    }
+}
+
+fn collect_files(
+    root: &std::path::Path,
+    dir: &std::path::Path,
+    out: &mut Vec<(String, String, bool)>,
+) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if meta.is_dir() {
+            collect_files(root, &path, out);
+        } else if meta.is_file() {
+            let relative = path.strip_prefix(root).unwrap_or(&path);
+            out.push((
+                relative.to_string_lossy().into_owned(),
+                path.to_string_lossy().into_owned(),
+                meta.permissions().mode() & 0o111 != 0,
+            ));
+        }
+    }
 }
 
 /// `rustc -V`, e.g. `rustc 1.95.0 (59807616e 2026-04-14)`; empty when it cannot be run.

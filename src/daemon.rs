@@ -50,7 +50,11 @@ pub(crate) fn longest_stop(grace: Duration) -> Duration {
 pub enum DaemonError {
     #[error("gateway.listen {0:?} is not a socket address like 127.0.0.1:8787")]
     BadListen(String),
-    #[error("could not listen on {addr}: {detail}; is another process using the port?")]
+    #[error(
+        "could not listen on {addr}: {detail}; is another antler (or another program) using the \
+         port? Stop it, or listen elsewhere: set ANTLER_LISTEN=127.0.0.1:8788 (the shipped \
+         config reads it) or gateway.listen in the config"
+    )]
     Bind { addr: SocketAddr, detail: String },
     #[error(transparent)]
     Harness(#[from] HarnessError),
@@ -71,6 +75,9 @@ pub struct Shutdown {
 pub struct DaemonOptions {
     /// The file to watch for hot reload (`None` when running on the embedded default).
     pub config_path: Option<PathBuf>,
+    /// Without `config_path`: the config search path's files, watched so one created after the
+    /// start is loaded (see `config::config_candidates`); empty watches nothing.
+    pub config_candidates: Vec<PathBuf>,
     pub env: Arc<dyn EnvSource + Send + Sync>,
     /// Called once the server accepts connections, with the bound address.
     pub on_ready: Option<Box<dyn FnOnce(SocketAddr) + Send>>,
@@ -99,6 +106,10 @@ pub async fn run(
 ) -> Result<(), DaemonError> {
     let snapshot = config.current();
     let addr = listen_address(&snapshot)?;
+    config.set_origin(match &options.config_path {
+        Some(path) => crate::config::ConfigOrigin::File(path.clone()),
+        None => crate::config::ConfigOrigin::Embedded,
+    });
     crate::metrics::install();
     let harness = Arc::new(Harness::open(config.clone())?);
     harness.mcp().set_path(crate::mcp::extensions_path(
@@ -151,9 +162,21 @@ pub async fn run(
         watcher_stop.clone(),
     ));
     let manager = ServiceManager::default();
-    if let Some(path) = options.config_path {
-        let mut watcher = ConfigWatcher::new(path, config.clone(), options.env.clone());
-        if let Some(signal) = options.reload_signal {
+    let watcher = match options.config_path.clone() {
+        Some(path) => Some(ConfigWatcher::new(
+            path,
+            config.clone(),
+            options.env.clone(),
+        )),
+        None if !options.config_candidates.is_empty() => Some(ConfigWatcher::awaiting(
+            options.config_candidates.clone(),
+            config.clone(),
+            options.env.clone(),
+        )),
+        None => None,
+    };
+    if let Some(mut watcher) = watcher {
+        if let Some(signal) = options.reload_signal.clone() {
             watcher = watcher.with_reload_signal(signal, reload_hook(manager.clone()));
         }
         tasks.spawn(watcher.spawn(watcher_stop.clone()));
@@ -172,7 +195,16 @@ pub async fn run(
     let socket = socket_file.as_ref().map_or("(none)".to_string(), |file| {
         file.path().display().to_string()
     });
-    tracing::info!(%bound, %socket, data_dir = %snapshot.data_dir().display(), "Antler is ready");
+    let record = socket_file
+        .as_ref()
+        .and_then(|file| publish_record(&options, file.path(), &snapshot, bound));
+    let origin = config.origin();
+    tracing::info!(%bound, %socket, data_dir = %snapshot.data_dir().display(), config = %origin, "Antler is ready");
+    if let (crate::config::ConfigOrigin::Embedded, Some(first)) =
+        (&origin, options.config_candidates.first())
+    {
+        tracing::info!(create = %first.display(), "No config file found: running on the embedded default config; a config file created there is loaded without a restart");
+    }
     if let Some(on_ready) = options.on_ready {
         on_ready(bound);
     }
@@ -205,9 +237,37 @@ pub async fn run(
     } else if let Err(e) = server.await {
         return Err(DaemonError::Serve(e.to_string()));
     }
+    drop(record);
     drop(socket_file);
     tracing::info!("Antler stopped cleanly");
     Ok(())
+}
+
+/// Records this daemon for the CLI of its user (see [`crate::runtime_file`]); without it the CLI
+/// still finds the daemon through its config's data dir.
+fn publish_record(
+    options: &DaemonOptions,
+    socket: &std::path::Path,
+    config: &crate::config::AppConfig,
+    bound: SocketAddr,
+) -> Option<crate::runtime_file::RecordFile> {
+    let record = crate::runtime_file::DaemonRecord {
+        pid: std::process::id(),
+        socket: socket.to_path_buf(),
+        data_dir: config.data_dir(),
+        config: options
+            .config_path
+            .as_deref()
+            .map(crate::cli_locate::canonical),
+        listen: bound.to_string(),
+    };
+    match crate::runtime_file::publish(options.env.as_ref(), &record) {
+        Ok(file) => file,
+        Err(error) => {
+            tracing::warn!(%error, "Could not record this daemon for the CLI; commands run from elsewhere may not find it");
+            None
+        }
+    }
 }
 
 /// How often retention runs (also once at start).

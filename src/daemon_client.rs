@@ -1,7 +1,7 @@
 //! The CLI's way to a running daemon: its HTTP API over the Unix socket in the data dir.
 //!
-//! `antler chat`, `agents` and `status` call [`locate`] first. A daemon that answers on the
-//! socket is used through the ordinary HTTP API, as the local operator (see
+//! Every command finds its daemon first (`cli_locate`, which builds on this). A daemon that
+//! answers on the socket is used through the ordinary HTTP API, as the local operator (see
 //! [`crate::local_socket`]); with no daemon the CLI opens the data dir itself; a data dir whose
 //! store is locked by a process that does not answer is an error saying so, never a hang or a
 //! sled error.
@@ -14,8 +14,7 @@ use futures::stream::BoxStream;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::local_socket::{USER_HEADER, socket_path};
-use crate::store::STORE_DIR;
+use crate::local_socket::USER_HEADER;
 
 /// How long a daemon gets to answer the first `/healthz` before it counts as not answering.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -23,14 +22,6 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// The authority of every request; the socket decides where it goes.
 const BASE: &str = "http://localhost";
-
-/// Where the CLI's commands go.
-pub enum Located {
-    /// A daemon owns the data dir and answers on its socket.
-    Daemon(DaemonClient),
-    /// No daemon: the CLI may open the data dir itself.
-    DataDir,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonClientError {
@@ -64,23 +55,6 @@ pub enum DaemonClientError {
 pub struct SseFrame {
     pub event: String,
     pub data: Value,
-}
-
-/// Finds the daemon of `data_dir`: its socket answers, or nobody holds the data dir.
-pub async fn locate(data_dir: &Path) -> Result<Located, DaemonClientError> {
-    let socket = socket_path(data_dir);
-    let detail = match DaemonClient::connect(&socket).await {
-        Ok(client) => return Ok(Located::Daemon(client)),
-        Err(detail) => detail,
-    };
-    if crate::store::sled_store::is_locked(&data_dir.join(STORE_DIR)) {
-        return Err(DaemonClientError::NotAnswering {
-            data_dir: data_dir.display().to_string(),
-            socket: socket.display().to_string(),
-            detail,
-        });
-    }
-    Ok(Located::DataDir)
 }
 
 /// A client of one daemon's HTTP API over its socket. Cheap to clone.
@@ -314,36 +288,5 @@ mod tests {
     fn path_segments_cannot_escape() {
         assert_eq!(segment("../x?y"), "%2E%2E%2Fx%3Fy");
         assert_eq!(segment("helper"), "helper");
-    }
-
-    #[tokio::test]
-    async fn a_missing_or_dead_socket_is_no_daemon_and_an_unlocked_dir_is_usable() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(matches!(
-            locate(dir.path()).await.unwrap(),
-            Located::DataDir
-        ));
-        // A socket file left by a crash: nothing listens on it.
-        drop(tokio::net::UnixListener::bind(socket_path(dir.path())).unwrap());
-        let err = DaemonClient::connect(&socket_path(dir.path()))
-            .await
-            .unwrap_err();
-        assert!(err.contains("refused"), "{err}");
-        assert!(matches!(
-            locate(dir.path()).await.unwrap(),
-            Located::DataDir
-        ));
-    }
-
-    #[tokio::test]
-    async fn a_locked_store_without_an_answering_daemon_is_a_clear_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let _held = crate::store::SledStore::open(dir.path().join(STORE_DIR)).unwrap();
-        let Err(err) = locate(dir.path()).await else {
-            panic!("a locked data dir must not be opened");
-        };
-        let text = err.to_string();
-        assert!(text.contains("is locked by another process"), "{text}");
-        assert!(text.contains("no socket file"), "{text}");
     }
 }

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use antler::cli_locate::{Target, TargetError};
 use antler::config::{
-    ConfigHandle, ConfigOrigin, EXIT_CONFIG_INVALID, LoadedConfig, LogFormat, ProcessEnv,
-    RuntimeConfig, load_config, run_check,
+    ConfigHandle, EXIT_CONFIG_INVALID, LoadedConfig, LogFormat, ProcessEnv, RuntimeConfig,
+    load_config, run_check,
 };
 
 #[derive(Parser)]
@@ -169,7 +170,7 @@ enum BenchCommand {
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(e) => {
@@ -199,6 +200,11 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         });
     }
+    if let Some(command) = cli.command.take_if(|command| is_client_command(command)) {
+        // These find their daemon first and read the whole config only if there is none.
+        let work = client_command(command, cli.config.as_deref(), cwd);
+        return block_on(RuntimeConfig::default().build(), work);
+    }
     // Loaded before the runtime exists: the config says how many workers it gets.
     let loaded = match load_config(cli.config.as_deref(), &ProcessEnv, &cwd) {
         Ok(loaded) => loaded,
@@ -208,7 +214,16 @@ fn main() -> ExitCode {
         }
     };
     let runtime = loaded.config.runtime.build();
-    block_on(runtime, dispatch(cli, loaded))
+    block_on(runtime, dispatch(cli, loaded, cwd))
+}
+
+/// Commands that talk to a running daemon when there is one (see `antler::cli_locate`).
+fn is_client_command(command: &Command) -> bool {
+    use Command::*;
+    match command {
+        Status | Chat { .. } | Agents { .. } | Skills { .. } | Mcp { .. } | Usage(_) => true,
+        Run | Config { .. } | Store { .. } | Bench { .. } | CrashChild { .. } => false,
+    }
 }
 
 /// Runs `work` to completion on `runtime`, printing an error at the edge.
@@ -227,30 +242,28 @@ fn block_on(
         match work.await {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                // The chain, but a cause a message already quotes is not said twice.
+                let mut text = e.to_string();
+                for cause in e.chain().skip(1).map(ToString::to_string) {
+                    if !text.contains(&cause) {
+                        text = format!("{text}: {cause}");
+                    }
+                }
+                eprintln!("error: {text}");
                 ExitCode::FAILURE
             }
         }
     })
 }
 
-async fn dispatch(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
+async fn dispatch(cli: Cli, loaded: LoadedConfig, cwd: PathBuf) -> anyhow::Result<ExitCode> {
     let quiet = !matches!(cli.command, None | Some(Command::Run));
     init_tracing(&loaded, quiet);
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
     match cli.command {
-        None | Some(Command::Run) => run_daemon(loaded).await,
-        Some(Command::Chat { thread }) => chat(loaded, thread).await,
-        Some(Command::Status) => {
-            let ready = antler::status::run(&loaded.config, &mut std::io::stdout()).await?;
-            Ok(if ready {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
-        }
+        None | Some(Command::Run) => run_daemon(loaded, &cwd).await,
         Some(Command::Bench {
             command: BenchCommand::Turn { iterations },
         }) => {
@@ -335,28 +348,9 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
             result?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Agents { user, command }) => agents(&loaded, user, command).await,
-        Some(Command::Skills { user, command }) => skills(&loaded, user, command).await,
-        Some(Command::Mcp { command }) => {
-            let config_file = match &loaded.origin {
-                ConfigOrigin::File(path) => Some(path.clone()),
-                ConfigOrigin::Embedded => None,
-            };
-            antler::mcp_cli::run(
-                &loaded.config,
-                config_file.as_deref(),
-                command,
-                &mut std::io::stdout(),
-            )
-            .await?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Usage(args)) => {
-            antler::usage::cli::run(&loaded.config, &args, &mut std::io::stdout()).await?;
-            Ok(ExitCode::SUCCESS)
-        }
         Some(Command::Store { command }) => {
             let config = loaded.config.clone();
+            eprintln!("antler: using the data dir {}", config.data_dir().display());
             tokio::task::spawn_blocking(move || {
                 antler::store_cli::run(&config, &command, &mut std::io::stdout())
             })
@@ -364,7 +358,51 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
             .context("the store command did not finish")??;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Config { .. }) | Some(Command::CrashChild { .. }) => Ok(ExitCode::SUCCESS),
+        Some(_) => Ok(ExitCode::SUCCESS), // handled in `main` or by `client_command`
+    }
+}
+
+/// Runs a command of [`is_client_command`]: locate the daemon, say which (stderr), then work
+/// through it, or load the whole config and work on the data dir.
+async fn client_command(
+    command: Command,
+    flag: Option<&std::path::Path>,
+    cwd: PathBuf,
+) -> anyhow::Result<ExitCode> {
+    init_tracing_to(LogFormat::Text, "warn");
+    let locator = antler::config::read_locator(flag, &ProcessEnv, &cwd);
+    if let Command::Status = command {
+        let ready = antler::status::run(&locator, &ProcessEnv, &mut std::io::stdout()).await?;
+        return Ok(ExitCode::from(if ready { 0 } else { 1 }));
+    }
+    let target = match antler::cli_locate::target(&locator, flag, &ProcessEnv, &cwd).await {
+        Ok(target) => target,
+        Err(e @ TargetError::Config(_)) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(EXIT_CONFIG_INVALID as u8));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    eprintln!("{}", target.description);
+    for warning in &target.loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    let (config, daemon) = (&target.loaded.config, target.daemon.as_ref());
+    let mut stdout = std::io::stdout();
+    match command {
+        Command::Chat { thread } => chat(target, thread).await,
+        Command::Agents { user, command } => agents(&target, user, command).await,
+        Command::Skills { user, command } => skills(&target, user, command).await,
+        Command::Mcp { command } => {
+            let file = target.loaded.origin.file();
+            antler::mcp_cli::run(config, file, daemon, command, &mut stdout).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Usage(args) => {
+            antler::usage::cli::run(config, daemon, &args, &mut stdout).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        _ => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -379,20 +417,23 @@ fn bench_binary(binary: Option<PathBuf>) -> anyhow::Result<PathBuf> {
 /// Logs go to stderr; `quiet` (interactive commands) shows only warnings unless `RUST_LOG` says
 /// otherwise, so the console stays readable.
 fn init_tracing(loaded: &LoadedConfig, quiet: bool) {
-    use tracing_subscriber::EnvFilter;
-    let default = if quiet {
-        "warn".to_string()
+    let level = if quiet {
+        "warn"
     } else {
-        loaded.config.log_level.clone()
+        &loaded.config.log_level
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    init_tracing_to(loaded.config.log_format, level);
+}
+
+fn init_tracing_to(format: LogFormat, default: &str) {
+    let filter = antler::mcp::log_filter(default);
     use std::io::IsTerminal;
     // Colours only for a person at a terminal; journald and log files get plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
-    let result = match loaded.config.log_format {
+    let result = match format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
@@ -401,10 +442,11 @@ fn init_tracing(loaded: &LoadedConfig, quiet: bool) {
     }
 }
 
-async fn run_daemon(loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
-    let config_path = match &loaded.origin {
-        ConfigOrigin::File(path) => Some(path.clone()),
-        ConfigOrigin::Embedded => None,
+async fn run_daemon(loaded: LoadedConfig, cwd: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let config_path = loaded.origin.file().map(std::path::Path::to_path_buf);
+    let config_candidates = match config_path {
+        Some(_) => Vec::new(),
+        None => antler::config::config_candidates(&ProcessEnv, cwd),
     };
     if let Err(e) = antler::daemon::listen_address(&loaded.config) {
         eprintln!("error: {e}");
@@ -416,6 +458,7 @@ async fn run_daemon(loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
     spawn_signal_handler(shutdown.clone(), reload.clone())?;
     let options = antler::daemon::DaemonOptions {
         config_path,
+        config_candidates,
         env: Arc::new(ProcessEnv),
         on_ready: Some(Box::new(|addr| {
             // Scripts and tests read the bound address (the port may be 0 in the config).
@@ -477,18 +520,15 @@ fn parse_user_id(value: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<ExitCode> {
+async fn chat(target: Target, thread: Option<String>) -> anyhow::Result<ExitCode> {
     use antler::chat::ChatBackend;
-    use antler::daemon_client::Located;
     use std::io::IsTerminal;
+    let loaded = target.loaded;
     let grace = std::time::Duration::from_secs(loaded.config.gateway.shutdown_grace_seconds);
-    let backend = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
-        Located::Daemon(daemon) => ChatBackend::Daemon(daemon),
-        Located::DataDir => {
-            let config_file = match &loaded.origin {
-                ConfigOrigin::File(path) => Some(path.clone()),
-                ConfigOrigin::Embedded => None,
-            };
+    let backend = match target.daemon {
+        Some(daemon) => ChatBackend::Daemon(daemon),
+        None => {
+            let config_file = loaded.origin.file().map(std::path::Path::to_path_buf);
             let data_dir = loaded.config.data_dir();
             let client = antler::client::Client::new(loaded.config)
                 .context("cannot open the data directory")?;
@@ -519,41 +559,33 @@ async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<Ex
 }
 
 async fn skills(
-    loaded: &LoadedConfig,
+    target: &Target,
     user: Option<String>,
     command: antler::skills_cli::SkillsCommand,
 ) -> anyhow::Result<ExitCode> {
-    use antler::daemon_client::Located;
-    let user = match antler::agents_cli::resolve_user(&loaded.config, user.as_deref()) {
+    let config = &target.loaded.config;
+    let user = match antler::agents_cli::resolve_user(config, user.as_deref()) {
         Ok(user) => user,
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    let daemon = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
-        Located::Daemon(daemon) => Some(daemon),
-        Located::DataDir => None,
-    };
     let mut stdout = std::io::stdout();
-    antler::skills_cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await?;
+    antler::skills_cli::run(config, target.daemon.as_ref(), &user, command, &mut stdout).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 async fn agents(
-    loaded: &LoadedConfig,
+    target: &Target,
     user: Option<String>,
     command: antler::agents_cli::AgentsCommand,
 ) -> anyhow::Result<ExitCode> {
-    use antler::daemon_client::Located;
+    let config = &target.loaded.config;
     let result = async {
-        let user = antler::agents_cli::resolve_user(&loaded.config, user.as_deref())?;
-        let daemon = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
-            Located::Daemon(daemon) => Some(daemon),
-            Located::DataDir => None,
-        };
+        let user = antler::agents_cli::resolve_user(config, user.as_deref())?;
         let mut stdout = std::io::stdout();
-        antler::agents_cli::run(&loaded.config, daemon.as_ref(), &user, command, &mut stdout).await
+        antler::agents_cli::run(config, target.daemon.as_ref(), &user, command, &mut stdout).await
     }
     .await;
     match result {

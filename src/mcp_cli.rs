@@ -10,7 +10,7 @@ use clap::Subcommand;
 use reqwest::Method;
 
 use crate::config::{AppConfig, ProcessEnv};
-use crate::daemon_client::{DaemonClientError, Located, locate};
+use crate::daemon_client::{DaemonClient, DaemonClientError};
 use crate::mcp::{McpManager, ServerReport, ServerStatus, extensions_path};
 
 #[derive(Debug, Subcommand)]
@@ -29,23 +29,25 @@ pub enum McpCliError {
     Output(#[from] std::io::Error),
 }
 
-/// Runs `command`; `config_file` is where `config.yaml` was loaded from (`None`: the embedded
-/// default), which decides where `extensions_config.json` is.
+/// Runs `command` through `daemon` when one runs, else here; `config_file` is where
+/// `config.yaml` was loaded from (`None`: the embedded default), which decides where an older
+/// install's `extensions_config.json` is.
 pub async fn run(
     config: &AppConfig,
     config_file: Option<&Path>,
+    daemon: Option<&DaemonClient>,
     command: McpCommand,
     out: &mut dyn Write,
 ) -> Result<(), McpCliError> {
     let McpCommand::List = command;
-    let (path, servers) = match locate(&config.data_dir()).await? {
-        Located::Daemon(client) => {
+    let (path, servers) = match daemon {
+        Some(client) => {
             let body = client.send(Method::GET, "/api/mcp/servers", None).await?;
             let servers: Vec<Listed> = serde_json::from_value(body["servers"].clone())
                 .map_err(|e| DaemonClientError::Protocol(e.to_string()))?;
             (body["path"].as_str().unwrap_or("").to_string(), servers)
         }
-        Located::DataDir => {
+        None => {
             let path = extensions_path(&ProcessEnv, config_file, &config.data_dir());
             let manager = McpManager::new(path.clone(), Arc::new(ProcessEnv));
             manager.tools().await;

@@ -37,12 +37,9 @@ pub enum SkillsCliError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Daemon(#[from] DaemonClientError),
-    #[error("cannot read {path}: {source}")]
-    Archive {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// `reason` is text, not a source: the CLI prints the error chain, and would say it twice.
+    #[error("cannot read the archive {path}: {reason}; check the path")]
+    Archive { path: String, reason: String },
     #[error("the daemon's answer is not a skill list: {0}")]
     Protocol(String),
     #[error("cannot write the output: {0}")]
@@ -85,6 +82,7 @@ pub async fn run(
     match daemon {
         Some(daemon) => via_daemon(&daemon.clone().acting_as(user), command, out).await,
         None => {
+            crate::skills::bundled::install_for(config);
             let store = SledStore::open_with_cache(
                 config.data_dir().join(STORE_DIR),
                 config.store.cache_capacity_mb,
@@ -106,7 +104,11 @@ pub fn on_data_dir(
     match command {
         SkillsCommand::List => {
             let rows: Vec<Row> = catalog.list(user)?.into_iter().map(Row::from).collect();
-            print_rows(&rows, out)
+            let looked_in = LookedIn {
+                public: catalog.public_dir().display().to_string(),
+                custom: catalog.custom_dir(user)?.display().to_string(),
+            };
+            print_rows(&rows, Some(&looked_in), user, out)
         }
         SkillsCommand::Enable { name } => {
             catalog.set_enabled(user, &name, true, true)?;
@@ -140,7 +142,16 @@ async fn via_daemon(
             let body = daemon.send(Method::GET, "/api/skills", None).await?;
             let rows: Vec<Row> = serde_json::from_value(body["skills"].clone())
                 .map_err(|e| SkillsCliError::Protocol(e.to_string()))?;
-            print_rows(&rows, out)
+            // The daemon names its directories to the operator (older daemons do not).
+            let looked_in = match (body["public_dir"].as_str(), body["custom_dir"].as_str()) {
+                (Some(public), Some(custom)) => Some(LookedIn {
+                    public: public.to_string(),
+                    custom: custom.to_string(),
+                }),
+                _ => None,
+            };
+            let user = body["user"].as_str().unwrap_or("local").to_string();
+            print_rows(&rows, looked_in.as_ref(), &user, out)
         }
         SkillsCommand::Enable { name } => toggle(daemon, &name, true, out).await,
         SkillsCommand::Disable { name } => toggle(daemon, &name, false, out).await,
@@ -183,9 +194,9 @@ async fn toggle(
 }
 
 fn read_archive(file: &Path) -> Result<Vec<u8>, SkillsCliError> {
-    std::fs::read(file).map_err(|source| SkillsCliError::Archive {
+    std::fs::read(file).map_err(|error| SkillsCliError::Archive {
         path: file.display().to_string(),
-        source,
+        reason: error.to_string(),
     })
 }
 
@@ -202,10 +213,28 @@ fn print_installed(
     Ok(())
 }
 
-/// One line a skill: name, source, state, short hash, description.
-fn print_rows(rows: &[Row], out: &mut dyn Write) -> Result<(), SkillsCliError> {
+/// The directories a listing came from.
+struct LookedIn {
+    public: String,
+    custom: String,
+}
+
+/// One line a skill: name, source, state, short hash, description; then where they came from.
+fn print_rows(
+    rows: &[Row],
+    looked_in: Option<&LookedIn>,
+    user: &str,
+    out: &mut dyn Write,
+) -> Result<(), SkillsCliError> {
     if rows.is_empty() {
-        writeln!(out, "No skills.")?;
+        match looked_in {
+            Some(dirs) => writeln!(
+                out,
+                "No skills in {} (public) nor in {} (custom skills of {user}).",
+                dirs.public, dirs.custom
+            )?,
+            None => writeln!(out, "No skills.")?,
+        }
         return Ok(());
     }
     let width = rows.iter().map(|r| r.name.len()).max().unwrap_or(0);
@@ -226,6 +255,13 @@ fn print_rows(rows: &[Row], out: &mut dyn Write) -> Result<(), SkillsCliError> {
             row.source,
             if row.enabled { "enabled" } else { "disabled" },
             hash,
+        )?;
+    }
+    if let Some(dirs) = looked_in {
+        writeln!(
+            out,
+            "(public skills from {}; custom skills of {user} from {})",
+            dirs.public, dirs.custom
         )?;
     }
     Ok(())

@@ -1,36 +1,55 @@
-//! `antler status`: asks the running daemon whether it is ready (through its local socket when
-//! there is one, else at `gateway.listen`) and prints readiness, the default model's
-//! reachability, the sandbox and each channel.
+//! `antler status`: asks the running daemon whether it is ready and prints readiness, the
+//! default model's reachability, the sandbox, each channel, and which config file and data dir
+//! it runs on. The daemon is found as every command finds it ([`crate::cli_locate`]), with only
+//! the locating parts of the config read, so a shell without the service's secrets, or a config
+//! edit the daemon rejected, does not make a working daemon look broken (it is Docker's health
+//! check). Without a local socket it asks `gateway.listen` over TCP.
 
 use std::io::Write;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::AppConfig;
+use crate::cli_locate::{Located, locate};
+use crate::config::{EnvSource, Locator};
 use crate::daemon_client::DaemonClient;
-use crate::local_socket::socket_path;
-use crate::store::STORE_DIR;
 
 /// Longer than the daemon's model probe (3 s), which `/readyz` may wait for.
 const TCP_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Prints the daemon's state to `out`; `Ok(true)` when it is ready.
-pub async fn run(config: &AppConfig, out: &mut dyn Write) -> std::io::Result<bool> {
-    let data_dir = config.data_dir();
-    let socket = socket_path(&data_dir);
-    let socket_problem = match DaemonClient::connect(&socket).await {
-        Ok(daemon) => match daemon.get_any_status("/readyz").await {
+pub async fn run(
+    locator: &Locator,
+    env: &dyn EnvSource,
+    out: &mut dyn Write,
+) -> std::io::Result<bool> {
+    let socket_problem = match locate(locator, env).await {
+        Ok(Located::Daemon(found)) => match found.client.get_any_status("/readyz").await {
             Ok((_, answer)) => {
                 print_readiness(&answer, out)?;
-                writeln!(out, "via       {}", socket.display())?;
+                print_whereabouts(&answer, &found.client, out)?;
                 return Ok(answer["status"] == "ready");
             }
-            Err(e) => e.to_string(),
+            Err(e) => format!("{} ({e})", found.client.socket().display()),
         },
-        Err(detail) => detail,
+        Ok(Located::DataDir {
+            data_dir,
+            no_daemon,
+        }) => format!(
+            "{} ({no_daemon})",
+            crate::local_socket::socket_path(&data_dir).display()
+        ),
+        Err(error) => error.to_string(),
     };
-    let url = format!("http://{}/readyz", config.gateway.listen);
+    let Some(listen) = &locator.listen else {
+        writeln!(
+            out,
+            "antler is not answering on {socket_problem}, and the config gives no usable \
+             gateway.listen to try"
+        )?;
+        return Ok(false);
+    };
+    let url = format!("http://{listen}/readyz");
     let tcp_problem = match ask_tcp(&url).await {
         Ok(answer) => {
             print_readiness(&answer, out)?;
@@ -41,18 +60,25 @@ pub async fn run(config: &AppConfig, out: &mut dyn Write) -> std::io::Result<boo
     };
     writeln!(
         out,
-        "antler is not answering on {} ({socket_problem}) nor at {url} ({tcp_problem})",
-        socket.display()
+        "antler is not answering on {socket_problem} nor at {url} ({tcp_problem})"
     )?;
-    if crate::store::sled_store::is_locked(&data_dir.join(STORE_DIR)) {
-        writeln!(
-            out,
-            "the data directory {} is locked by a process that does not answer: a daemon starting, \
-             stopping or stuck; stop it if it does not recover",
-            data_dir.display()
-        )?;
-    }
     Ok(false)
+}
+
+/// The config file and data dir the daemon says it runs on (it tells the operator on its
+/// socket only), and the socket asked.
+fn print_whereabouts(
+    answer: &Value,
+    client: &DaemonClient,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    if let Some(config) = answer["config"].as_str() {
+        writeln!(out, "config    {config}")?;
+    }
+    if let Some(data_dir) = answer["data_dir"].as_str() {
+        writeln!(out, "data dir  {data_dir}")?;
+    }
+    writeln!(out, "via       {}", client.socket().display())
 }
 
 async fn ask_tcp(url: &str) -> Result<Value, String> {

@@ -103,11 +103,12 @@ pub fn resolve_user(config: &AppConfig, requested: Option<&str>) -> Result<Strin
         .iter()
         .map(|t| t.user.as_str())
         .collect();
-    if users.is_empty() {
-        return Ok(DEFAULT_CLI_USER.to_string());
-    }
     users.sort_unstable();
     users.dedup();
+    // No tokens, or only the local operator's own (`ANTLER_API_TOKEN`): nobody else to mean.
+    if users.is_empty() || users == [DEFAULT_CLI_USER] {
+        return Ok(DEFAULT_CLI_USER.to_string());
+    }
     Err(AgentsCliError::UserRequired {
         example: users[0].to_string(),
         users: users.join(", "),

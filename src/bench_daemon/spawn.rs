@@ -107,6 +107,8 @@ pub async fn start(
         .arg("--config")
         .arg(&config)
         .arg("run")
+        // Its runtime record stays with the bench's files, not in the user's runtime dir.
+        .env("XDG_RUNTIME_DIR", &dir)
         .env("RUST_LOG", "error")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

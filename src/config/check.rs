@@ -62,9 +62,10 @@ pub fn locked_api_warning(config: &AppConfig) -> Option<String> {
     }
     Some(format!(
         "gateway.listen: {addr} is reachable from other hosts and gateway.api_tokens is empty, \
-         so the HTTP API (/api/*) and the web chat are locked (401) until you add a token, e.g. \
-         `api_tokens: [{{token: $ANTLER_API_TOKEN, user: you}}]`; /healthz, /readyz and channel \
-         webhooks are served. For local use only, listen on 127.0.0.1:8787 instead"
+         so the HTTP API (/api/*) and the web chat are locked (401) until there is a token: set \
+         ANTLER_API_TOKEN (the token of the user `local`; in Docker Compose, in .env) or add \
+         tokens to gateway.api_tokens; /healthz, /readyz and channel webhooks are served. For \
+         local use only, listen on 127.0.0.1:8787 instead"
     ))
 }
 

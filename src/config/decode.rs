@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::AppConfig;
 use crate::config::env::EnvResolution;
-use crate::config::problem::{ConfigProblem, KeyPath, Segment};
+use crate::config::problem::{ConfigProblem, KeyPath, Segment, is_secret};
 
 /// The outcome of [`decode`].
 #[derive(Debug)]
@@ -23,20 +23,6 @@ pub(crate) struct Decoded {
     /// Key paths replaced by placeholders; problems at or under them are not real.
     pub(crate) patched: Vec<String>,
 }
-
-/// Keys whose values are secrets: a type error there must not echo the value. A test checks
-/// that every `Secret` key of the schema is listed.
-const SECRET_KEYS: &[&str] = &[
-    "api_key",
-    "token",
-    "bot_token",
-    "app_token",
-    "signing_secret",
-    "webhook_secret",
-    "app_secret",
-    "verification_token",
-    "encrypt_key",
-];
 
 /// Each retry fixes one value, so this bounds the number of problems reported per file.
 const MAX_ATTEMPTS: usize = 100;
@@ -175,7 +161,7 @@ impl Decoder {
         self.unknown.extend(ignored);
         result.map_err(|error| Failure {
             path: tracked_path(&track.path()),
-            message: error.to_string(),
+            message: plain_types(&error.to_string()),
         })
     }
 
@@ -296,12 +282,34 @@ fn locate_missing_field(path: KeyPath, message: String) -> (KeyPath, String) {
     }
 }
 
+/// serde names Rust types (`expected usize`); an operator reads "a whole number".
+fn plain_types(message: &str) -> String {
+    const NAMES: &[(&str, &str)] = &[
+        ("usize", "a whole number (0 or more)"),
+        ("u64", "a whole number (0 or more)"),
+        ("u32", "a whole number (0 or more)"),
+        ("u16", "a whole number from 0 to 65535"),
+        ("u8", "a whole number from 0 to 255"),
+        ("isize", "a whole number"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+    ];
+    let Some((head, expected)) = message.rsplit_once("expected ") else {
+        return message.to_owned();
+    };
+    match NAMES.iter().find(|(rust, _)| *rust == expected.trim()) {
+        Some((_, plain)) => format!("{head}expected {plain}"),
+        None => message.to_owned(),
+    }
+}
+
 fn redact(path: &KeyPath, message: String) -> String {
-    match path.last() {
-        Some(Segment::Key(key)) if SECRET_KEYS.contains(&key.as_str()) => {
-            "invalid value (not shown: this key holds a secret); expected a string".to_owned()
-        }
-        _ => message,
+    if is_secret(path) {
+        "invalid value (not shown: this key holds a secret); expected a string".to_owned()
+    } else {
+        message
     }
 }
 
@@ -346,6 +354,39 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::config::problem::SECRET_KEYS;
+
+    #[test]
+    fn rust_type_names_become_plain_words() {
+        let decoded = decode_json(json!({
+            "gateway": {"backlog": "many", "max_connections": -1},
+            "uploads": {"max_file_size": 1.5},
+        }));
+        let messages: Vec<&str> = decoded
+            .problems
+            .iter()
+            .map(|p| p.message.as_str())
+            .collect();
+        assert_eq!(decoded.problems.len(), 3, "{messages:?}");
+        for message in &messages {
+            assert!(
+                message.ends_with("expected a whole number (0 or more)"),
+                "{message}"
+            );
+            assert!(
+                !message.contains("usize") && !message.contains("u64"),
+                "{message}"
+            );
+        }
+        assert_eq!(
+            plain_types("invalid type: string \"x\", expected f64"),
+            "invalid type: string \"x\", expected a number"
+        );
+        assert_eq!(
+            plain_types("unknown variant `x`, expected `a` or `b`"),
+            "unknown variant `x`, expected `a` or `b`"
+        );
+    }
 
     #[test]
     fn every_secret_key_of_the_schema_is_redacted() {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::config::problem::KeyPath;
+use crate::config::problem::{KeyPath, is_secret};
 
 /// Where `$NAME` references in the config are looked up.
 pub trait EnvSource {
@@ -146,7 +146,7 @@ fn resolve_node(node: &mut Value, path: &KeyPath, env: &dyn EnvSource, out: &mut
         }
         Value::String(text) => match parse_reference(text) {
             Ok(None) => {}
-            Ok(Some(reference)) => match lookup(reference, env) {
+            Ok(Some(reference)) => match lookup(reference, env, is_secret(path)) {
                 Ok(value) => {
                     *text = value;
                     out.substituted.push(path.clone());
@@ -159,12 +159,22 @@ fn resolve_node(node: &mut Value, path: &KeyPath, env: &dyn EnvSource, out: &mut
     }
 }
 
-fn lookup(reference: EnvReference<'_>, env: &dyn EnvSource) -> Result<String, String> {
+/// `secret`: the key holds a secret, for which a default written in the file is no advice.
+fn lookup(
+    reference: EnvReference<'_>,
+    env: &dyn EnvSource,
+    secret: bool,
+) -> Result<String, String> {
     match (env.get(reference.name), reference.default) {
         // Shell semantics of `:-`: an empty value also falls back to the default.
         (Some(value), Some(default)) if value.is_empty() => Ok(default.to_owned()),
         (Some(value), _) => Ok(value),
         (None, Some(default)) => Ok(default.to_owned()),
+        (None, None) if secret => Err(format!(
+            "environment variable {name} is not set; set it where antler starts (the shell, \
+             the service's environment file, or .env for Docker Compose)",
+            name = reference.name
+        )),
         (None, None) => Err(format!(
             "environment variable {name} is not set; set it or write ${{{name}:-default}}",
             name = reference.name
@@ -234,6 +244,31 @@ mod tests {
         let (path, message) = &resolution.failures[0];
         assert_eq!(path.to_string(), "models[0].base_url");
         assert!(message.contains("environment variable NOPE is not set"));
+    }
+
+    #[test]
+    fn a_missing_secret_gets_no_default_suggested() {
+        let mut tree = json!({"gateway": {"api_tokens": [{"token": "$ANTLER_API_TOKEN"}]},
+                              "models": [{"model": "$ANTLER_MODEL"}]});
+        let resolution = resolve_tree(&mut tree, &MapEnv::new());
+        let messages: Vec<(String, &str)> = resolution
+            .failures
+            .iter()
+            .map(|(path, message)| (path.to_string(), message.as_str()))
+            .collect();
+        let secret = &messages[0];
+        assert_eq!(secret.0, "gateway.api_tokens[0].token");
+        assert!(
+            secret.1.contains("ANTLER_API_TOKEN is not set"),
+            "{}",
+            secret.1
+        );
+        assert!(!secret.1.contains(":-"), "{}", secret.1);
+        assert!(
+            messages[1].1.contains("${ANTLER_MODEL:-default}"),
+            "{}",
+            messages[1].1
+        );
     }
 
     #[test]

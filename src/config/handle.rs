@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use tokio::sync::watch;
 
-use crate::config::AppConfig;
+use crate::config::{AppConfig, ConfigOrigin};
 
 /// A cheap-to-clone handle to the current configuration. Components that must act on a change
 /// (a channel whose credentials changed) subscribe; everything else reads [`Self::current`] when
@@ -16,6 +16,8 @@ use crate::config::AppConfig;
 pub struct ConfigHandle {
     current: Arc<watch::Sender<Arc<AppConfig>>>,
     last_reload: Arc<watch::Sender<Option<ReloadRecord>>>,
+    /// Where the config in force came from (`antler status` shows it).
+    origin: Arc<std::sync::Mutex<ConfigOrigin>>,
 }
 
 /// What became of the last reload: `outcome` is the label of `antler_config_reloads_total`
@@ -36,7 +38,25 @@ impl ConfigHandle {
         Self {
             current: Arc::new(watch::Sender::new(Arc::new(config))),
             last_reload: Arc::new(watch::Sender::new(None)),
+            origin: Arc::new(std::sync::Mutex::new(ConfigOrigin::Embedded)),
         }
+    }
+
+    /// Where the config in force came from (the embedded default until told otherwise).
+    pub fn origin(&self) -> ConfigOrigin {
+        self.origin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records where the config in force came from (at start, and when the reload watcher
+    /// adopts a config file created after the start).
+    pub fn set_origin(&self, origin: ConfigOrigin) {
+        *self
+            .origin
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = origin;
     }
 
     /// The configuration in force now. Runs take one snapshot and keep it to the end.

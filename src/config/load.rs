@@ -8,7 +8,14 @@ use serde_json::Value;
 
 use crate::config::env::{self, EnvSource};
 use crate::config::problem::{ConfigProblem, KeyPath, is_within};
-use crate::config::{AppConfig, decode, validate};
+use crate::config::{ApiToken, AppConfig, Secret, decode, validate};
+
+/// The variable that, set while `gateway.api_tokens` is empty, is the API token of
+/// [`TOKEN_ENV_USER`] (one variable makes a container's API usable).
+pub const API_TOKEN_ENV: &str = "ANTLER_API_TOKEN";
+/// The user the `ANTLER_API_TOKEN` token acts as: the one a token-less start acts as, so the
+/// threads and agents made before keep their owner.
+pub const TOKEN_ENV_USER: &str = "local";
 
 /// The repository's `config.yaml`, used when no file is found so `antler run` works anywhere.
 pub const DEFAULT_CONFIG_YAML: &str = include_str!("../../config.yaml");
@@ -22,6 +29,16 @@ pub enum ConfigOrigin {
     File(PathBuf),
     /// The built-in copy of the repository's `config.yaml`.
     Embedded,
+}
+
+impl ConfigOrigin {
+    /// The config file, if it came from one.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Self::File(path) => Some(path),
+            Self::Embedded => None,
+        }
+    }
 }
 
 impl fmt::Display for ConfigOrigin {
@@ -65,13 +82,13 @@ impl ConfigError {
 }
 
 fn render_problems(origin: &ConfigOrigin, problems: &[ConfigProblem]) -> String {
-    let noun = if problems.len() == 1 {
-        "problem"
+    let (noun, them) = if problems.len() == 1 {
+        ("problem", "it")
     } else {
-        "problems"
+        ("problems", "them")
     };
     let mut text = format!(
-        "config {origin} has {} {noun}; fix them and retry:",
+        "config {origin} has {} {noun}; fix {them} and retry:",
         problems.len()
     );
     for problem in problems {
@@ -116,6 +133,20 @@ pub fn resolve_config_path(
     home.is_file().then_some(home)
 }
 
+/// The files the search of [`resolve_config_path`] looks at after an explicit path, in its
+/// order: `./config.yaml`, then `$ANTLER_HOME/config.yaml`. A daemon started on the embedded
+/// default watches them, so one created later is picked up without a restart.
+pub fn config_candidates(env: &dyn EnvSource, cwd: &Path) -> Vec<PathBuf> {
+    let mut candidates = vec![cwd.join(CONFIG_FILE_NAME)];
+    if let Some(home) = non_empty(env.get("ANTLER_HOME")) {
+        let home = cwd.join(home).join(CONFIG_FILE_NAME);
+        if !candidates.contains(&home) {
+            candidates.push(home);
+        }
+    }
+    candidates
+}
+
 /// Resolves the path (see [`resolve_config_path`]) and loads it, or the embedded default.
 pub fn load_config(
     flag: Option<&Path>,
@@ -155,6 +186,47 @@ pub fn load_from_str(
     env: &dyn EnvSource,
     cwd: &Path,
 ) -> Result<LoadedConfig, ConfigError> {
+    let decoded = decode_text(text, &origin, env, cwd)?;
+    let mut problems = decoded.problems;
+    let Some(config) = decoded.config else {
+        return Err(ConfigError::Invalid { origin, problems });
+    };
+    problems.extend(
+        validate::validate(&config)
+            .into_iter()
+            .filter(|problem| !decoded.patched.iter().any(|p| is_within(&problem.path, p))),
+    );
+    if !problems.is_empty() {
+        return Err(ConfigError::Invalid { origin, problems });
+    }
+    let warnings = validate::version_warnings(decoded.declared_version);
+    Ok(LoadedConfig {
+        config,
+        origin,
+        warnings,
+    })
+}
+
+/// A config decoded without validation: what [`load_from_str`] checks next, and what the
+/// commands that only talk to a running daemon read (see `config::locate`).
+pub(crate) struct DecodedConfig {
+    /// `None` when the tree could not be patched into something decodable.
+    pub(crate) config: Option<AppConfig>,
+    /// Decoding problems (unset variables, wrong types, unknown keys), validation not included.
+    pub(crate) problems: Vec<ConfigProblem>,
+    /// Key paths whose values were replaced by placeholders to go on decoding.
+    pub(crate) patched: Vec<String>,
+    pub(crate) declared_version: Option<u32>,
+}
+
+/// Parses YAML text, resolves `$ENV` references, decodes it (collecting every problem) and
+/// fills the defaults that depend on the environment.
+pub(crate) fn decode_text(
+    text: &str,
+    origin: &ConfigOrigin,
+    env: &dyn EnvSource,
+    cwd: &Path,
+) -> Result<DecodedConfig, ConfigError> {
     let mut tree: Value = serde_saphyr::from_str(text).map_err(|error| ConfigError::Parse {
         origin: origin.clone(),
         message: error.without_snippet().to_string(),
@@ -165,7 +237,7 @@ pub fn load_from_str(
     }
     if !tree.is_object() {
         return Err(ConfigError::Invalid {
-            origin,
+            origin: origin.clone(),
             problems: vec![ConfigProblem::new(
                 KeyPath::root().to_string(),
                 "the config must be a mapping of keys such as `models:` and `gateway:`",
@@ -175,27 +247,22 @@ pub fn load_from_str(
     let declared_version = tree.get("config_version").is_some();
     let resolution = env::resolve_tree(&mut tree, env);
     let decoded = decode::decode(tree, resolution);
-    let mut problems = decoded.problems;
-    let Some(mut config) = decoded.config else {
-        return Err(ConfigError::Invalid { origin, problems });
+    let config = decoded.config.map(|mut config| {
+        normalize(&mut config, env, cwd);
+        if config.sandbox.skills_path.is_none() {
+            config.sandbox.skills_path = Some(default_skills_dir(origin, cwd, &config));
+        }
+        config
+    });
+    let declared_version = match &config {
+        Some(config) if declared_version => Some(config.config_version),
+        _ => None,
     };
-    normalize(&mut config, env, cwd);
-    if config.sandbox.skills_path.is_none() {
-        config.sandbox.skills_path = default_skills_dir(&origin, cwd);
-    }
-    problems.extend(
-        validate::validate(&config)
-            .into_iter()
-            .filter(|problem| !decoded.patched.iter().any(|p| is_within(&problem.path, p))),
-    );
-    if !problems.is_empty() {
-        return Err(ConfigError::Invalid { origin, problems });
-    }
-    let warnings = validate::version_warnings(declared_version.then_some(config.config_version));
-    Ok(LoadedConfig {
+    Ok(DecodedConfig {
         config,
-        origin,
-        warnings,
+        problems: decoded.problems,
+        patched: decoded.patched,
+        declared_version,
     })
 }
 
@@ -215,18 +282,43 @@ fn normalize(config: &mut AppConfig, env: &dyn EnvSource, cwd: &Path) {
             model.api_key = None;
         }
     }
+    // `localhost:8787` is what people type; the listener wants an address.
+    if let Some((host, port)) = config.gateway.listen.rsplit_once(':')
+        && host.eq_ignore_ascii_case("localhost")
+        && port.parse::<u16>().is_ok()
+    {
+        config.gateway.listen = format!("127.0.0.1:{port}");
+    }
+    // One variable makes a container usable: the token of the user `local`, who owns what a
+    // token-less start created.
+    if config.gateway.api_tokens.is_empty()
+        && let Some(token) = non_empty(env.get(API_TOKEN_ENV))
+    {
+        config.gateway.api_tokens.push(ApiToken {
+            token: Secret::new(token),
+            user: TOKEN_ENV_USER.to_string(),
+        });
+    }
 }
 
-/// `skills/public` beside the config file, else in the working directory, if it exists.
-fn default_skills_dir(origin: &ConfigOrigin, cwd: &Path) -> Option<PathBuf> {
+/// Where the public skills shipped in the binary are installed in `data_dir` (by
+/// `skills::bundled` at start).
+pub fn shipped_skills_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("skills").join("public")
+}
+
+/// Where the public skills are when `sandbox.skills_path` is unset: `skills/public` beside the
+/// config file if it exists (a checkout, or an install that copied them there), else the copy
+/// of the skills shipped in the binary, installed into the data dir at start. Never the working
+/// directory: the daemon must behave the same wherever it is started.
+fn default_skills_dir(origin: &ConfigOrigin, cwd: &Path, config: &AppConfig) -> PathBuf {
     let beside_config = match origin {
         ConfigOrigin::File(path) => path.parent().map(|dir| cwd.join(dir).join("skills/public")),
         ConfigOrigin::Embedded => None,
     };
     beside_config
-        .into_iter()
-        .chain([cwd.join("skills/public")])
-        .find(|dir| dir.is_dir())
+        .filter(|dir| dir.is_dir())
+        .unwrap_or_else(|| shipped_skills_dir(&config.data_dir()))
 }
 
 fn non_empty(value: Option<String>) -> Option<String> {
@@ -298,6 +390,104 @@ mod tests {
         let loaded = load_from_str(text, ConfigOrigin::Embedded, &MapEnv::new(), Path::new("/"))
             .expect("valid config");
         assert!(loaded.config.models[0].api_key.is_none());
+    }
+
+    #[test]
+    fn localhost_listens_on_loopback_and_one_problem_is_it() {
+        let load = |text: &str| {
+            let text = format!("models: [{{name: m, model: x, base_url: 'http://h/v1'}}]\n{text}");
+            load_from_str(
+                &text,
+                ConfigOrigin::Embedded,
+                &MapEnv::new(),
+                Path::new("/"),
+            )
+        };
+        let loaded = load("gateway: {listen: 'LocalHost:8787'}").expect("valid config");
+        assert_eq!(loaded.config.gateway.listen, "127.0.0.1:8787");
+        let error = load("gateway: {listen: 'example.invalid:8787'}").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("has 1 problem; fix it and retry"),
+            "{error}"
+        );
+        let error = load("gateway: {listen: x, backlog: 0}").unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("has 2 problems; fix them and retry"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn antler_api_token_is_the_local_users_token_while_the_config_names_none() {
+        let env = MapEnv::new().with(API_TOKEN_ENV, "from-the-environment");
+        let load = |text: &str, env: &MapEnv| {
+            let text = format!("models: [{{name: m, model: x, base_url: 'http://h/v1'}}]\n{text}");
+            load_from_str(&text, ConfigOrigin::Embedded, env, Path::new("/"))
+                .expect("valid config")
+                .config
+                .gateway
+                .api_tokens
+        };
+        let tokens = load("gateway: {api_tokens: []}", &env);
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(tokens[0].user, TOKEN_ENV_USER);
+        assert_eq!(tokens[0].token.expose(), "from-the-environment");
+        // The config's own tokens win; an empty variable is no token.
+        let named = "gateway: {api_tokens: [{token: configured, user: alice}]}";
+        let tokens = load(named, &env);
+        assert_eq!(tokens.len(), 1);
+        assert_eq!(tokens[0].user, "alice");
+        assert!(load("gateway: {}", &MapEnv::new().with(API_TOKEN_ENV, "")).is_empty());
+    }
+
+    #[test]
+    fn the_candidates_are_the_search_paths_files() {
+        let cwd = Path::new("/srv/work");
+        assert_eq!(
+            config_candidates(&MapEnv::new(), cwd),
+            [PathBuf::from("/srv/work/config.yaml")]
+        );
+        let env = MapEnv::new().with("ANTLER_HOME", "/var/lib/antler");
+        assert_eq!(
+            config_candidates(&env, cwd),
+            [
+                PathBuf::from("/srv/work/config.yaml"),
+                PathBuf::from("/var/lib/antler/config.yaml")
+            ]
+        );
+    }
+
+    #[test]
+    fn the_skills_default_is_beside_the_config_else_the_data_dirs_shipped_copy() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config = tmp.path().join("config.yaml");
+        let text = "models: [{name: m, model: x, base_url: 'http://h/v1'}]\ndata_dir: data\n";
+        let load = || {
+            load_from_str(
+                text,
+                ConfigOrigin::File(config.clone()),
+                &MapEnv::new(),
+                tmp.path(),
+            )
+            .expect("valid config")
+            .config
+            .sandbox
+            .skills_path
+        };
+        // A `skills/public` in the working directory is not looked at.
+        assert_eq!(load(), Some(tmp.path().join("data/skills/public")));
+        std::fs::create_dir_all(tmp.path().join("skills/public")).expect("mkdir");
+        assert_eq!(load(), Some(tmp.path().join("skills/public")));
+        let embedded = load_from_str(text, ConfigOrigin::Embedded, &MapEnv::new(), tmp.path())
+            .expect("valid config");
+        assert_eq!(
+            embedded.config.sandbox.skills_path,
+            Some(tmp.path().join("data/skills/public"))
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod env;
 mod gateway_checks;
 pub mod handle;
 pub mod load;
+pub mod locate;
 pub mod memory;
 mod problem;
 pub mod reference;
@@ -28,9 +29,11 @@ pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::{ConfigHandle, ReloadRecord};
 pub use load::{
-    CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig, load_config,
-    load_embedded_default, load_from_file, load_from_str, resolve_config_path,
+    API_TOKEN_ENV, CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig,
+    config_candidates, load_config, load_embedded_default, load_from_file, load_from_str,
+    resolve_config_path, shipped_skills_dir,
 };
+pub use locate::{Locator, read_locator};
 pub use memory::MemoryConfig;
 pub use problem::ConfigProblem;
 pub use runtime::RuntimeConfig;

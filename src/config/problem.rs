@@ -1,6 +1,7 @@
-//! Where a config problem is: `ConfigProblem` (what users read) and `KeyPath` (how the loader
-//! walks the tree). A leaf, so the decoder, the environment resolver and the validator share
-//! them without depending on the loader that drives them.
+//! Where a config problem is: `ConfigProblem` (what users read), `KeyPath` (how the loader
+//! walks the tree) and which keys hold secrets (`is_secret`). A leaf, so the decoder, the
+//! environment resolver and the validator share them without depending on the loader that
+//! drives them, or on each other.
 
 use std::fmt;
 
@@ -26,6 +27,26 @@ impl fmt::Display for ConfigProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.path, self.message)
     }
+}
+
+/// Keys whose values are secrets: a type error there must not echo the value. A test checks
+/// that every `Secret` key of the schema is listed.
+pub(crate) const SECRET_KEYS: &[&str] = &[
+    "api_key",
+    "token",
+    "bot_token",
+    "app_token",
+    "signing_secret",
+    "webhook_secret",
+    "app_secret",
+    "verification_token",
+    "encrypt_key",
+];
+
+/// Whether the value at `path` is a secret (its key is one of [`SECRET_KEYS`]): messages about
+/// it must not show its text, nor suggest writing a default for it.
+pub(crate) fn is_secret(path: &KeyPath) -> bool {
+    matches!(path.last(), Some(Segment::Key(key)) if SECRET_KEYS.contains(&key.as_str()))
 }
 
 /// Whether `path` is `ancestor` or lies under it (`models[0].name` is within `models[0]`).

@@ -37,7 +37,9 @@ pub struct SandboxConfig {
     /// Extra host directories every thread sees at `container_path` (e.g. a shared reference
     /// folder), read-write unless `read_only`.
     pub mounts: Vec<SandboxMountConfig>,
-    /// Host directory shown read-only at `/mnt/skills`; unset = `skills/public` beside the config.
+    /// Host directory of the public skills, shown read-only at `/mnt/skills`. Unset:
+    /// `skills/public` beside the config file if it exists, else the skills shipped in the
+    /// binary, installed into `{data_dir}/skills/public` at start.
     pub skills_path: Option<PathBuf>,
     /// Wall-clock seconds before a command's process group is killed.
     pub bash_command_timeout: u64,

@@ -352,11 +352,13 @@ impl Default for TitleConfig {
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct GatewayConfig {
-    /// Address and port of the HTTP API, web chat, webhooks, `/healthz` and `/metrics`. On an
-    /// address other hosts can reach, the API answers 401 until `api_tokens` has an entry.
+    /// Address and port of the HTTP API, web chat, webhooks, `/healthz` and `/metrics`
+    /// (`localhost:PORT` means `127.0.0.1:PORT`). On an address other hosts can reach, the API
+    /// answers 401 until there is a token (`api_tokens` or `ANTLER_API_TOKEN`).
     pub listen: String,
     /// Bearer tokens for the HTTP API, each acting as one user. None on a loopback `listen`:
-    /// every request is the single user `local`.
+    /// every request is the single user `local`. While this is empty, `ANTLER_API_TOKEN` (when
+    /// set) is the token of the user `local`, who keeps the operator's rights.
     pub api_tokens: Vec<ApiToken>,
     /// Seconds in-flight runs get to finish after SIGTERM before they are cancelled.
     pub shutdown_grace_seconds: u64,

@@ -385,7 +385,7 @@ fn check_gateway(config: &AppConfig, problems: &mut Problems) {
     problems.require(
         gateway.listen.parse::<SocketAddr>().is_ok(),
         "gateway.listen",
-        "must be an ip address and port, e.g. `127.0.0.1:8787` or `0.0.0.0:8787`",
+        "must be an ip address (or localhost) and port, e.g. `127.0.0.1:8787` or `0.0.0.0:8787`",
     );
     problems.require(
         gateway.backlog >= 1,

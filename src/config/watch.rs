@@ -64,7 +64,10 @@ pub enum ReloadPhase {
 
 /// Reloads the config file into a handle when its signature changes.
 pub struct ConfigWatcher {
-    path: PathBuf,
+    /// The file watched; `None` while the daemon runs on the embedded default.
+    path: Option<PathBuf>,
+    /// Running on the embedded default: the files that are loaded if one appears, in order.
+    candidates: Vec<PathBuf>,
     handle: ConfigHandle,
     env: Arc<dyn EnvSource + Send + Sync>,
     cwd: PathBuf,
@@ -88,12 +91,34 @@ impl ConfigWatcher {
             FileSignature::of(&bytes, modified)
         });
         Self {
-            path,
+            path: Some(path),
+            candidates: Vec::new(),
             handle,
             env,
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             interval: DEFAULT_POLL_INTERVAL,
             last_seen,
+            reported_unreadable: false,
+            reload_signal: None,
+        }
+    }
+
+    /// For a daemon started on the embedded default: waits for the first of `candidates` (the
+    /// config search path, see `config::config_candidates`) to appear, loads it as a reload,
+    /// and from then on watches it.
+    pub fn awaiting(
+        candidates: Vec<PathBuf>,
+        handle: ConfigHandle,
+        env: Arc<dyn EnvSource + Send + Sync>,
+    ) -> Self {
+        Self {
+            path: None,
+            candidates,
+            handle,
+            env,
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            interval: DEFAULT_POLL_INTERVAL,
+            last_seen: None,
             reported_unreadable: false,
             reload_signal: None,
         }
@@ -121,11 +146,25 @@ impl ConfigWatcher {
         self
     }
 
+    /// The file to read: the watched one, or the first candidate that has appeared.
+    fn watched(&mut self) -> Option<PathBuf> {
+        if self.path.is_none() {
+            let appeared = self.candidates.iter().find(|path| path.is_file())?.clone();
+            info!(path = %appeared.display(), "A config file appeared; loading it (antler started on the embedded default config)");
+            self.path = Some(appeared);
+            self.last_seen = None;
+        }
+        self.path.clone()
+    }
+
     /// Checks the file once and reloads it if it changed.
     pub async fn poll_once(&mut self) -> PollOutcome {
+        let Some(path) = self.watched() else {
+            return PollOutcome::Unchanged;
+        };
         let read = async {
-            let modified = tokio::fs::metadata(&self.path).await?.modified().ok();
-            let bytes = tokio::fs::read(&self.path).await?;
+            let modified = tokio::fs::metadata(&path).await?.modified().ok();
+            let bytes = tokio::fs::read(&path).await?;
             Ok::<_, std::io::Error>((bytes, modified))
         };
         let (bytes, modified) = match read.await {
@@ -133,7 +172,7 @@ impl ConfigWatcher {
             Err(error) => {
                 if !self.reported_unreadable {
                     self.reported_unreadable = true;
-                    warn!(path = %self.path.display(), %error, "Cannot read the config file; keeping the running config");
+                    warn!(path = %path.display(), %error, "Cannot read the config file; keeping the running config");
                 }
                 return PollOutcome::Unreadable;
             }
@@ -145,7 +184,10 @@ impl ConfigWatcher {
         }
         // Remember even a rejected version, so it is reported once rather than every poll.
         self.last_seen = Some(signature);
-        let outcome = self.reload(bytes);
+        let outcome = self.reload(&path, bytes);
+        if outcome == PollOutcome::Reloaded {
+            self.handle.set_origin(ConfigOrigin::File(path));
+        }
         let (label, detail) = match outcome {
             PollOutcome::Reloaded => ("reloaded", None),
             PollOutcome::Rejected => (
@@ -192,7 +234,14 @@ impl ConfigWatcher {
 
     /// A signal asked for a reload: re-read the file whatever its signature.
     async fn forced_reload(&mut self) -> PollOutcome {
-        info!(path = %self.path.display(), "Reload requested (SIGHUP)");
+        match (&self.path, self.candidates.first()) {
+            (Some(path), _) => info!(path = %path.display(), "Reload requested (SIGHUP)"),
+            (None, Some(first)) => info!(
+                create = %first.display(),
+                "Reload requested (SIGHUP); running on the embedded default config until a config file appears"
+            ),
+            (None, None) => info!("Reload requested (SIGHUP)"),
+        }
         if let Some((_, hook)) = &self.reload_signal {
             hook(ReloadPhase::Started);
         }
@@ -204,8 +253,8 @@ impl ConfigWatcher {
         outcome
     }
 
-    fn reload(&mut self, bytes: Vec<u8>) -> PollOutcome {
-        let path = self.path.display().to_string();
+    fn reload(&mut self, file: &std::path::Path, bytes: Vec<u8>) -> PollOutcome {
+        let path = file.display().to_string();
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(_) => {
@@ -216,7 +265,7 @@ impl ConfigWatcher {
                 return PollOutcome::Rejected;
             }
         };
-        let origin = ConfigOrigin::File(self.path.clone());
+        let origin = ConfigOrigin::File(file.to_path_buf());
         let loaded = match load_from_str(&text, origin, self.env.as_ref(), &self.cwd) {
             Ok(loaded) => loaded,
             Err(error) => {
@@ -252,6 +301,41 @@ impl ConfigWatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_config_file_created_after_an_embedded_start_is_loaded_and_watched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (first, second) = (tmp.path().join("config.yaml"), tmp.path().join("home.yaml"));
+        let handle = ConfigHandle::fixed(crate::config::AppConfig::default());
+        let env: Arc<dyn EnvSource + Send + Sync> = Arc::new(crate::config::MapEnv::new());
+        let mut watcher =
+            ConfigWatcher::awaiting(vec![first.clone(), second.clone()], handle.clone(), env)
+                .with_cwd(tmp.path());
+        assert_eq!(watcher.poll_once().await, PollOutcome::Unchanged);
+        assert_eq!(handle.origin(), ConfigOrigin::Embedded);
+        // The second candidate appears first, then the first: the one found is kept.
+        std::fs::write(
+            &second,
+            "models: [{name: m, model: x, base_url: 'http://h/v1'}]\nrecursion_limit: 42\n",
+        )
+        .unwrap();
+        assert_eq!(watcher.poll_once().await, PollOutcome::Reloaded);
+        assert_eq!(handle.current().recursion_limit, 42);
+        assert_eq!(handle.origin(), ConfigOrigin::File(second.clone()));
+        std::fs::write(
+            &first,
+            "models: [{name: m, model: x, base_url: 'http://h/v1'}]\nrecursion_limit: 7\n",
+        )
+        .unwrap();
+        assert_eq!(watcher.poll_once().await, PollOutcome::Unchanged);
+        std::fs::write(
+            &second,
+            "models: [{name: m, model: x, base_url: 'http://h/v1'}]\nrecursion_limit: 43\n",
+        )
+        .unwrap();
+        assert_eq!(watcher.poll_once().await, PollOutcome::Reloaded);
+        assert_eq!(handle.current().recursion_limit, 43);
+    }
 
     #[test]
     fn signature_changes_with_content_of_same_size() {

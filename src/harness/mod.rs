@@ -109,6 +109,7 @@ impl Harness {
         })?;
         let cache_mb = config.current().store.cache_capacity_mb;
         let store = SledStore::open_with_cache(data_dir.join(STORE_DIR), cache_mb)?;
+        crate::skills::bundled::install_for(&config.current());
         Self::with_parts(config, Arc::new(store), None)
     }
 

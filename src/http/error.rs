@@ -26,19 +26,23 @@ impl ApiError {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
-            "missing or invalid API token; send 'Authorization: Bearer <token>' with a token from gateway.api_tokens",
+            "missing or invalid API token; send 'Authorization: Bearer <token>' with a token from gateway.api_tokens (or the ANTLER_API_TOKEN the daemon started with)",
         )
     }
 
     /// A listener other hosts can reach without any API token: nobody may use the API yet.
+    /// The advice works in a container too, where the daemon must listen on 0.0.0.0.
     pub fn api_locked() -> Self {
         Self::new(
             StatusCode::UNAUTHORIZED,
             "api_locked",
-            "the API is locked: the daemon listens on a non-loopback address and gateway.api_tokens \
-             is empty; add a token there (e.g. `api_tokens: [{token: $ANTLER_API_TOKEN, user: you}]`, \
-             re-read without a restart) and send 'Authorization: Bearer <token>', or listen on \
-             127.0.0.1 (gateway.listen, ANTLER_LISTEN in the shipped config)",
+            "the API is locked: the daemon listens on an address other hosts can reach and \
+             gateway.api_tokens is empty. Set ANTLER_API_TOKEN to a long random string and \
+             restart (it becomes the token of the user `local`; with Docker Compose put it in \
+             .env beside docker-compose.yml, with docker run pass -e ANTLER_API_TOKEN=…), or add \
+             tokens to gateway.api_tokens (re-read without a restart); then send \
+             'Authorization: Bearer <token>' (the web chat asks for it once). For this machine \
+             only, listen on 127.0.0.1 instead (gateway.listen, ANTLER_LISTEN)",
         )
     }
 

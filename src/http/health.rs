@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 use serde_json::{Value, json};
 
 use crate::http::AppState;
+use crate::local_socket::LocalOperator;
 
 /// The process is up and serving HTTP.
 pub(crate) async fn healthz() -> &'static str {
@@ -20,7 +21,11 @@ pub(crate) async fn healthz() -> &'static str {
 /// unreachable model is reported, not a readiness failure: the daemon still serves. `sandbox`
 /// says which provider runs tools and whether shell commands work. `reload` is what the last
 /// config reload did (absent until one happened): a rollback shows here as well as in the log.
-pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, Json<Value>) {
+/// Over the local socket (the operator) it also names the config file and the data dir.
+pub(crate) async fn readyz(
+    State(state): State<Arc<AppState>>,
+    operator: Option<Extension<LocalOperator>>,
+) -> (StatusCode, Json<Value>) {
     let channels = json!(state.channels.health.snapshot());
     let sandbox = sandbox_json(&state);
     let (status, mut body) = match state.harness.threads().get("readyz-probe") {
@@ -34,6 +39,10 @@ pub(crate) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, J
             json!({"status": "not_ready", "problem": problem.to_string(), "channels": channels, "sandbox": sandbox}),
         ),
     };
+    if operator.is_some() {
+        body["config"] = json!(state.config.origin().to_string());
+        body["data_dir"] = json!(state.config.current().data_dir().display().to_string());
+    }
     if let Some(reload) = state.config.last_reload() {
         body["reload"] = json!(reload);
     }

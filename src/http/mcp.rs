@@ -3,7 +3,9 @@
 //!
 //! A PUT is validated in full before anything is written, then written atomically (a temporary
 //! file renamed over the old one) keeping the file's other keys; the next run reconnects to the
-//! servers of the new version. The GET answers the file as written: `$VAR` references stay
+//! servers of the new version. It is written in the data dir (the service's writable state),
+//! never beside `config.yaml`: an older install's file there is read until the first PUT, which
+//! carries its other keys over and leaves it as it was. The GET answers the file as written: `$VAR` references stay
 //! references, so resolved secrets never leave the daemon.
 
 use std::sync::Arc;
@@ -17,8 +19,8 @@ use crate::config::ProcessEnv;
 use crate::http::error::ApiError;
 use crate::http::{AppState, AuthUser};
 use crate::lead_agent::access::is_admin;
-use crate::mcp::ExtensionsConfig;
 use crate::mcp::config::merge_servers;
+use crate::mcp::{ExtensionsConfig, extensions_write_path};
 
 fn require_admin(state: &AppState, user: &AuthUser) -> Result<(), ApiError> {
     if user.is_operator() || is_admin(&state.config.current(), &user.0) {
@@ -76,16 +78,28 @@ pub(super) async fn put_config(
             e.to_string(),
         )
     })?;
-    let path = state.harness.mcp().path();
-    let existing = match tokio::fs::read(&path).await {
+    let read_from = state.harness.mcp().path();
+    let existing = match tokio::fs::read(&read_from).await {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(error) => return Err(ApiError::internal(error)),
     };
     let text = merge_servers(&existing, servers.clone()).map_err(ApiError::internal)?;
-    write_atomically(&path, &text)
-        .await
-        .map_err(|e| ApiError::internal(format!("could not write {}: {e}", path.display())))?;
+    let path = extensions_write_path(&ProcessEnv, &state.config.current().data_dir());
+    write_atomically(&path, &text).await.map_err(|e| {
+        ApiError::internal(format!(
+            "could not write {}: {e}; the data directory must be writable by the daemon",
+            path.display()
+        ))
+    })?;
+    if path != read_from {
+        state.harness.mcp().set_path(path.clone());
+        tracing::info!(
+            from = %read_from.display(),
+            to = %path.display(),
+            "extensions_config.json now lives in the data dir; the old file is no longer read"
+        );
+    }
     tracing::info!(caller = %user.0, path = %path.display(), "MCP configuration replaced over HTTP");
     Ok(Json(
         json!({"mcpServers": servers, "path": path.display().to_string()}),

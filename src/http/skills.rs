@@ -42,8 +42,25 @@ pub(crate) async fn list(
     State(state): State<Arc<AppState>>,
     user: AuthUser,
 ) -> Result<Json<Value>, ApiError> {
-    let skills = blocking(move || catalog(&state).list(&user.0)).await?;
-    Ok(Json(json!({ "skills": skills })))
+    let operator = user.is_operator();
+    let (skills, dirs) = blocking(move || {
+        let catalog = catalog(&state);
+        let dirs = (
+            catalog.public_dir().display().to_string(),
+            catalog.custom_dir(&user.0)?.display().to_string(),
+            user.0.clone(),
+        );
+        Ok::<_, SkillError>((catalog.list(&user.0)?, dirs))
+    })
+    .await?;
+    let mut body = json!({ "skills": skills });
+    // Host paths only to the operator on the local socket (`antler skills list` prints them).
+    if operator {
+        body["public_dir"] = json!(dirs.0);
+        body["custom_dir"] = json!(dirs.1);
+        body["user"] = json!(dirs.2);
+    }
+    Ok(Json(body))
 }
 
 pub(crate) async fn update(

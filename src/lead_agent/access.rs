@@ -5,7 +5,8 @@
 //! user may always list and use their own agents; with `agents.self_service: true` they may also
 //! bootstrap, create, change, delete and revert their own. With no API tokens configured the
 //! HTTP API serves only a loopback listener (on any other address it is locked) and every
-//! caller is the single local user, the operator, who therefore counts as an admin.
+//! caller is the single local user, the operator, who therefore counts as an admin; so does the
+//! operator whose token is the only one (`ANTLER_API_TOKEN`, the container's one variable).
 
 use crate::config::AppConfig;
 use crate::identity::is_channel_admin;
@@ -32,11 +33,17 @@ pub enum AccessDenied {
     OtherUser,
 }
 
-/// Whether `user_id` is an admin: listed in `admins`, or the local operator of a token-less
-/// install.
+/// Whether `user_id` is an admin: listed in `admins`, or the local operator while nobody else
+/// has a token (a token-less install, or one whose only token is the operator's own, such as
+/// `ANTLER_API_TOKEN`'s).
 pub fn is_admin(config: &AppConfig, user_id: &str) -> bool {
+    let operator_only = config
+        .gateway
+        .api_tokens
+        .iter()
+        .all(|token| token.user == LOCAL_OPERATOR);
     config.admins.iter().any(|admin| admin == user_id)
-        || (user_id == LOCAL_OPERATOR && config.gateway.api_tokens.is_empty())
+        || (user_id == LOCAL_OPERATOR && operator_only)
         || is_channel_admin(config, user_id)
 }
 
@@ -138,6 +145,22 @@ mod tests {
             check_read(&strict, "bob", "alice"),
             Err(AccessDenied::OtherUser)
         );
+    }
+
+    #[test]
+    fn the_operator_with_the_only_token_stays_an_admin() {
+        let mut config = AppConfig::default();
+        config.gateway.api_tokens = vec![ApiToken {
+            token: Secret::new("from-ANTLER_API_TOKEN"),
+            user: LOCAL_OPERATOR.into(),
+        }];
+        assert!(is_admin(&config, LOCAL_OPERATOR));
+        config.gateway.api_tokens.push(ApiToken {
+            token: Secret::new("another"),
+            user: "alice".into(),
+        });
+        assert!(!is_admin(&config, LOCAL_OPERATOR));
+        assert!(!is_admin(&config, "alice"));
     }
 
     #[test]

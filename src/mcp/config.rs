@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{EnvSource, Secret};
 
-/// The file name beside `config.yaml`.
+/// The file's name (in the data dir; beside `config.yaml` on older installs).
 pub const EXTENSIONS_FILE_NAME: &str = "extensions_config.json";
 /// Overrides where the file is.
 pub const EXTENSIONS_ENV: &str = "ANTLER_EXTENSIONS_CONFIG";
@@ -40,20 +40,41 @@ pub enum McpConfigError {
     },
 }
 
-/// Where `extensions_config.json` is: `$ANTLER_EXTENSIONS_CONFIG`, else beside `config.yaml`,
-/// else in the data dir (when running on the embedded default config).
+/// Where `extensions_config.json` is read from: `$ANTLER_EXTENSIONS_CONFIG`; else the data
+/// dir's (where [`extensions_write_path`] puts changes); else, for installs from before it
+/// moved there, the one beside `config.yaml` while the data dir has none; else the data dir's
+/// (not written yet).
 pub fn extensions_path(
     env: &dyn EnvSource,
     config_file: Option<&Path>,
     data_dir: &Path,
 ) -> PathBuf {
-    if let Some(path) = env.get(EXTENSIONS_ENV).filter(|p| !p.trim().is_empty()) {
-        return PathBuf::from(path);
+    if let Some(path) = env_override(env) {
+        return path;
     }
-    match config_file.and_then(Path::parent) {
-        Some(dir) => dir.join(EXTENSIONS_FILE_NAME),
-        None => data_dir.join(EXTENSIONS_FILE_NAME),
+    let in_data_dir = data_dir.join(EXTENSIONS_FILE_NAME);
+    if !in_data_dir.exists()
+        && let Some(beside) = config_file
+            .and_then(Path::parent)
+            .map(|dir| dir.join(EXTENSIONS_FILE_NAME))
+            .filter(|beside| beside.is_file())
+    {
+        return beside;
     }
+    in_data_dir
+}
+
+/// Where a change (`PUT /api/mcp/config`) is written: `$ANTLER_EXTENSIONS_CONFIG`, else the data
+/// dir. Never beside `config.yaml`: that directory is read-only to the service under systemd
+/// (`ProtectSystem=strict`) and root's in the container image.
+pub fn extensions_write_path(env: &dyn EnvSource, data_dir: &Path) -> PathBuf {
+    env_override(env).unwrap_or_else(|| data_dir.join(EXTENSIONS_FILE_NAME))
+}
+
+fn env_override(env: &dyn EnvSource) -> Option<PathBuf> {
+    env.get(EXTENSIONS_ENV)
+        .filter(|p| !p.trim().is_empty())
+        .map(PathBuf::from)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]

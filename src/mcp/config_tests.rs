@@ -156,19 +156,32 @@ fn merging_keeps_other_keys() {
 }
 
 #[test]
-fn the_path_follows_the_env_then_config_yaml_then_the_data_dir() {
-    let data = Path::new("/data");
+fn the_path_follows_the_env_then_the_data_dir_then_an_older_file_beside_config_yaml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("data");
+    let etc = tmp.path().join("etc");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::create_dir_all(&etc).unwrap();
+    let config_yaml = etc.join("config.yaml");
     let env = MapEnv::new().with(EXTENSIONS_ENV, "/etc/ext.json");
     assert_eq!(
-        extensions_path(&env, Some(Path::new("/cfg/config.yaml")), data),
+        extensions_path(&env, Some(&config_yaml), &data),
         PathBuf::from("/etc/ext.json")
     );
     assert_eq!(
-        extensions_path(&MapEnv::new(), Some(Path::new("/cfg/config.yaml")), data),
-        PathBuf::from("/cfg/extensions_config.json")
+        extensions_write_path(&env, &data),
+        PathBuf::from("/etc/ext.json")
     );
-    assert_eq!(
-        extensions_path(&MapEnv::new(), None, data),
-        PathBuf::from("/data/extensions_config.json")
-    );
+    let none = MapEnv::new();
+    let in_data = data.join(EXTENSIONS_FILE_NAME);
+    assert_eq!(extensions_path(&none, Some(&config_yaml), &data), in_data);
+    assert_eq!(extensions_path(&none, None, &data), in_data);
+    assert_eq!(extensions_write_path(&none, &data), in_data);
+    // An install from before: the file beside config.yaml is read until the data dir has one.
+    let beside = etc.join(EXTENSIONS_FILE_NAME);
+    std::fs::write(&beside, "{}").unwrap();
+    assert_eq!(extensions_path(&none, Some(&config_yaml), &data), beside);
+    assert_eq!(extensions_write_path(&none, &data), in_data);
+    std::fs::write(&in_data, "{}").unwrap();
+    assert_eq!(extensions_path(&none, Some(&config_yaml), &data), in_data);
 }

@@ -18,7 +18,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::mcp::config::{ServerConfig, Transport};
-use crate::mcp::http::{RemoteAuth, StreamableClient};
+use crate::mcp::http::{RemoteAuth, StreamableClient, with_causes};
 use crate::mcp::oauth::TokenSource;
 use crate::mcp::sse::SseTransport;
 
@@ -49,6 +49,23 @@ pub(crate) enum ConnectError {
     Timeout(Duration),
 }
 
+/// rmcp's transport errors name the transport's Rust type
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error`); what went wrong is in the
+/// error it wraps, said here with its causes (a refused connection, a DNS failure, the status).
+fn handshake_error(error: rmcp::service::ClientInitializeError) -> ConnectError {
+    use rmcp::service::ClientInitializeError;
+    let ClientInitializeError::TransportError { error, .. } = error else {
+        return ConnectError::Handshake(error.to_string());
+    };
+    let text = with_causes(error.error.as_ref());
+    // rmcp's own prefix for an HTTP client failure says nothing a reader can use.
+    let text = text
+        .strip_prefix("Client error: ")
+        .unwrap_or(&text)
+        .to_string();
+    ConnectError::Transport(text)
+}
+
 /// Connects `server` within [`START_TIMEOUT`].
 pub(crate) async fn connect(
     server: &ServerConfig,
@@ -66,8 +83,7 @@ async fn open(
     http: &reqwest::Client,
     oauth: Option<Arc<TokenSource>>,
 ) -> Result<Connection, ConnectError> {
-    let handshake =
-        |e: rmcp::service::ClientInitializeError| ConnectError::Handshake(e.to_string());
+    let handshake = handshake_error;
     match &server.transport {
         Transport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
@@ -116,7 +132,7 @@ async fn open(
                 crate::mcp::config::TransportKind::Sse => {
                     let transport = SseTransport::connect(http.clone(), auth, url)
                         .await
-                        .map_err(|e| ConnectError::Transport(e.to_string()))?;
+                        .map_err(|e| ConnectError::Transport(with_causes(&e)))?;
                     ().serve(transport).await.map_err(handshake)?
                 }
                 _ => {
@@ -136,5 +152,28 @@ async fn open(
                 _stderr: None,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::service::ClientInitializeError;
+    use rmcp::transport::DynamicTransportError;
+
+    #[test]
+    fn transport_failures_name_what_happened_not_rust_types() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        let error = ClientInitializeError::TransportError {
+            error: DynamicTransportError::from_parts(
+                "rmcp::transport::worker::WorkerTransport<antler::mcp::http::StreamableClient>",
+                std::any::TypeId::of::<()>(),
+                Box::new(io),
+            ),
+            context: "send initialize request".into(),
+        };
+        let text = handshake_error(error).to_string();
+        assert_eq!(text, "could not connect: Connection refused");
+        assert!(!text.contains("::"), "{text}");
     }
 }

@@ -31,7 +31,9 @@ const JSON: &str = "application/json";
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum RemoteError {
-    #[error("{0}")]
+    /// With its causes in the text: rmcp's wrapper (`StreamableHttpError::Client`) does not
+    /// pass the source chain on, and "error sending request" alone does not say what failed.
+    #[error("{}", with_causes(.0))]
     Http(#[from] reqwest::Error),
     #[error("{0}")]
     OAuth(#[from] OAuthError),
@@ -126,6 +128,38 @@ impl StreamableClient {
     }
 }
 
+/// An error's text followed by each cause it does not already quote (`error sending request
+/// for url (…): client error (Connect): tcp connect error: Connection refused`).
+pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// `HTTP 404 Not Found: {body}`, in one line: an HTML error page is named, not quoted.
+fn refusal(status: StatusCode, kind: Option<&str>, body: &str) -> String {
+    let body = body.trim();
+    if kind == Some("text/html") || body.starts_with('<') {
+        return format!("HTTP {status} with a web page; is the url the server's MCP endpoint?");
+    }
+    let line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.chars().count() {
+        0 => format!("HTTP {status}"),
+        n if n > 200 => format!(
+            "HTTP {status}: {}…",
+            line.chars().take(200).collect::<String>()
+        ),
+        _ => format!("HTTP {status}: {line}"),
+    }
+}
+
 fn client_error(error: reqwest::Error) -> StreamableHttpError<RemoteError> {
     StreamableHttpError::Client(RemoteError::Http(error))
 }
@@ -186,10 +220,7 @@ impl StreamableHttpClient for StreamableClient {
                 return Ok(StreamableHttpPostResponse::Json(error, new_session));
             }
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!(
-                    "HTTP {status}: {}",
-                    body.chars().take(300).collect::<String>()
-                ),
+                refusal(status, kind.as_deref(), &body),
             )));
         }
         match kind.as_deref() {
@@ -259,5 +290,33 @@ impl StreamableHttpClient for StreamableClient {
                 other.map(str::to_string),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_post_is_one_line_and_never_quotes_a_web_page() {
+        let page = "<!DOCTYPE HTML>\n<html><body><h1>Error</h1></body></html>";
+        let text = refusal(StatusCode::NOT_IMPLEMENTED, Some("text/html"), page);
+        assert_eq!(
+            text,
+            "HTTP 501 Not Implemented with a web page; is the url the server's MCP endpoint?"
+        );
+        assert_eq!(
+            refusal(
+                StatusCode::FORBIDDEN,
+                Some("text/plain"),
+                "  no\n  entry \n"
+            ),
+            "HTTP 403 Forbidden: no entry"
+        );
+        assert_eq!(
+            refusal(StatusCode::BAD_GATEWAY, None, ""),
+            "HTTP 502 Bad Gateway"
+        );
+        assert!(refusal(StatusCode::BAD_REQUEST, None, &"x".repeat(500)).ends_with("x…"));
     }
 }

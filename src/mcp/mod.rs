@@ -15,8 +15,20 @@ mod server;
 mod sse;
 pub mod tool;
 
-pub use config::{EXTENSIONS_ENV, EXTENSIONS_FILE_NAME, ExtensionsConfig, extensions_path};
+pub use config::{
+    EXTENSIONS_ENV, EXTENSIONS_FILE_NAME, ExtensionsConfig, extensions_path, extensions_write_path,
+};
 pub use deferred::{DeferredCatalog, DeferredToolsMiddleware, TOOL_SEARCH, ToolSearchTool};
 pub use manager::{McpManager, McpToolSet};
 pub use server::{ServerReport, ServerStatus};
 pub use tool::{MCP_GROUP, McpTool};
+
+/// The binary's log filter: `RUST_LOG` when set, else `level` (a `log_level` value) with rmcp's
+/// transport worker silenced: it logs every failed connection at ERROR with its internal Rust
+/// types (`reqwest::Error { kind: … }`), while the manager reports the same failure once, in
+/// words.
+pub fn log_filter(level: &str) -> tracing_subscriber::EnvFilter {
+    use tracing_subscriber::EnvFilter;
+    EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},rmcp::transport::worker=off")))
+}

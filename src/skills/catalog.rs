@@ -93,6 +93,11 @@ impl SkillCatalog {
         Self::new(skills_dir(config), config.data_dir(), store, loader)
     }
 
+    /// Where the public skills are read from.
+    pub fn public_dir(&self) -> &Path {
+        &self.public_dir
+    }
+
     /// `{data_dir}/users/{user}/skills/custom`.
     pub fn custom_dir(&self, user: &str) -> Result<PathBuf, SkillError> {
         Ok(self.user_skills_dir(user)?.join("custom"))

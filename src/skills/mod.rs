@@ -1,7 +1,8 @@
 //! Skills: `SKILL.md` packages (the Anthropic format) the agent reads when a task calls for
 //! them.
 //!
-//! Public skills ship in the skills directory (`sandbox.skills_path`, default `skills/public`);
+//! Public skills ship inside the binary ([`bundled`], installed into the data dir) unless the
+//! skills directory is set (`sandbox.skills_path`, or `skills/public` beside the config file);
 //! each user installs custom skills into `{data_dir}/users/{user}/skills/custom/`. The
 //! [`SkillCatalog`] says which a user sees and which are enabled (records in the store); the
 //! prompt lists them (progressive disclosure), the sandbox mounts the enabled ones read-only
@@ -9,6 +10,7 @@
 //! ([`activation`]). Archives are unpacked by [`installer`] under its safety rules.
 
 pub mod activation;
+pub mod bundled;
 pub mod catalog;
 pub mod chat;
 pub mod front_matter;
@@ -28,8 +30,6 @@ use crate::store::StoreError;
 pub const SKILL_FILE: &str = "SKILL.md";
 /// The skill a bootstrap conversation runs with.
 pub const BOOTSTRAP_SKILL: &str = "bootstrap";
-/// Where skills live when `sandbox.skills_path` is unset (relative to the working directory).
-pub const DEFAULT_SKILLS_DIR: &str = "skills/public";
 
 /// Chat and console command names: `/new` must always mean the command, so no skill may take
 /// one of these names.

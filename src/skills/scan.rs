@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use crate::config::AppConfig;
+use crate::skills::SKILL_FILE;
 use crate::skills::front_matter::{SkillMeta, parse_skill_md};
-use crate::skills::{DEFAULT_SKILLS_DIR, SKILL_FILE};
 
 /// A valid skill found on disk.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,14 +24,14 @@ pub struct ScannedSkill {
     pub meta: SkillMeta,
 }
 
-/// The skills directory of a configuration: `sandbox.skills_path`, else `skills/public` in the
-/// working directory (the config loader already prefers the one beside the config file).
+/// The skills directory of a configuration: `sandbox.skills_path` (the config loader fills it),
+/// else the data dir's copy of the shipped skills.
 pub fn skills_dir(config: &AppConfig) -> PathBuf {
     config
         .sandbox
         .skills_path
         .clone()
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SKILLS_DIR))
+        .unwrap_or_else(|| crate::config::shipped_skills_dir(&config.data_dir()))
 }
 
 /// Scans `dir` for `*/SKILL.md`, sorted by name; a missing directory yields no skills and an

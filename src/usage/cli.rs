@@ -7,7 +7,7 @@ use std::sync::Arc;
 use reqwest::Method;
 
 use crate::config::AppConfig;
-use crate::daemon_client::{DaemonClientError, Located, locate, segment};
+use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::store::{STORE_DIR, SledStore, StoreError};
 use crate::usage::{MAX_DAYS, UsageStore, report, today, window_rows};
 
@@ -31,13 +31,15 @@ pub enum UsageCliError {
     Output(#[from] std::io::Error),
 }
 
+/// Prints the report of `args`, from `daemon` when one runs, else from `config`'s data dir.
 pub async fn run(
     config: &AppConfig,
+    daemon: Option<&DaemonClient>,
     args: &UsageArgs,
     out: &mut dyn Write,
 ) -> Result<(), UsageCliError> {
-    let text = match locate(&config.data_dir()).await? {
-        Located::Daemon(client) => {
+    let text = match daemon {
+        Some(client) => {
             let mut path = format!("/api/usage?days={}", args.days);
             if let Some(user) = &args.user {
                 path.push_str(&format!("&user={}", segment(user)));
@@ -50,7 +52,7 @@ pub async fn run(
                 })?
                 .to_string()
         }
-        Located::DataDir => {
+        None => {
             let store = SledStore::open_with_cache(
                 config.data_dir().join(STORE_DIR),
                 config.store.cache_capacity_mb,

@@ -89,6 +89,7 @@ impl Bot {
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         let options = DaemonOptions {
             config_path: config_path.map(Path::to_path_buf),
+            config_candidates: Vec::new(),
             env: Arc::new(MapEnv::new()),
             on_ready: Some(Box::new(move |addr| {
                 let _ = ready_tx.send(addr);

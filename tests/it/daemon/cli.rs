@@ -19,6 +19,7 @@ pub(crate) async fn antler(config: &Path, args: &[&str], input: &str) -> Output 
         .arg("--config")
         .arg(config)
         .args(args)
+        .env("XDG_RUNTIME_DIR", config.with_file_name("run"))
         .env("NO_PROXY", "127.0.0.1,localhost")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
@@ -334,7 +335,7 @@ async fn a_locked_data_dir_without_an_answering_daemon_is_named_as_such() {
     let status = antler(&setup.config_path, &["status"], "").await;
     assert_eq!(status.status.code(), Some(1));
     assert!(
-        stdout(&status).contains("locked by a process that does not answer"),
+        stdout(&status).contains("is locked by another process"),
         "{}",
         stdout(&status)
     );

@@ -94,7 +94,13 @@ async fn the_shipped_config_on_0_0_0_0_serves_probes_and_locks_the_api_until_a_t
             response,
             401,
             "api_locked",
-            &["locked", "gateway.api_tokens", "Authorization: Bearer"],
+            &[
+                "locked",
+                "gateway.api_tokens",
+                "Authorization: Bearer",
+                "ANTLER_API_TOKEN",
+                ".env beside docker-compose.yml",
+            ],
         )
         .await;
     }
@@ -164,12 +170,15 @@ fn config_check_warns_about_a_locked_api_and_fails_on_what_run_refuses() {
         );
     }
 
+    // `localhost` is what people type: accepted as the loopback address.
+    let (code, out) = config_check(&config, &[home_env, ("ANTLER_LISTEN", "localhost:8787")]);
+    assert_eq!(code, Some(0), "{out}");
     // An address `run` cannot use is a problem with its key path, exit 64, in both commands.
-    let bad = [home_env, ("ANTLER_LISTEN", "localhost:8787")];
+    let bad = [home_env, ("ANTLER_LISTEN", "example.invalid:8787")];
     let (code, out) = config_check(&config, &bad);
     assert_eq!(code, Some(64), "{out}");
     assert!(
-        out.contains("gateway.listen: must be an ip address and port"),
+        out.contains("gateway.listen: must be an ip address (or localhost) and port"),
         "{out}"
     );
     let run = Command::new(env!("CARGO_BIN_EXE_antler"))
@@ -182,4 +191,67 @@ fn config_check_warns_about_a_locked_api_and_fails_on_what_run_refuses() {
         .unwrap();
     assert_eq!(run.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&run.stderr).contains("gateway.listen"));
+}
+
+/// The image's config and environment (`--config /etc/antler/config.yaml`, `ANTLER_HOME=/data`,
+/// `ANTLER_LISTEN=0.0.0.0:8787`) with the compose file's one variable, `ANTLER_API_TOKEN`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_variable_unlocks_the_container_and_keeps_what_a_token_less_start_made() {
+    let home = tempfile::tempdir().unwrap();
+    let home_dir = home.path().to_str().unwrap();
+    // First a token-less start on loopback: its threads belong to the user `local`.
+    let mut first = Daemon::spawn(
+        &shipped_config(),
+        &[("ANTLER_LISTEN", "127.0.0.1:0"), ("ANTLER_HOME", home_dir)],
+        None,
+    );
+    let thread = first.create_thread("none").await;
+    first.signal("TERM");
+    assert_eq!(first.wait_exit(Duration::from_secs(15)), Some(0));
+
+    let token = "container-token-0123456789abcdef";
+    let mut daemon = Daemon::spawn(
+        &shipped_config(),
+        &[
+            ("ANTLER_LISTEN", "0.0.0.0:0"),
+            ("ANTLER_HOME", home_dir),
+            ("ANTLER_API_TOKEN", token),
+        ],
+        None,
+    );
+    daemon.base = daemon.base.replace("0.0.0.0", "127.0.0.1");
+    let page = daemon.http.get(daemon.url("/")).send().await.unwrap();
+    assert_eq!(page.status(), 200, "the web chat is served");
+    let anonymous = daemon
+        .http
+        .get(daemon.url("/api/threads"))
+        .send()
+        .await
+        .unwrap();
+    Daemon::expect_error(anonymous, 401, "unauthorized", &[]).await;
+    let threads = daemon.get_json("/api/threads", token).await;
+    assert!(
+        threads.to_string().contains(&thread),
+        "the token-less start's thread stays visible: {threads}"
+    );
+    // The operator's own token keeps the operator's rights (an admin-only route).
+    let mcp = daemon.get("/api/mcp/config", token).send().await.unwrap();
+    assert_eq!(mcp.status(), 200);
+    // The CLI on the same data dir acts as `local` without being told.
+    let agents = Command::new(env!("CARGO_BIN_EXE_antler"))
+        .arg("--config")
+        .arg(shipped_config())
+        .args(["agents", "list"])
+        .env("ANTLER_HOME", home_dir)
+        .env("ANTLER_API_TOKEN", token)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        agents.status.success(),
+        "{}",
+        String::from_utf8_lossy(&agents.stderr)
+    );
+    daemon.signal("TERM");
+    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
 }

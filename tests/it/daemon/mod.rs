@@ -10,6 +10,7 @@ mod exposure;
 mod http_errors;
 mod leaks;
 mod lifecycle;
+mod locate;
 mod mcp_api;
 mod metrics;
 mod reload;
@@ -84,6 +85,8 @@ pub(crate) struct Daemon {
     child: Child,
     pub(crate) base: String,
     pub(crate) http: reqwest::Client,
+    /// Where its runtime record goes unless the test names a place (`XDG_RUNTIME_DIR`).
+    _runtime_dir: tempfile::TempDir,
 }
 
 impl Daemon {
@@ -94,14 +97,26 @@ impl Daemon {
     /// `antler --config <config> run` with extra environment variables; its log (stderr) goes
     /// to `log` when given, else to the test's stderr.
     pub(crate) fn spawn(config: &Path, env: &[(&str, &str)], log: Option<&Path>) -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_antler"));
+        command.arg("--config").arg(config).arg("run");
+        Self::spawn_command(command, env, log)
+    }
+
+    /// Starts `command` (an `antler run`) and waits until it listens. Its runtime record (how
+    /// the CLI finds it from elsewhere) goes to a directory of its own unless `env` names one
+    /// with `XDG_RUNTIME_DIR`, never to the user's.
+    pub(crate) fn spawn_command(
+        mut command: Command,
+        env: &[(&str, &str)],
+        log: Option<&Path>,
+    ) -> Self {
         let stderr = match log {
             Some(path) => Stdio::from(std::fs::File::create(path).expect("create log file")),
             None => Stdio::inherit(),
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_antler"))
-            .arg("--config")
-            .arg(config)
-            .arg("run")
+        let runtime_dir = tempfile::tempdir().expect("runtime dir");
+        let mut child = command
+            .env("XDG_RUNTIME_DIR", runtime_dir.path())
             .env("RUST_LOG", "warn")
             .env("NO_PROXY", "127.0.0.1,localhost")
             .envs(env.iter().copied())
@@ -128,7 +143,12 @@ impl Daemon {
             .no_proxy()
             .build()
             .expect("http client");
-        Self { child, base, http }
+        Self {
+            child,
+            base,
+            http,
+            _runtime_dir: runtime_dir,
+        }
     }
 
     /// Checks an error answer: `status`, the `{"error": {"code", "message"}}` shape with

@@ -108,6 +108,9 @@ impl DaemonProcess {
             .arg("--config")
             .arg(dir.path().join("config.yaml"))
             .arg("run")
+            // Its runtime record stays in the workdir: benches kill daemons, and a record left
+            // in the user's runtime dir would be read (and deleted) by their next CLI command.
+            .env("XDG_RUNTIME_DIR", dir.path())
             .env("RUST_LOG", "warn")
             .env("NO_PROXY", "127.0.0.1,localhost")
             .stdin(Stdio::null())
