@@ -100,6 +100,7 @@ pub async fn run(
     let snapshot = config.current();
     let addr = listen_address(&snapshot)?;
     crate::metrics::install();
+    crate::metrics::register_known(&known_labels(&snapshot));
     let harness = Arc::new(Harness::open(config.clone())?);
     harness.mcp().set_path(crate::mcp::extensions_path(
         options.env.as_ref(),
@@ -277,6 +278,25 @@ fn serve_local_socket(
 }
 
 /// Says which model answers by default and where, so a wrong endpoint shows at start.
+/// The label values a fresh `/metrics` shows at 0: every stop reason and error code, and the
+/// models, tools and enabled channels of the config the daemon starts with.
+fn known_labels(config: &crate::config::AppConfig) -> crate::metrics::KnownLabels {
+    use crate::agent_api::{ErrorCode, StopReason};
+    crate::metrics::KnownLabels {
+        stop_reasons: StopReason::ALL.iter().map(|r| r.as_str()).collect(),
+        error_codes: ErrorCode::ALL.iter().map(|c| c.as_str()).collect(),
+        models: config.models.iter().map(|m| m.name.clone()).collect(),
+        tools: crate::tools::registry::configured_tool_names(config),
+        channels: config
+            .channels
+            .sections()
+            .iter()
+            .filter(|section| section.enabled())
+            .map(|section| section.name().to_string())
+            .collect(),
+    }
+}
+
 fn log_default_model(config: &crate::config::AppConfig) {
     use crate::model::display_endpoint;
     use crate::model::probe::provider_name;
