@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::config::AppConfig;
 use crate::config::env::EnvResolution;
-use crate::config::problem::{ConfigProblem, KeyPath, Segment};
+use crate::config::problem::{ConfigProblem, KeyPath, SECRET_KEYS, Segment};
 
 /// The outcome of [`decode`].
 #[derive(Debug)]
@@ -23,20 +23,6 @@ pub(crate) struct Decoded {
     /// Key paths replaced by placeholders; problems at or under them are not real.
     pub(crate) patched: Vec<String>,
 }
-
-/// Keys whose values are secrets: a type error there must not echo the value. A test checks
-/// that every `Secret` key of the schema is listed.
-const SECRET_KEYS: &[&str] = &[
-    "api_key",
-    "token",
-    "bot_token",
-    "app_token",
-    "signing_secret",
-    "webhook_secret",
-    "app_secret",
-    "verification_token",
-    "encrypt_key",
-];
 
 /// Each retry fixes one value, so this bounds the number of problems reported per file.
 const MAX_ATTEMPTS: usize = 100;
@@ -426,7 +412,7 @@ mod tests {
     fn env_substituted_numbers_are_coerced() {
         let resolution = EnvResolution {
             substituted: vec![KeyPath::root().key("recursion_limit")],
-            failures: Vec::new(),
+            ..Default::default()
         };
         let decoded = decode(json!({"recursion_limit": "42"}), resolution);
         assert!(decoded.problems.is_empty(), "{:?}", decoded.problems);

@@ -28,6 +28,26 @@ impl fmt::Display for ConfigProblem {
     }
 }
 
+/// Keys whose values are secrets: their text (the value, or the variable a `$` reference
+/// names, which may be a mistyped literal key such as `$uperSecret42`) is never echoed in a
+/// problem. A test in `decode` checks that every `Secret` key of the schema is listed.
+pub(crate) const SECRET_KEYS: &[&str] = &[
+    "api_key",
+    "token",
+    "bot_token",
+    "app_token",
+    "signing_secret",
+    "webhook_secret",
+    "app_secret",
+    "verification_token",
+    "encrypt_key",
+];
+
+/// Whether `path` ends in a secret key.
+pub(crate) fn is_secret(path: &KeyPath) -> bool {
+    matches!(path.last(), Some(Segment::Key(key)) if SECRET_KEYS.contains(&key.as_str()))
+}
+
 /// Whether `path` is `ancestor` or lies under it (`models[0].name` is within `models[0]`).
 pub(crate) fn is_within(path: &str, ancestor: &str) -> bool {
     match path.strip_prefix(ancestor) {

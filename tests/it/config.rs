@@ -552,3 +552,30 @@ fn a_channel_secret_of_the_wrong_type_is_not_echoed() {
     assert!(problem.contains("not shown"), "{problem}");
     assert!(!problem.contains("987654321"), "{problem}");
 }
+
+/// A key that really starts with `$` reads as a reference; whatever it is, its text is never
+/// printed (`config check` names the key and the `$$` escape), and `$$` is a literal `$`.
+#[test]
+fn a_secret_that_starts_with_a_dollar_is_never_echoed_and_doubling_it_is_the_literal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        format!("config_version: 1\n{MODEL}    api_key: \"$uperSecret42\"\n"),
+    )
+    .expect("write");
+    let mut out = Vec::new();
+    let code = run_check(Some(&file), &MapEnv::new(), dir.path(), &mut out);
+    let text = String::from_utf8(out).expect("utf-8");
+    assert_eq!(code, EXIT_CONFIG_INVALID, "{text}");
+    assert!(text.contains("models[0].api_key: refers to an environment variable that is not set"), "{text}");
+    assert!(text.contains("$$"), "the escape is offered: {text}");
+    assert!(!text.contains("uperSecret42"), "{text}");
+
+    let config = load_ok(
+        &format!("{MODEL}    api_key: \"$$uperSecret42\"\n"),
+        &MapEnv::new(),
+    );
+    let key = config.models[0].api_key.as_ref().expect("a key");
+    assert_eq!(key.expose(), "$uperSecret42");
+}
