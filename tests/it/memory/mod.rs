@@ -5,4 +5,5 @@ mod history;
 mod http;
 mod isolation;
 mod latency;
+mod shutdown;
 mod telegram;
