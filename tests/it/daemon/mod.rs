@@ -1,6 +1,7 @@
 //! Integration tests of the daemon: the real `antler` binary on an ephemeral port, a scripted
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
+mod agent_checks;
 mod api;
 pub(crate) mod cli;
 mod exposure;
