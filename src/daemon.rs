@@ -127,12 +127,13 @@ pub async fn run(
     if let Some(warning) = crate::config::check::locked_api_warning(&snapshot) {
         tracing::warn!(%bound, "{warning}");
     }
+    let model_probe = crate::model::probe::ModelProbe::default();
     let app = router(Arc::new(AppState {
         harness: harness.clone(),
         config: config.clone(),
         channels: hub.clone(),
         exposed: !bound.ip().is_loopback(),
-        model_probe: Default::default(),
+        model_probe: model_probe.clone(),
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
     let socket_file = serve_local_socket(&snapshot.data_dir(), &app, &tasks, &stop_accepting);
@@ -166,6 +167,7 @@ pub async fn run(
     let channels = Channels::start(harness.clone(), config.clone(), hub);
     tasks.close();
     log_default_model(&snapshot);
+    warn_about_default_model(&snapshot, &model_probe).await;
     let socket = socket_file.as_ref().map_or("(none)".to_string(), |file| {
         file.path().display().to_string()
     });
@@ -278,6 +280,31 @@ fn serve_local_socket(
 }
 
 /// Says which model answers by default and where, so a wrong endpoint shows at start.
+/// Probes the default model once before the daemon says it is ready (at most the probe's
+/// timeout; `/readyz` reuses the answer): a model that cannot answer is a warning at start,
+/// naming what to set, instead of a surprise at the first run.
+async fn warn_about_default_model(
+    config: &crate::config::AppConfig,
+    probe: &crate::model::probe::ModelProbe,
+) {
+    let Some(model) = config.default_model() else {
+        return;
+    };
+    let answer = probe.check(model).await;
+    if let Some(problem) = &answer.problem {
+        let state = if answer.reachable {
+            "answers, but"
+        } else {
+            "is unreachable:"
+        };
+        tracing::warn!(
+            model = %model.name,
+            endpoint = %answer.endpoint,
+            "The default model {state} {problem}; runs will fail until that is fixed"
+        );
+    }
+}
+
 /// The label values a fresh `/metrics` shows at 0: every stop reason and error code, and the
 /// models, tools and enabled channels of the config the daemon starts with.
 fn known_labels(config: &crate::config::AppConfig) -> crate::metrics::KnownLabels {

@@ -9,6 +9,7 @@ pub mod env;
 pub mod handle;
 pub mod load;
 pub mod memory;
+pub mod model_sources;
 mod problem;
 pub mod reference;
 pub mod runtime;
@@ -31,6 +32,7 @@ pub use load::{
     load_embedded_default, load_from_file, load_from_str, resolve_config_path,
 };
 pub use memory::MemoryConfig;
+pub use model_sources::{ModelSetting, ModelSources};
 pub use problem::ConfigProblem;
 pub use runtime::RuntimeConfig;
 pub use sandbox::{DockerSandboxConfig, SandboxConfig, SandboxMountConfig, SandboxProviderKind};

@@ -96,7 +96,8 @@ fn an_unreachable_model_says_so_and_names_the_variables() {
     let (stdout, _) = chat(&config, &[], "hello?\n");
     assert!(stdout.contains("could not reach model"), "{stdout}");
     assert!(stdout.contains("http://127.0.0.1:9/v1"), "{stdout}");
-    assert!(stdout.contains("ANTLER_MODEL_URL"), "{stdout}");
+    // The config names the URL itself, so the key is what to change.
+    assert!(stdout.contains("set models[0].base_url"), "{stdout}");
 }
 
 #[test]
@@ -129,4 +130,28 @@ fn thread_ids_are_checked_and_an_unknown_one_starts_a_thread_under_it() {
         stdout.starts_with("antler chat: thread notes-1 "),
         "{stdout}"
     );
+}
+
+/// In-process too, a model id the server does not serve is one sentence naming what to set,
+/// not the provider's JSON body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_id_the_server_does_not_serve_is_one_sentence_in_the_chat() {
+    let fake = FakeOpenAi::start().await;
+    fake.serve_models(&["qwen2.5:7b"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), &fake.base_url());
+    let yaml = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("model: fake-model", "model: qwen9");
+    std::fs::write(&path, yaml).unwrap();
+    let (stdout, _) = chat(&path, &[], "hello?\n");
+    assert!(
+        stdout.contains(&format!(
+            "error: model id 'qwen9' is not served at {} (HTTP 404); set models[0].model to a \
+             model id that server has",
+            fake.base_url()
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("{\"error\""), "{stdout}");
 }

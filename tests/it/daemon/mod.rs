@@ -10,6 +10,7 @@ mod leaks;
 mod lifecycle;
 mod mcp_api;
 mod metrics;
+mod model_trouble;
 mod reload;
 mod run_errors;
 mod subagents;
