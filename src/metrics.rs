@@ -158,7 +158,13 @@ pub struct KnownLabels {
 }
 
 /// Config reload outcomes (`config_reload`).
-const RELOAD_OUTCOMES: &[&str] = &["reloaded", "rejected", "rolled_back", "unreadable", "unchanged"];
+const RELOAD_OUTCOMES: &[&str] = &[
+    "reloaded",
+    "rejected",
+    "rolled_back",
+    "unreadable",
+    "unchanged",
+];
 /// Reasons a run is refused before it starts (`run_refused`).
 const REFUSED_REASONS: &[&str] = &["overloaded"];
 /// Bounded queues that can refuse an item (`queue_full`).
@@ -192,8 +198,7 @@ pub fn register_known(known: &KnownLabels) {
         gauge!("antler_queue_depth", "queue" => queue).increment(0.0);
     }
     for &(cache, reason) in EVICTIONS {
-        counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason)
-            .increment(0);
+        counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
     }
     for model in &known.models {
         let _ = histogram!("antler_model_call_duration_seconds", "model" => model.clone());

@@ -196,7 +196,10 @@ async fn unknown_tool_groups_and_skills_are_refused_with_the_valid_names() {
     assert!(error.is_usage(), "{error}");
     let message = error.to_string();
     assert!(message.contains("unknown tool group 'foo'"), "{message}");
-    assert!(message.contains("web, file:read, file:write, bash"), "{message}");
+    assert!(
+        message.contains("web, file:read, file:write, bash"),
+        "{message}"
+    );
     assert!(message.contains("unknown skill 'nosuch'"), "{message}");
     assert!(message.contains("search, summarize"), "{message}");
     let store = AgentStore::new(config.data_dir());

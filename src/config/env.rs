@@ -161,7 +161,8 @@ fn resolve_node(node: &mut Value, path: &KeyPath, env: &dyn EnvSource, out: &mut
                 Ok(None) => {}
                 Ok(Some(reference)) => match lookup(reference, env) {
                     Ok(value) => {
-                        out.variables.push((path.clone(), reference.name.to_owned()));
+                        out.variables
+                            .push((path.clone(), reference.name.to_owned()));
                         *text = value;
                         out.substituted.push(path.clone());
                     }
@@ -300,13 +301,17 @@ mod tests {
         let resolution = resolve_tree(&mut tree, &env);
         assert!(resolution.failures.is_empty());
         assert!(resolution.substituted.is_empty());
-        assert_eq!(tree, json!({"a": "$uperSecret42", "b": "${X}", "c": "$", "d": "a$$b"}));
+        assert_eq!(
+            tree,
+            json!({"a": "$uperSecret42", "b": "${X}", "c": "$", "d": "a$$b"})
+        );
     }
 
     #[test]
     fn substituted_values_remember_their_variable() {
         let env = MapEnv::new().with("ANTLER_MODEL_API_KEY", "sk");
-        let mut tree = json!({"models": [{"api_key": "${ANTLER_MODEL_API_KEY:-}", "model": "${M:-m}"}]});
+        let mut tree =
+            json!({"models": [{"api_key": "${ANTLER_MODEL_API_KEY:-}", "model": "${M:-m}"}]});
         let resolution = resolve_tree(&mut tree, &env);
         let variables: Vec<(String, &str)> = resolution
             .variables

@@ -200,8 +200,13 @@ pub fn make_lead_agent(
     );
     let deferred = deferred_catalog(&deps, config, &tools);
     let deferred_names = deferred.as_ref().map(|c| c.names()).unwrap_or_default();
-    let (skills, skill_activation) =
-        select_skills(&deps, (config, &catalog), branch, agent_config, &mut warnings);
+    let (skills, skill_activation) = select_skills(
+        &deps,
+        (config, &catalog),
+        branch,
+        agent_config,
+        &mut warnings,
+    );
     let subagent_tasks = options.subagent_enabled.then(|| {
         // Sub-agents get the lead's tools, not the tool of its branch (creating or updating
         // an agent is the lead conversation's business).

@@ -388,8 +388,14 @@ async fn a_shutdown_with_the_model_hanging_ends_at_its_deadline_and_keeps_every_
     let started = Instant::now();
     queue.shutdown(Duration::from_secs(30)).await;
     let took = started.elapsed();
-    assert!(took <= Duration::from_secs(30), "the shutdown took {took:?}");
-    assert!(took >= Duration::from_secs(30), "the flush gave up early: {took:?}");
+    assert!(
+        took <= Duration::from_secs(30),
+        "the shutdown took {took:?}"
+    );
+    assert!(
+        took >= Duration::from_secs(30),
+        "the flush gave up early: {took:?}"
+    );
     assert_eq!(model.requests().len(), 2, "the flush tried one update");
     assert_eq!((queue.pending(), stored(&store)), (80, 80));
 }
@@ -421,6 +427,10 @@ async fn due_updates_wait_behind_one_that_found_the_model_down() {
     let started = Instant::now();
     queue.shutdown(Duration::from_secs(30)).await;
     assert!(started.elapsed() < Duration::from_secs(1));
-    assert_eq!(model.requests().len(), 2, "the flush stopped at its first failure");
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the flush stopped at its first failure"
+    );
     assert_eq!(stored(&store), 80);
 }

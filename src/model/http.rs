@@ -463,12 +463,18 @@ mod tests {
         let endpoint = endpoint();
         let text = |status: u16, body: &str| endpoint.status_error(status, body, None).to_string();
         assert_eq!(
-            text(401, r#"{"error":{"message":"Incorrect API key provided: ***.","code":"invalid_api_key"}}"#),
+            text(
+                401,
+                r#"{"error":{"message":"Incorrect API key provided: ***.","code":"invalid_api_key"}}"#
+            ),
             "model 'default' at http://127.0.0.1:11434/v1 refused the API key (HTTP 401); set \
              ANTLER_MODEL_API_KEY to a key that server accepts"
         );
         assert_eq!(
-            text(404, r#"{"error":{"message":"model \"qwen9\" not found, try pulling it first","type":"api_error"}}"#),
+            text(
+                404,
+                r#"{"error":{"message":"model \"qwen9\" not found, try pulling it first","type":"api_error"}}"#
+            ),
             "model id 'qwen9' is not served at http://127.0.0.1:11434/v1 (HTTP 404); set \
              ANTLER_MODEL to a model id that server has (`antler status` lists them)"
         );

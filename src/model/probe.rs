@@ -338,7 +338,10 @@ mod tests {
             problem.contains("redirects elsewhere (HTTP 302)"),
             "{problem}"
         );
-        assert!(problem.contains("set models[].base_url of 'main'"), "{problem}");
+        assert!(
+            problem.contains("set models[].base_url of 'main'"),
+            "{problem}"
+        );
         assert_eq!(
             followed.load(Ordering::SeqCst),
             0,

@@ -344,7 +344,10 @@ async fn agent_tools_refuse_skills_and_tool_groups_that_do_not_exist() {
     let update = UpdateAgentTool::new(store.clone(), Some(catalog));
     let message = failure(call(&update, &ctx, json!({"tool_groups": ["shell"]})).await);
     assert!(message.contains("unknown tool group 'shell'"), "{message}");
-    assert!(message.contains("web, file:read, file:write, bash"), "{message}");
+    assert!(
+        message.contains("web, file:read, file:write, bash"),
+        "{message}"
+    );
     let agent = store.get("alice", "helper").unwrap().unwrap();
     assert_eq!(agent.config.tool_groups, None);
 }

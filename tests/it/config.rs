@@ -568,7 +568,10 @@ fn a_secret_that_starts_with_a_dollar_is_never_echoed_and_doubling_it_is_the_lit
     let code = run_check(Some(&file), &MapEnv::new(), dir.path(), &mut out);
     let text = String::from_utf8(out).expect("utf-8");
     assert_eq!(code, EXIT_CONFIG_INVALID, "{text}");
-    assert!(text.contains("models[0].api_key: refers to an environment variable that is not set"), "{text}");
+    assert!(
+        text.contains("models[0].api_key: refers to an environment variable that is not set"),
+        "{text}"
+    );
     assert!(text.contains("$$"), "the escape is offered: {text}");
     assert!(!text.contains("uperSecret42"), "{text}");
 

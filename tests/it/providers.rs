@@ -309,7 +309,10 @@ async fn connect_error_names_the_base_url_and_what_to_set() {
     };
     let model = OpenAiModel::new(&config, client());
     let text = model.stream(&ask("hi")).await.err().unwrap().to_string();
-    assert!(text.contains("set ANTLER_MODEL_URL to the address"), "{text}");
+    assert!(
+        text.contains("set ANTLER_MODEL_URL to the address"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

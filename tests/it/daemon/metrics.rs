@@ -141,7 +141,10 @@ async fn a_fresh_daemon_shows_every_known_series_at_zero() {
         }
     }
     for needle in &expected {
-        assert!(text.contains(needle.as_str()), "{needle:?} missing from\n{text}");
+        assert!(
+            text.contains(needle.as_str()),
+            "{needle:?} missing from\n{text}"
+        );
     }
     let samples = text
         .lines()

@@ -121,5 +121,8 @@ async fn a_refused_key_names_the_variable_in_status_and_the_chat() {
         fake.base_url()
     );
     assert!(out.contains(&expected), "{out}");
-    assert!(!out.contains("sk-bad") && !out.contains("Incorrect API key"), "{out}");
+    assert!(
+        !out.contains("sk-bad") && !out.contains("Incorrect API key"),
+        "{out}"
+    );
 }

@@ -371,7 +371,10 @@ async fn a_rejected_reload_never_prints_a_secret_that_starts_with_a_dollar() {
     std::fs::copy(&setup.config_path, &readable).expect("copy config");
     edit(
         &setup.config_path,
-        &[("    timeout: 30\n", "    timeout: 30\n    api_key: \"$uperSecret42\"\n")],
+        &[(
+            "    timeout: 30\n",
+            "    timeout: 30\n    api_key: \"$uperSecret42\"\n",
+        )],
     );
     daemon.signal("HUP");
     readyz_until(&daemon, "the rejection", |r| outcome(r) == "rejected").await;

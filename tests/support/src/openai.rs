@@ -121,10 +121,7 @@ async fn handle(State(state): State<ServerState>, headers: HeaderMap, body: Byte
     if let Some(refused) = refused {
         return refused;
     }
-    let Some(reply) = state
-        .script
-        .take("/v1/chat/completions", &headers, &body)
-    else {
+    let Some(reply) = state.script.take("/v1/chat/completions", &headers, &body) else {
         return unscripted_response();
     };
     let model = request["model"]
@@ -170,7 +167,9 @@ async fn models(State(state): State<ServerState>, headers: HeaderMap) -> Respons
         .unwrap_or_else(|| vec!["fake-model".to_string()]);
     let data: Vec<Value> = ids
         .iter()
-        .map(|id| json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "fake"}))
+        .map(
+            |id| json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "fake"}),
+        )
         .collect();
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
