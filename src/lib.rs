@@ -15,6 +15,7 @@ pub mod body_buffers;
 pub mod channels;
 pub mod chat;
 pub mod client;
+pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod daemon_client;

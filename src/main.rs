@@ -236,13 +236,21 @@ fn block_on(
 
 async fn dispatch(cli: Cli, loaded: LoadedConfig) -> anyhow::Result<ExitCode> {
     let quiet = !matches!(cli.command, None | Some(Command::Run));
-    init_tracing(&loaded, quiet);
+    // The chat logs apart from the conversation (a file in the data dir, errors on stderr).
+    let chat_log = if matches!(cli.command, Some(Command::Chat { .. })) {
+        Some(antler::chat::log::ChatLog::install(
+            &loaded.config.log_level,
+        ))
+    } else {
+        init_tracing(&loaded, quiet);
+        None
+    };
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
     match cli.command {
         None | Some(Command::Run) => run_daemon(loaded).await,
-        Some(Command::Chat { thread }) => chat(loaded, thread).await,
+        Some(Command::Chat { thread }) => chat(loaded, thread, chat_log.unwrap_or_default()).await,
         Some(Command::Status) => {
             let ready = antler::status::run(&loaded.config, &mut std::io::stdout()).await?;
             Ok(if ready {
@@ -477,14 +485,25 @@ fn parse_user_id(value: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-async fn chat(loaded: LoadedConfig, thread: Option<String>) -> anyhow::Result<ExitCode> {
+async fn chat(
+    loaded: LoadedConfig,
+    thread: Option<String>,
+    log: antler::chat::log::ChatLog,
+) -> anyhow::Result<ExitCode> {
     use antler::chat::ChatBackend;
     use antler::daemon_client::Located;
     use std::io::IsTerminal;
     let grace = std::time::Duration::from_secs(loaded.config.gateway.shutdown_grace_seconds);
     let backend = match antler::daemon_client::locate(&loaded.config.data_dir()).await? {
-        Located::Daemon(daemon) => ChatBackend::Daemon(daemon),
+        Located::Daemon(daemon) => ChatBackend::Daemon(
+            daemon,
+            antler::chat::web_address(&loaded.config.gateway.listen),
+        ),
         Located::DataDir => {
+            match log.to_file(&loaded.config.data_dir()) {
+                Ok(path) => eprintln!("antler chat: this process logs to {}", path.display()),
+                Err(e) => eprintln!("warning: cannot write the chat's log: {e}"),
+            }
             let config_file = match &loaded.origin {
                 ConfigOrigin::File(path) => Some(path.clone()),
                 ConfigOrigin::Embedded => None,

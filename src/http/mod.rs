@@ -7,6 +7,7 @@ mod agents;
 mod artifacts;
 mod auth;
 mod channels;
+mod commands;
 mod error;
 mod health;
 mod json_errors;
@@ -33,6 +34,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
 
+pub use artifacts::artifact_url;
 pub use auth::{AuthUser, Caller, LOCAL_USER};
 pub use error::ApiError;
 
@@ -90,6 +92,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/channels/{channel}/webhook", post(channels::webhook))
         .route("/api/models", get(models::list))
         .route("/api/usage", get(usage::usage))
+        .route("/api/commands", post(commands::run))
         .route("/api/agents", get(agents::list).post(agents::create))
         .route(
             "/api/agents/{name}",

@@ -42,6 +42,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("js/app.js", JS, include_bytes!("assets/js/app.js")),
     ("js/api.js", JS, include_bytes!("assets/js/api.js")),
     ("js/chat.js", JS, include_bytes!("assets/js/chat.js")),
+    (
+        "js/commands.js",
+        JS,
+        include_bytes!("assets/js/commands.js"),
+    ),
     ("js/files.js", JS, include_bytes!("assets/js/files.js")),
     (
         "js/markdown.js",

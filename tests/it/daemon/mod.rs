@@ -3,6 +3,7 @@
 
 mod agent_checks;
 mod api;
+mod chat_commands;
 pub(crate) mod cli;
 mod exposure;
 mod http_errors;

@@ -7,6 +7,7 @@
 //! `<target dir>/webchat-screenshots/` for a person to look at.
 
 mod chat;
+mod commands;
 mod threads;
 mod webdriver;
 
