@@ -99,14 +99,22 @@ fn only_whole_string_values_are_substituted() {
     assert_eq!(config.models[0].base_url, "http://localhost/$HOST");
 }
 
+/// A missing variable is reported at its key; it is named unless the key holds a secret
+/// (whose `$…` text may be the secret itself: see the `$uperSecret42` test below).
 #[test]
 fn missing_variable_names_the_key_path() {
-    let text = format!("{MODEL}    api_key: $OPENAI_API_KEY\n");
+    let text = format!("{MODEL}    api_key: $OPENAI_API_KEY\n    display_name: $MODEL_LABEL\n");
     let problems = problems(&text, &MapEnv::new());
-    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems.len(), 2, "{problems:?}");
     assert!(
         problems[0]
-            .starts_with("models[0].api_key: environment variable OPENAI_API_KEY is not set"),
+            .starts_with("models[0].api_key: refers to an environment variable that is not set"),
+        "{problems:?}"
+    );
+    assert!(!problems[0].contains("OPENAI_API_KEY"), "{problems:?}");
+    assert!(
+        problems[1]
+            .starts_with("models[0].display_name: environment variable MODEL_LABEL is not set"),
         "{problems:?}"
     );
 }
