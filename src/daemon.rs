@@ -111,6 +111,7 @@ pub async fn run(
         None => crate::config::ConfigOrigin::Embedded,
     });
     crate::metrics::install();
+    crate::metrics::register_known(&known_labels(&snapshot));
     let harness = Arc::new(Harness::open(config.clone())?);
     harness.mcp().set_path(crate::mcp::extensions_path(
         options.env.as_ref(),
@@ -138,12 +139,13 @@ pub async fn run(
         tracing::warn!(%bound, "{warning}");
     }
     let auth_failures = Arc::new(crate::http::AuthFailures::default());
+    let model_probe = crate::model::probe::ModelProbe::default();
     let app = router(Arc::new(AppState {
         harness: harness.clone(),
         config: config.clone(),
         channels: hub.clone(),
         exposed: !bound.ip().is_loopback(),
-        model_probe: Default::default(),
+        model_probe: model_probe.clone(),
         auth_failures: auth_failures.clone(),
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
@@ -192,6 +194,7 @@ pub async fn run(
     let channels = Channels::start(harness.clone(), config.clone(), hub);
     tasks.close();
     log_default_model(&snapshot);
+    warn_about_default_model(&snapshot, &model_probe).await;
     let socket = socket_file.as_ref().map_or("(none)".to_string(), |file| {
         file.path().display().to_string()
     });
@@ -341,6 +344,50 @@ fn serve_local_socket(
 }
 
 /// Says which model answers by default and where, so a wrong endpoint shows at start.
+/// Probes the default model once before the daemon says it is ready (at most the probe's
+/// timeout; `/readyz` reuses the answer): a model that cannot answer is a warning at start,
+/// naming what to set, instead of a surprise at the first run.
+async fn warn_about_default_model(
+    config: &crate::config::AppConfig,
+    probe: &crate::model::probe::ModelProbe,
+) {
+    let Some(model) = config.default_model() else {
+        return;
+    };
+    let answer = probe.check(model).await;
+    if let Some(problem) = &answer.problem {
+        let state = if answer.reachable {
+            "answers, but"
+        } else {
+            "is unreachable:"
+        };
+        tracing::warn!(
+            model = %model.name,
+            endpoint = %answer.endpoint,
+            "The default model {state} {problem}; runs will fail until that is fixed"
+        );
+    }
+}
+
+/// The label values a fresh `/metrics` shows at 0: every stop reason and error code, and the
+/// models, tools and enabled channels of the config the daemon starts with.
+fn known_labels(config: &crate::config::AppConfig) -> crate::metrics::KnownLabels {
+    use crate::agent_api::{ErrorCode, StopReason};
+    crate::metrics::KnownLabels {
+        stop_reasons: StopReason::ALL.iter().map(|r| r.as_str()).collect(),
+        error_codes: ErrorCode::ALL.iter().map(|c| c.as_str()).collect(),
+        models: config.models.iter().map(|m| m.name.clone()).collect(),
+        tools: crate::tools::registry::configured_tool_names(config),
+        channels: config
+            .channels
+            .sections()
+            .iter()
+            .filter(|section| section.enabled())
+            .map(|section| section.name().to_string())
+            .collect(),
+    }
+}
+
 fn log_default_model(config: &crate::config::AppConfig) {
     use crate::model::display_endpoint;
     use crate::model::probe::provider_name;

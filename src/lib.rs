@@ -16,6 +16,7 @@ pub mod channels;
 pub mod chat;
 pub mod cli_locate;
 pub mod client;
+pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod daemon_client;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
+use antler::chat::log::ChatLog;
 use antler::cli_locate::{Target, TargetError};
 use antler::config::{
     ConfigHandle, EXIT_CONFIG_INVALID, LoadedConfig, LogFormat, ProcessEnv, RuntimeConfig,
@@ -369,7 +370,11 @@ async fn client_command(
     flag: Option<&std::path::Path>,
     cwd: PathBuf,
 ) -> anyhow::Result<ExitCode> {
-    init_tracing_to(LogFormat::Text, "warn");
+    // The chat logs apart from the conversation (a file in the data dir, errors on stderr).
+    let chat_log = matches!(command, Command::Chat { .. }).then(|| ChatLog::install("info"));
+    if chat_log.is_none() {
+        init_tracing_to(LogFormat::Text, "warn");
+    }
     let locator = antler::config::read_locator(flag, &ProcessEnv, &cwd);
     if let Command::Status = command {
         let ready = antler::status::run(&locator, &ProcessEnv, &mut std::io::stdout()).await?;
@@ -390,7 +395,7 @@ async fn client_command(
     let (config, daemon) = (&target.loaded.config, target.daemon.as_ref());
     let mut stdout = std::io::stdout();
     match command {
-        Command::Chat { thread } => chat(target, thread).await,
+        Command::Chat { thread } => chat(target, thread, chat_log.unwrap_or_default()).await,
         Command::Agents { user, command } => agents(&target, user, command).await,
         Command::Skills { user, command } => skills(&target, user, command).await,
         Command::Mcp { command } => {
@@ -520,29 +525,12 @@ fn parse_user_id(value: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
-async fn chat(target: Target, thread: Option<String>) -> anyhow::Result<ExitCode> {
+async fn chat(target: Target, thread: Option<String>, log: ChatLog) -> anyhow::Result<ExitCode> {
     use antler::chat::ChatBackend;
     use std::io::IsTerminal;
-    let loaded = target.loaded;
-    let grace = std::time::Duration::from_secs(loaded.config.gateway.shutdown_grace_seconds);
-    let backend = match target.daemon {
-        Some(daemon) => ChatBackend::Daemon(daemon),
-        None => {
-            let config_file = loaded.origin.file().map(std::path::Path::to_path_buf);
-            let data_dir = loaded.config.data_dir();
-            let client = antler::client::Client::new(loaded.config)
-                .context("cannot open the data directory")?;
-            client
-                .harness()
-                .mcp()
-                .set_path(antler::mcp::extensions_path(
-                    &ProcessEnv,
-                    config_file.as_deref(),
-                    &data_dir,
-                ));
-            ChatBackend::Embedded(client)
-        }
-    };
+    let grace = std::time::Duration::from_secs(target.loaded.config.gateway.shutdown_grace_seconds);
+    let backend =
+        ChatBackend::for_target(target, &log).context("cannot open the data directory")?;
     let options = antler::chat::ChatOptions {
         thread_id: thread,
         interactive: std::io::stdin().is_terminal(),

@@ -140,6 +140,98 @@ fn describe() {
     );
 }
 
+/// Label values that exist before anything happens: with them every series a dashboard or an
+/// alert names is on a fresh daemon's `/metrics` at 0, instead of appearing with the first event
+/// (a `rate()` or `absent()` over a series that is not there yet says nothing).
+#[derive(Clone, Debug, Default)]
+pub struct KnownLabels {
+    /// Every run stop reason (`StopReason::as_str`).
+    pub stop_reasons: Vec<&'static str>,
+    /// Every run error code (`ErrorCode::as_str`).
+    pub error_codes: Vec<&'static str>,
+    /// The configured `models[].name`s.
+    pub models: Vec<String>,
+    /// The configured tools' names.
+    pub tools: Vec<String>,
+    /// The enabled channels.
+    pub channels: Vec<String>,
+}
+
+/// Config reload outcomes (`config_reload`).
+const RELOAD_OUTCOMES: &[&str] = &[
+    "reloaded",
+    "rejected",
+    "rolled_back",
+    "unreadable",
+    "unchanged",
+];
+/// Reasons a run is refused before it starts (`run_refused`).
+const REFUSED_REASONS: &[&str] = &["overloaded"];
+/// Bounded queues that can refuse an item (`queue_full`).
+const FULL_QUEUES: &[&str] = &["chat_messages"];
+/// Queues whose depth is reported (`queue_depth`, `chat_queue_added`).
+const DEPTH_QUEUES: &[&str] = &["chat_messages", "memory_updates", "runs_in_flight"];
+/// Caches and the reasons they drop entries (`cache_evictions`).
+const EVICTIONS: &[(&str, &str)] = &[("thread_states", "idle")];
+
+/// Creates every series of `known` at 0 (counters, and histograms with no samples).
+/// Registering never lowers a value, so calling it again (after a reload) is harmless.
+pub fn register_known(known: &KnownLabels) {
+    counter!("antler_runs_started_total").increment(0);
+    let _ = histogram!("antler_run_duration_seconds");
+    for &reason in &known.stop_reasons {
+        counter!("antler_runs_finished_total", "reason" => reason).increment(0);
+    }
+    for &code in &known.error_codes {
+        counter!("antler_runs_failed_total", "code" => code).increment(0);
+    }
+    for &reason in REFUSED_REASONS {
+        counter!("antler_runs_refused_total", "reason" => reason).increment(0);
+    }
+    for &outcome in RELOAD_OUTCOMES {
+        counter!("antler_config_reloads_total", "outcome" => outcome).increment(0);
+    }
+    for &queue in FULL_QUEUES {
+        counter!("antler_queue_full_total", "queue" => queue).increment(0);
+    }
+    for &queue in DEPTH_QUEUES {
+        gauge!("antler_queue_depth", "queue" => queue).increment(0.0);
+    }
+    for &(cache, reason) in EVICTIONS {
+        counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
+    }
+    for model in &known.models {
+        let _ = histogram!("antler_model_call_duration_seconds", "model" => model.clone());
+        for direction in ["input", "output"] {
+            counter!("antler_model_tokens_total", "model" => model.clone(), "direction" => direction)
+                .increment(0);
+        }
+    }
+    for tool in &known.tools {
+        for name in [
+            "antler_tool_calls_total",
+            "antler_tool_errors_total",
+            "antler_guardrail_denials_total",
+        ] {
+            counter!(name, "tool" => tool.clone()).increment(0);
+        }
+    }
+    for channel in &known.channels {
+        for name in [
+            "antler_inbound_messages_total",
+            "antler_inbound_duplicates_total",
+            "antler_outbound_sends_total",
+            "antler_outbound_edits_total",
+            "antler_outbound_rate_limited_total",
+            "antler_dead_letters_total",
+            "antler_channel_reconnects_total",
+        ] {
+            counter!(name, "channel" => channel.clone()).increment(0);
+        }
+        let _ = histogram!("antler_outbound_retry_wait_seconds", "channel" => channel.clone());
+    }
+}
+
 pub fn run_started() {
     counter!("antler_runs_started_total").increment(1);
 }
@@ -306,6 +398,36 @@ mod tests {
             "antler_cache_evictions_total{cache=\"thread_states\",reason=\"idle\"}",
         ] {
             assert!(text.contains(name), "{name} missing from {text}");
+        }
+    }
+
+    #[test]
+    fn known_labels_start_at_zero_and_registering_again_keeps_counts() {
+        install();
+        let known = KnownLabels {
+            models: vec!["zero-model".into()],
+            tools: vec!["zero-tool".into()],
+            channels: vec!["zero-channel".into()],
+            ..Default::default()
+        };
+        register_known(&known);
+        inbound("zero-channel");
+        register_known(&known);
+        let text = render();
+        for needle in [
+            "antler_inbound_messages_total{channel=\"zero-channel\"} 1",
+            "antler_inbound_duplicates_total{channel=\"zero-channel\"} 0",
+            "antler_outbound_sends_total{channel=\"zero-channel\"} 0",
+            "antler_outbound_edits_total{channel=\"zero-channel\"} 0",
+            "antler_outbound_rate_limited_total{channel=\"zero-channel\"} 0",
+            "antler_dead_letters_total{channel=\"zero-channel\"} 0",
+            "antler_channel_reconnects_total{channel=\"zero-channel\"} 0",
+            "antler_outbound_retry_wait_seconds_count{channel=\"zero-channel\"} 0",
+            "antler_model_call_duration_seconds_count{model=\"zero-model\"} 0",
+            "antler_model_tokens_total{model=\"zero-model\",direction=\"output\"} 0",
+            "antler_tool_errors_total{tool=\"zero-tool\"} 0",
+        ] {
+            assert!(text.contains(needle), "{needle} missing from {text}");
         }
     }
 

@@ -76,6 +76,18 @@ pub enum StopReason {
 }
 
 impl StopReason {
+    /// Every stop reason (the label values of `antler_runs_finished_total`).
+    pub const ALL: [StopReason; 8] = [
+        StopReason::Completed,
+        StopReason::Interrupted,
+        StopReason::RecursionLimit,
+        StopReason::Cancelled,
+        StopReason::Error,
+        StopReason::LoopCapped,
+        StopReason::TokenCapped,
+        StopReason::SubagentLimitCapped,
+    ];
+
     /// The snake_case name used in `RunEvent::Finished`, `/runs/wait` and thread status.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -128,6 +140,18 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every error code (the label values of `antler_runs_failed_total`).
+    pub const ALL: [ErrorCode; 8] = [
+        ErrorCode::ModelUnavailable,
+        ErrorCode::ModelTimeout,
+        ErrorCode::ModelError,
+        ErrorCode::MiddlewareError,
+        ErrorCode::StateError,
+        ErrorCode::CheckpointError,
+        ErrorCode::RecursionLimit,
+        ErrorCode::Panic,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::ModelUnavailable => "model_unavailable",

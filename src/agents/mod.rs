@@ -5,6 +5,7 @@
 //! the default agent's soul at `SOUL.md`. Names are validated before any path is built.
 
 mod cache;
+pub mod capabilities;
 pub mod config;
 mod history;
 pub mod prompt;
@@ -13,6 +14,7 @@ pub mod store;
 pub mod tools;
 
 pub use cache::DEFAULT_CACHED_AGENTS;
+pub use capabilities::{KnownCapabilities, UnknownCapabilities};
 pub use config::{AgentConfig, AgentConfigError, ModelSettings, ReasoningEffort};
 pub use prompt::{DEFAULT_AGENT_NAME, PromptOptions, SkillSummary, apply_prompt_template};
 pub use store::{

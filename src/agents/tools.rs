@@ -12,9 +12,11 @@ use serde_json::Value;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use crate::agents::capabilities::{KnownCapabilities, UnknownCapabilities};
 use crate::agents::config::AgentConfig;
 use crate::agents::store::{AgentStore, AgentStoreError, AgentUpdate};
 use crate::agents::{AgentNameError, normalize_agent_name};
+use crate::skills::SkillCatalog;
 use crate::state::StateUpdate;
 
 pub const SETUP_AGENT: &str = "setup_agent";
@@ -50,6 +52,8 @@ pub enum AgentToolError {
         requested: String,
         available: String,
     },
+    #[error(transparent)]
+    Unknown(#[from] UnknownCapabilities),
     #[error(transparent)]
     Store(#[from] AgentStoreError),
 }
@@ -95,11 +99,13 @@ pub struct UpdateAgentArgs {
 /// Creates the agent a bootstrap conversation was started for (or the default agent's soul).
 pub struct SetupAgentTool {
     store: Arc<AgentStore>,
+    /// The skills the `skills` argument is checked against (`None`: any skill name is taken).
+    skills: Option<SkillCatalog>,
 }
 
 impl SetupAgentTool {
-    pub fn new(store: Arc<AgentStore>) -> Self {
-        Self { store }
+    pub fn new(store: Arc<AgentStore>, skills: Option<SkillCatalog>) -> Self {
+        Self { store, skills }
     }
 }
 
@@ -133,6 +139,7 @@ impl Tool for SetupAgentTool {
             ));
         };
         let name = normalize_agent_name(raw_name).map_err(AgentToolError::from)?;
+        check_capabilities(ctx.run, self.skills.as_ref(), None, args.skills.as_deref())?;
         let mut config = AgentConfig::new(name.clone(), args.description.trim());
         config.skills = args.skills;
         self.store
@@ -151,11 +158,13 @@ impl Tool for SetupAgentTool {
 /// Lets a custom agent change its own SOUL.md and configuration from its chat.
 pub struct UpdateAgentTool {
     store: Arc<AgentStore>,
+    /// The skills the `skills` argument is checked against (`None`: any skill name is taken).
+    skills: Option<SkillCatalog>,
 }
 
 impl UpdateAgentTool {
-    pub fn new(store: Arc<AgentStore>) -> Self {
-        Self { store }
+    pub fn new(store: Arc<AgentStore>, skills: Option<SkillCatalog>) -> Self {
+        Self { store, skills }
     }
 }
 
@@ -198,6 +207,12 @@ impl Tool for UpdateAgentTool {
         if let Some(model) = &update.model {
             check_model(ctx.run, model)?;
         }
+        check_capabilities(
+            ctx.run,
+            self.skills.as_ref(),
+            update.tool_groups.as_deref(),
+            update.skills.as_deref(),
+        )?;
         let changed = self
             .store
             .update(&ctx.run.users.speaker, &name, update)
@@ -222,6 +237,27 @@ fn run_agent_name(run: &RunContext) -> Option<&str> {
         .as_deref()
         .or(run.options.agent_name.as_deref())
         .filter(|n| !n.trim().is_empty())
+}
+
+/// Refuses tool groups and skills that do not exist, listing the ones that do, so the model
+/// can call again with valid names instead of saving an agent without them.
+fn check_capabilities(
+    run: &RunContext,
+    catalog: Option<&SkillCatalog>,
+    tool_groups: Option<&[String]>,
+    skills: Option<&[String]>,
+) -> Result<(), AgentToolError> {
+    let known = match catalog {
+        Some(catalog) => KnownCapabilities::of(&run.config, catalog, &run.users.speaker),
+        None => Some(KnownCapabilities {
+            tool_groups: crate::tools::registry::configured_groups(&run.config),
+            skills: skills.map(<[String]>::to_vec).unwrap_or_default(),
+        }),
+    };
+    match known {
+        Some(known) => Ok(known.check(tool_groups, skills)?),
+        None => Ok(()),
+    }
 }
 
 fn check_model(run: &RunContext, model: &str) -> Result<(), AgentToolError> {

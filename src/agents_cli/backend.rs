@@ -7,10 +7,14 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::agents::{AgentConfig, AgentStore, AgentUpdate, StoredAgent, VersionInfo};
+use crate::agents::{
+    AgentConfig, AgentStore, AgentUpdate, KnownCapabilities, StoredAgent, VersionInfo,
+};
 use crate::agents_cli::error::AgentsCliError;
 use crate::config::AppConfig;
 use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
+use crate::skills::SkillCatalog;
+use crate::store::MemoryStore;
 
 /// What an update changed: field names and the history entry keeping the old files.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -82,6 +86,12 @@ impl<'a> Backend<'a> {
                 if let Some(model) = &agent.model {
                     check_model(config, model)?;
                 }
+                check_capabilities(
+                    config,
+                    user,
+                    agent.tool_groups.as_deref(),
+                    agent.skills.as_deref(),
+                )?;
                 Ok(store.create(user, &agent.name, agent, soul)?)
             }
             Backend::Daemon(daemon) => {
@@ -112,6 +122,12 @@ impl<'a> Backend<'a> {
                 if let Some(model) = &update.model {
                     check_model(config, model)?;
                 }
+                check_capabilities(
+                    config,
+                    user,
+                    update.tool_groups.as_deref(),
+                    update.skills.as_deref(),
+                )?;
                 let changed = store.update(user, name, update)?;
                 Ok(UpdateOutcome {
                     fields: changed.fields.iter().map(|f| f.to_string()).collect(),
@@ -209,6 +225,26 @@ pub(crate) fn check_model(config: &AppConfig, model: &str) -> Result<(), AgentsC
             names.join(", ")
         },
     })
+}
+
+/// Refuses tool groups and skills that do not exist (the daemon's API checks the same).
+/// The skills are read from the config's skills directory and the user's own, without the
+/// store (the CLI does not open it while working on agents).
+fn check_capabilities(
+    config: &AppConfig,
+    user: &str,
+    tool_groups: Option<&[String]>,
+    skills: Option<&[String]>,
+) -> Result<(), AgentsCliError> {
+    let catalog = SkillCatalog::from_config(
+        config,
+        std::sync::Arc::new(MemoryStore::new()),
+        Default::default(),
+    );
+    if let Some(known) = KnownCapabilities::of(config, &catalog, user) {
+        known.check(tool_groups, skills)?;
+    }
+    Ok(())
 }
 
 /// The daemon's "no such agent" as the store's, so both backends fail alike.

@@ -1,6 +1,6 @@
 //! What can go wrong in `antler agents`, and how it ends the process (a usage mistake exits 2).
 
-use crate::agents::AgentStoreError;
+use crate::agents::{AgentStoreError, UnknownCapabilities};
 use crate::daemon_client::DaemonClientError;
 
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +28,8 @@ pub enum AgentsCliError {
     #[error("model '{model}' is not configured; use one of: {available}")]
     UnknownModel { model: String, available: String },
     #[error(transparent)]
+    UnknownCapabilities(#[from] UnknownCapabilities),
+    #[error(transparent)]
     Daemon(#[from] DaemonClientError),
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),
@@ -38,7 +40,9 @@ impl AgentsCliError {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            AgentsCliError::UserRequired { .. } | AgentsCliError::NothingToUpdate
+            AgentsCliError::UserRequired { .. }
+                | AgentsCliError::NothingToUpdate
+                | AgentsCliError::UnknownCapabilities(_)
         )
     }
 }

@@ -20,7 +20,16 @@ async fn run_err(config: &AppConfig, user: &str, command: AgentsCommand) -> Agen
 
 fn setup() -> (tempfile::TempDir, AppConfig, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let config = AppConfig {
+    let skills = tmp.path().join("skills");
+    for name in ["search", "summarize"] {
+        std::fs::create_dir_all(skills.join(name)).unwrap();
+        std::fs::write(
+            skills.join(name).join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\nSteps.\n"),
+        )
+        .unwrap();
+    }
+    let mut config = AppConfig {
         data_dir: Some(tmp.path().join("data")),
         models: vec![
             ModelConfig {
@@ -34,6 +43,7 @@ fn setup() -> (tempfile::TempDir, AppConfig, PathBuf) {
         ],
         ..Default::default()
     };
+    config.sandbox.skills_path = Some(skills);
     let soul_file = tmp.path().join("soul.md");
     std::fs::write(&soul_file, "First soul.").unwrap();
     (tmp, config, soul_file)
@@ -144,7 +154,7 @@ async fn create_takes_tool_groups_and_skills() {
             "--soul-file",
             soul,
             "--tool-groups",
-            "file, bash",
+            "file:read, bash",
             "--skills",
             "",
         ])
@@ -157,10 +167,50 @@ async fn create_takes_tool_groups_and_skills() {
         .unwrap();
     assert_eq!(
         agent.config.tool_groups,
-        Some(vec!["file".to_string(), "bash".to_string()])
+        Some(vec!["file:read".to_string(), "bash".to_string()])
     );
     // '' means none, which differs from leaving the flag out (all skills).
     assert_eq!(agent.config.skills, Some(Vec::new()));
+}
+
+/// A tool group or skill that does not exist is refused with the names that do, and nothing
+/// is saved (an agent with a mistyped group would have run without its tools).
+#[tokio::test]
+async fn unknown_tool_groups_and_skills_are_refused_with_the_valid_names() {
+    let (_tmp, config, soul_file) = setup();
+    let soul = soul_file.to_str().unwrap();
+    let create = |groups: &str, skills: &str| {
+        parse(&[
+            "create",
+            "coder",
+            "--soul-file",
+            soul,
+            "--tool-groups",
+            groups,
+            "--skills",
+            skills,
+        ])
+        .unwrap()
+    };
+    let error = run_err(&config, "alice", create("foo", "nosuch")).await;
+    assert!(error.is_usage(), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("unknown tool group 'foo'"), "{message}");
+    assert!(
+        message.contains("web, file:read, file:write, bash"),
+        "{message}"
+    );
+    assert!(message.contains("unknown skill 'nosuch'"), "{message}");
+    assert!(message.contains("search, summarize"), "{message}");
+    let store = AgentStore::new(config.data_dir());
+    assert!(store.get("alice", "coder").unwrap().is_none());
+
+    run_ok(&config, "alice", create("bash", "search")).await;
+    let update = parse(&["update", "coder", "--skills", "search,nosuch"]).unwrap();
+    let message = run_err(&config, "alice", update).await.to_string();
+    assert!(message.contains("unknown skill 'nosuch'"), "{message}");
+    let agent = store.get("alice", "coder").unwrap().unwrap();
+    assert_eq!(agent.config.skills, Some(vec!["search".to_string()]));
 }
 
 #[tokio::test]

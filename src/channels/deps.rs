@@ -36,6 +36,9 @@ pub(crate) enum TurnError {
     Run(#[from] RunError),
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
+    /// A command could not be carried out; the text says why.
+    #[error("{0}")]
+    Command(String),
 }
 
 impl TurnDeps {

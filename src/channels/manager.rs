@@ -20,7 +20,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::channels::access::{Verdict, verdict};
-use crate::channels::commands::{Command, parse_command};
 use crate::channels::deps::TurnDeps;
 use crate::channels::journal::{Journal, JournalState, RETENTION, Recorded};
 use crate::channels::mapping::ChatMap;
@@ -28,6 +27,7 @@ use crate::channels::outbound::note;
 use crate::channels::outbox::Outbox;
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::turn;
+use crate::commands::{Command, parse_command};
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
 use crate::store::StoreError;

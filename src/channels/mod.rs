@@ -14,7 +14,6 @@ mod actions;
 mod board;
 pub mod budget;
 pub mod chunk;
-pub mod commands;
 mod deliver;
 mod deps;
 pub mod files;
@@ -44,7 +43,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
 
-pub use actions::{NEW_CONVERSATION, WELCOME_TEXT};
+pub use crate::commands::{NEW_CONVERSATION, WELCOME_TEXT};
 pub use health::{ChannelHealth, HealthBoard};
 pub use manager::{Accepted, ChannelManager};
 pub use outbound::UNDELIVERED_NOTICE;

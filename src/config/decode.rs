@@ -467,7 +467,7 @@ mod tests {
     fn env_substituted_numbers_are_coerced() {
         let resolution = EnvResolution {
             substituted: vec![KeyPath::root().key("recursion_limit")],
-            failures: Vec::new(),
+            ..Default::default()
         };
         let decoded = decode(json!({"recursion_limit": "42"}), resolution);
         assert!(decoded.problems.is_empty(), "{:?}", decoded.problems);

@@ -90,6 +90,9 @@ pub(crate) struct EnvReference<'a> {
 
 /// Parses a whole string as an env reference.
 ///
+/// A string that starts with `$$` is no reference: [`resolve_tree`] reads it as the literal
+/// text with one `$` fewer (the way to write a secret that really starts with `$`).
+///
 /// `Ok(None)` means "a plain string" (including things like `$5` or `a $B`: only whole-string
 /// references are substituted). A string that starts with `${` but is not well formed is an
 /// error, since it was clearly meant as a reference and using it literally would hide the typo.
@@ -121,6 +124,9 @@ pub(crate) fn parse_reference(text: &str) -> Result<Option<EnvReference<'_>>, St
 pub(crate) struct EnvResolution {
     /// Values replaced from the environment (they may later be coerced to numbers/booleans).
     pub(crate) substituted: Vec<KeyPath>,
+    /// The variable each substituted value was read from, so messages about a value can name
+    /// the variable to change (`ANTLER_MODEL_API_KEY` rather than `models[0].api_key`).
+    pub(crate) variables: Vec<(KeyPath, String)>,
     /// References that could not be resolved, with the message to report.
     pub(crate) failures: Vec<(KeyPath, String)>,
 }
@@ -144,37 +150,52 @@ fn resolve_node(node: &mut Value, path: &KeyPath, env: &dyn EnvSource, out: &mut
                 resolve_node(child, &path.index(index), env, out);
             }
         }
-        Value::String(text) => match parse_reference(text) {
-            Ok(None) => {}
-            Ok(Some(reference)) => match lookup(reference, env, is_secret(path)) {
-                Ok(value) => {
-                    *text = value;
-                    out.substituted.push(path.clone());
-                }
+        Value::String(text) => {
+            if let Some(literal) = text.strip_prefix("$$") {
+                // The escape: a literal value that starts with `$` (`$$uper` is `$uper`).
+                *text = format!("${literal}");
+                return;
+            }
+            let secret = is_secret(path);
+            match parse_reference(text) {
+                Ok(None) => {}
+                Ok(Some(reference)) => match lookup(reference, env) {
+                    Ok(value) => {
+                        out.variables
+                            .push((path.clone(), reference.name.to_owned()));
+                        *text = value;
+                        out.substituted.push(path.clone());
+                    }
+                    Err(_) if secret => out.failures.push((path.clone(), SECRET_UNSET.into())),
+                    Err(message) => out.failures.push((path.clone(), message)),
+                },
+                Err(_) if secret => out.failures.push((path.clone(), SECRET_MALFORMED.into())),
                 Err(message) => out.failures.push((path.clone(), message)),
-            },
-            Err(message) => out.failures.push((path.clone(), message)),
-        },
+            }
+        }
         Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 
-/// `secret`: the key holds a secret, for which a default written in the file is no advice.
-fn lookup(
-    reference: EnvReference<'_>,
-    env: &dyn EnvSource,
-    secret: bool,
-) -> Result<String, String> {
+/// A secret key's reference that names an unset variable. The name is not repeated: a literal
+/// key that happens to start with `$` (`$uperSecret42`) reads as a reference, and its "name"
+/// would be most of the secret.
+const SECRET_UNSET: &str = "refers to an environment variable that is not set (its name is not \
+     shown: this key holds a secret); set the variable named after the `$` where antler starts \
+     (the shell, the service's environment file, or .env for Docker Compose), or write a \
+     literal value that starts with `$` as `$$` followed by the rest";
+
+/// A secret key's malformed `${…}` reference, without its text.
+const SECRET_MALFORMED: &str = "is a malformed environment reference (not shown: this key holds \
+     a secret); write $NAME, ${NAME} or ${NAME:-default}, or a literal value that starts with \
+     `$` as `$$` followed by the rest";
+
+fn lookup(reference: EnvReference<'_>, env: &dyn EnvSource) -> Result<String, String> {
     match (env.get(reference.name), reference.default) {
         // Shell semantics of `:-`: an empty value also falls back to the default.
         (Some(value), Some(default)) if value.is_empty() => Ok(default.to_owned()),
         (Some(value), _) => Ok(value),
         (None, Some(default)) => Ok(default.to_owned()),
-        (None, None) if secret => Err(format!(
-            "environment variable {name} is not set; set it where antler starts (the shell, \
-             the service's environment file, or .env for Docker Compose)",
-            name = reference.name
-        )),
         (None, None) => Err(format!(
             "environment variable {name} is not set; set it or write ${{{name}:-default}}",
             name = reference.name
@@ -246,6 +267,67 @@ mod tests {
         assert!(message.contains("environment variable NOPE is not set"));
     }
 
+    /// A secret key's reference that fails is reported without its text: a literal key that
+    /// starts with `$` reads as a reference whose "name" is most of the key.
+    #[test]
+    fn a_secret_key_never_echoes_its_reference() {
+        let env = MapEnv::new();
+        let mut tree = json!({
+            "models": [{"api_key": "$uperSecret42", "model": "$uperModel"}],
+            "channels": {"slack": {"bot_token": "${xoxb-oops"}}
+        });
+        let resolution = resolve_tree(&mut tree, &env);
+        let failures: Vec<(String, String)> = resolution
+            .failures
+            .iter()
+            .map(|(path, message)| (path.to_string(), message.clone()))
+            .collect();
+        assert_eq!(failures.len(), 3, "{failures:?}");
+        for (path, message) in &failures {
+            if path == "models[0].model" {
+                // Not a secret: the variable is named, which is what helps there.
+                assert!(message.contains("uperModel"), "{message}");
+                continue;
+            }
+            assert!(!message.contains("uperSecret42"), "{path}: {message}");
+            assert!(!message.contains("xoxb"), "{path}: {message}");
+            assert!(message.contains("$$"), "the escape is offered: {message}");
+        }
+    }
+
+    #[test]
+    fn a_doubled_dollar_is_a_literal_dollar() {
+        let env = MapEnv::new().with("uperSecret42", "from-env");
+        let mut tree = json!({"a": "$$uperSecret42", "b": "$${X}", "c": "$$", "d": "a$$b"});
+        let resolution = resolve_tree(&mut tree, &env);
+        assert!(resolution.failures.is_empty());
+        assert!(resolution.substituted.is_empty());
+        assert_eq!(
+            tree,
+            json!({"a": "$uperSecret42", "b": "${X}", "c": "$", "d": "a$$b"})
+        );
+    }
+
+    #[test]
+    fn substituted_values_remember_their_variable() {
+        let env = MapEnv::new().with("ANTLER_MODEL_API_KEY", "sk");
+        let mut tree =
+            json!({"models": [{"api_key": "${ANTLER_MODEL_API_KEY:-}", "model": "${M:-m}"}]});
+        let resolution = resolve_tree(&mut tree, &env);
+        let variables: Vec<(String, &str)> = resolution
+            .variables
+            .iter()
+            .map(|(path, name)| (path.to_string(), name.as_str()))
+            .collect();
+        assert_eq!(
+            variables,
+            [
+                ("models[0].api_key".to_string(), "ANTLER_MODEL_API_KEY"),
+                ("models[0].model".to_string(), "M"),
+            ]
+        );
+    }
+
     #[test]
     fn a_missing_secret_gets_no_default_suggested() {
         let mut tree = json!({"gateway": {"api_tokens": [{"token": "$ANTLER_API_TOKEN"}]},
@@ -258,11 +340,9 @@ mod tests {
             .collect();
         let secret = &messages[0];
         assert_eq!(secret.0, "gateway.api_tokens[0].token");
-        assert!(
-            secret.1.contains("ANTLER_API_TOKEN is not set"),
-            "{}",
-            secret.1
-        );
+        // Not named either (a literal secret may read as a reference), but where to set it is.
+        assert!(!secret.1.contains("ANTLER_API_TOKEN"), "{}", secret.1);
+        assert!(secret.1.contains(".env for Docker Compose"), "{}", secret.1);
         assert!(!secret.1.contains(":-"), "{}", secret.1);
         assert!(
             messages[1].1.contains("${ANTLER_MODEL:-default}"),

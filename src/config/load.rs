@@ -159,6 +159,25 @@ pub fn load_config(
     }
 }
 
+/// Remembers which variable each model's `model`, `base_url` and `api_key` came from, so
+/// messages about the model name the variable to change.
+fn note_model_sources(config: &mut AppConfig, variables: &[(KeyPath, String)]) {
+    let variable = |path: String| {
+        variables
+            .iter()
+            .find(|(at, _)| at.to_string() == path)
+            .map(|(_, name)| name.clone())
+    };
+    for (index, model) in config.models.iter_mut().enumerate() {
+        model.sources = crate::config::ModelSources {
+            index: Some(index),
+            model: variable(format!("models[{index}].model")),
+            base_url: variable(format!("models[{index}].base_url")),
+            api_key: variable(format!("models[{index}].api_key")),
+        };
+    }
+}
+
 /// Loads one file.
 pub fn load_from_file(
     path: &Path,
@@ -245,10 +264,12 @@ pub(crate) fn decode_text(
         });
     }
     let declared_version = tree.get("config_version").is_some();
-    let resolution = env::resolve_tree(&mut tree, env);
+    let mut resolution = env::resolve_tree(&mut tree, env);
+    let variables = std::mem::take(&mut resolution.variables);
     let decoded = decode::decode(tree, resolution);
     let config = decoded.config.map(|mut config| {
         normalize(&mut config, env, cwd);
+        note_model_sources(&mut config, &variables);
         if config.sandbox.skills_path.is_none() {
             config.sandbox.skills_path = Some(default_skills_dir(origin, cwd, &config));
         }

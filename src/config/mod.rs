@@ -11,6 +11,7 @@ pub mod handle;
 pub mod load;
 pub mod locate;
 pub mod memory;
+pub mod model_sources;
 mod problem;
 pub mod reference;
 pub mod runtime;
@@ -35,6 +36,7 @@ pub use load::{
 };
 pub use locate::{Locator, read_locator};
 pub use memory::MemoryConfig;
+pub use model_sources::{ModelSetting, ModelSources};
 pub use problem::ConfigProblem;
 pub use runtime::RuntimeConfig;
 pub use sandbox::{DockerSandboxConfig, SandboxConfig, SandboxMountConfig, SandboxProviderKind};

@@ -29,8 +29,9 @@ impl fmt::Display for ConfigProblem {
     }
 }
 
-/// Keys whose values are secrets: a type error there must not echo the value. A test checks
-/// that every `Secret` key of the schema is listed.
+/// Keys whose values are secrets: their text (the value, or the variable a `$` reference
+/// names, which may be a mistyped literal key such as `$uperSecret42`) is never echoed in a
+/// problem. A test in `decode` checks that every `Secret` key of the schema is listed.
 pub(crate) const SECRET_KEYS: &[&str] = &[
     "api_key",
     "token",

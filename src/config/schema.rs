@@ -194,6 +194,10 @@ pub struct ModelConfig {
     pub context_window: Option<u64>,
     /// Another model's `name`, tried after this one's retries fail.
     pub fallback: Option<String>,
+    /// The variables the settings came from (not a key: the loader fills it in).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub sources: crate::config::ModelSources,
 }
 
 impl Default for ModelConfig {
@@ -212,6 +216,7 @@ impl Default for ModelConfig {
             supports_vision: false,
             context_window: None,
             fallback: None,
+            sources: Default::default(),
         }
     }
 }

@@ -13,7 +13,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agents::{
-    AgentConfig, AgentStoreError, AgentUpdate, ModelSettings, ReasoningEffort, StoredAgent,
+    AgentConfig, AgentStoreError, AgentUpdate, KnownCapabilities, ModelSettings, ReasoningEffort,
+    StoredAgent,
 };
 use crate::config::AppConfig;
 use crate::http::{ApiError, AppState, AuthUser};
@@ -94,6 +95,13 @@ pub(crate) async fn create(
     if let Some(model) = &body.model {
         check_model(&config, model)?;
     }
+    check_capabilities(
+        &state,
+        &config,
+        &owner,
+        body.tool_groups.as_deref(),
+        body.skills.as_deref(),
+    )?;
     let agent_config = AgentConfig {
         name: body.name.clone(),
         description: body.description.trim().to_string(),
@@ -141,6 +149,13 @@ pub(crate) async fn update(
     if let Some(model) = &body.model {
         check_model(&config, model)?;
     }
+    check_capabilities(
+        &state,
+        &config,
+        &owner,
+        body.tool_groups.as_deref(),
+        body.skills.as_deref(),
+    )?;
     let update = AgentUpdate {
         soul: body.soul,
         description: body.description.map(|d| d.trim().to_string()),
@@ -280,6 +295,27 @@ fn check_model(config: &AppConfig, model: &str) -> Result<(), ApiError> {
             }
         ),
     ))
+}
+
+/// Refuses tool groups and skills that do not exist for `owner`, naming those that do.
+fn check_capabilities(
+    state: &AppState,
+    config: &AppConfig,
+    owner: &str,
+    tool_groups: Option<&[String]>,
+    skills: Option<&[String]>,
+) -> Result<(), ApiError> {
+    let catalog = state.harness.skills(config);
+    let Some(known) = KnownCapabilities::of(config, &catalog, owner) else {
+        return Ok(());
+    };
+    known.check(tool_groups, skills).map_err(|unknown| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "unknown_tool_group_or_skill",
+            unknown.to_string(),
+        )
+    })
 }
 
 pub(crate) fn forbidden(denied: AccessDenied) -> ApiError {

@@ -29,7 +29,7 @@ const PATH_SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 
 /// The URL serving a thread's file at `virtual_path`, one encoded segment per path segment, so
 /// a name such as `report #1?.txt` stays one path (the route decodes it back).
-pub(crate) fn artifact_url(thread_id: &str, virtual_path: &str) -> String {
+pub fn artifact_url(thread_id: &str, virtual_path: &str) -> String {
     let mut url = format!(
         "/api/threads/{}/artifacts",
         utf8_percent_encode(thread_id, PATH_SEGMENT)

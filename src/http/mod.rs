@@ -8,6 +8,7 @@ mod artifacts;
 mod auth;
 mod auth_failures;
 mod channels;
+mod commands;
 mod edge;
 mod error;
 mod health;
@@ -36,6 +37,7 @@ use tower_http::timeout::TimeoutLayer;
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
 
+pub use artifacts::artifact_url;
 pub use auth::{AuthUser, Caller, LOCAL_USER};
 pub use auth_failures::AuthFailures;
 pub use error::ApiError;
@@ -97,6 +99,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/channels/{channel}/webhook", post(channels::webhook))
         .route("/api/models", get(models::list))
         .route("/api/usage", get(usage::usage))
+        .route("/api/commands", post(commands::run))
         .route("/api/agents", get(agents::list).post(agents::create))
         .route(
             "/api/agents/{name}",

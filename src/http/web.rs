@@ -52,6 +52,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("assets/js/composer.js"),
     ),
+    (
+        "js/commands.js",
+        JS,
+        include_bytes!("assets/js/commands.js"),
+    ),
     ("js/files.js", JS, include_bytes!("assets/js/files.js")),
     (
         "js/markdown.js",

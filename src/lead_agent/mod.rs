@@ -193,18 +193,24 @@ pub fn make_lead_agent(
     resolve::downgrade_thinking(&mut options, &model, &mut warnings);
     options.model_name = Some(model.name.clone());
 
+    let catalog = skill_catalog(&deps, config);
     let mut tools = select_tools(
         &deps,
         branch,
         agent_config,
         &options,
-        &store,
+        (&store, &catalog),
         model.supports_vision,
     );
     let deferred = deferred_catalog(&deps, config, &tools);
     let deferred_names = deferred.as_ref().map(|c| c.names()).unwrap_or_default();
-    let (skills, skill_activation) =
-        select_skills(&deps, config, branch, agent_config, &mut warnings);
+    let (skills, skill_activation) = select_skills(
+        &deps,
+        (config, &catalog),
+        branch,
+        agent_config,
+        &mut warnings,
+    );
     let subagent_tasks = options.subagent_enabled.then(|| {
         // Sub-agents get the lead's tools, not the tool of its branch (creating or updating
         // an agent is the lead conversation's business).
@@ -400,7 +406,7 @@ fn select_tools(
     branch: Branch,
     agent_config: Option<&AgentConfig>,
     options: &RunOptions,
-    store: &Arc<AgentStore>,
+    (store, catalog): (&Arc<AgentStore>, &SkillCatalog),
     supports_vision: bool,
 ) -> Vec<ToolRef> {
     let groups = agent_config.and_then(|agent| agent.tool_groups.as_deref());
@@ -410,11 +416,14 @@ fn select_tools(
         .map(|registry| registry.tools_for_model(groups, supports_vision))
         .unwrap_or_default();
     let agent_tool: Option<ToolRef> = match branch {
-        Branch::Bootstrap => Some(Arc::new(SetupAgentTool::new(store.clone()))),
+        Branch::Bootstrap => Some(Arc::new(SetupAgentTool::new(
+            store.clone(),
+            Some(catalog.clone()),
+        ))),
         // A webhook has no conversation partner to agree a change of persona with.
-        Branch::Custom if options.channel_name.as_deref() != Some("webhook") => {
-            Some(Arc::new(UpdateAgentTool::new(store.clone())))
-        }
+        Branch::Custom if options.channel_name.as_deref() != Some("webhook") => Some(Arc::new(
+            UpdateAgentTool::new(store.clone(), Some(catalog.clone())),
+        )),
         _ => None,
     };
     if let Some(tool) = agent_tool {
@@ -441,19 +450,10 @@ fn deferred_catalog(
     (!external.is_empty()).then(|| DeferredCatalog::new(&external))
 }
 
-/// The skills of this run: what the prompt lists and the `/skill` activation middleware.
-///
-/// The default agent gets every enabled skill of the thread's owner (whose skills its sandbox
-/// mounts), a custom agent its whitelist of them (`None` = all, `[]` = none), a bootstrap
-/// conversation only `bootstrap` (enabled or not: the interview needs its guide).
-fn select_skills(
-    deps: &LeadAgentDeps<'_>,
-    config: &AppConfig,
-    branch: Branch,
-    agent_config: Option<&AgentConfig>,
-    warnings: &mut Vec<String>,
-) -> (Vec<SkillSummary>, SkillActivationMiddleware) {
-    let catalog = match &deps.skills {
+/// The harness's skill catalog, or one on the config's skills directory (without the enable
+/// states of a store) when the factory runs without a harness.
+fn skill_catalog(deps: &LeadAgentDeps<'_>, config: &AppConfig) -> SkillCatalog {
+    match &deps.skills {
         Some(catalog) => catalog.clone(),
         None => SkillCatalog::from_config(
             config,
@@ -462,7 +462,21 @@ fn select_skills(
                 .map(LeadAgentCache::skills_loader)
                 .unwrap_or_default(),
         ),
-    };
+    }
+}
+
+/// The skills of this run: what the prompt lists and the `/skill` activation middleware.
+///
+/// The default agent gets every enabled skill of the thread's owner (whose skills its sandbox
+/// mounts), a custom agent its whitelist of them (`None` = all, `[]` = none), a bootstrap
+/// conversation only `bootstrap` (enabled or not: the interview needs its guide).
+fn select_skills(
+    deps: &LeadAgentDeps<'_>,
+    (config, catalog): (&AppConfig, &SkillCatalog),
+    branch: Branch,
+    agent_config: Option<&AgentConfig>,
+    warnings: &mut Vec<String>,
+) -> (Vec<SkillSummary>, SkillActivationMiddleware) {
     // The owner's: the thread's sandbox mounts them, so the prompt lists what the run can read.
     let owner = &deps.users.owner;
     let visible = catalog.list(owner).unwrap_or_else(|error| {

@@ -118,6 +118,23 @@ impl Drop for Processed<'_> {
     }
 }
 
+/// An entry taken off the queue while its update runs. Dropped before the update finished
+/// (the worker or a flush cancelled at shutdown), it goes back on the queue: its record is
+/// still in the store, and a flush that still has time runs it.
+struct Taken<'a> {
+    queue: &'a MemoryQueue,
+    key: &'a [u8],
+    entry: Option<Entry>,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.entry.take() {
+            self.queue.requeue(self.key, entry);
+        }
+    }
+}
+
 /// What became of one update.
 #[derive(Debug, PartialEq)]
 enum Outcome {
@@ -283,15 +300,24 @@ impl MemoryQueue {
         }
     }
 
-    /// Stops the worker and flushes pending updates; what the deadline cuts off stays
+    /// Stops the worker and flushes pending updates, all within `deadline`: the update under
+    /// way when it passes (its model call, retries included) is dropped, and what is left stays
     /// persisted for the next start.
     pub async fn shutdown(&self, deadline: Duration) {
+        let deadline = Instant::now() + deadline;
         self.inner.cancel.cancel();
         let task = self.inner.lock_task().take();
-        if let Some(task) = task {
-            let _ = task.await;
+        // The worker drops the update it is running at the cancellation; the deadline only
+        // guards against a worker stuck in something that does not wait on it.
+        if let Some(mut task) = task
+            && tokio::time::timeout_at(deadline, &mut task).await.is_err()
+        {
+            task.abort();
         }
-        if tokio::time::timeout(deadline, self.flush()).await.is_err() {
+        if tokio::time::timeout_at(deadline, self.flush())
+            .await
+            .is_err()
+        {
             tracing::warn!(
                 pending = self.pending(),
                 "Memory updates still pending at the shutdown deadline; they run after the next start"
@@ -321,8 +347,29 @@ impl MemoryQueue {
                 .filter(|(_, e)| e.due <= now)
                 .map(|(k, _)| k.clone())
                 .collect();
-            for key in due {
-                self.process(&key).await;
+            for (index, key) in due.iter().enumerate() {
+                let outcome = tokio::select! {
+                    // The update under way stays queued (see `Taken`): shutdown flushes it
+                    // within its own deadline, or the next start runs it.
+                    _ = self.inner.cancel.cancelled() => return,
+                    outcome = self.process(key) => outcome,
+                };
+                if outcome == Outcome::ModelDown {
+                    // The others would wait on the same outage, each through its model's
+                    // retries: they wait for the next try instead, without counting a failure.
+                    self.postpone(&due[index + 1..], Instant::now() + RETRY_AFTER);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Moves the entries of `keys` that are still pending to `due`.
+    fn postpone(&self, keys: &[Vec<u8>], due: Instant) {
+        let mut pending = self.inner.lock_pending();
+        for key in keys {
+            if let Some(entry) = pending.get_mut(key) {
+                entry.due = entry.due.max(due);
             }
         }
     }
@@ -331,11 +378,16 @@ impl MemoryQueue {
     /// it meanwhile; an update the model could not take is queued again ([`Self::requeue`]),
     /// any other failure is logged and not retried (the next turn queues again).
     async fn process(&self, key: &[u8]) -> Outcome {
-        let Some(mut entry) = self.inner.lock_pending().remove(key) else {
+        let Some(entry) = self.inner.lock_pending().remove(key) else {
             return Outcome::Finished;
         };
         let _counted = Processed(&self.inner.processed);
-        let conversation = &entry.conversation;
+        let conversation = entry.conversation.clone();
+        let mut taken = Taken {
+            queue: self,
+            key,
+            entry: Some(entry),
+        };
         let mut messages = conversation.earlier.clone();
         match (self.inner.conversations)(&conversation.thread_id, &conversation.scope.user_id) {
             Some(recent) => messages.extend(recent),
@@ -343,9 +395,16 @@ impl MemoryQueue {
                 tracing::debug!(thread_id = %conversation.thread_id, "The thread is gone; memory reads only what summarization handed over")
             }
         }
-        if !messages.is_empty()
-            && let Err(wait) = self.update(conversation, &messages).await
-        {
+        let result = if messages.is_empty() {
+            Ok(())
+        } else {
+            self.update(&conversation, &messages).await
+        };
+        // Finished, whichever way: from here on the entry is this function's to settle.
+        let Some(mut entry) = taken.entry.take() else {
+            return Outcome::Finished;
+        };
+        if let Err(wait) = result {
             entry.failures += 1;
             if entry.failures < MAX_ATTEMPTS {
                 let backoff = RETRY_AFTER * 2u32.saturating_pow(entry.failures - 1);

@@ -370,3 +370,79 @@ async fn a_failed_update_hands_its_dropped_messages_to_the_conversation_that_rep
     assert_eq!(stored_record, record, "the store holds the merged entry");
     queue.shutdown(Duration::from_secs(5)).await;
 }
+
+/// A model that takes the request and never answers (until the hour is up).
+fn hanging() -> Arc<ScriptedModel> {
+    let hang = || ScriptedTurn::Slow {
+        chunks: vec![ANSWER.into()],
+        delay: Duration::from_secs(3600),
+    };
+    scripted(vec![hang(), hang(), hang()])
+}
+
+/// The worker is inside an update whose model hangs when the shutdown comes: the shutdown
+/// does not wait for it (nor for the 79 behind it), the flush stops at its deadline, and every
+/// update stays queued and stored.
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_with_the_model_hanging_ends_at_its_deadline_and_keeps_every_update() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let model = hanging();
+    let (queue, _, threads) = start(store.clone(), model.clone());
+    for index in 0..80 {
+        let thread = format!("t{index}");
+        queue
+            .enqueue(turn_on(&threads, &thread, "tea please"))
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(model.requests().len(), 1, "the worker is inside an update");
+
+    let started = Instant::now();
+    queue.shutdown(Duration::from_secs(30)).await;
+    let took = started.elapsed();
+    assert!(
+        took <= Duration::from_secs(30),
+        "the shutdown took {took:?}"
+    );
+    assert!(
+        took >= Duration::from_secs(30),
+        "the flush gave up early: {took:?}"
+    );
+    assert_eq!(model.requests().len(), 2, "the flush tried one update");
+    assert_eq!((queue.pending(), stored(&store)), (80, 80));
+}
+
+/// Many updates due at once with the model down: the first finds it down and the others wait
+/// for the next try instead of each going through the outage (no failure counted for them).
+#[tokio::test(start_paused = true)]
+async fn due_updates_wait_behind_one_that_found_the_model_down() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let down = || ScriptedTurn::Fail(crate::model::ModelErrorKind::Connect);
+    let model = scripted(vec![down(), down()]);
+    let (queue, _, threads) = start(store.clone(), model.clone());
+    for index in 0..80 {
+        let thread = format!("t{index}");
+        queue
+            .enqueue(turn_on(&threads, &thread, "tea please"))
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(model.requests().len(), 1, "one try for the outage");
+    assert_eq!((queue.pending(), stored(&store)), (80, 80));
+    let failures: Vec<u32> = queue
+        .inner
+        .lock_pending()
+        .values()
+        .map(|entry| entry.failures)
+        .collect();
+    assert_eq!(failures.iter().filter(|&&f| f == 1).count(), 1);
+    let started = Instant::now();
+    queue.shutdown(Duration::from_secs(30)).await;
+    assert!(started.elapsed() < Duration::from_secs(1));
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the flush stopped at its first failure"
+    );
+    assert_eq!(stored(&store), 80);
+}

@@ -10,9 +10,9 @@ use futures::stream::BoxStream;
 use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response};
 
-use crate::config::{ModelConfig, Secret};
+use crate::config::{ModelConfig, ModelSetting, ModelSources, Secret};
 use crate::messages::AiMessage;
-use crate::model::{ModelError, ModelEvent, ModelStream};
+use crate::model::{ModelError, ModelEvent, ModelStream, provider_error};
 
 /// Longest error body kept in [`ModelError::Status`]; provider error pages can be large HTML.
 const MAX_ERROR_BODY_CHARS: usize = 500;
@@ -36,6 +36,10 @@ pub(crate) struct Endpoint {
     pub(crate) base_url: String,
     pub(crate) timeout: Duration,
     pub(crate) api_key: Option<Secret>,
+    /// The provider's model id (named when the server does not know it).
+    pub(crate) model_id: String,
+    /// Where the settings came from: errors name the variable to change.
+    pub(crate) sources: ModelSources,
 }
 
 impl Endpoint {
@@ -49,7 +53,14 @@ impl Endpoint {
                 .filter(|timeout| !timeout.is_zero())
                 .unwrap_or(Duration::from_secs(600)),
             api_key: config.api_key.clone(),
+            model_id: config.model.clone(),
+            sources: config.sources.clone(),
         }
+    }
+
+    /// What to set to change `setting` of this model (its variable, else its key).
+    fn fix(&self, setting: ModelSetting) -> String {
+        self.sources.fix(&self.model, setting)
     }
 
     /// The API key when one is configured and non-empty (local servers need none).
@@ -86,25 +97,55 @@ impl Endpoint {
         }
         let status = status.as_u16();
         let retry_after = parse_retry_after(response.headers(), SystemTime::now());
-        if matches!(status, 401 | 403) {
-            return Err(ModelError::Unauthorized {
-                model: self.model.clone(),
-                status,
-            });
-        }
         if status == 429 {
             return Err(ModelError::RateLimited {
                 model: self.model.clone(),
                 retry_after,
             });
         }
-        let body = response.text().await.unwrap_or_default();
-        Err(ModelError::Status {
+        let body = self.error_body(&response.text().await.unwrap_or_default());
+        // The raw body is for whoever debugs the provider; people read one sentence.
+        tracing::debug!(model = %self.model, status, %body, "The model answered with an error");
+        Err(self.status_error(status, &body, retry_after))
+    }
+
+    /// The error for an HTTP error answer (not 429), from its status and (redacted) body.
+    fn status_error(&self, status: u16, body: &str, retry_after: Option<Duration>) -> ModelError {
+        let endpoint = display_endpoint(&self.base_url);
+        if matches!(status, 401 | 403) {
+            return ModelError::Unauthorized {
+                model: self.model.clone(),
+                status,
+                endpoint,
+                fix: self.fix(ModelSetting::ApiKey),
+                keyless: self.key().is_none(),
+            };
+        }
+        let said = provider_error::read(body);
+        if matches!(status, 400 | 404) && said.model_not_found {
+            return ModelError::ModelNotFound {
+                model: self.model.clone(),
+                model_id: self.model_id.clone(),
+                endpoint,
+                status,
+                fix: self.fix(ModelSetting::Model),
+            };
+        }
+        let hint = match status {
+            404 => format!(
+                "{endpoint} has no such API; check {} (OpenAI-compatible URLs usually end in /v1)",
+                self.fix(ModelSetting::BaseUrl)
+            ),
+            500..=599 => "try again, or look at the model server's log".to_string(),
+            _ => String::new(),
+        };
+        ModelError::Status {
             model: self.model.clone(),
             status,
-            body: self.error_body(&body),
+            body: said.message.unwrap_or_default(),
             retry_after,
-        })
+            hint,
+        }
     }
 
     fn send_error(&self, error: &reqwest::Error) -> ModelError {
@@ -129,6 +170,7 @@ impl Endpoint {
             // Shown in chat replies and logs: no password or query string from the URL.
             base_url: display_endpoint(&self.base_url),
             detail: causes(error),
+            fix: self.fix(ModelSetting::BaseUrl),
         }
     }
 
@@ -398,14 +440,78 @@ mod tests {
         assert_eq!(at(&[]), None);
     }
 
-    #[test]
-    fn error_bodies_are_truncated_and_never_contain_the_key() {
-        let endpoint = Endpoint {
-            model: "m".into(),
-            base_url: "http://x".into(),
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            model: "default".into(),
+            base_url: "http://127.0.0.1:11434/v1".into(),
             timeout: Duration::from_secs(1),
             api_key: Some(Secret::new("sk-secret-123")),
+            model_id: "qwen9".into(),
+            sources: ModelSources {
+                index: Some(0),
+                model: Some("ANTLER_MODEL".into()),
+                base_url: Some("ANTLER_MODEL_URL".into()),
+                api_key: Some("ANTLER_MODEL_API_KEY".into()),
+            },
+        }
+    }
+
+    /// Each error answer is one sentence with the fix, naming the variable the shipped config
+    /// reads, and never the raw JSON body.
+    #[test]
+    fn error_answers_read_as_one_sentence_with_the_fix() {
+        let endpoint = endpoint();
+        let text = |status: u16, body: &str| endpoint.status_error(status, body, None).to_string();
+        assert_eq!(
+            text(
+                401,
+                r#"{"error":{"message":"Incorrect API key provided: ***.","code":"invalid_api_key"}}"#
+            ),
+            "model 'default' at http://127.0.0.1:11434/v1 refused the API key (HTTP 401); set \
+             ANTLER_MODEL_API_KEY to a key that server accepts"
+        );
+        assert_eq!(
+            text(
+                404,
+                r#"{"error":{"message":"model \"qwen9\" not found, try pulling it first","type":"api_error"}}"#
+            ),
+            "model id 'qwen9' is not served at http://127.0.0.1:11434/v1 (HTTP 404); set \
+             ANTLER_MODEL to a model id that server has (`antler status` lists them)"
+        );
+        assert_eq!(
+            text(404, "404 page not found"),
+            "model 'default' refused the request (HTTP 404): 404 page not found; \
+             http://127.0.0.1:11434/v1 has no such API; check ANTLER_MODEL_URL (OpenAI-compatible \
+             URLs usually end in /v1)"
+        );
+        assert_eq!(
+            text(502, "<html>Bad Gateway</html>"),
+            "model 'default' failed on the server's side (HTTP 502); try again, or look at the \
+             model server's log"
+        );
+        let bad_request = text(
+            400,
+            r#"{"error":{"message":"max_tokens is too large.","type":"invalid_request_error"}}"#,
+        );
+        assert_eq!(
+            bad_request,
+            "model 'default' refused the request (HTTP 400): max_tokens is too large"
+        );
+        let keyless = Endpoint {
+            api_key: None,
+            sources: ModelSources::default(),
+            ..endpoint.clone()
         };
+        assert_eq!(
+            keyless.status_error(401, "", None).to_string(),
+            "model 'default' at http://127.0.0.1:11434/v1 refused to answer without an API key \
+             (HTTP 401); set models[].api_key of 'default' to a key that server accepts"
+        );
+    }
+
+    #[test]
+    fn error_bodies_are_truncated_and_never_contain_the_key() {
+        let endpoint = endpoint();
         let body = endpoint.error_body("Incorrect API key provided: sk-secret-123.");
         assert_eq!(body, "Incorrect API key provided: ***.");
         let long = endpoint.error_body(&"é".repeat(2000));

@@ -154,15 +154,16 @@ pub enum ToolChoice {
 /// Why a model call failed. Callers branch on the variant, never on the text.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// `fix` is what to set to point the model elsewhere (`ANTLER_MODEL_URL`, or the key).
     #[error(
-        "could not reach model '{model}' at {base_url}: {detail}. Start the server there, or point \
-         models[].base_url at a reachable OpenAI-compatible endpoint (the shipped config reads \
-         ANTLER_MODEL_URL, ANTLER_MODEL and ANTLER_MODEL_API_KEY)"
+        "could not reach model '{model}' at {base_url} ({detail}); start the model server there, \
+         or set {fix} to the address of one that runs"
     )]
     Connect {
         model: String,
         base_url: String,
         detail: String,
+        fix: String,
     },
     #[error(
         "model '{model}' did not answer within {timeout:?}; raise models[].timeout or try again"
@@ -173,15 +174,42 @@ pub enum ModelError {
         model: String,
         retry_after: Option<Duration>,
     },
-    #[error("model '{model}' answered HTTP {status}: {body}")]
+    /// `body` is the provider's own message (never the raw JSON body, which is logged at
+    /// debug), `hint` what to do about this status (may be empty).
+    #[error("{}", status_text(.model, *.status, .body, .hint))]
     Status {
         model: String,
         status: u16,
         body: String,
         retry_after: Option<Duration>,
+        hint: String,
     },
-    #[error("model '{model}' rejected the API key (HTTP {status}); check models[].api_key")]
-    Unauthorized { model: String, status: u16 },
+    /// `fix` is what holds the key (`ANTLER_MODEL_API_KEY`, or `models[N].api_key`).
+    #[error(
+        "model '{model}' at {endpoint} refused {} (HTTP {status}); set {fix} to a key that \
+         server accepts",
+        if *.keyless { "to answer without an API key" } else { "the API key" }
+    )]
+    Unauthorized {
+        model: String,
+        status: u16,
+        endpoint: String,
+        fix: String,
+        /// No key was sent at all.
+        keyless: bool,
+    },
+    /// The server answers but does not know the model id; `fix` is what holds the id.
+    #[error(
+        "model id '{model_id}' is not served at {endpoint} (HTTP {status}); set {fix} to a model \
+         id that server has (`antler status` lists them)"
+    )]
+    ModelNotFound {
+        model: String,
+        model_id: String,
+        endpoint: String,
+        status: u16,
+        fix: String,
+    },
     #[error("the stream from model '{model}' broke: {detail}")]
     Stream { model: String, detail: String },
     #[error("model '{model}' sent a malformed chunk: {detail}")]
@@ -192,6 +220,24 @@ pub enum ModelError {
     Cancelled,
     #[error("model configuration error: {0}")]
     Config(String),
+}
+
+/// One sentence for an HTTP error answer: what happened, the provider's message, what to do.
+fn status_text(model: &str, status: u16, message: &str, hint: &str) -> String {
+    let what = match status {
+        500..=599 => "failed on the server's side",
+        _ => "refused the request",
+    };
+    let mut text = format!("model '{model}' {what} (HTTP {status})");
+    if !message.is_empty() {
+        text.push_str(": ");
+        text.push_str(message.trim_end_matches('.'));
+    }
+    if !hint.is_empty() {
+        text.push_str("; ");
+        text.push_str(hint);
+    }
+    text
 }
 
 impl ModelError {
@@ -229,6 +275,7 @@ pub(crate) mod http;
 pub mod openai;
 mod openai_request;
 pub mod probe;
+mod provider_error;
 pub mod registry;
 pub mod retry;
 mod schema;

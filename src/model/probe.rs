@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ModelConfig, Provider};
+use crate::config::{ModelConfig, ModelSetting, Provider};
 use crate::model::http::{causes, display_endpoint};
 
 /// How long one probe may take.
@@ -145,12 +145,52 @@ impl ModelProbe {
         match request.timeout(self.timeout).send().await {
             Ok(response) => {
                 answer.reachable = true;
-                answer.problem = status_problem(model, response.status().as_u16());
+                let status = response.status().as_u16();
+                answer.problem = status_problem(model, status);
+                if answer.problem.is_none() {
+                    // The same request's timeout covers reading the list.
+                    let list = response.json::<serde_json::Value>().await.ok();
+                    answer.problem = list.and_then(|list| unserved_problem(model, &list));
+                }
             }
-            Err(error) => answer.problem = Some(send_problem(error, self.timeout)),
+            Err(error) => answer.problem = Some(send_problem(model, error, self.timeout)),
         }
         answer
     }
+}
+
+/// Ids shown when a model is missing from the server's list (the rest are counted).
+const SHOWN_IDS: usize = 12;
+
+/// The problem when the server's model list (`{"data": [{"id": …}]}`, OpenAI's and
+/// Anthropic's shape) lacks the configured id. `None` when it has it, when the answer is not
+/// such a list, or when the list is one page of more (Anthropic pages it). An alias matches
+/// the dated ids it stands for (`claude-sonnet-4-5` → `claude-sonnet-4-5-20250929`).
+fn unserved_problem(model: &ModelConfig, list: &serde_json::Value) -> Option<String> {
+    let ids: Vec<&str> = list["data"]
+        .as_array()?
+        .iter()
+        .filter_map(|entry| entry["id"].as_str())
+        .collect();
+    let wanted = model.model.as_str();
+    let served = |id: &&str| {
+        *id == wanted
+            || id
+                .strip_prefix(wanted)
+                .is_some_and(|rest| rest.starts_with('-'))
+    };
+    if ids.is_empty() || ids.iter().any(served) || list["has_more"].as_bool() == Some(true) {
+        return None;
+    }
+    let mut shown = ids[..ids.len().min(SHOWN_IDS)].join(", ");
+    if ids.len() > SHOWN_IDS {
+        shown.push_str(&format!(" and {} more", ids.len() - SHOWN_IDS));
+    }
+    Some(format!(
+        "model id '{wanted}' is not served at {}; it serves: {shown}; set {} to one of them",
+        display_endpoint(&model.base_url),
+        model.sources.fix(&model.name, ModelSetting::Model)
+    ))
 }
 
 /// The name of a provider as the config spells it.
@@ -170,41 +210,45 @@ fn same_endpoint(a: &ModelConfig, b: &ModelConfig) -> bool {
 }
 
 fn status_problem(model: &ModelConfig, status: u16) -> Option<String> {
+    let fix = |setting| model.sources.fix(&model.name, setting);
     match status {
         200..=299 => None,
         401 | 403 => Some(format!(
-            "the endpoint refused the API key (HTTP {status}); check models[].api_key of '{}'",
-            model.name
+            "the endpoint refused the API key (HTTP {status}); set {} to a key it accepts",
+            fix(ModelSetting::ApiKey)
         )),
         300..=399 => Some(format!(
-            "the endpoint redirects elsewhere (HTTP {status}); set models[].base_url of '{}' to \
-             the address it redirects to",
-            model.name
+            "the endpoint redirects elsewhere (HTTP {status}); set {} to the address it \
+             redirects to",
+            fix(ModelSetting::BaseUrl)
         )),
-        404 => Some(
-            "the endpoint has no model list (HTTP 404); check base_url (OpenAI-compatible URLs \
-             usually end in /v1)"
-                .to_string(),
-        ),
+        404 => Some(format!(
+            "the endpoint has no model list (HTTP 404); check {} (OpenAI-compatible URLs \
+             usually end in /v1)",
+            fix(ModelSetting::BaseUrl)
+        )),
         _ => Some(format!("the endpoint answered HTTP {status}")),
     }
 }
 
-fn send_problem(error: reqwest::Error, timeout: Duration) -> String {
+fn send_problem(model: &ModelConfig, error: reqwest::Error, timeout: Duration) -> String {
+    let fix = model.sources.fix(&model.name, ModelSetting::BaseUrl);
     if error.is_timeout() {
         return format!(
-            "no answer within {} s; is the model server up and reachable from here?",
+            "no answer within {} s; is the model server up and reachable from here? (its \
+             address is {fix})",
             timeout.as_secs_f64()
         );
     }
     if error.is_builder() {
         return format!(
-            "base_url is not a usable URL: {}",
+            "base_url is not a usable URL: {}; set {fix} to the server's address",
             causes(&error.without_url())
         );
     }
     format!(
-        "cannot connect: {}; is the model server running at this base_url?",
+        "cannot connect: {}; start the model server there, or set {fix} to the address of one \
+         that runs",
         causes(&error.without_url())
     )
 }
@@ -294,7 +338,10 @@ mod tests {
             problem.contains("redirects elsewhere (HTTP 302)"),
             "{problem}"
         );
-        assert!(problem.contains("models[].base_url of 'main'"), "{problem}");
+        assert!(
+            problem.contains("set models[].base_url of 'main'"),
+            "{problem}"
+        );
         assert_eq!(
             followed.load(Ordering::SeqCst),
             0,
@@ -344,6 +391,42 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(2));
         assert!(!answer.reachable);
         assert!(answer.problem.unwrap().starts_with("no answer within"));
+    }
+
+    #[test]
+    fn a_model_id_missing_from_the_list_is_named_with_what_the_server_serves() {
+        use crate::config::ModelSources;
+        use serde_json::json;
+        let mut main = model("http://127.0.0.1:11434/v1");
+        main.model = "qwen9".into();
+        main.sources = ModelSources {
+            index: Some(0),
+            model: Some("ANTLER_MODEL".into()),
+            ..Default::default()
+        };
+        let list = |ids: &[&str]| json!({"data": ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()});
+        assert_eq!(
+            unserved_problem(&main, &list(&["qwen2.5:7b", "llama3"])).as_deref(),
+            Some(
+                "model id 'qwen9' is not served at http://127.0.0.1:11434/v1; it serves: \
+                 qwen2.5:7b, llama3; set ANTLER_MODEL to one of them"
+            )
+        );
+        assert_eq!(unserved_problem(&main, &list(&["qwen9"])), None);
+        // An alias stands for its dated ids; a paged list or no list says nothing.
+        main.model = "claude-sonnet-4-5".into();
+        assert_eq!(
+            unserved_problem(&main, &list(&["claude-sonnet-4-5-20250929"])),
+            None
+        );
+        let mut paged = list(&["claude-3-haiku-20240307"]);
+        paged["has_more"] = json!(true);
+        assert_eq!(unserved_problem(&main, &paged), None);
+        assert_eq!(unserved_problem(&main, &json!({"models": []})), None);
+        let many: Vec<String> = (0..20).map(|n| format!("m{n}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let problem = unserved_problem(&main, &list(&many)).unwrap();
+        assert!(problem.contains("m11 and 8 more"), "{problem}");
     }
 
     #[test]

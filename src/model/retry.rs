@@ -111,7 +111,9 @@ impl ChatModel for RetryingModel {
 /// The HTTP status behind an error, for logs (0 when there was no response).
 fn status_of(error: &ModelError) -> u16 {
     match error {
-        ModelError::Status { status, .. } | ModelError::Unauthorized { status, .. } => *status,
+        ModelError::Status { status, .. }
+        | ModelError::Unauthorized { status, .. }
+        | ModelError::ModelNotFound { status, .. } => *status,
         ModelError::RateLimited { .. } => 429,
         _ => 0,
     }
@@ -189,6 +191,7 @@ mod tests {
             status,
             body: String::new(),
             retry_after: None,
+            hint: String::new(),
         };
         let inner = failing((0..5).map(|_| status(503)).collect());
         let model = RetryingModel::new(inner.clone(), policy(4));
@@ -209,6 +212,9 @@ mod tests {
         let inner = failing(vec![ModelError::Unauthorized {
             model: "failing".into(),
             status: 401,
+            endpoint: "http://x".into(),
+            fix: "models[0].api_key".into(),
+            keyless: false,
         }]);
         let model = RetryingModel::new(inner.clone(), policy(3));
         assert!(model.stream(&ModelRequest::default()).await.is_err());

@@ -154,6 +154,7 @@ impl ScriptedModel {
                 model,
                 base_url: "scripted://".into(),
                 detail: "connection refused".into(),
+                fix: "models[].base_url".into(),
             },
             ModelErrorKind::RateLimited => ModelError::RateLimited {
                 model,
@@ -164,6 +165,7 @@ impl ScriptedModel {
                 status: *status,
                 body: "scripted failure".into(),
                 retry_after: None,
+                hint: String::new(),
             },
             ModelErrorKind::MidStream => ModelError::Stream {
                 model,

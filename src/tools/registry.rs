@@ -119,16 +119,8 @@ impl ToolRegistry {
         provider: Arc<dyn SandboxProvider>,
     ) -> Result<Self, Vec<RegistryError>> {
         let access = SandboxAccess::new(provider);
-        let groups: Vec<String> = if config.tool_groups.is_empty() {
-            DEFAULT_TOOL_GROUPS.iter().map(|g| g.to_string()).collect()
-        } else {
-            config.tool_groups.iter().map(|g| g.name.clone()).collect()
-        };
-        let entries: Vec<ToolConfig> = if config.tools.is_empty() {
-            default_tool_configs()
-        } else {
-            config.tools.clone()
-        };
+        let groups = configured_groups(config);
+        let entries = configured_tools(config);
         let mut tools = Vec::new();
         let mut vision = Vec::new();
         let mut problems = Vec::new();
@@ -239,6 +231,36 @@ fn filter_groups(tools: &[ToolRef], groups: Option<&[String]>) -> Vec<ToolRef> {
         })
         .cloned()
         .collect()
+}
+
+/// The tool groups agents may name: `tool_groups:`, or the defaults when it lists none.
+pub fn configured_groups(config: &AppConfig) -> Vec<String> {
+    if config.tool_groups.is_empty() {
+        DEFAULT_TOOL_GROUPS.iter().map(|g| g.to_string()).collect()
+    } else {
+        config.tool_groups.iter().map(|g| g.name.clone()).collect()
+    }
+}
+
+/// The names of the tools every run may have: the `tools:` entries (or the defaults) and
+/// `present_files`. Without MCP tools, which are known only once their servers answer.
+pub fn configured_tool_names(config: &AppConfig) -> Vec<String> {
+    let mut names: Vec<String> = configured_tools(config)
+        .into_iter()
+        .map(|entry| entry.name)
+        .collect();
+    names.push("present_files".to_string());
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn configured_tools(config: &AppConfig) -> Vec<ToolConfig> {
+    if config.tools.is_empty() {
+        default_tool_configs()
+    } else {
+        config.tools.clone()
+    }
 }
 
 fn default_tool_configs() -> Vec<ToolConfig> {

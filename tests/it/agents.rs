@@ -16,6 +16,7 @@ use antler::agents::{
     UpdateAgentTool, apply_prompt_template,
 };
 use antler::config::{AppConfig, ModelConfig};
+use antler::skills::SkillCatalog;
 use antler::state::ThreadState;
 
 fn sha(bytes: &[u8]) -> String {
@@ -222,7 +223,7 @@ fn default_soul_is_versioned_at_the_data_dir() {
 #[tokio::test]
 async fn setup_agent_with_empty_soul_errors_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let tool = SetupAgentTool::new(store_in(&tmp));
+    let tool = SetupAgentTool::new(store_in(&tmp), None);
     let ctx = run_ctx("alice", Some("helper"));
     let message = failure(call(&tool, &ctx, json!({"soul": "  \n\t", "description": "d"})).await);
     assert_eq!(
@@ -235,7 +236,7 @@ async fn setup_agent_with_empty_soul_errors_and_writes_nothing() {
 #[tokio::test]
 async fn setup_agent_rejects_invalid_name_before_writing() {
     let tmp = tempfile::tempdir().unwrap();
-    let tool = SetupAgentTool::new(store_in(&tmp));
+    let tool = SetupAgentTool::new(store_in(&tmp), None);
     for bad in ["../evil", "bad_name", "a.b", "with space"] {
         let ctx = run_ctx("alice", Some(bad));
         let message = failure(call(&tool, &ctx, json!({"soul": "s", "description": "d"})).await);
@@ -251,7 +252,7 @@ async fn setup_agent_rejects_invalid_name_before_writing() {
 async fn setup_agent_creates_the_run_agent_for_the_run_user() {
     let tmp = tempfile::tempdir().unwrap();
     let store = store_in(&tmp);
-    let tool = SetupAgentTool::new(store.clone());
+    let tool = SetupAgentTool::new(store.clone(), None);
     let mut ctx = run_ctx("alice", None);
     ctx.options.agent_name = Some("Helper".into());
     let output = call(
@@ -275,7 +276,7 @@ async fn setup_agent_creates_the_run_agent_for_the_run_user() {
 async fn setup_agent_without_a_name_writes_the_default_soul() {
     let tmp = tempfile::tempdir().unwrap();
     let store = store_in(&tmp);
-    let tool = SetupAgentTool::new(store.clone());
+    let tool = SetupAgentTool::new(store.clone(), None);
     call(
         &tool,
         &run_ctx("alice", None),
@@ -289,10 +290,72 @@ async fn setup_agent_without_a_name_writes_the_default_soul() {
     );
 }
 
+/// A catalog on a skills directory holding `names`, with the config it belongs to.
+fn catalog_with(tmp: &tempfile::TempDir, names: &[&str]) -> (Arc<AppConfig>, SkillCatalog) {
+    let dir = tmp.path().join("skills");
+    for name in names {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(
+            dir.join(name).join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: The {name} skill.\n---\n\nSteps.\n"),
+        )
+        .unwrap();
+    }
+    let mut config = (*config_with_models(&["gpt-main"])).clone();
+    config.sandbox.skills_path = Some(dir);
+    config.data_dir = Some(tmp.path().join("data"));
+    let catalog = SkillCatalog::from_config(
+        &config,
+        Arc::new(antler::store::MemoryStore::new()),
+        Default::default(),
+    );
+    (Arc::new(config), catalog)
+}
+
+/// The model's mistyped skill or tool group is a tool error listing what exists (so it can
+/// call again), and nothing is saved.
+#[tokio::test]
+async fn agent_tools_refuse_skills_and_tool_groups_that_do_not_exist() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(&tmp);
+    let (config, catalog) = catalog_with(&tmp, &["pdf", "web-research"]);
+    let mut ctx = RunContext::new("thread-1", "alice", config);
+    ctx.agent_name = Some("helper".into());
+    let setup = SetupAgentTool::new(store.clone(), Some(catalog.clone()));
+    let message = failure(
+        call(
+            &setup,
+            &ctx,
+            json!({"soul": "# Helper", "description": "d", "skills": ["pdf", "nosuch"]}),
+        )
+        .await,
+    );
+    assert!(message.contains("unknown skill 'nosuch'"), "{message}");
+    assert!(message.contains("pdf, web-research"), "{message}");
+    assert!(store.get("alice", "helper").unwrap().is_none());
+    call(
+        &setup,
+        &ctx,
+        json!({"soul": "# Helper", "description": "d", "skills": ["pdf"]}),
+    )
+    .await
+    .unwrap();
+
+    let update = UpdateAgentTool::new(store.clone(), Some(catalog));
+    let message = failure(call(&update, &ctx, json!({"tool_groups": ["shell"]})).await);
+    assert!(message.contains("unknown tool group 'shell'"), "{message}");
+    assert!(
+        message.contains("web, file:read, file:write, bash"),
+        "{message}"
+    );
+    let agent = store.get("alice", "helper").unwrap().unwrap();
+    assert_eq!(agent.config.tool_groups, None);
+}
+
 // ---- update_agent (§13.1 item 17) ----
 
 async fn update(store: &Arc<AgentStore>, user: &str, args: Value) -> Result<ToolOutput, ToolError> {
-    let tool = UpdateAgentTool::new(store.clone());
+    let tool = UpdateAgentTool::new(store.clone(), None);
     call(&tool, &run_ctx(user, Some("reviewer")), args).await
 }
 
@@ -405,7 +468,7 @@ async fn update_agent_edge_cases() {
         same.content,
         "No changes: agent 'reviewer' already has this configuration."
     );
-    let tool = UpdateAgentTool::new(store.clone());
+    let tool = UpdateAgentTool::new(store.clone(), None);
     let not_custom =
         failure(call(&tool, &run_ctx("alice", None), json!({"description": "x"})).await);
     assert!(

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use antler_test_support::{FakeOpenAi, Reply};
+use serde_json::json;
 
 fn config(dir: &std::path::Path, model_url: &str) -> std::path::PathBuf {
     let path = dir.join("config.yaml");
@@ -96,7 +97,8 @@ fn an_unreachable_model_says_so_and_names_the_variables() {
     let (stdout, _) = chat(&config, &[], "hello?\n");
     assert!(stdout.contains("could not reach model"), "{stdout}");
     assert!(stdout.contains("http://127.0.0.1:9/v1"), "{stdout}");
-    assert!(stdout.contains("ANTLER_MODEL_URL"), "{stdout}");
+    // The config names the URL itself, so the key is what to change.
+    assert!(stdout.contains("set models[0].base_url"), "{stdout}");
 }
 
 #[test]
@@ -129,4 +131,143 @@ fn thread_ids_are_checked_and_an_unknown_one_starts_a_thread_under_it() {
         stdout.starts_with("antler chat: thread notes-1 "),
         "{stdout}"
     );
+}
+
+/// In-process too, a model id the server does not serve is one sentence naming what to set,
+/// not the provider's JSON body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_id_the_server_does_not_serve_is_one_sentence_in_the_chat() {
+    let fake = FakeOpenAi::start().await;
+    fake.serve_models(&["qwen2.5:7b"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = config(dir.path(), &fake.base_url());
+    let yaml = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("model: fake-model", "model: qwen9");
+    std::fs::write(&path, yaml).unwrap();
+    let (stdout, _) = chat(&path, &[], "hello?\n");
+    assert!(
+        stdout.contains(&format!(
+            "error: model id 'qwen9' is not served at {} (HTTP 404); set models[0].model to a \
+             model id that server has",
+            fake.base_url()
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("{\"error\""), "{stdout}");
+}
+
+/// The names of the tools a model request offered.
+fn tools_offered(request: &serde_json::Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The chat commands every surface has work in the console: none of them reaches the model,
+/// the settings they change apply to the next turn, and the log stays out of the conversation
+/// (a file in the data dir).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_commands_work_in_the_console_and_logs_stay_out_of_it() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::text("Planned."));
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &fake.base_url());
+    let input = "/help\n/plan on\n/status\n/model fake\n/model nosuch\n/models\n/memory\n\
+                 /usage\n/skills\n/agent\n/agent nobody\nmake a plan\n/new\n/plan\n/cancel\n";
+    let (stdout, stderr) = chat(&config, &[], input);
+    for needle in [
+        "/memory [facts] — What I remember about you",
+        "/quit — Leave the chat",
+        "Plan mode on.",
+        "Plan mode: on",
+        "Model: fake",
+        "This chat now uses fake.",
+        "Unknown model nosuch. Use /models to list them.",
+        "Available models:\n• fake (default)",
+        "I don't remember anything about you yet.",
+        "No token usage recorded",
+        "You have no agents yet. Use /bootstrap to create one.",
+        "You have no agent named nobody.",
+        "Planned.",
+        "New conversation started.",
+        "Now in thread ",
+        "Plan mode is on.",
+        "Nothing is running in this chat.",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("Skills you can use here") || stdout.contains("No skills are available"),
+        "{stdout}"
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "only the message reached the model");
+    let tools = tools_offered(&requests[0]);
+    assert!(
+        tools.contains(&"write_todos".to_string()),
+        "plan mode: {tools:?}"
+    );
+    let asked: Vec<String> = requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert!(asked.iter().all(|text| !text.starts_with('/')), "{asked:?}");
+    // Logs go to the data dir's file, not between the answers.
+    for line in stdout.lines() {
+        assert!(
+            !line.contains(" INFO ") && !line.contains(" WARN ") && !line.contains("antler::"),
+            "a log line in the chat: {line}"
+        );
+    }
+    let log = dir.path().join("data").join("logs").join("chat.log");
+    assert!(stderr.contains(&log.display().to_string()), "{stderr}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(!logged.is_empty(), "the log file stayed empty");
+}
+
+/// A presented file says where to get it: in process, its path on this machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_presented_file_shows_where_to_get_it() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_call(
+        "write_file",
+        json!({"path": "/mnt/user-data/outputs/report.md", "content": "# Report\n"}),
+    ))
+    .push(Reply::tool_call(
+        "present_files",
+        json!({"filepaths": ["/mnt/user-data/outputs/report.md"]}),
+    ))
+    .push(Reply::text("Here it is."));
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &fake.base_url());
+    let (stdout, _) = chat(&config, &[], "write a report\n");
+    let thread = thread_id(&stdout);
+    let host = dir
+        .path()
+        .join("data/users/local/threads")
+        .join(&thread)
+        .join("user-data/outputs/report.md");
+    let expected = format!(
+        "[file] /mnt/user-data/outputs/report.md: {}",
+        host.display()
+    );
+    assert!(
+        stdout.contains(&expected),
+        "{expected:?} missing from:\n{stdout}"
+    );
+    assert_eq!(std::fs::read_to_string(&host).unwrap(), "# Report\n");
+    assert_eq!(fake.unscripted_calls(), 0);
 }

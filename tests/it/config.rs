@@ -99,14 +99,22 @@ fn only_whole_string_values_are_substituted() {
     assert_eq!(config.models[0].base_url, "http://localhost/$HOST");
 }
 
+/// A missing variable is reported at its key; it is named unless the key holds a secret
+/// (whose `$…` text may be the secret itself: see the `$uperSecret42` test below).
 #[test]
 fn missing_variable_names_the_key_path() {
-    let text = format!("{MODEL}    api_key: $OPENAI_API_KEY\n");
+    let text = format!("{MODEL}    api_key: $OPENAI_API_KEY\n    display_name: $MODEL_LABEL\n");
     let problems = problems(&text, &MapEnv::new());
-    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems.len(), 2, "{problems:?}");
     assert!(
         problems[0]
-            .starts_with("models[0].api_key: environment variable OPENAI_API_KEY is not set"),
+            .starts_with("models[0].api_key: refers to an environment variable that is not set"),
+        "{problems:?}"
+    );
+    assert!(!problems[0].contains("OPENAI_API_KEY"), "{problems:?}");
+    assert!(
+        problems[1]
+            .starts_with("models[0].display_name: environment variable MODEL_LABEL is not set"),
         "{problems:?}"
     );
 }
@@ -551,4 +559,34 @@ fn a_channel_secret_of_the_wrong_type_is_not_echoed() {
         .unwrap_or_else(|| panic!("no bot_token problem in {problems:?}"));
     assert!(problem.contains("not shown"), "{problem}");
     assert!(!problem.contains("987654321"), "{problem}");
+}
+
+/// A key that really starts with `$` reads as a reference; whatever it is, its text is never
+/// printed (`config check` names the key and the `$$` escape), and `$$` is a literal `$`.
+#[test]
+fn a_secret_that_starts_with_a_dollar_is_never_echoed_and_doubling_it_is_the_literal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("config.yaml");
+    std::fs::write(
+        &file,
+        format!("config_version: 1\n{MODEL}    api_key: \"$uperSecret42\"\n"),
+    )
+    .expect("write");
+    let mut out = Vec::new();
+    let code = run_check(Some(&file), &MapEnv::new(), dir.path(), &mut out);
+    let text = String::from_utf8(out).expect("utf-8");
+    assert_eq!(code, EXIT_CONFIG_INVALID, "{text}");
+    assert!(
+        text.contains("models[0].api_key: refers to an environment variable that is not set"),
+        "{text}"
+    );
+    assert!(text.contains("$$"), "the escape is offered: {text}");
+    assert!(!text.contains("uperSecret42"), "{text}");
+
+    let config = load_ok(
+        &format!("{MODEL}    api_key: \"$$uperSecret42\"\n"),
+        &MapEnv::new(),
+    );
+    let key = config.models[0].api_key.as_ref().expect("a key");
+    assert_eq!(key.expose(), "$uperSecret42");
 }

@@ -280,25 +280,39 @@ async fn fallback_model_answers_after_the_primary_keeps_failing() {
     assert_eq!(backup.requests().len(), 1);
 }
 
+/// The error says what to set: the variable the config read the address from (the shipped
+/// config's `ANTLER_MODEL_URL`), else the key.
 #[tokio::test]
-async fn connect_error_names_the_base_url_and_the_variables_to_set() {
+async fn connect_error_names_the_base_url_and_what_to_set() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
     drop(listener);
-    let model = OpenAiModel::new(&openai_config("local", &base_url), client());
+    let mut config = openai_config("local", &base_url);
+    let model = OpenAiModel::new(&config, client());
     let error = model.stream(&ask("hi")).await.err().unwrap();
     assert!(matches!(error, ModelError::Connect { .. }), "{error:?}");
     assert!(error.is_retryable());
     let text = error.to_string();
     for needle in [
         base_url.as_str(),
-        "ANTLER_MODEL_URL",
-        "ANTLER_MODEL_API_KEY",
         "'local'",
+        "set models[].base_url of 'local' to the address of one that runs",
     ] {
         assert!(text.contains(needle), "{needle} missing from: {text}");
     }
     assert!(!text.contains(KEY));
+
+    config.sources = antler::config::ModelSources {
+        index: Some(0),
+        base_url: Some("ANTLER_MODEL_URL".into()),
+        ..Default::default()
+    };
+    let model = OpenAiModel::new(&config, client());
+    let text = model.stream(&ask("hi")).await.err().unwrap().to_string();
+    assert!(
+        text.contains("set ANTLER_MODEL_URL to the address"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

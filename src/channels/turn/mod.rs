@@ -12,14 +12,14 @@ mod run;
 use antler_channel::{ChatKey, InboundMessage};
 
 use crate::agent_api::StopReason;
-use crate::channels::actions::{CommandOutcome, run_command};
-use crate::channels::commands::parse_command;
+use crate::channels::actions::run_command;
 use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
 use crate::channels::outbound::{note, react, reply, send_all};
 use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::stream::WORKING_TEXT;
+use crate::commands::{CommandOutcome, parse_command};
 use crate::harness::RunError;
 use crate::lead_agent::LeadAgentError;
 

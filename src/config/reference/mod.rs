@@ -53,7 +53,8 @@ fn intro() -> String {
          when the key is absent (`unset` = no value).\n\
          - Any string may be an environment reference, `$NAME` or `${{NAME:-fallback}}`, \
          resolved at load; write secrets (*secret string*) that way so they stay out of the \
-         file. Secrets are never logged.\n\
+         file. A value that really starts with `$` is written `$$…`. Secrets are never logged \
+         or printed, not even the name of an unset variable they refer to.\n\
          - Unknown keys are errors, so a typo cannot silently turn a setting off.\n\
          - In key paths, `<name>` is a map key you choose (`pricing.<name>`) and `[]` each item \
          of a list (`models[].name`).\n\

@@ -78,3 +78,77 @@ async fn past_the_memory_ceiling_new_runs_are_refused_politely_without_a_model_c
         "{text}"
     );
 }
+
+/// Alerts and dashboards need their series before the first event: a fresh daemon shows every
+/// counter family with its known labels (stop reasons, error codes, the configured model and
+/// tools, reload outcomes, queues) at 0, and the histograms with no samples.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_daemon_shows_every_known_series_at_zero() {
+    let fake = FakeOpenAi::start().await;
+    let setup = Setup::new(&fake.base_url(), "");
+    let daemon = setup.start();
+    let text = daemon.metrics().await;
+    let mut expected = vec![
+        "antler_runs_started_total 0".to_string(),
+        "antler_run_duration_seconds_count 0".to_string(),
+        "antler_runs_refused_total{reason=\"overloaded\"} 0".to_string(),
+        "antler_queue_full_total{queue=\"chat_messages\"} 0".to_string(),
+        "antler_queue_depth{queue=\"chat_messages\"} 0".to_string(),
+        "antler_cache_evictions_total{cache=\"thread_states\",reason=\"idle\"} 0".to_string(),
+        "antler_model_call_duration_seconds_count{model=\"fake\"} 0".to_string(),
+        "antler_model_tokens_total{model=\"fake\",direction=\"input\"} 0".to_string(),
+        "antler_model_tokens_total{model=\"fake\",direction=\"output\"} 0".to_string(),
+    ];
+    for reason in [
+        "completed",
+        "interrupted",
+        "recursion_limit",
+        "cancelled",
+        "error",
+        "loop_capped",
+        "token_capped",
+        "subagent_limit_capped",
+    ] {
+        expected.push(format!(
+            "antler_runs_finished_total{{reason=\"{reason}\"}} 0"
+        ));
+    }
+    for code in [
+        "model_unavailable",
+        "model_timeout",
+        "model_error",
+        "middleware_error",
+        "state_error",
+        "checkpoint_error",
+        "recursion_limit",
+        "panic",
+    ] {
+        expected.push(format!("antler_runs_failed_total{{code=\"{code}\"}} 0"));
+    }
+    for outcome in ["reloaded", "rejected", "rolled_back", "unreadable"] {
+        expected.push(format!(
+            "antler_config_reloads_total{{outcome=\"{outcome}\"}} 0"
+        ));
+    }
+    // The shipped default tools and the one every agent has.
+    for tool in ["bash", "ls", "read_file", "write_file", "present_files"] {
+        for family in [
+            "antler_tool_calls_total",
+            "antler_tool_errors_total",
+            "antler_guardrail_denials_total",
+        ] {
+            expected.push(format!("{family}{{tool=\"{tool}\"}} 0"));
+        }
+    }
+    for needle in &expected {
+        assert!(
+            text.contains(needle.as_str()),
+            "{needle:?} missing from\n{text}"
+        );
+    }
+    let samples = text
+        .lines()
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .count();
+    assert!(samples > 60, "only {samples} samples:\n{text}");
+}

@@ -1,8 +1,10 @@
 //! Integration tests of the daemon: the real `antler` binary on an ephemeral port, a scripted
 //! OpenAI-compatible fake model, and plain HTTP from the test.
 
+mod agent_checks;
 mod api;
 mod artifact_headers;
+mod chat_commands;
 pub(crate) mod cli;
 mod connections;
 pub(crate) mod edge;
@@ -13,6 +15,7 @@ mod lifecycle;
 mod locate;
 mod mcp_api;
 mod metrics;
+mod model_trouble;
 mod reload;
 mod run_errors;
 mod subagents;

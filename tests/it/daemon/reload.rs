@@ -358,3 +358,32 @@ async fn an_invalid_edit_is_rejected_counted_and_shown_and_the_running_config_st
     let answer = daemon.run_wait(TOKEN_A, &thread, "hello").await;
     assert_eq!(answer.status(), 200, "the running config serves on");
 }
+
+/// A reload whose secret reads as an unset variable is rejected without printing the secret:
+/// not in the daemon's log, not in `antler status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_reload_never_prints_a_secret_that_starts_with_a_dollar() {
+    let model = FakeOpenAi::start().await;
+    let setup = Setup::new(&model.base_url(), "");
+    let log = setup.dir.path().join("daemon.log");
+    let daemon = Daemon::spawn(&setup.config_path, &[], Some(&log));
+    let readable = setup.dir.path().join("readable.yaml");
+    std::fs::copy(&setup.config_path, &readable).expect("copy config");
+    edit(
+        &setup.config_path,
+        &[(
+            "    timeout: 30\n",
+            "    timeout: 30\n    api_key: \"$uperSecret42\"\n",
+        )],
+    );
+    daemon.signal("HUP");
+    readyz_until(&daemon, "the rejection", |r| outcome(r) == "rejected").await;
+    let logged = std::fs::read_to_string(&log).expect("read the log");
+    assert!(logged.contains("models[0].api_key"), "{logged}");
+    assert!(!logged.contains("uperSecret42"), "{logged}");
+    let status = antler(&readable, &["status"], "").await;
+    let out = String::from_utf8_lossy(&status.stdout).into_owned()
+        + &String::from_utf8_lossy(&status.stderr);
+    assert!(out.contains("rejected"), "{out}");
+    assert!(!out.contains("uperSecret42"), "{out}");
+}

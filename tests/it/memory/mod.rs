@@ -6,4 +6,5 @@ mod http;
 mod isolation;
 mod latency;
 mod shared;
+mod shutdown;
 mod telegram;

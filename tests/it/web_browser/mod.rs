@@ -8,6 +8,7 @@
 
 mod artifacts;
 mod chat;
+mod commands;
 mod cross_site;
 mod look;
 mod signin;

@@ -2,6 +2,7 @@
 //! with the model list (`GET /v1/models`) that health probes read.
 
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -19,6 +20,23 @@ use crate::{SharedScript, scripting_api};
 pub struct FakeOpenAi {
     addr: SocketAddr,
     script: SharedScript,
+    gate: Arc<Mutex<Gate>>,
+}
+
+/// What the server checks before it answers, as real servers do (off by default).
+#[derive(Default)]
+struct Gate {
+    /// The model ids the list names and chat completions accept (`None`: `fake-model` is
+    /// listed and any id is answered).
+    models: Option<Vec<String>>,
+    /// The key every request must carry as `Authorization: Bearer …`.
+    api_key: Option<String>,
+}
+
+#[derive(Clone)]
+struct ServerState {
+    script: SharedScript,
+    gate: Arc<Mutex<Gate>>,
 }
 
 scripting_api!(FakeOpenAi);
@@ -26,25 +44,86 @@ scripting_api!(FakeOpenAi);
 impl FakeOpenAi {
     pub async fn start() -> Self {
         let script = SharedScript::default();
+        let gate = Arc::new(Mutex::new(Gate::default()));
+        let state = ServerState {
+            script: script.clone(),
+            gate: gate.clone(),
+        };
         let router = Router::new()
             .route("/v1/chat/completions", post(handle))
             .route("/v1/models", get(models))
-            .with_state(script.clone());
+            .with_state(state);
         let addr = crate::serve(router).await;
-        Self { addr, script }
+        Self { addr, script, gate }
     }
 
     /// `http://127.0.0.1:PORT/v1`
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
+
+    /// Serves only these model ids: `/v1/models` lists them, and a chat completion for another
+    /// id answers 404 `model_not_found` with OpenAI's body.
+    pub fn serve_models(&self, ids: &[&str]) -> &Self {
+        self.lock_gate().models = Some(ids.iter().map(|id| id.to_string()).collect());
+        self
+    }
+
+    /// Requires `Authorization: Bearer {key}` on every request; others get OpenAI's 401.
+    pub fn require_api_key(&self, key: &str) -> &Self {
+        self.lock_gate().api_key = Some(key.to_string());
+        self
+    }
+
+    fn lock_gate(&self) -> std::sync::MutexGuard<'_, Gate> {
+        self.gate.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
-async fn handle(State(script): State<SharedScript>, headers: HeaderMap, body: Bytes) -> Response {
-    let Some(reply) = script.take("/v1/chat/completions", &headers, &body) else {
+impl Gate {
+    /// OpenAI's answer to a missing or wrong key, if this request has one.
+    fn refuses_key(&self, headers: &HeaderMap) -> Option<Response> {
+        let wanted = self.api_key.as_deref()?;
+        let sent = headers
+            .get("authorization")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "));
+        if sent == Some(wanted) {
+            return None;
+        }
+        let shown: String = sent.unwrap_or("").chars().take(6).collect();
+        let body = json!({"error": {
+            "message": format!("Incorrect API key provided: {shown}***. You can find your API key at https://platform.openai.com/account/api-keys."),
+            "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}});
+        Some(status_response(401, body.to_string(), None, None, None))
+    }
+
+    /// OpenAI's answer to a model id it does not serve, if `model` is one.
+    fn refuses_model(&self, model: &str) -> Option<Response> {
+        let served = self.models.as_ref()?;
+        if served.iter().any(|id| id == model) {
+            return None;
+        }
+        let body = json!({"error": {
+            "message": format!("The model `{model}` does not exist or you do not have access to it."),
+            "type": "invalid_request_error", "param": null, "code": "model_not_found"}});
+        Some(status_response(404, body.to_string(), None, None, None))
+    }
+}
+
+async fn handle(State(state): State<ServerState>, headers: HeaderMap, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let refused = {
+        let gate = state.gate.lock().unwrap_or_else(|p| p.into_inner());
+        gate.refuses_key(&headers)
+            .or_else(|| gate.refuses_model(request["model"].as_str().unwrap_or("")))
+    };
+    if let Some(refused) = refused {
+        return refused;
+    }
+    let Some(reply) = state.script.take("/v1/chat/completions", &headers, &body) else {
         return unscripted_response();
     };
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let model = request["model"]
         .as_str()
         .unwrap_or("fake-model")
@@ -77,11 +156,22 @@ async fn handle(State(script): State<SharedScript>, headers: HeaderMap, body: By
 
 /// The list every OpenAI-compatible server answers; not scripted, so probing never consumes a
 /// scripted reply.
-async fn models() -> axum::Json<Value> {
-    axum::Json(json!({
-        "object": "list",
-        "data": [{"id": "fake-model", "object": "model", "created": 1_700_000_000, "owned_by": "fake"}],
-    }))
+async fn models(State(state): State<ServerState>, headers: HeaderMap) -> Response {
+    let gate = state.gate.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(refused) = gate.refuses_key(&headers) {
+        return refused;
+    }
+    let ids = gate
+        .models
+        .clone()
+        .unwrap_or_else(|| vec!["fake-model".to_string()]);
+    let data: Vec<Value> = ids
+        .iter()
+        .map(
+            |id| json!({"id": id, "object": "model", "created": 1_700_000_000, "owned_by": "fake"}),
+        )
+        .collect();
+    axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
 fn finish_reason(reply: &Reply, has_calls: bool) -> String {

@@ -5,6 +5,7 @@
 import { ApiError, getJson, postJson } from "./api.js";
 import { Conversation } from "./chat.js";
 import { fit, setUpMessageBox } from "./composer.js";
+import { runCommand, settingsOf, showReply } from "./commands.js";
 import { Uploads } from "./files.js";
 import { Sidebar } from "./sidebar.js";
 import { SignIn, noteLocalThreads } from "./signin.js";
@@ -191,7 +192,35 @@ function submit(text) {
   const trimmed = text.trim();
   if (!trimmed || !conversation || conversation.busy) return;
   banner("");
-  conversation.send(trimmed).then(() => {
+  if (trimmed.startsWith("/")) command(trimmed);
+  else send(trimmed);
+}
+
+/** A `/command`: run by the daemon; the reply shows here, the settings it changed are kept. */
+async function command(text) {
+  let answer;
+  try {
+    answer = await runCommand(text, threadId, settings());
+  } catch (e) {
+    if (e instanceof ApiError && e.unauthorized) return askForToken(e);
+    return banner(e.message);
+  }
+  if (!answer) return send(text);
+  const next = answer.conversation || {};
+  const id = next.thread_id || threadId;
+  saveSettings(settingsOf(next), id);
+  if (id !== threadId) {
+    await openThread(id);
+    threads.refresh().catch(() => {});
+  } else {
+    showSettings();
+  }
+  showReply(page.log, text, answer.reply);
+  if (answer.turn) send(answer.turn.text, { ...runOptions(), is_bootstrap: answer.turn.bootstrap });
+}
+
+function send(text, context = null) {
+  conversation.send(text, context).then(() => {
     // A bootstrap conversation ends its setup once the agent exists; later messages talk to it.
     const chosen = settings();
     if (chosen.bootstrap && [...page.agent.options].some((o) => o.value === chosen.bootstrap)) {

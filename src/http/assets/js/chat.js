@@ -98,8 +98,9 @@ export class Conversation {
     }
   }
 
-  /** Sends a person's message (or a chosen option) and streams the run into a new turn. */
-  async send(text) {
+  /** Sends a person's message (or a chosen option) and streams the run into a new turn;
+   * `context` replaces the thread's run options (a command's turn). */
+  async send(text, context = null) {
     if (this.busy) return;
     const files = this.hooks.attachments();
     closeQuestions(this.log);
@@ -115,7 +116,7 @@ export class Conversation {
     let stop = null;
     try {
       const response = await request("POST", threadPath(this.threadId, "/runs/stream"), {
-        json: { input: { messages: [message] }, context: this.hooks.runOptions() },
+        json: { input: { messages: [message] }, context: context || this.hooks.runOptions() },
         signal: this.controller.signal,
       });
       this.hooks.clearAttachments();

@@ -1,4 +1,4 @@
-//! Chat commands: recognised only as the first token, `/cmd@BotName` accepted.
+//! Reading a chat command: recognised only as the first token, `/cmd@BotName` accepted.
 //!
 //! Anything that is not a known command (`/x`, `" /new"`, `/new@OtherBot`) is chat text, so
 //! skill activation (`/skill-name task`) and ordinary slashes reach the agent untouched.

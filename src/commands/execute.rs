@@ -1,0 +1,321 @@
+//! What each command does, against a [`CommandSurface`] and the harness. Replies are plain
+//! text; `/bootstrap` becomes a turn the surface runs.
+
+use crate::commands::parse::Command;
+use crate::commands::surface::{AgentChoice, CommandError, CommandSurface, SettingChange};
+use crate::config::AppConfig;
+use crate::harness::Harness;
+use crate::lead_agent::access::{check_bootstrap, is_admin};
+use crate::memory::MemoryScope;
+use crate::memory::chat as memory_chat;
+use crate::skills::chat::skills_reply;
+use crate::usage::{UsageStore, usage_text};
+
+pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
+pub const NEW_CONVERSATION: &str = "New conversation started.";
+const MEMORY_UNAVAILABLE: &str = "Long-term memory is not available in this process.";
+
+/// What the commands read besides the surface: the harness and the config in force.
+pub struct CommandContext<'a> {
+    pub harness: &'a Harness,
+    pub config: &'a AppConfig,
+}
+
+/// What became of a command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandOutcome {
+    Reply(String),
+    /// Run `text` as a turn (a bootstrap run when `bootstrap`).
+    Turn {
+        text: String,
+        bootstrap: bool,
+    },
+}
+
+/// Runs `command` for `surface`.
+pub async fn execute(
+    command: Command,
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+) -> Result<CommandOutcome, CommandError> {
+    let reply = |text: String| Ok(CommandOutcome::Reply(text));
+    if let Some(refusal) = surface.refuse(&command).await? {
+        return reply(refusal);
+    }
+    let config = ctx.config;
+    let user_id = surface.user_id().to_string();
+    match command {
+        Command::Start => reply(WELCOME_TEXT.into()),
+        Command::Help => reply(surface.help()),
+        Command::New => {
+            surface.new_conversation(AgentChoice::Keep).await?;
+            reply(NEW_CONVERSATION.into())
+        }
+        Command::Status => {
+            let Some(conversation) = surface.conversation().await? else {
+                return reply("No active conversation.".into());
+            };
+            let Some(thread_id) = conversation.thread_id else {
+                return reply("No active conversation.".into());
+            };
+            let running = ctx.harness.active_run(&thread_id).is_some();
+            let title = ctx
+                .harness
+                .threads()
+                .get(&thread_id)?
+                .and_then(|thread| thread.title)
+                .unwrap_or_else(|| "(untitled)".into());
+            let agent = conversation.agent.unwrap_or_else(|| "default".into());
+            let model = conversation
+                .model
+                .or_else(|| config.default_model().map(|m| m.name.clone()))
+                .unwrap_or_else(|| "none configured".into());
+            reply(format!(
+                "Active thread: {thread_id}\nTitle: {title}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
+                on_off(conversation.plan_mode),
+                if running { "yes" } else { "no" },
+            ))
+        }
+        Command::Models => {
+            if config.models.is_empty() {
+                return reply("No models configured.".into());
+            }
+            let lines: Vec<String> = config
+                .models
+                .iter()
+                .enumerate()
+                .map(|(idx, m)| {
+                    let default = if idx == 0 { " (default)" } else { "" };
+                    format!("• {}{default}", m.name)
+                })
+                .collect();
+            reply(format!("Available models:\n{}", lines.join("\n")))
+        }
+        Command::Model(None) => {
+            let current = surface.conversation().await?.and_then(|c| c.model);
+            reply(match current {
+                Some(model) => format!("This chat uses {model}."),
+                None => "This chat uses the default model. Use /model NAME to change it.".into(),
+            })
+        }
+        Command::Model(Some(name)) => {
+            let model = if name.eq_ignore_ascii_case("default") {
+                None
+            } else if config.model(&name).is_some() {
+                Some(name.clone())
+            } else {
+                return reply(format!("Unknown model {name}. Use /models to list them."));
+            };
+            surface.change(SettingChange::Model(model.clone())).await?;
+            reply(match model {
+                Some(model) => format!("This chat now uses {model}."),
+                None => "This chat now uses the default model.".into(),
+            })
+        }
+        Command::Agent(None) => {
+            let agents = ctx.harness.agents().list(&user_id).unwrap_or_default();
+            if agents.is_empty() {
+                return reply("You have no agents yet. Use /bootstrap to create one.".into());
+            }
+            let names: Vec<String> = agents.iter().map(|a| format!("• {}", a.name)).collect();
+            reply(format!(
+                "Your agents:\n{}\nUse /agent NAME to switch.",
+                names.join("\n")
+            ))
+        }
+        Command::Agent(Some(name)) => {
+            let agent = if name.eq_ignore_ascii_case("default") {
+                None
+            } else {
+                match ctx.harness.agents().get(&user_id, &name) {
+                    Ok(Some(agent)) => Some(agent.config.name),
+                    _ => {
+                        return reply(format!(
+                            "You have no agent named {name}. Use /agent to list yours."
+                        ));
+                    }
+                }
+            };
+            // A thread stays with the agent it started with, so switching starts a new one.
+            surface
+                .new_conversation(AgentChoice::Switch(agent.clone()))
+                .await?;
+            reply(match agent {
+                Some(agent) => format!("Switched to {agent}. New conversation started."),
+                None => "Switched to the default agent. New conversation started.".into(),
+            })
+        }
+        Command::Bootstrap(text) => {
+            // The factory enforces the same rule; asking first gives the user a clear answer
+            // instead of a failed run.
+            let agent = surface.conversation().await?.and_then(|c| c.agent);
+            if let Err(denied) = check_bootstrap(config, &user_id, agent.as_deref()) {
+                return reply(format!("Sorry, {denied}. Your user id is {user_id}."));
+            }
+            Ok(CommandOutcome::Turn {
+                text,
+                bootstrap: true,
+            })
+        }
+        Command::Plan(None) => {
+            let on = surface.conversation().await?.is_some_and(|c| c.plan_mode);
+            reply(format!("Plan mode is {}.", on_off(on)))
+        }
+        Command::Plan(Some(on)) => {
+            surface.change(SettingChange::PlanMode(on)).await?;
+            reply(format!("Plan mode {}.", on_off(on)))
+        }
+        Command::Cancel => {
+            let thread = surface.conversation().await?.and_then(|c| c.thread_id);
+            let cancelled = thread.is_some_and(|thread_id| {
+                ctx.harness
+                    .active_run(&thread_id)
+                    .is_some_and(|run_id| ctx.harness.cancel_run(&thread_id, &run_id))
+            });
+            reply(if cancelled {
+                "Cancelled.".into()
+            } else {
+                "Nothing is running in this chat.".into()
+            })
+        }
+        Command::Memory { .. }
+        | Command::MemoryHistory
+        | Command::MemoryRevert(_)
+        | Command::Forget(_)
+            if !config.memory.enabled =>
+        {
+            reply("Long-term memory is turned off (memory.enabled).".into())
+        }
+        Command::Memory { facts } => {
+            let Some(memory) = ctx.harness.memory() else {
+                return reply(MEMORY_UNAVAILABLE.into());
+            };
+            let agent = surface.conversation().await?.and_then(|c| c.agent);
+            let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
+            let doc = memory.repo.load(&scope)?;
+            reply(if facts {
+                memory_chat::facts_reply(&doc)
+            } else {
+                memory_chat::summary_reply(&doc)
+            })
+        }
+        Command::Forget(_) | Command::MemoryHistory | Command::MemoryRevert(_) => {
+            let Some(memory) = ctx.harness.memory() else {
+                return reply(MEMORY_UNAVAILABLE.into());
+            };
+            let agent = surface.conversation().await?.and_then(|c| c.agent);
+            let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
+            let repo = &memory.repo;
+            reply(match command {
+                Command::Forget(argument) => memory_chat::forget_reply(repo, &scope, &argument),
+                Command::MemoryRevert(argument) => {
+                    memory_chat::revert_reply(repo, &scope, &argument)
+                }
+                _ => memory_chat::history_reply(repo, &scope),
+            })
+        }
+        Command::Skills => {
+            let agent = surface.conversation().await?.and_then(|c| c.agent);
+            let allowed = match &agent {
+                Some(name) => ctx
+                    .harness
+                    .agents()
+                    .get(&user_id, name)
+                    .ok()
+                    .flatten()
+                    .and_then(|agent| agent.config.skills),
+                None => None,
+            };
+            let owner = surface.owner().await?;
+            let catalog = ctx.harness.skills(config);
+            match skills_reply(&catalog, &owner, allowed.as_deref()) {
+                Ok(text) => reply(text),
+                Err(error) => {
+                    tracing::warn!(%error, "Cannot list skills for /skills");
+                    reply(format!("Cannot list the skills right now: {error}"))
+                }
+            }
+        }
+        Command::Usage => {
+            let usage = UsageStore::new(ctx.harness.threads().store().clone());
+            let admin = is_admin(config, &user_id);
+            reply(usage_text(&usage, config, &user_id, admin)?)
+        }
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+
+    use super::*;
+    use crate::commands::Conversation;
+
+    /// A surface that refuses `/new` (as a shared chat may for someone who did not start it)
+    /// and counts the new conversations it was asked for.
+    #[derive(Default)]
+    struct Refusing {
+        started: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl CommandSurface for Refusing {
+        fn user_id(&self) -> &str {
+            "alice"
+        }
+
+        async fn conversation(&self) -> Result<Option<Conversation>, CommandError> {
+            Ok(None)
+        }
+
+        async fn new_conversation(&self, _: AgentChoice) -> Result<Conversation, CommandError> {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            Ok(Conversation::default())
+        }
+
+        async fn change(&self, _: SettingChange) -> Result<(), CommandError> {
+            Ok(())
+        }
+
+        async fn refuse(&self, command: &Command) -> Result<Option<String>, CommandError> {
+            Ok((*command == Command::New)
+                .then(|| "Only the person who started it may.".to_string()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_surface_can_refuse_a_command_before_it_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = AppConfig {
+            data_dir: Some(tmp.path().to_path_buf()),
+            ..Default::default()
+        };
+        let client = crate::client::Client::new(config.clone()).unwrap();
+        let ctx = CommandContext {
+            harness: client.harness(),
+            config: &config,
+        };
+        let surface = Refusing::default();
+        let outcome = execute(Command::New, &surface, &ctx).await.unwrap();
+        assert_eq!(
+            outcome,
+            CommandOutcome::Reply("Only the person who started it may.".into())
+        );
+        assert_eq!(surface.started.load(Ordering::SeqCst), 0);
+        let outcome = execute(Command::Status, &surface, &ctx).await.unwrap();
+        assert_eq!(
+            outcome,
+            CommandOutcome::Reply("No active conversation.".into())
+        );
+        client
+            .shutdown(std::time::Duration::from_secs(1))
+            .await
+            .unwrap();
+    }
+}

@@ -1,0 +1,42 @@
+//! Chat commands (`/new`, `/plan on`, `/model NAME`, `/memory`, `/usage`, …), one
+//! implementation for every surface: the platform chats, `antler chat` (in-process, or through
+//! the daemon's `POST /api/commands`) and the web chat.
+//!
+//! [`parse`] reads a command; [`execute`] runs it against what a surface provides
+//! ([`CommandSurface`]: who is asking, the conversation's settings and how to start a new
+//! one, and a hook to refuse a command) and the harness. Surfaces keep the settings where they
+//! belong: a platform chat in its chat record, `antler chat` in its session, the web chat in
+//! the browser (they travel with each request, as a run's `context` does).
+
+mod execute;
+pub mod parse;
+mod session;
+mod surface;
+
+pub use execute::{CommandContext, CommandOutcome, NEW_CONVERSATION, WELCOME_TEXT, execute};
+pub use parse::{Command, DEFAULT_BOOTSTRAP_TEXT, HELP_TEXT, parse_command};
+pub use session::run_for_session;
+pub use surface::{AgentChoice, CommandError, CommandSurface, Conversation, SettingChange};
+
+use serde::{Deserialize, Serialize};
+
+/// What `POST /api/commands` answers, and what `antler chat` shows of a command.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandAnswer {
+    /// What to show the person (empty when the command only starts a turn).
+    pub reply: String,
+    /// The conversation after the command: a new thread after `/new` or `/agent NAME`, the
+    /// settings `/model` and `/plan` changed.
+    pub conversation: Conversation,
+    /// A turn the surface runs next (`/bootstrap`): this text, as a bootstrap run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<CommandTurn>,
+}
+
+/// A turn a command asks the surface to run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandTurn {
+    pub text: String,
+    /// Run with `is_bootstrap` (the agent-setup conversation).
+    pub bootstrap: bool,
+}

@@ -1,0 +1,102 @@
+//! A conversation whose settings its client keeps (`antler chat`, the web chat through
+//! `POST /api/commands`): a command changes them in memory and the client takes them back
+//! with the answer; a new conversation is a new thread of the user's.
+
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use serde_json::Map;
+
+use crate::commands::execute::{CommandContext, CommandOutcome, execute};
+use crate::commands::parse::parse_command;
+use crate::commands::surface::{
+    AgentChoice, CommandError, CommandSurface, Conversation, SettingChange,
+};
+use crate::commands::{CommandAnswer, CommandTurn};
+use crate::config::AppConfig;
+use crate::harness::Harness;
+
+/// Parses `text` and runs it for `user_id`'s `conversation`; `Ok(None)` when `text` is not a
+/// command (send it as a message then).
+pub async fn run_for_session(
+    harness: &Harness,
+    config: &AppConfig,
+    user_id: &str,
+    conversation: Conversation,
+    text: &str,
+) -> Result<Option<CommandAnswer>, CommandError> {
+    let Some(command) = parse_command(text.trim(), None) else {
+        return Ok(None);
+    };
+    let surface = SessionSurface {
+        harness,
+        user_id: user_id.to_string(),
+        conversation: Mutex::new(conversation),
+    };
+    let ctx = CommandContext { harness, config };
+    let outcome = execute(command, &surface, &ctx).await?;
+    let conversation = surface.current();
+    Ok(Some(match outcome {
+        CommandOutcome::Reply(reply) => CommandAnswer {
+            reply,
+            conversation,
+            turn: None,
+        },
+        CommandOutcome::Turn { text, bootstrap } => CommandAnswer {
+            reply: String::new(),
+            conversation,
+            turn: Some(CommandTurn { text, bootstrap }),
+        },
+    }))
+}
+
+struct SessionSurface<'a> {
+    harness: &'a Harness,
+    user_id: String,
+    conversation: Mutex<Conversation>,
+}
+
+impl SessionSurface<'_> {
+    fn current(&self) -> Conversation {
+        self.conversation
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Conversation)) {
+        change(&mut self.conversation.lock().unwrap_or_else(|p| p.into_inner()));
+    }
+}
+
+#[async_trait]
+impl CommandSurface for SessionSurface<'_> {
+    fn user_id(&self) -> &str {
+        &self.user_id
+    }
+
+    async fn conversation(&self) -> Result<Option<Conversation>, CommandError> {
+        Ok(Some(self.current()))
+    }
+
+    async fn new_conversation(&self, agent: AgentChoice) -> Result<Conversation, CommandError> {
+        let thread = self
+            .harness
+            .create_thread(&self.user_id, None, Map::new())?;
+        self.update(|conversation| {
+            conversation.thread_id = Some(thread.thread_id);
+            if let AgentChoice::Switch(agent) = agent {
+                conversation.agent = agent;
+            }
+        });
+        Ok(self.current())
+    }
+
+    async fn change(&self, change: SettingChange) -> Result<(), CommandError> {
+        self.update(|conversation| match change {
+            SettingChange::Model(model) => conversation.model = model,
+            SettingChange::PlanMode(on) => conversation.plan_mode = on,
+        });
+        Ok(())
+    }
+}

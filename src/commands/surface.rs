@@ -1,0 +1,82 @@
+//! What a surface provides to the commands: who is asking, the conversation's settings, a
+//! new conversation, and a hook to refuse a command.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::commands::parse::{Command, HELP_TEXT};
+
+/// A conversation as the commands see it: its thread and the settings its turns run with.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Conversation {
+    /// `None` until the conversation has a thread (a chat's first message creates it).
+    pub thread_id: Option<String>,
+    /// The model the turns use (`None`: the default model).
+    pub model: Option<String>,
+    /// The custom agent the turns run (`None`: the default agent).
+    pub agent: Option<String>,
+    pub plan_mode: bool,
+}
+
+/// Which agent a new conversation runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentChoice {
+    /// The one the current conversation runs (`/new`).
+    Keep,
+    /// This one (`/agent NAME`; `None`: the default agent).
+    Switch(Option<String>),
+}
+
+/// A setting a command changes on the current conversation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SettingChange {
+    /// `None`: back to the default model.
+    Model(Option<String>),
+    PlanMode(bool),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Thread(#[from] crate::store::threads::ThreadError),
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
+    /// The surface could not do what the command needs; the text says why.
+    #[error("{0}")]
+    Surface(String),
+}
+
+/// One surface's side of the commands.
+#[async_trait]
+pub trait CommandSurface: Send + Sync {
+    /// The Antler user the command acts for (whose memory, usage, agents and skills).
+    fn user_id(&self) -> &str;
+
+    /// The conversation as it is now; `None` when it has no thread yet.
+    async fn conversation(&self) -> Result<Option<Conversation>, CommandError>;
+
+    /// Points the surface at a new thread, keeping the model and plan mode.
+    async fn new_conversation(&self, agent: AgentChoice) -> Result<Conversation, CommandError>;
+
+    /// Changes a setting of the conversation (a surface may create it first).
+    async fn change(&self, change: SettingChange) -> Result<(), CommandError>;
+
+    /// Why this surface does not allow `command` here (a reply for the person), or `None`.
+    async fn refuse(&self, _command: &Command) -> Result<Option<String>, CommandError> {
+        Ok(None)
+    }
+
+    /// Whose skills the conversation runs with: its owner's, which is the sender unless the
+    /// conversation is shared and someone else started it.
+    async fn owner(&self) -> Result<String, CommandError> {
+        Ok(self.user_id().to_string())
+    }
+
+    /// The help text: every command, plus the surface's own lines.
+    fn help(&self) -> String {
+        HELP_TEXT.to_string()
+    }
+}

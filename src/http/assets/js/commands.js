@@ -1,0 +1,50 @@
+// Chat commands typed in the composer (`/plan on`, `/model NAME`, `/agent NAME`, `/new`,
+// `/memory`, `/usage`, …): the daemon runs them (`POST /api/commands`, the implementation the
+// chat platforms and `antler chat` share) with this thread's settings, and answers with a
+// reply, the settings as the command left them, and for some a new thread or a turn to run.
+// Text the daemon does not know as a command (a skill's `/name task`) is sent as a message.
+
+import { ApiError, postJson } from "./api.js";
+
+/** Runs `text` for the thread `threadId` with the page's `chosen` settings; `null` when it is
+ * not a command. */
+export async function runCommand(text, threadId, chosen) {
+  const conversation = {
+    thread_id: threadId,
+    model: chosen.model || null,
+    agent: chosen.bootstrap || chosen.agent || null,
+    plan_mode: Boolean(chosen.plan),
+  };
+  try {
+    return await postJson("/api/commands", { command: text, conversation });
+  } catch (e) {
+    if (e instanceof ApiError && e.code === "not_a_command") return null;
+    throw e;
+  }
+}
+
+/** The page's settings for the conversation an answer describes. */
+export function settingsOf(conversation) {
+  return {
+    model: conversation.model || null,
+    agent: conversation.agent || null,
+    plan: Boolean(conversation.plan_mode),
+  };
+}
+
+/** Shows a command and its reply in the conversation (not sent to the model, not kept). */
+export function showReply(log, command, reply) {
+  const note = document.createElement("div");
+  note.className = "command-reply";
+  const asked = document.createElement("div");
+  asked.className = "command";
+  asked.textContent = command;
+  note.append(asked);
+  if (reply) {
+    const text = document.createElement("div");
+    text.textContent = reply;
+    note.append(text);
+  }
+  log.append(note);
+  log.scrollTop = log.scrollHeight;
+}

@@ -1,0 +1,68 @@
+//! `POST /api/commands`: runs a chat command (`/plan on`, `/new`, `/memory`, …) for the caller
+//! with the implementation every surface shares ([`crate::commands`]).
+//!
+//! The web chat and `antler chat` on a running daemon keep a conversation's settings
+//! themselves (they send them with each run as its `context`), so they send them here too:
+//! `{"command": "/plan on", "conversation": {"thread_id", "model", "agent", "plan_mode"}}`. The
+//! answer is the reply, the conversation as the command left it (a new thread after `/new`),
+//! and, for `/bootstrap`, the turn to run. Text that is not a command is a 400
+//! `not_a_command`: send it as a message instead.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+
+use crate::commands::{CommandAnswer, Conversation, run_for_session};
+use crate::http::{ApiError, AppState, AuthUser};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CommandBody {
+    command: String,
+    #[serde(default)]
+    conversation: Conversation,
+}
+
+pub(crate) async fn run(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Json(body): Json<CommandBody>,
+) -> Result<Json<CommandAnswer>, ApiError> {
+    if let Some(thread_id) = &body.conversation.thread_id {
+        crate::paths::validate_id("thread", thread_id)?;
+        let record = state
+            .harness
+            .threads()
+            .get(thread_id)
+            .map_err(ApiError::internal)?;
+        // A thread that does not exist yet is fine (the web chat names its threads before
+        // their first run); another user's is as absent as a missing one.
+        if record.is_some_and(|record| record.user_id != user.0) {
+            return Err(ApiError::thread_not_found(thread_id));
+        }
+    }
+    let config = state.config.current();
+    let answer = run_for_session(
+        &state.harness,
+        &config,
+        &user.0,
+        body.conversation,
+        &body.command,
+    )
+    .await
+    .map_err(ApiError::internal)?;
+    answer.map(Json).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "not_a_command",
+            format!(
+                "{:?} is not a chat command; send it as a message (POST \
+                 /api/threads/{{thread_id}}/runs/stream), or send /help for the commands",
+                body.command.trim().chars().take(40).collect::<String>()
+            ),
+        )
+    })
+}
