@@ -83,6 +83,9 @@ pub struct DaemonOptions {
     pub on_ready: Option<Box<dyn FnOnce(SocketAddr) + Send>>,
     /// Notified on SIGHUP: re-read the config file now (with `config_path`).
     pub reload_signal: Option<Arc<tokio::sync::Notify>>,
+    /// What converts documents and fetched pages; `None`: this binary's `convert` (a daemon
+    /// run inside another binary, a test, names the `antler` binary).
+    pub converter: Option<crate::converter::Program>,
 }
 
 /// The address to bind, checked before anything binds.
@@ -113,6 +116,9 @@ pub async fn run(
     crate::metrics::install();
     crate::metrics::register_known(&known_labels(&snapshot));
     let harness = Arc::new(Harness::open(config.clone())?);
+    if let Some(program) = options.converter.clone() {
+        harness.converter().set_program(program);
+    }
     harness.mcp().set_path(crate::mcp::extensions_path(
         options.env.as_ref(),
         options.config_path.as_deref(),

@@ -82,9 +82,9 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
-    /// Test support: runs a turn against a slow scripted model and waits to be killed.
-    #[command(name = "__crash-child", hide = true)]
-    CrashChild { data_dir: PathBuf },
+    /// Hidden: the children this binary starts itself as (`antler::internal_cli`).
+    #[command(flatten)]
+    Internal(antler::internal_cli::InternalCommand),
 }
 
 #[derive(Subcommand)]
@@ -172,6 +172,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let mut cli = Cli::parse();
+    if let Some(Command::Internal(command)) = cli.command {
+        return command.run();
+    }
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(e) => {
@@ -193,13 +196,6 @@ fn main() -> ExitCode {
     {
         print!("{}", antler::config::reference::render());
         return ExitCode::SUCCESS;
-    }
-    if let Some(Command::CrashChild { data_dir }) = &cli.command {
-        let data_dir = data_dir.clone();
-        return block_on(RuntimeConfig::default().build(), async move {
-            antler::harness::testing::crash_child(&data_dir).await?;
-            Ok(ExitCode::SUCCESS)
-        });
     }
     if let Some(command) = cli.command.take_if(|command| is_client_command(command)) {
         // These find their daemon first and read the whole config only if there is none.
@@ -223,7 +219,7 @@ fn is_client_command(command: &Command) -> bool {
     use Command::*;
     match command {
         Status | Chat { .. } | Agents { .. } | Skills { .. } | Mcp { .. } | Usage(_) => true,
-        Run | Config { .. } | Store { .. } | Bench { .. } | CrashChild { .. } => false,
+        Run | Config { .. } | Store { .. } | Bench { .. } | Internal(_) => false,
     }
 }
 
@@ -470,6 +466,7 @@ async fn run_daemon(loaded: LoadedConfig, cwd: &std::path::Path) -> anyhow::Resu
             println!("antler listening on http://{addr}");
         })),
         reload_signal: Some(reload),
+        converter: None,
     };
     antler::daemon::run(config, options, shutdown)
         .await

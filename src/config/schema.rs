@@ -64,6 +64,9 @@ pub struct AppConfig {
     pub gateway: GatewayConfig,
     /// Limits of files uploaded to a thread.
     pub uploads: UploadsConfig,
+    /// Limits of the child process that turns uploaded documents and fetched web pages into
+    /// Markdown.
+    pub conversion: crate::config::ConversionConfig,
     /// Who may create custom agents.
     pub agents: AgentsConfig,
     /// Where tool commands and file operations run (`auto`, `bwrap`, `local`, `docker`) and
@@ -122,6 +125,7 @@ impl Default for AppConfig {
             safety_finish_reason: EnabledConfig { enabled: true },
             gateway: GatewayConfig::default(),
             uploads: UploadsConfig::default(),
+            conversion: Default::default(),
             agents: AgentsConfig::default(),
             sandbox: SandboxConfig::default(),
             tools: Vec::new(),
@@ -516,6 +520,11 @@ impl AppConfig {
 
     pub fn model(&self, name: &str) -> Option<&ModelConfig> {
         self.models.iter().find(|m| m.name == name)
+    }
+
+    /// The problems of the sections that check themselves (`runtime`, `conversion`).
+    pub(crate) fn section_problems(&self) -> Vec<crate::config::ConfigProblem> {
+        [self.runtime.problems(), self.conversion.problems()].concat()
     }
 
     pub fn default_model(&self) -> Option<&ModelConfig> {

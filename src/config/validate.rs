@@ -25,7 +25,7 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
             .subagents
             .problems(|name| config.model(name).is_some()),
     );
-    problems.0.extend(config.runtime.problems());
+    problems.0.extend(config.section_problems());
     problems.require(
         config.store.cache_capacity_mb >= 1,
         "store.cache_capacity_mb",

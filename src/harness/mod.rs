@@ -28,6 +28,7 @@ use crate::agent_api::{EventSink, RunContext, RunEvent, RunEvents, StopReason};
 use crate::agents::AgentStore;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
+use crate::converter::Converter;
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::mcp::{McpManager, McpToolSet, extensions_path};
 use crate::memory::MemoryService;
@@ -77,6 +78,8 @@ struct Inner {
     memory: Option<MemoryService>,
     /// MCP servers of `extensions_config.json`, connected on the first run that needs them.
     mcp: McpManager,
+    /// The bounded child processes documents and fetched pages are converted in.
+    converter: Converter,
 }
 
 /// A tool registry and what it was built for.
@@ -167,6 +170,7 @@ impl Harness {
                     extensions_path(&ProcessEnv, None, &snapshot.data_dir()),
                     Arc::new(ProcessEnv),
                 ),
+                converter: Converter::for_config(&snapshot.conversion),
             }),
         })
     }

@@ -1,5 +1,5 @@
 //! The per-configuration registries a run uses (tools and models), rebuilt only when the
-//! configuration `Arc` or the sandbox provider changes.
+//! configuration `Arc` or the sandbox provider changes, and the converter the tools share.
 
 use std::sync::Arc;
 
@@ -11,6 +11,12 @@ use crate::sandbox::SandboxProvider;
 use crate::tools::registry::ToolRegistry;
 
 impl Harness {
+    /// Converts uploads and fetched pages in bounded children; `set_program` on it is the
+    /// seam for a harness that does not run inside the `antler` binary.
+    pub fn converter(&self) -> &crate::converter::Converter {
+        &self.inner.converter
+    }
+
     pub(super) fn tools(
         &self,
         config: &Arc<AppConfig>,
@@ -29,15 +35,17 @@ impl Harness {
             return Ok(built.registry.clone());
         }
         let mut registry =
-            ToolRegistry::from_config(config, sandbox.clone()).map_err(|problems| {
-                RunError::Tools(
-                    problems
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                )
-            })?;
+            ToolRegistry::with_converter(config, sandbox.clone(), &self.inner.converter).map_err(
+                |problems| {
+                    RunError::Tools(
+                        problems
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join("; "),
+                    )
+                },
+            )?;
         registry.add_external(mcp.tools.iter().cloned());
         let registry = Arc::new(registry);
         *cache = Some(ToolsFor {

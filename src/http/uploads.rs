@@ -14,6 +14,7 @@ use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::ThreadPaths;
 use crate::uploads;
+use crate::uploads::convert::{MARKDOWN_PATH, conversion_notices, convert_listed_uploads};
 use crate::uploads::limits::{LimitError, UploadBudget};
 
 fn thread_paths(
@@ -54,9 +55,12 @@ pub(crate) async fn upload(
     mut multipart: Multipart,
 ) -> Result<Json<Value>, ApiError> {
     let paths = thread_paths(&state, &user, &thread_id)?;
-    let limits = state.config.current().uploads.clone();
+    // One snapshot for the whole request: the limits and the conversion settings.
+    let config = state.config.current();
+    let limits = &config.uploads;
     let uploads_dir = paths.uploads();
-    let mut budget = UploadBudget::new(&limits, uploads::total_size(&uploads_dir)?);
+    let store_dir = uploads_dir.clone();
+    let mut budget = UploadBudget::new(limits, uploads::total_size(&uploads_dir)?);
     let over_limit = |error: LimitError| ApiError::too_large(error.to_string());
     // Read every part first so a limit violation stores nothing.
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
@@ -84,16 +88,12 @@ pub(crate) async fn upload(
     let infos = tokio::task::spawn_blocking(move || {
         files
             .iter()
-            .map(|(name, bytes)| uploads::store_upload(&uploads_dir, name, bytes))
+            .map(|(name, bytes)| uploads::store_upload(&store_dir, name, bytes))
             .collect::<Result<Vec<_>, _>>()
     })
     .await
     .map_err(ApiError::internal)??;
-    if limits.auto_convert_documents {
-        let names: Vec<String> = infos.iter().map(|i| i.filename.clone()).collect();
-        uploads::convert::convert_stored_uploads(&paths.uploads(), &names).await;
-    }
-    let stored: Vec<Value> = infos
+    let mut stored: Vec<Value> = infos
         .into_iter()
         .map(|info| {
             let artifact_url = artifact_url(&thread_id, &info.path);
@@ -107,11 +107,28 @@ pub(crate) async fn upload(
             })
         })
         .collect();
+    convert_listed_uploads(
+        state.harness.converter(),
+        &config,
+        &uploads_dir,
+        &mut stored,
+    )
+    .await;
+    for entry in &mut stored {
+        if let Some(path) = entry.get(MARKDOWN_PATH).and_then(Value::as_str) {
+            let url = artifact_url(&thread_id, path);
+            entry["markdown_artifact_url"] = Value::String(url);
+        }
+    }
     let count = stored.len();
+    let mut message = format!("Successfully uploaded {count} file(s)");
+    for notice in conversion_notices(&stored) {
+        message.push_str(&format!("; {notice}"));
+    }
     Ok(Json(json!({
         "success": true,
         "files": stored,
-        "message": format!("Successfully uploaded {count} file(s)"),
+        "message": message,
     })))
 }
 

@@ -13,6 +13,7 @@ use crate::messages::{AiMessage, Message};
 use crate::model::{ModelError, ModelRequest};
 use crate::paths::VIRTUAL_UPLOADS;
 use crate::state::ThreadState;
+use crate::uploads::convert::{CONVERSION_ERROR, MARKDOWN_PATH};
 
 /// Files listed per message; more are summarised as a count.
 pub const MAX_LISTED_UPLOADS: usize = 10;
@@ -26,16 +27,30 @@ impl UploadsMiddleware {
     }
 }
 
-/// The `<current_uploads>` block for a message's `files` list, if it names any file.
+/// One listed file: its name, size, and its Markdown copy or why it has none.
+struct Listed<'a> {
+    name: &'a str,
+    size: u64,
+    markdown: Option<&'a str>,
+    conversion_error: Option<&'a str>,
+}
+
+/// The `<current_uploads>` block for a message's `files` list, if it names any file. A
+/// converted document names its Markdown copy; one whose conversion failed says why.
 pub fn uploads_block(files: &Value) -> Option<String> {
-    let files: Vec<(&str, u64)> = files
+    let files: Vec<Listed<'_>> = files
         .as_array()?
         .iter()
         .filter_map(|f| {
             let name = f.get("filename")?.as_str()?;
             let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
-            let size = f.get("size").and_then(Value::as_u64).unwrap_or(0);
-            (!name.is_empty()).then_some((name, size))
+            let text = |key: &str| f.get(key).and_then(Value::as_str);
+            (!name.is_empty()).then_some(Listed {
+                name,
+                size: f.get("size").and_then(Value::as_u64).unwrap_or(0),
+                markdown: text(MARKDOWN_PATH),
+                conversion_error: text(CONVERSION_ERROR),
+            })
         })
         .collect();
     if files.is_empty() {
@@ -44,11 +59,18 @@ pub fn uploads_block(files: &Value) -> Option<String> {
     let mut block = String::from(
         "<current_uploads>\nThe user uploaded these files with this message (read them from the listed paths):\n\n",
     );
-    for (name, size) in files.iter().take(MAX_LISTED_UPLOADS) {
+    for file in files.iter().take(MAX_LISTED_UPLOADS) {
         block.push_str(&format!(
-            "- {name} ({:.1} KB)\n  Path: {VIRTUAL_UPLOADS}/{name}\n",
-            *size as f64 / 1024.0
+            "- {} ({:.1} KB)\n  Path: {VIRTUAL_UPLOADS}/{}\n",
+            file.name,
+            file.size as f64 / 1024.0,
+            file.name
         ));
+        if let Some(markdown) = file.markdown {
+            block.push_str(&format!("  Markdown copy: {markdown}\n"));
+        } else if let Some(error) = file.conversion_error {
+            block.push_str(&format!("  No Markdown copy: {error}\n"));
+        }
     }
     if files.len() > MAX_LISTED_UPLOADS {
         block.push_str(&format!(
@@ -107,6 +129,21 @@ mod tests {
         );
         assert!(block.contains("- x.txt (0.0 KB)\n  Path: /mnt/user-data/uploads/x.txt\n"));
         assert!(block.ends_with("</current_uploads>\n\n"));
+    }
+
+    #[test]
+    fn documents_name_their_markdown_copy_or_why_there_is_none() {
+        let block = uploads_block(&json!([
+            {"filename": "a.docx", "size": 1024, "markdown_path": "/mnt/user-data/uploads/a.md"},
+            {"filename": "b.pdf", "size": 2048, "conversion_error": "the conversion stopped: it needed more than 512 MiB of memory (conversion.memory_mb)"},
+        ]))
+        .unwrap();
+        assert!(block.contains(
+            "- a.docx (1.0 KB)\n  Path: /mnt/user-data/uploads/a.docx\n  Markdown copy: /mnt/user-data/uploads/a.md\n"
+        ), "{block}");
+        assert!(block.contains(
+            "- b.pdf (2.0 KB)\n  Path: /mnt/user-data/uploads/b.pdf\n  No Markdown copy: the conversion stopped: it needed more than 512 MiB"
+        ), "{block}");
     }
 
     #[tokio::test]

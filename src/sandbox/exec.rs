@@ -274,27 +274,63 @@ async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
     kept
 }
 
-/// Sets the rlimits in the child between fork and exec.
-#[allow(unsafe_code)]
+/// Sets the rlimits in the child between fork and exec (a limit of 0 is not set).
 fn apply_rlimits(command: &mut Command, limits: Limits) {
     let settings = [
-        (libc::RLIMIT_CPU, limits.cpu_seconds),
-        (libc::RLIMIT_AS, limits.address_space_bytes),
-        (libc::RLIMIT_NPROC, limits.processes),
-        (libc::RLIMIT_FSIZE, limits.file_size_bytes),
+        Rlimit::Cpu(limits.cpu_seconds),
+        Rlimit::AddressSpace(limits.address_space_bytes),
+        Rlimit::Processes(limits.processes),
+        Rlimit::FileSize(limits.file_size_bytes),
     ];
+    set_rlimits(
+        command,
+        settings.into_iter().filter(|s| s.value() != 0).collect(),
+    );
+}
+
+/// One resource limit a child starts with (soft and hard alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rlimit {
+    Cpu(u64),
+    AddressSpace(u64),
+    Processes(u64),
+    FileSize(u64),
+    CoreSize(u64),
+}
+
+impl Rlimit {
+    fn value(self) -> u64 {
+        match self {
+            Self::Cpu(v)
+            | Self::AddressSpace(v)
+            | Self::Processes(v)
+            | Self::FileSize(v)
+            | Self::CoreSize(v) => v,
+        }
+    }
+}
+
+/// Sets `settings` in the child between fork and exec, each exactly (0 included); the spawn
+/// fails if one cannot be set.
+#[allow(unsafe_code)]
+pub(crate) fn set_rlimits(command: &mut Command, settings: Vec<Rlimit>) {
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
     // calls are allowed; it calls nothing but setrlimit(2) (async-signal-safe) on values
-    // computed before the fork, and allocates nothing.
+    // computed before the fork, and allocates nothing (it only reads `settings`).
     unsafe {
         command.pre_exec(move || {
-            for (resource, value) in settings {
-                if value == 0 {
-                    continue;
-                }
+            for setting in &settings {
+                let resource = match setting {
+                    Rlimit::Cpu(_) => libc::RLIMIT_CPU,
+                    Rlimit::AddressSpace(_) => libc::RLIMIT_AS,
+                    Rlimit::Processes(_) => libc::RLIMIT_NPROC,
+                    Rlimit::FileSize(_) => libc::RLIMIT_FSIZE,
+                    Rlimit::CoreSize(_) => libc::RLIMIT_CORE,
+                };
+                let value = setting.value() as libc::rlim_t;
                 let limit = libc::rlimit {
-                    rlim_cur: value as libc::rlim_t,
-                    rlim_max: value as libc::rlim_t,
+                    rlim_cur: value,
+                    rlim_max: value,
                 };
                 if libc::setrlimit(resource, &limit) != 0 {
                     return Err(std::io::Error::last_os_error());
@@ -307,7 +343,7 @@ fn apply_rlimits(command: &mut Command, limits: Limits) {
 
 /// Sends SIGKILL to the process group led by `pid` (the command ran with `process_group(0)`).
 #[allow(unsafe_code)]
-fn kill_process_group(pid: u32) {
+pub(crate) fn kill_process_group(pid: u32) {
     let Ok(pgid) = libc::pid_t::try_from(pid) else {
         return;
     };

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::agent_api::{MemoSpec, ToolRef, dedupe_tools};
 use crate::config::{AppConfig, ToolConfig};
+use crate::converter::{Converter, Limits};
 use crate::sandbox::SandboxProvider;
 use crate::tools::builtin::{
     BashTool, GlobTool, GrepTool, HostLayout, LsTool, PresentFilesTool, ReadFileTool,
@@ -113,10 +114,20 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     /// Builds `config.tools` (or the defaults when empty) plus `present_files`. Every problem is
-    /// reported, not just the first.
+    /// reported, not just the first. `web_fetch` converts pages with a converter of its own
+    /// (this binary); the harness passes its shared one through [`Self::with_converter`].
     pub fn from_config(
         config: &AppConfig,
         provider: Arc<dyn SandboxProvider>,
+    ) -> Result<Self, Vec<RegistryError>> {
+        Self::with_converter(config, provider, &Converter::for_config(&config.conversion))
+    }
+
+    /// [`Self::from_config`] with the converter `web_fetch` turns pages into Markdown with.
+    pub fn with_converter(
+        config: &AppConfig,
+        provider: Arc<dyn SandboxProvider>,
+        converter: &Converter,
     ) -> Result<Self, Vec<RegistryError>> {
         let access = SandboxAccess::new(provider);
         let groups = configured_groups(config);
@@ -135,7 +146,7 @@ impl ToolRegistry {
                 });
                 continue;
             }
-            match build_tool(index, entry, &access, config) {
+            match build_tool(index, entry, &access, config, converter) {
                 Ok(tool) if VISION_KINDS.contains(&entry.use_kind.as_str()) => vision.push(tool),
                 Ok(tool) => tools.push(tool),
                 Err(error) => problems.push(error),
@@ -282,6 +293,7 @@ fn build_tool(
     entry: &ToolConfig,
     access: &SandboxAccess,
     config: &AppConfig,
+    converter: &Converter,
 ) -> Result<ToolRef, RegistryError> {
     let Some((kind, accepted)) = BUILTIN_KINDS
         .iter()
@@ -379,6 +391,8 @@ fn build_tool(
                 params
                     .get::<bool>("allow_private_networks")?
                     .unwrap_or(false),
+                converter.clone(),
+                Limits::from_config(&config.conversion),
             )
             .map_err(|detail| params.invalid("timeout_seconds", detail))?,
         ),

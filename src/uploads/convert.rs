@@ -1,254 +1,140 @@
 //! Uploaded documents (`.pdf`, `.docx`, `.xlsx`, `.pptx`) to a Markdown sibling the agent can
 //! read with its file tools, when `uploads.auto_convert_documents` is on.
 //!
-//! Parsing untrusted documents is risky (the reference turns it off by default), so conversion
-//! runs off the async runtime, inside `catch_unwind` (pdf-extract can panic on odd PDFs), reads
-//! at most [`MAX_PART_BYTES`] of any archive member, and never touches the original: a failure
-//! only means there is no `.md`.
+//! Parsing happens in a bounded converter child (`converter`): a hostile document stops that
+//! child, never the daemon. This module picks what to convert, writes the copy beside the
+//! original (never over it, never touching the original) and notes the outcome in the file's
+//! entry (`markdown_path`, or `conversion_error` with the reason), which is what the upload's
+//! answer and the agent's `<current_uploads>` list show.
 
-mod ooxml;
-#[cfg(test)]
-mod tests;
-
-use std::io::Cursor;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use calamine::{Data, Reader};
+use serde_json::Value;
 
+use crate::config::AppConfig;
+use crate::converter::{ConvertError, Converter, Input, Kind, Limits};
+use crate::paths::VIRTUAL_UPLOADS;
 use crate::uploads::{split_extension, store_upload};
 
-/// Extensions converted (lowercase, without the dot).
-pub const CONVERTIBLE_EXTENSIONS: &[&str] = &["pdf", "docx", "xlsx", "pptx"];
 /// Largest document read for conversion; bigger uploads are kept without a `.md`.
 pub const MAX_DOCUMENT_BYTES: u64 = 50 * 1024 * 1024;
-/// Largest decompressed archive member read (guards against zip bombs).
-pub const MAX_PART_BYTES: u64 = 64 * 1024 * 1024;
-/// Rows rendered per spreadsheet sheet; the rest are counted in a note.
-const MAX_SHEET_ROWS: usize = 5_000;
+/// The entry key naming the Markdown copy's file name.
+pub const MARKDOWN_FILE: &str = "markdown_file";
+/// The entry key naming the Markdown copy's virtual path.
+pub const MARKDOWN_PATH: &str = "markdown_path";
+/// The entry key saying why a document has no Markdown copy.
+pub const CONVERSION_ERROR: &str = "conversion_error";
 
+/// Why an upload has no Markdown copy; read after "report.pdf has no Markdown copy: ".
 #[derive(Debug, thiserror::Error)]
-pub enum ConvertError {
-    #[error("could not read {name}: {message}")]
-    Read { name: String, message: String },
-    #[error("{name} is not a readable {kind} document ({message}); re-save it and upload it again")]
-    Corrupt {
-        name: String,
-        kind: &'static str,
-        message: String,
-    },
-    #[error("{name} is larger than {limit} bytes; it was kept without a Markdown copy")]
-    TooLarge { name: String, limit: u64 },
-    #[error("{name} contains no extractable text (a scanned PDF needs OCR first)")]
-    NoText { name: String },
-    #[error("the converter crashed on {name}; the file was kept as uploaded")]
-    Panicked { name: String },
-    #[error("could not write the Markdown copy of {name}: {message}")]
-    Write { name: String, message: String },
-    #[error("the conversion task was cancelled: {0}")]
-    Cancelled(String),
-}
-
-/// The document kinds this module converts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DocumentKind {
-    Pdf,
-    Docx,
-    Xlsx,
-    Pptx,
-}
-
-impl DocumentKind {
-    /// The kind of `name` by its extension (case-insensitive), if it is convertible.
-    pub fn of(name: &str) -> Option<Self> {
-        let (_, ext) = split_extension(name);
-        match ext.trim_start_matches('.').to_ascii_lowercase().as_str() {
-            "pdf" => Some(Self::Pdf),
-            "docx" => Some(Self::Docx),
-            "xlsx" => Some(Self::Xlsx),
-            "pptx" => Some(Self::Pptx),
-            _ => None,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Self::Pdf => "PDF",
-            Self::Docx => "Word",
-            Self::Xlsx => "Excel",
-            Self::Pptx => "PowerPoint",
-        }
-    }
+pub enum UploadConvertError {
+    #[error("it is larger than {} MiB, the most that is converted", MAX_DOCUMENT_BYTES / (1024 * 1024))]
+    TooLarge,
+    #[error("could not read it ({0})")]
+    Read(String),
+    #[error(transparent)]
+    Convert(#[from] ConvertError),
+    #[error("could not write the Markdown copy ({0})")]
+    Write(String),
 }
 
 /// Converts the stored upload at `path` when it is a supported document, writing `{stem}.md`
 /// beside it (`{stem}_1.md`, … when that name is taken) and returning the new file's path.
 /// `Ok(None)`: not a convertible type. On error the original is untouched and no `.md` exists.
-pub async fn convert_upload(path: &Path) -> Result<Option<PathBuf>, ConvertError> {
-    let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || convert_upload_blocking(&path))
-        .await
-        .map_err(|e| ConvertError::Cancelled(e.to_string()))?
-}
-
-/// Converts each of `filenames` (already stored in `dir`) that is a supported document. A
-/// failure is logged and skipped: the upload itself already succeeded. Returns the `.md` files
-/// written.
-pub async fn convert_stored_uploads(dir: &Path, filenames: &[String]) -> Vec<PathBuf> {
-    let mut written = Vec::new();
-    for name in filenames {
-        match convert_upload(&dir.join(name)).await {
-            Ok(Some(markdown)) => written.push(markdown),
-            Ok(None) => {}
-            Err(error) => {
-                tracing::warn!(file = %name, %error, "could not convert the upload to Markdown; kept as uploaded");
-            }
-        }
-    }
-    written
-}
-
-/// [`convert_upload`] for callers already off the async runtime.
-pub fn convert_upload_blocking(path: &Path) -> Result<Option<PathBuf>, ConvertError> {
+pub async fn convert_upload(
+    converter: &Converter,
+    limits: &Limits,
+    path: &Path,
+) -> Result<Option<PathBuf>, UploadConvertError> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if DocumentKind::of(&name).is_none() {
+    let Some(kind) = Kind::of_document(&name) else {
         return Ok(None);
-    }
-    let read_error = |e: std::io::Error| ConvertError::Read {
-        name: name.clone(),
-        message: e.to_string(),
     };
-    let size = std::fs::metadata(path).map_err(read_error)?.len();
+    let size = tokio::fs::metadata(path)
+        .await
+        .map_err(|e| UploadConvertError::Read(e.to_string()))?
+        .len();
     if size > MAX_DOCUMENT_BYTES {
-        return Err(ConvertError::TooLarge {
-            name,
-            limit: MAX_DOCUMENT_BYTES,
-        });
+        return Err(UploadConvertError::TooLarge);
     }
-    let bytes = std::fs::read(path).map_err(read_error)?;
-    let Some(markdown) = document_to_markdown(&name, &bytes)? else {
-        return Ok(None);
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
+    let body = converter
+        .convert(kind, Input::File(path.to_path_buf()), limits)
+        .await?;
+    let markdown = format!("# {name}\n\n{}\n", body.trim_end());
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let (stem, _) = split_extension(&name);
-    let stored = store_upload(dir, &format!("{stem}.md"), markdown.as_bytes()).map_err(|e| {
-        ConvertError::Write {
-            name: name.clone(),
-            message: e.to_string(),
-        }
-    })?;
-    Ok(Some(dir.join(stored.filename)))
+    let md_name = format!("{stem}.md");
+    let stored = tokio::task::spawn_blocking(move || {
+        store_upload(&dir, &md_name, markdown.as_bytes()).map(|info| dir.join(info.filename))
+    })
+    .await
+    .map_err(|e| UploadConvertError::Write(e.to_string()))?
+    .map_err(|e| UploadConvertError::Write(e.to_string()))?;
+    Ok(Some(stored))
 }
 
-/// Markdown for the document `bytes` named `name`; `Ok(None)` when the type is not converted.
-pub fn document_to_markdown(name: &str, bytes: &[u8]) -> Result<Option<String>, ConvertError> {
-    let Some(kind) = DocumentKind::of(name) else {
-        return Ok(None);
-    };
-    let corrupt = |message: String| ConvertError::Corrupt {
-        name: name.to_string(),
-        kind: kind.label(),
-        message,
-    };
-    let converted = catch_unwind(AssertUnwindSafe(|| match kind {
-        DocumentKind::Pdf => pdf_to_markdown(bytes),
-        DocumentKind::Xlsx => xlsx_to_markdown(bytes),
-        DocumentKind::Docx => ooxml::docx_to_markdown(bytes),
-        DocumentKind::Pptx => ooxml::pptx_to_markdown(bytes),
-    }));
-    let body = match converted {
-        Err(_) => {
-            return Err(ConvertError::Panicked {
-                name: name.to_string(),
-            });
-        }
-        Ok(result) => result.map_err(corrupt)?,
-    };
-    if body.trim().is_empty() {
-        return Err(ConvertError::NoText {
-            name: name.to_string(),
-        });
+/// With `uploads.auto_convert_documents` on, converts every document among `files` (entries
+/// with a `filename`, stored in `dir`) and notes the outcome in its entry: `markdown_file` and
+/// `markdown_path`, or `conversion_error`. The uploads themselves already succeeded.
+pub async fn convert_listed_uploads(
+    converter: &Converter,
+    config: &AppConfig,
+    dir: &Path,
+    files: &mut [Value],
+) {
+    if !config.uploads.auto_convert_documents {
+        return;
     }
-    Ok(Some(format!("# {name}\n\n{}\n", body.trim_end())))
-}
-
-fn pdf_to_markdown(bytes: &[u8]) -> Result<String, String> {
-    let pages = pdf_extract::extract_text_from_mem_by_pages(bytes).map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    for (index, page) in pages.iter().enumerate() {
-        let text = page.trim();
-        if text.is_empty() {
+    let limits = Limits::from_config(&config.conversion);
+    let conversions = files.iter().map(|entry| {
+        let name = entry
+            .get("filename")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let limits = &limits;
+        async move {
+            match name {
+                Some(name) => Some(convert_upload(converter, limits, &dir.join(name)).await),
+                None => None,
+            }
+        }
+    });
+    let outcomes = futures::future::join_all(conversions).await;
+    for (entry, outcome) in files.iter_mut().zip(outcomes) {
+        let Some(object) = entry.as_object_mut() else {
             continue;
+        };
+        match outcome {
+            Some(Ok(Some(markdown))) => {
+                let file = markdown
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                object.insert(
+                    MARKDOWN_PATH.into(),
+                    Value::String(format!("{VIRTUAL_UPLOADS}/{file}")),
+                );
+                object.insert(MARKDOWN_FILE.into(), Value::String(file));
+            }
+            Some(Err(error)) => {
+                object.insert(CONVERSION_ERROR.into(), Value::String(error.to_string()));
+            }
+            Some(Ok(None)) | None => {}
         }
-        out.push_str(&format!("## Page {}\n\n{text}\n\n", index + 1));
-    }
-    Ok(out)
-}
-
-fn xlsx_to_markdown(bytes: &[u8]) -> Result<String, String> {
-    let mut workbook =
-        calamine::open_workbook_auto_from_rs(Cursor::new(bytes)).map_err(|e| e.to_string())?;
-    let mut out = String::new();
-    for sheet in workbook.sheet_names() {
-        let range = workbook
-            .worksheet_range(&sheet)
-            .map_err(|e| e.to_string())?;
-        out.push_str(&format!("## Sheet: {sheet}\n\n"));
-        let rows: Vec<Vec<String>> = range
-            .rows()
-            .map(|row| row.iter().map(cell_text).collect())
-            .collect();
-        if rows.is_empty() {
-            out.push_str("_(empty sheet)_\n\n");
-            continue;
-        }
-        let shown = rows.len().min(MAX_SHEET_ROWS);
-        out.push_str(&markdown_table(&rows[..shown]));
-        if rows.len() > shown {
-            out.push_str(&format!(
-                "\n_… {} more rows not shown_\n",
-                rows.len() - shown
-            ));
-        }
-        out.push('\n');
-    }
-    Ok(out)
-}
-
-fn cell_text(cell: &Data) -> String {
-    match cell {
-        Data::Empty => String::new(),
-        Data::Error(e) => format!("#{e:?}"),
-        other => other.to_string(),
     }
 }
 
-/// A Markdown table with the first row as the header; ragged rows are padded.
-pub(crate) fn markdown_table(rows: &[Vec<String>]) -> String {
-    let width = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
-    let line = |row: &[String]| {
-        let cells: Vec<String> = (0..width)
-            .map(|i| escape_cell(row.get(i).map(String::as_str).unwrap_or("")))
-            .collect();
-        format!("| {} |\n", cells.join(" | "))
-    };
-    let mut out = String::new();
-    if let Some((header, body)) = rows.split_first() {
-        out.push_str(&line(header));
-        out.push_str(&format!("|{}\n", " --- |".repeat(width)));
-        for row in body {
-            out.push_str(&line(row));
-        }
-    }
-    out
-}
-
-fn escape_cell(text: &str) -> String {
-    text.trim()
-        .replace('|', "\\|")
-        .replace("\r\n", "<br>")
-        .replace('\n', "<br>")
+/// "report.pdf has no Markdown copy: …" for each entry whose conversion failed.
+pub fn conversion_notices(files: &[Value]) -> Vec<String> {
+    files
+        .iter()
+        .filter_map(|entry| {
+            let error = entry.get(CONVERSION_ERROR)?.as_str()?;
+            let name = entry.get("filename")?.as_str()?;
+            Some(format!("{name} was kept but has no Markdown copy: {error}"))
+        })
+        .collect()
 }

@@ -6,6 +6,7 @@ mod chain;
 mod channels;
 mod chat_cli;
 mod config;
+mod conversion;
 mod daemon;
 mod deployment;
 mod docker_sandbox;

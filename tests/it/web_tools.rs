@@ -17,6 +17,7 @@ use antler::agent::{AgentOptions, Feature, RuntimeFeatures, create_agent};
 use antler::agent_api::{RunContext, StopReason};
 use antler::agent_api::{ToolContext, ToolOutput, ToolRef};
 use antler::config::{AppConfig, GuardrailsConfig, ToolConfig};
+use antler::converter::{Converter, Program};
 use antler::messages::{Message, ToolCall, ToolStatus};
 use antler::middleware::guardrail::GuardrailError;
 use antler::middleware::{Decision, GuardrailMiddleware, GuardrailProvider};
@@ -65,7 +66,9 @@ fn configured(entries: Vec<ToolConfig>, name: &str) -> ToolRef {
         ProviderSettings::from_config(&config, None),
         ExecMode::Local { allow_bash: false },
     ));
-    let registry = ToolRegistry::from_config(&config, provider).unwrap();
+    // web_fetch converts pages in a child: the antler binary, as in the daemon.
+    let converter = Converter::new(Program::antler(env!("CARGO_BIN_EXE_antler")), 2);
+    let registry = ToolRegistry::with_converter(&config, provider, &converter).unwrap();
     registry
         .all()
         .iter()

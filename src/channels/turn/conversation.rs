@@ -16,6 +16,7 @@ use crate::harness::{RunRequest, Speaker};
 use crate::identity::channel_user_id;
 use crate::messages::{HumanMessage, Message, SENDER_NAME};
 use crate::paths::ThreadPaths;
+use crate::uploads::convert::convert_listed_uploads;
 
 /// Marks the human message of an inbound platform message with its journal key.
 const INBOUND_KEY: &str = "inbound_key";
@@ -48,13 +49,15 @@ pub(super) async fn resolve(
     if let Err(error) = deps.chats.add_alias(key, &message.platform_message_id) {
         tracing::debug!(%error, "Could not remember a message's topic");
     }
-    let received = receive_files(runtime, message, &paths, &config.uploads).await;
+    let mut received = receive_files(runtime, message, &paths, &config.uploads).await;
     let sender = if message.is_direct {
         None
     } else {
         let user_id = channel_user_id(&message.channel, &message.user_id);
         Some((user_id, sender_name(runtime, message).await))
     };
+    let (converter, uploads) = (deps.harness.converter(), paths.uploads());
+    convert_listed_uploads(converter, &config, &uploads, &mut received.files).await;
     // The loop saves the input before calling the model, so a re-run may find its question
     // checkpointed: continue from the thread instead of asking twice. New messages skip the
     // extra state read.

@@ -36,7 +36,7 @@ pub use present_files::PresentFilesTool;
 pub use read_file::ReadFileTool;
 pub use str_replace::StrReplaceTool;
 pub use view_image::{HostLayout, MAX_IMAGE_BYTES, VIEW_IMAGE, ViewImageTool, sniff_image};
-pub use web_fetch::{WebFetchTool, html_to_markdown};
+pub use web_fetch::WebFetchTool;
 pub use web_search::{
     SearchProvider, SearchResult, WebSearchTool, format_results, parse_duckduckgo,
 };

@@ -46,6 +46,11 @@ pub enum WebError {
     Status { url: String, status: u16 },
     #[error("{url} redirected more than {MAX_REDIRECTS} times; try the final address directly")]
     TooManyRedirects { url: String },
+    #[error("the page at {url} could not be converted: {error}")]
+    Unconvertible {
+        url: String,
+        error: crate::converter::ConvertError,
+    },
 }
 
 /// Whether `ip` is on the public internet: not loopback, private, link-local, CGNAT,

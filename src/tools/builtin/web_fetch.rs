@@ -1,6 +1,8 @@
 //! `web_fetch(url)`: a web page as readable Markdown, capped in length. Private, loopback and
 //! link-local addresses are refused (also after redirects) unless the tool's config sets
-//! `allow_private_networks: true`.
+//! `allow_private_networks: true`. HTML is converted in a converter child (`converter`), like
+//! uploaded documents: a page that needs too much memory or time costs that child only, and
+//! the model reads why the page could not be converted.
 
 use std::time::Duration;
 
@@ -11,9 +13,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
-use crate::tools::builtin::web::{
-    self, DEFAULT_TIMEOUT, MAX_REDIRECTS, WebError, find_all, request_error, tag,
-};
+use crate::converter::{Converter, Limits, html::MAX_DEPTH};
+use crate::tools::builtin::web::{self, DEFAULT_TIMEOUT, MAX_REDIRECTS, WebError, request_error};
 use crate::tools::builtin::{ToolMeta, truncate_head};
 
 /// Characters of Markdown returned when the config does not say.
@@ -21,11 +22,8 @@ pub(crate) const DEFAULT_MAX_CHARS: usize = 20_000;
 /// Bytes of a page read at most; the rest is never downloaded.
 pub(crate) const MAX_PAGE_BYTES: usize = 5 * 1024 * 1024;
 const TRUNCATION_HINT: &str = "The page is longer; fetch a more specific URL for the rest";
-/// Elements that carry no readable content.
-const SKIPPED_TAGS: &[&str] = &[
-    "head", "script", "style", "noscript", "template", "iframe", "svg", "canvas", "form", "button",
-    "nav", "footer",
-];
+/// Bytes of a body looked at to tell HTML from text when the server names no type.
+const SNIFF_BYTES: usize = 1024;
 
 /// Arguments of `web_fetch`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -39,15 +37,20 @@ pub struct WebFetchTool {
     max_chars: usize,
     allow_private: bool,
     client: reqwest::Client,
+    converter: Converter,
+    limits: Limits,
 }
 
 impl WebFetchTool {
-    /// `Err` when no HTTP client can be built (the TLS backend failed to load).
+    /// `Err` when no HTTP client can be built (the TLS backend failed to load). Pages are
+    /// converted by `converter` within `limits`.
     pub fn new(
         meta: ToolMeta,
         max_chars: Option<usize>,
         timeout_seconds: Option<u64>,
         allow_private_networks: bool,
+        converter: Converter,
+        limits: Limits,
     ) -> Result<Self, String> {
         let timeout = timeout_seconds.map_or(DEFAULT_TIMEOUT, |s| Duration::from_secs(s.max(1)));
         Ok(Self {
@@ -55,6 +58,8 @@ impl WebFetchTool {
             max_chars: max_chars.unwrap_or(DEFAULT_MAX_CHARS),
             allow_private: allow_private_networks,
             client: web::client(timeout, allow_private_networks)?,
+            converter,
+            limits,
         })
     }
 
@@ -105,16 +110,20 @@ impl WebFetchTool {
             .unwrap_or_default()
             .to_ascii_lowercase();
         let (body, cut) = web::read_capped(response, MAX_PAGE_BYTES).await?;
-        let text = String::from_utf8_lossy(&body).into_owned();
-        let kind = PageKind::of(&content_type, &text);
-        let (title, content) = match kind {
-            PageKind::Html => tokio::task::spawn_blocking(move || html_to_markdown(&text))
-                .await
-                .map_err(|e| WebError::Request {
-                    url: url.to_string(),
-                    detail: format!("converting the page failed: {e}"),
-                })?,
-            PageKind::Text => (None, text),
+        let sniffed = String::from_utf8_lossy(&body[..body.len().min(SNIFF_BYTES)]);
+        let (title, content, flattened) = match PageKind::of(&content_type, &sniffed) {
+            PageKind::Html => {
+                let page = self
+                    .converter
+                    .convert_page(body, &self.limits)
+                    .await
+                    .map_err(|error| WebError::Unconvertible {
+                        url: url.to_string(),
+                        error,
+                    })?;
+                (page.title, page.markdown, page.flattened)
+            }
+            PageKind::Text => (None, String::from_utf8_lossy(&body).into_owned(), 0),
             PageKind::Binary => {
                 return Err(WebError::Request {
                     url: url.to_string(),
@@ -128,7 +137,15 @@ impl WebFetchTool {
         if let Some(title) = title.filter(|t| !t.is_empty()) {
             page.push_str(&format!("# {title}\n\n"));
         }
-        page.push_str(&format!("Source: {url}\n\n{}", content.trim()));
+        page.push_str(&format!("Source: {url}\n\n"));
+        // Before the content, so a long page's cut does not take it away.
+        if flattened > 0 {
+            page.push_str(&format!(
+                "(the page nests deeper than {MAX_DEPTH} levels; {flattened} deeper elements \
+                 were read as plain text)\n\n"
+            ));
+        }
+        page.push_str(content.trim());
         if cut {
             page.push_str(&format!(
                 "\n\n(only the first {MAX_PAGE_BYTES} bytes of the page were read)"
@@ -164,41 +181,6 @@ impl PageKind {
     }
 }
 
-/// The page title and its content as Markdown, without scripts, styles and navigation.
-pub fn html_to_markdown(html: &str) -> (Option<String>, String) {
-    let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(SKIPPED_TAGS.to_vec())
-        .build();
-    let Ok(tree) = converter.html_to_tree(html) else {
-        return (None, String::new());
-    };
-    let title = find_all(&tree, &|n| tag(n).as_deref() == Some("title"))
-        .first()
-        .map(web::text);
-    let markdown = converter.tree_to_markdown(&tree);
-    (title, collapse_blank_lines(&markdown))
-}
-
-/// At most one blank line in a row: converted pages are full of empty blocks.
-fn collapse_blank_lines(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank = 0;
-    for line in text.lines() {
-        if line.trim().is_empty() {
-            blank += 1;
-            if blank > 1 {
-                continue;
-            }
-            out.push('\n');
-        } else {
-            blank = 0;
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-    }
-    out.trim().to_string()
-}
-
 #[async_trait]
 impl Tool for WebFetchTool {
     fn name(&self) -> &str {
@@ -230,24 +212,6 @@ impl Tool for WebFetchTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn html_becomes_markdown_without_scripts_or_navigation() {
-        let html = r#"<html><head><title>Tea  Guide</title><style>p{}</style></head><body>
-            <nav><a href="/">Home</a></nav>
-            <h1>Brewing</h1><script>alert(1)</script>
-            <p>Use <strong>hot</strong> water.</p><p></p><p></p>
-            <ul><li>Green</li><li>Black</li></ul>
-            <footer>© 2026</footer></body></html>"#;
-        let (title, markdown) = html_to_markdown(html);
-        assert_eq!(title.as_deref(), Some("Tea Guide"));
-        assert!(markdown.starts_with("# Brewing"), "{markdown}");
-        assert!(markdown.contains("Use **hot** water."), "{markdown}");
-        assert!(markdown.contains("*   Green"), "{markdown}");
-        for gone in ["alert", "Home", "©", "p{}", "\n\n\n"] {
-            assert!(!markdown.contains(gone), "{gone:?} in {markdown}");
-        }
-    }
 
     #[test]
     fn page_kind_follows_content_type_then_body() {

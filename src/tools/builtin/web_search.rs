@@ -186,9 +186,14 @@ impl WebSearchTool {
                 status: status.as_u16(),
             });
         }
-        let body = String::from_utf8_lossy(&body);
+        let body = String::from_utf8_lossy(&body).into_owned();
         let mut results = match self.provider {
-            SearchProvider::DuckDuckGo => parse_duckduckgo(&body, &final_url),
+            // Up to 2 MiB of HTML: parsed on the blocking pool, not the runtime's worker.
+            SearchProvider::DuckDuckGo => {
+                tokio::task::spawn_blocking(move || parse_duckduckgo(&body, &final_url))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("parsing the result page failed: {e}")))
+            }
             SearchProvider::Tavily => parse_json_results(&body, "results", "content"),
             SearchProvider::Jina => parse_json_results(&body, "data", "description"),
         }
@@ -270,9 +275,8 @@ pub fn format_results(query: &str, provider: SearchProvider, results: &[SearchRe
 
 /// Results of DuckDuckGo's HTML page (`.result` blocks; ads skipped; redirect links unwrapped).
 pub fn parse_duckduckgo(html: &str, page_url: &Url) -> Result<Vec<SearchResult>, String> {
-    let tree = htmd::HtmlToMarkdown::new()
-        .html_to_tree(html)
-        .map_err(|e| format!("could not parse the result page: {e}"))?;
+    // Nesting bounded: the page comes from the network like any other.
+    let tree = crate::converter::html::parse(html).document;
     let blocks = find_all(&tree, &|n| {
         has_class(n, "result") && !has_class(n, "result--ad")
     });

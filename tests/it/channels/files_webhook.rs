@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use antler_test_support::{FakeTelegram, Reply, private_chat};
+use antler_test_support::{FakeTelegram, Reply, documents, private_chat};
 use serde_json::json;
 
 use super::{Bot, WAIT, config_yaml};
@@ -42,6 +42,63 @@ async fn an_uploaded_pdf_reaches_the_agent_as_an_upload() {
     let stored =
         std::fs::read(thread.path().join("user-data/uploads/report.pdf")).expect("stored upload");
     assert_eq!(stored, pdf);
+    bot.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attached_documents_are_converted_and_a_hostile_one_explained_to_the_agent() {
+    let fake = FakeTelegram::start().await;
+    let model = antler_test_support::FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let yaml = format!(
+        "{}uploads:\n  auto_convert_documents: true\nconversion:\n  memory_mb: 256\n",
+        config_yaml(dir.path(), &fake, &model, "")
+    );
+    let bot = Bot::start(&yaml).await;
+    let send = |name: &str, bytes: Vec<u8>, caption: &str| {
+        let file_id = fake.add_file(name, bytes.clone());
+        fake.send_message(
+            private_chat(13),
+            13,
+            json!({"caption": caption, "document": {"file_id": file_id, "file_unique_id": name,
+                "file_name": name, "file_size": bytes.len()}}),
+        );
+    };
+    model.push(Reply::text("read the notes"));
+    send("notes.docx", documents::docx(), "summarise");
+    fake.wait_for(WAIT, "first answer", |f| {
+        f.chat_texts(13).iter().any(|t| t == "read the notes")
+    })
+    .await;
+    model.push(Reply::text("that sheet is broken"));
+    send("bomb.xlsx", documents::xlsx_bomb(1000), "and this");
+    fake.wait_for(WAIT, "second answer", |f| {
+        f.chat_texts(13).iter().any(|t| t == "that sheet is broken")
+    })
+    .await;
+    let requests = model.requests();
+    let first = requests[0].to_string();
+    assert!(
+        first.contains("Markdown copy: /mnt/user-data/uploads/notes.md"),
+        "{first}"
+    );
+    let second = requests[1].to_string();
+    assert!(
+        second.contains(
+            "No Markdown copy: the conversion stopped: it needed more than 256 MiB of memory"
+        ),
+        "{second}"
+    );
+    let threads = dir.path().join("data/users/telegram-13/threads");
+    let thread = std::fs::read_dir(&threads)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    let uploads = thread.path().join("user-data/uploads");
+    assert!(uploads.join("bomb.xlsx").exists(), "the upload is kept");
+    assert!(uploads.join("notes.md").exists());
+    assert!(!uploads.join("bomb.md").exists());
     bot.stop().await;
 }
 

@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use antler::config::{ConfigHandle, ConfigOrigin, MapEnv, load_from_str};
+use antler::converter::Program;
 use antler::daemon::{DaemonOptions, Shutdown, run};
 use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram};
 use serde_json::Value;
@@ -95,6 +96,8 @@ impl Bot {
                 let _ = ready_tx.send(addr);
             })),
             reload_signal: None,
+            // The daemon runs inside this test binary: documents convert in the real one.
+            converter: Some(Program::antler(env!("CARGO_BIN_EXE_antler"))),
         };
         let signals = shutdown.clone();
         let task = tokio::spawn(async move {

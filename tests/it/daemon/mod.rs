@@ -7,6 +7,7 @@ mod artifact_headers;
 mod chat_commands;
 pub(crate) mod cli;
 mod connections;
+mod conversion;
 pub(crate) mod edge;
 mod exposure;
 mod http_errors;
@@ -180,6 +181,11 @@ impl Daemon {
             );
         }
         message
+    }
+
+    /// The daemon's process id (its `/proc` entry).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub(crate) fn url(&self, path: &str) -> String {

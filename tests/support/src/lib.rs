@@ -43,6 +43,7 @@ mod anthropic;
 pub mod bench;
 mod discord;
 mod docker;
+pub mod documents;
 mod feishu;
 mod oauth;
 mod openai;

@@ -50,10 +50,15 @@ export class Uploads {
       const body = await response.json();
       for (const stored of body.files || []) {
         this.files = this.files.filter((f) => f.filename !== stored.filename);
-        this.files.push({ filename: stored.filename, size: stored.size, path: stored.virtual_path || stored.path });
+        const entry = { filename: stored.filename, size: stored.size, path: stored.virtual_path || stored.path };
+        // The agent is told about the Markdown copy of a document, or why there is none.
+        if (stored.markdown_path) entry.markdown_path = stored.markdown_path;
+        if (stored.conversion_error) entry.conversion_error = stored.conversion_error;
+        this.files.push(entry);
       }
       this.render();
-      this.say(body.message || `Uploaded ${names}.`);
+      const failed = (body.files || []).some((f) => f.conversion_error);
+      this.say(body.message || `Uploaded ${names}.`, failed);
     } catch (e) {
       if (e instanceof ApiError && e.unauthorized) { this.onUnauthorized(e); return; }
       const why = e instanceof ApiError && e.status === 413 ? "too large: " : "";

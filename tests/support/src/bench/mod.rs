@@ -24,7 +24,7 @@ pub use fleet::Platform;
 pub use idle::{IdleReport, idle};
 pub use model::{EchoModel, answer_for, echo_model, marker_of};
 pub use plot::rss_plot_png;
-pub use process::{DaemonProcess, Workdir, rss_kib};
+pub use process::{DaemonProcess, Workdir, peak_rss_kib, rss_kib};
 pub use soak::{SoakOptions, SoakReport, soak};
 pub use tally::Tally;
 

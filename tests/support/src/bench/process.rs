@@ -185,12 +185,21 @@ impl DaemonProcess {
 
 /// `VmRSS` of a process in KiB (0 when unknown).
 pub fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// `VmHWM`, the most a process has had resident since it started, in KiB (0 when unknown).
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmHWM:")
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {
             status
                 .lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .find_map(|l| l.strip_prefix(field))
                 .and_then(|v| v.split_whitespace().next())
                 .and_then(|v| v.parse().ok())
         })

@@ -1,5 +1,6 @@
-//! Word and PowerPoint text through zip + quick-xml: paragraphs, headings, list items and
-//! tables of `word/document.xml`; the text of `ppt/slides/slideN.xml` in slide order.
+//! Word and PowerPoint text through zip + quick-xml, in the converter child: paragraphs,
+//! headings, list items and tables of `word/document.xml`; the text of `ppt/slides/slideN.xml`
+//! in slide order.
 
 use std::io::{Cursor, Read};
 
@@ -7,7 +8,7 @@ use quick_xml::Reader;
 use quick_xml::escape::resolve_predefined_entity;
 use quick_xml::events::{BytesRef, BytesStart, Event};
 
-use crate::uploads::convert::{MAX_PART_BYTES, markdown_table};
+use crate::converter::documents::{MAX_PART_BYTES, markdown_table};
 
 type Archive<'a> = zip::ZipArchive<Cursor<&'a [u8]>>;
 
@@ -25,7 +26,8 @@ fn read_part(archive: &mut Archive<'_>, name: &str) -> Result<String, String> {
         .read_to_string(&mut text)
         .map_err(|e| format!("cannot read {name}: {e}"))?;
     if text.len() as u64 > MAX_PART_BYTES {
-        return Err(format!("{name} inflates past {MAX_PART_BYTES} bytes"));
+        let mib = MAX_PART_BYTES / (1024 * 1024);
+        return Err(format!("{name} inflates past {mib} MiB"));
     }
     Ok(text)
 }
