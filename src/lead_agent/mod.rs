@@ -483,3 +483,7 @@ mod tests;
 /// Sub-agents end to end: they need the lead agent, which `subagents` must not depend on.
 #[cfg(test)]
 mod subagent_tests;
+
+/// What the models read, as snapshots (`tests/prompts/`).
+#[cfg(test)]
+mod snapshots;

@@ -358,4 +358,30 @@ mod tests {
         assert!(prompt.contains("AI: the latest answer"), "{prompt}");
         assert!(!prompt.contains("xxxx"), "{prompt}");
     }
+
+    /// What the summary model reads, as a snapshot (`tests/prompts/`).
+    #[test]
+    fn the_summary_request_snapshot() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "web_search".into(),
+            args: json!({"query": "log databases"}),
+            args_error: None,
+        };
+        let older = vec![
+            Message::human("Compare databases for our application logs; we keep them 30 days."),
+            Message::Ai(AiMessage {
+                tool_calls: vec![call.clone()],
+                ..Default::default()
+            }),
+            Message::Tool(ToolMessage::success(
+                &call,
+                "Loki: https://grafana.com/oss/loki/",
+            )),
+            Message::ai("Loki fits: cheap storage, label queries. Shall I write a report?"),
+            Message::human("Yes, as Markdown."),
+        ];
+        expect_test::expect_file!["../../tests/prompts/summarization.txt"]
+            .assert_eq(&summary_prompt(&older, 4000));
+    }
 }
