@@ -11,6 +11,7 @@ mod history;
 pub mod prompt;
 mod prompt_sections;
 pub mod store;
+pub mod surface;
 pub mod tools;
 
 pub use cache::DEFAULT_CACHED_AGENTS;

@@ -2,11 +2,13 @@
 //!
 //! The output depends only on the agent and the options passed in — never on the user, the thread
 //! or the clock — so it is byte-identical across users and turns and provider prefix caches hit.
-//! The date and memory reach the model as messages (see `middleware::dynamic_context`).
+//! The date and memory reach the model as messages (see `middleware::dynamic_context`). A rule
+//! about a tool is sent only to an agent that has the tool.
 
 use std::fmt::Write as _;
 
 use crate::agents::prompt_sections as s;
+use crate::agents::surface::ChatSurface;
 
 /// The name the default agent introduces itself with.
 pub const DEFAULT_AGENT_NAME: &str = "Antler";
@@ -21,6 +23,9 @@ pub struct SkillSummary {
     pub name: String,
     pub description: String,
     pub path: String,
+    /// Its SKILL.md's `allowed-tools`: an agent lacking one of them is not shown the skill
+    /// (`skills::fit`). Not part of the prompt's text.
+    pub allowed_tools: Option<Vec<String>>,
 }
 
 /// Everything the prompt depends on. Lists may come in any order: they are sorted here.
@@ -36,11 +41,22 @@ pub struct PromptOptions<'a> {
     pub subagent_enabled: bool,
     pub max_concurrent_subagents: u32,
     pub max_total_subagents: u32,
+    /// Plan mode: the agent has `write_todos`, and the prompt its `<todo_list_system>`.
+    pub plan_mode: bool,
     pub skills: &'a [SkillSummary],
     /// Names of tools whose schemas are loaded on demand.
     pub deferred_tools: &'a [String],
     /// Extra sandbox mounts: (container path, read-only).
     pub mounts: &'a [(String, bool)],
+    /// Names of the tools the model is given besides the chain's own (`ask_clarification`,
+    /// `write_todos`): rules about bash, editing and the web are sent only with their tools.
+    pub tools: &'a [String],
+    /// Whether bash commands reach the network; `None` (unknown) says nothing.
+    pub sandbox_network: Option<bool>,
+    /// Uploaded documents get a Markdown copy (`uploads.auto_convert_documents`, HTTP uploads).
+    pub converted_uploads: bool,
+    /// The chat platform of the conversation; `None` for the web chat, console and API.
+    pub chat: Option<ChatSurface>,
 }
 
 impl Default for PromptOptions<'_> {
@@ -52,18 +68,41 @@ impl Default for PromptOptions<'_> {
             subagent_enabled: false,
             max_concurrent_subagents: DEFAULT_MAX_CONCURRENT_SUBAGENTS,
             max_total_subagents: DEFAULT_MAX_TOTAL_SUBAGENTS,
+            plan_mode: false,
             skills: &[],
             deferred_tools: &[],
             mounts: &[],
+            tools: &[],
+            sandbox_network: None,
+            converted_uploads: false,
+            chat: None,
         }
     }
 }
 
+impl PromptOptions<'_> {
+    fn has_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|tool| tool == name)
+    }
+
+    fn has_web_tools(&self) -> bool {
+        self.has_tool("web_search") || self.has_tool("web_fetch")
+    }
+
+    /// The `task` limits as the prompt states them: per response at least 1, per run at least
+    /// the per-response cap.
+    fn subagent_limits(&self) -> (u32, u32) {
+        let per_response = self.max_concurrent_subagents.max(1);
+        (per_response, self.max_total_subagents.max(per_response))
+    }
+}
+
 /// Builds the system prompt. Sections, in order: role, soul, self_update (custom agents),
-/// thinking style, clarification, skills, deferred tools, sub-agents (when enabled), working
-/// directory, response style, citations, critical reminders.
+/// thinking style, clarification, todo list (plan mode), skills, deferred tools, sub-agents
+/// (when enabled), working directory, response style, citations (with web tools), critical
+/// reminders.
 pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
-    let mut sections: Vec<String> = Vec::with_capacity(12);
+    let mut sections: Vec<String> = Vec::with_capacity(13);
     sections.push(role(options.agent_name));
     if let Some(soul) = options.soul.map(str::trim).filter(|s| !s.is_empty()) {
         sections.push(format!("<soul>\n{}\n</soul>", escape_html(soul)));
@@ -72,7 +111,10 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
         sections.push(s::SELF_UPDATE.to_string());
     }
     sections.push(thinking_style(options));
-    sections.push(s::CLARIFICATION_SYSTEM.to_string());
+    sections.push(clarification(options));
+    if options.plan_mode {
+        sections.push(s::TODO_LIST_SYSTEM.to_string());
+    }
     if !options.skills.is_empty() {
         sections.push(skills_section(options.skills));
     }
@@ -80,11 +122,18 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
         sections.push(deferred_tools_section(options.deferred_tools));
     }
     if options.subagent_enabled {
-        sections.push(subagent_section(options));
+        let (per_response, per_run) = options.subagent_limits();
+        sections.push(
+            s::SUBAGENT_SYSTEM
+                .replace("{per_response}", &per_response.to_string())
+                .replace("{per_run}", &per_run.to_string()),
+        );
     }
-    sections.push(working_directory(options.mounts));
-    sections.push(s::RESPONSE_STYLE.to_string());
-    sections.push(s::CITATIONS.to_string());
+    sections.push(working_directory(options));
+    sections.push(response_style(options.chat));
+    if options.has_web_tools() {
+        sections.push(s::CITATIONS.to_string());
+    }
     sections.push(critical_reminders(options));
     let mut prompt = sections.join("\n\n");
     prompt.push('\n');
@@ -128,6 +177,17 @@ fn thinking_style(options: &PromptOptions<'_>) -> String {
     out
 }
 
+fn clarification(options: &PromptOptions<'_>) -> String {
+    let mut out = String::from(s::CLARIFICATION_HEAD);
+    out.push('\n');
+    if options.plan_mode {
+        out.push_str(s::CLARIFICATION_PLAN);
+        out.push('\n');
+    }
+    out.push_str(s::CLARIFICATION_TAIL);
+    out
+}
+
 fn skills_section(skills: &[SkillSummary]) -> String {
     let mut sorted: Vec<&SkillSummary> = skills.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.path.cmp(&b.path)));
@@ -160,26 +220,23 @@ fn deferred_tools_section(names: &[String]) -> String {
     out
 }
 
-fn subagent_section(options: &PromptOptions<'_>) -> String {
-    let per_response = options.max_concurrent_subagents.max(1);
-    let per_run = options.max_total_subagents.max(per_response);
-    format!(
-        "<subagent_system>
-You can delegate work to sub-agents with the `task` tool. Each sub-agent works in its own context and reports back a result.
-- Use it for independent parts of a larger job (separate research questions, separate files, separate analyses), not for trivial steps or for steps that depend on each other.
-- HARD LIMIT: at most {per_response} `task` calls in one response; extra calls are dropped. If there are more parts, run them in batches over several responses.
-- At most {per_run} `task` calls in one run in total.
-- Give each sub-agent a self-contained brief: the goal, the inputs and where to find them, and the form of the result you want.
-- Combine the results yourself and check them before you answer.
-</subagent_system>"
-    )
-}
-
-fn working_directory(mounts: &[(String, bool)]) -> String {
-    let mut out = String::from(s::WORKING_DIRECTORY_HEAD);
+fn working_directory(options: &PromptOptions<'_>) -> String {
+    let bash = options.has_tool("bash");
+    let mut out = String::from("<working_directory>\n");
+    out.push_str(s::UPLOADS);
+    if options.converted_uploads {
+        out.push_str(s::UPLOADS_CONVERTED);
+    }
     out.push('\n');
-    if !mounts.is_empty() {
-        let mut sorted: Vec<&(String, bool)> = mounts.iter().collect();
+    out.push_str(s::WORKSPACE);
+    if bash {
+        out.push_str(s::WORKSPACE_BASH);
+    }
+    out.push('\n');
+    out.push_str(s::OUTPUTS);
+    out.push('\n');
+    if !options.mounts.is_empty() {
+        let mut sorted: Vec<&(String, bool)> = options.mounts.iter().collect();
         sorted.sort();
         sorted.dedup_by(|a, b| a.0 == b.0);
         out.push_str("Additional mounted directories:\n");
@@ -192,105 +249,59 @@ fn working_directory(mounts: &[(String, bool)]) -> String {
             let _ = writeln!(out, "- {} ({mode})", escape_html(path));
         }
     }
-    out.push_str(s::WORKING_DIRECTORY_TAIL);
+    let network = match options.sandbox_network.filter(|_| bash) {
+        Some(true) => Some(s::BASH_ONLINE),
+        Some(false) if options.has_web_tools() => Some(s::BASH_OFFLINE_WEB),
+        Some(false) => Some(s::BASH_OFFLINE),
+        None => None,
+    };
+    if let Some(line) = network {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push_str("</working_directory>");
+    out
+}
+
+fn response_style(chat: Option<ChatSurface>) -> String {
+    let mut out = String::from(s::RESPONSE_STYLE_HEAD);
+    out.push('\n');
+    if let Some(chat) = chat {
+        out.push_str(
+            &s::RESPONSE_STYLE_CHAT
+                .replace("{platform}", chat.platform)
+                .replace("{max_chars}", &chat.max_chars.to_string()),
+        );
+        out.push('\n');
+    }
+    out.push_str(s::RESPONSE_STYLE_TAIL);
     out
 }
 
 fn critical_reminders(options: &PromptOptions<'_>) -> String {
     let mut out = String::from(s::CRITICAL_REMINDERS_HEAD);
     out.push('\n');
+    if !options.skills.is_empty() {
+        out.push_str(s::REMINDER_SKILLS);
+        out.push('\n');
+    }
     if options.subagent_enabled {
+        let (per_response, per_run) = options.subagent_limits();
         let _ = writeln!(
             out,
-            "- Sub-agents: at most {} `task` calls per response.",
-            options.max_concurrent_subagents.max(1)
+            "- Sub-agents: only for a clear gain; at most {per_response} `task` calls per response and {per_run} per run."
         );
+    }
+    out.push_str(s::REMINDER_OUTPUTS);
+    out.push('\n');
+    if options.has_tool("write_file") && options.has_tool("str_replace") {
+        out.push_str(s::REMINDER_EDITING);
+        out.push('\n');
     }
     out.push_str(s::CRITICAL_REMINDERS_TAIL);
     out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn skill(name: &str) -> SkillSummary {
-        SkillSummary {
-            name: name.into(),
-            description: format!("does {name}"),
-            path: format!("/mnt/skills/public/{name}/SKILL.md"),
-        }
-    }
-
-    #[test]
-    fn default_agent_has_the_core_sections_only() {
-        let prompt = apply_prompt_template(&PromptOptions::default());
-        assert!(prompt.starts_with("<role>\nYou are Antler,"));
-        for tag in [
-            "<thinking_style>",
-            "<clarification_system>",
-            "CLARIFY → PLAN → ACT",
-            "<working_directory>",
-            "/mnt/user-data/outputs",
-            "present_files",
-            "<response_style>",
-            "<citations>",
-            "<critical_reminders>",
-        ] {
-            assert!(prompt.contains(tag), "{tag}");
-        }
-        for absent in [
-            "<soul>",
-            "<self_update>",
-            "<skill_system>",
-            "<available-deferred-tools>",
-            "<subagent_system>",
-            "`task`",
-        ] {
-            assert!(!prompt.contains(absent), "{absent}");
-        }
-    }
-
-    #[test]
-    fn optional_sections_appear_when_asked_and_lists_are_sorted() {
-        let skills = [skill("zeta"), skill("alpha")];
-        let deferred = ["web_fetch".to_string(), "github_search".to_string()];
-        let mounts = [("/mnt/data".to_string(), true)];
-        let prompt = apply_prompt_template(&PromptOptions {
-            agent_name: Some("reviewer"),
-            soul: Some("Be <kind> & brief"),
-            is_custom_agent: true,
-            subagent_enabled: true,
-            max_concurrent_subagents: 4,
-            skills: &skills,
-            deferred_tools: &deferred,
-            mounts: &mounts,
-            ..Default::default()
-        });
-        assert!(prompt.contains("You are reviewer,"));
-        assert!(prompt.contains("<soul>\nBe &lt;kind&gt; &amp; brief\n</soul>"));
-        assert!(prompt.contains("<self_update>"));
-        assert!(prompt.contains("at most 4 `task` calls in one response"));
-        assert!(prompt.contains("Decomposition check"));
-        assert!(prompt.find("<name>alpha</name>") < prompt.find("<name>zeta</name>"));
-        assert!(prompt.find("- github_search") < prompt.find("- web_fetch"));
-        assert!(prompt.contains("- /mnt/data (read-only)"));
-        let reordered = apply_prompt_template(&PromptOptions {
-            agent_name: Some("reviewer"),
-            soul: Some("Be <kind> & brief"),
-            is_custom_agent: true,
-            subagent_enabled: true,
-            max_concurrent_subagents: 4,
-            skills: &[skill("alpha"), skill("zeta")],
-            deferred_tools: &["github_search".to_string(), "web_fetch".to_string()],
-            mounts: &mounts,
-            ..Default::default()
-        });
-        assert_eq!(prompt, reordered);
-    }
-
-    #[test]
-    fn escape_touches_only_angle_brackets_and_ampersands() {
-        assert_eq!(escape_html("a<b>&\"c'"), "a&lt;b&gt;&amp;\"c'");
-    }
-}
+#[path = "prompt_tests.rs"]
+mod tests;

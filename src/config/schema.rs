@@ -74,7 +74,7 @@ pub struct AppConfig {
     #[serde(default)]
     pub sandbox: SandboxConfig,
     /// Configured tools; empty = the built-in defaults (ls, read_file, glob, grep, write_file,
-    /// str_replace, bash).
+    /// str_replace, bash, and web_search with DuckDuckGo and web_fetch).
     #[serde(default)]
     pub tools: Vec<ToolConfig>,
     /// Named tool groups agents can whitelist; empty = `web`, `file:read`, `file:write`, `bash`.

@@ -225,6 +225,7 @@ mod tests {
             SandboxInfo {
                 provider: "fake".into(),
                 bash: true,
+                network: None,
                 reason: "test".into(),
                 mounts: self.mounts.clone(),
                 holds_resources: self.holds,

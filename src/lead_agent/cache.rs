@@ -116,9 +116,11 @@ mod tests {
             name: "pdf".into(),
             description: "Reads \"PDF\" files\nwell".into(),
             path: "/mnt/skills/public/pdf/SKILL.md".into(),
+            allowed_tools: None,
         }];
         let deferred = ["github_search".to_string()];
         let mounts = [("/mnt/data".to_string(), true)];
+        let tools = ["bash".to_string()];
         let base = PromptOptions::default();
         let variants = [
             PromptOptions {
@@ -155,6 +157,26 @@ mod tests {
             },
             PromptOptions {
                 mounts: &mounts,
+                ..base.clone()
+            },
+            PromptOptions {
+                plan_mode: true,
+                ..base.clone()
+            },
+            PromptOptions {
+                tools: &tools,
+                ..base.clone()
+            },
+            PromptOptions {
+                sandbox_network: Some(false),
+                ..base.clone()
+            },
+            PromptOptions {
+                converted_uploads: true,
+                ..base.clone()
+            },
+            PromptOptions {
+                chat: crate::agents::surface::ChatSurface::for_channel(Some("slack")),
                 ..base.clone()
             },
         ];

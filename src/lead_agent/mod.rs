@@ -12,6 +12,7 @@
 pub mod access;
 mod cache;
 mod model_settings;
+mod prompt_inputs;
 mod resolve;
 
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use crate::agent_api::ToolRef;
 use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
 use crate::agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
-    SkillSummary, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
+    UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
 use crate::config::AppConfig;
 use crate::config::subagents::clamp_total;
@@ -36,8 +37,8 @@ use crate::middleware::DynamicContextMiddleware;
 use crate::middleware::sender_names::SenderNamesMiddleware;
 use crate::middleware::subagent_limit::clamp_concurrency;
 use crate::model::{ChatModel, ModelRegistry};
-use crate::sandbox::{SandboxInfo, SandboxProvider};
-use crate::skills::{BOOTSTRAP_SKILL, Skill, SkillActivationMiddleware, SkillCatalog, skills_dir};
+use crate::sandbox::SandboxProvider;
+use crate::skills::SkillCatalog;
 use crate::store::Checkpointer;
 use crate::subagents::{SubagentRegistry, SubagentRunner, SubagentTasks, TaskTool};
 use crate::tools::registry::ToolRegistry;
@@ -204,13 +205,14 @@ pub fn make_lead_agent(
     );
     let deferred = deferred_catalog(&deps, config, &tools);
     let deferred_names = deferred.as_ref().map(|c| c.names()).unwrap_or_default();
-    let (skills, skill_activation) = select_skills(
+    let (skills, skill_activation) = prompt_inputs::select_skills(
         &deps,
         (config, &catalog),
-        branch,
-        agent_config,
+        (branch, agent_config),
+        &tools,
         &mut warnings,
     );
+    let facts = prompt_inputs::prompt_facts(&deps, config, &options, &tools);
     let subagent_tasks = options.subagent_enabled.then(|| {
         // Sub-agents get the lead's tools, not the tool of its branch (creating or updating
         // an agent is the lead conversation's business).
@@ -235,12 +237,6 @@ pub fn make_lead_agent(
         Some(agent) => Some(agent.soul.clone()),
         None => default_soul(&store),
     };
-    // The provider's own mounts: after a reload of `sandbox.*` the run may still hold the
-    // provider built from the earlier settings, and the prompt must name what it can reach.
-    let mounts: Vec<(String, bool)> = match &deps.sandbox {
-        Some(provider) => provider.info().mounts,
-        None => SandboxInfo::extra_mounts(&config.sandbox),
-    };
     let prompt_options = PromptOptions {
         // Bootstrap speaks as the default agent: the new agent does not exist yet.
         agent_name: custom.as_ref().map(|agent| agent.config.name.as_str()),
@@ -256,9 +252,14 @@ pub fn make_lead_agent(
             .max_total_subagents
             .map(clamp_total)
             .unwrap_or_else(|| config.subagents.max_total()),
+        plan_mode: options.is_plan_mode,
         skills: &skills,
         deferred_tools: &deferred_names,
-        mounts: &mounts,
+        mounts: &facts.mounts,
+        tools: &facts.tools,
+        sandbox_network: facts.sandbox_network,
+        converted_uploads: facts.converted_uploads,
+        chat: facts.chat,
     };
     let system_prompt = match deps.cache {
         Some(cache) => cache.prompt(&prompt_options),
@@ -465,57 +466,6 @@ fn skill_catalog(deps: &LeadAgentDeps<'_>, config: &AppConfig) -> SkillCatalog {
     }
 }
 
-/// The skills of this run: what the prompt lists and the `/skill` activation middleware.
-///
-/// The default agent gets every enabled skill of the thread's owner (whose skills its sandbox
-/// mounts), a custom agent its whitelist of them (`None` = all, `[]` = none), a bootstrap
-/// conversation only `bootstrap` (enabled or not: the interview needs its guide).
-fn select_skills(
-    deps: &LeadAgentDeps<'_>,
-    (config, catalog): (&AppConfig, &SkillCatalog),
-    branch: Branch,
-    agent_config: Option<&AgentConfig>,
-    warnings: &mut Vec<String>,
-) -> (Vec<SkillSummary>, SkillActivationMiddleware) {
-    // The owner's: the thread's sandbox mounts them, so the prompt lists what the run can read.
-    let owner = &deps.users.owner;
-    let visible = catalog.list(owner).unwrap_or_else(|error| {
-        tracing::warn!(%error, user = %owner, "Cannot list the user's skills; running without skills");
-        Vec::new()
-    });
-    let allowed: Option<Vec<String>> = match branch {
-        Branch::Bootstrap => Some(vec![BOOTSTRAP_SKILL.to_string()]),
-        Branch::Custom => agent_config.and_then(|agent| agent.skills.clone()),
-        Branch::Default => None,
-    };
-    let listed: Vec<&Skill> = visible
-        .iter()
-        .filter(|skill| skill.enabled || branch == Branch::Bootstrap)
-        .filter(|skill| {
-            allowed
-                .as_ref()
-                .is_none_or(|names| names.contains(&skill.name))
-        })
-        .collect();
-    if branch == Branch::Bootstrap && listed.is_empty() {
-        let dir = skills_dir(config);
-        tracing::warn!(dir = %dir.display(), "The bootstrap skill is not installed; the interview runs without its guide");
-        warnings.push(format!(
-            "the bootstrap skill was not found in {}; set sandbox.skills_path to the directory holding bootstrap/SKILL.md",
-            dir.display()
-        ));
-    }
-    let summaries = listed
-        .iter()
-        .map(|skill| SkillSummary {
-            name: skill.name.clone(),
-            description: skill.description.clone(),
-            path: skill.location.clone(),
-        })
-        .collect();
-    (summaries, SkillActivationMiddleware::new(visible, allowed))
-}
-
 /// `{data_dir}/SOUL.md`; an unreadable file is logged and treated as absent so runs go on.
 fn default_soul(store: &AgentStore) -> Option<String> {
     match store.default_soul() {
@@ -533,3 +483,7 @@ mod tests;
 /// Sub-agents end to end: they need the lead agent, which `subagents` must not depend on.
 #[cfg(test)]
 mod subagent_tests;
+
+/// What the models read, as snapshots (`tests/prompts/`).
+#[cfg(test)]
+mod snapshots;

@@ -364,3 +364,45 @@ async fn an_unknown_type_fails_listing_the_available_ones() {
         "Task failed. Error: Unknown subagent type 'nope'. Available: general-purpose, bash"
     );
 }
+
+#[test]
+fn a_sub_agent_lists_only_the_skills_whose_tools_it_has() {
+    let skill = |name: &str, tools: &[&str]| crate::agents::SkillSummary {
+        name: name.into(),
+        description: format!("the {name} skill"),
+        path: format!("/mnt/skills/{name}/SKILL.md"),
+        allowed_tools: Some(tools.iter().map(|t| t.to_string()).collect()),
+    };
+    let skills = vec![
+        skill("research", &["web_search", "web_fetch", "present_files"]),
+        skill("shell-report", &["bash", "read_file", "ask_clarification"]),
+    ];
+    let build = |tools: &[&str]| {
+        SubagentRunner::new(
+            SubagentRegistry::from_config(&AppConfig::default().subagents),
+            Arc::new(ScriptedModel::new("m", [])),
+            ModelRegistry::new(),
+            named_tools(tools),
+            skills.clone(),
+            None,
+        )
+    };
+    let registry = SubagentRegistry::from_config(&AppConfig::default().subagents);
+    let general = registry.get("general-purpose").unwrap();
+    let bash = registry.get("bash").unwrap();
+
+    let without_web = build(&["bash", "read_file", "web_search"]).prompt(general);
+    assert!(without_web.contains("- shell-report: the shell-report skill"));
+    assert!(!without_web.contains("research"), "{without_web}");
+
+    let with_web = build(&["bash", "read_file", "web_search", "web_fetch"]);
+    assert!(
+        with_web
+            .prompt(general)
+            .contains("- research: the research skill")
+    );
+    // The bash type has no web tools, whatever the lead has.
+    let for_bash = with_web.prompt(bash);
+    assert!(!for_bash.contains("- research:"), "{for_bash}");
+    assert!(for_bash.contains("- shell-report:"));
+}

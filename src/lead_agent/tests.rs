@@ -4,7 +4,7 @@ use super::*;
 use crate::agents::{AgentUpdate, ModelSettings, ReasoningEffort};
 use crate::config::ModelConfig;
 use crate::model::ScriptedModel;
-use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings};
+use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, SandboxProvider};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -288,6 +288,7 @@ fn the_prompt_is_byte_identical_for_two_users_of_the_same_agent() {
         &custom("twin"),
         &f.config,
         LeadAgentDeps {
+            tools: Some(&f.tools),
             users: RunUsers::alone("bob"),
             agents: Some(f.store.clone()),
             ..LeadAgentDeps::models_only(&f.models)
@@ -351,6 +352,96 @@ fn the_default_agent_carries_the_default_soul_when_present() {
         prompt.contains("<soul>\nDefault &amp; kind.\n</soul>")
             && !prompt.contains("<self_update>")
     );
+}
+
+#[test]
+fn a_skill_is_listed_only_to_agents_that_have_its_tools() {
+    let f = fixture(|_| {});
+    let skills = f.config.sandbox.skills_path.clone().unwrap();
+    std::fs::create_dir_all(skills.join("web-brief")).unwrap();
+    std::fs::write(
+        skills.join("web-brief/SKILL.md"),
+        "---\nname: web-brief\ndescription: Brief from the web\nallowed-tools: web_search, WebFetch, present_files\n---\n",
+    )
+    .unwrap();
+    // The default tools include the web tools: shown.
+    let default = f.build("root", RunOptions::default()).unwrap();
+    assert!(default.skill_names.contains(&"web-brief".to_string()));
+    let prompt = default.agent.system_prompt.unwrap();
+    assert!(prompt.contains("<name>web-brief</name>"));
+    assert!(prompt.contains("<citations>"));
+    // An agent without the `web` group: hidden, while skills needing nothing stay.
+    f.create("root", "reader", |agent| {
+        agent.tool_groups = Some(vec!["file:read".into()]);
+    });
+    let reader = f.build("root", custom("reader")).unwrap();
+    assert!(!reader.skill_names.contains(&"web-brief".to_string()));
+    assert!(reader.skill_names.contains(&"pdf".to_string()));
+    let prompt = reader.agent.system_prompt.unwrap();
+    assert!(!prompt.contains("web-brief"));
+    assert!(
+        !prompt.contains("<citations>"),
+        "no web tools, no citation rules"
+    );
+}
+
+#[test]
+fn the_prompt_states_the_surface_the_sandbox_and_plan_mode_truthfully() {
+    let f = fixture(|config| config.uploads.auto_convert_documents = true);
+    let prompt_with = |options: RunOptions, mode: Option<ExecMode>| -> String {
+        let sandbox = mode.map(|mode| {
+            Arc::new(HostSandboxProvider::new(
+                ProviderSettings::from_config(&f.config, None),
+                mode,
+            )) as Arc<dyn SandboxProvider>
+        });
+        let lead = make_lead_agent(
+            &options,
+            &f.config,
+            LeadAgentDeps {
+                tools: Some(&f.tools),
+                sandbox,
+                ..LeadAgentDeps::models_only(&f.models)
+            },
+        )
+        .unwrap();
+        lead.agent.system_prompt.unwrap().to_string()
+    };
+    let bwrap = |network| {
+        Some(ExecMode::Bwrap {
+            network,
+            drop_to_uid: false,
+        })
+    };
+
+    let web = prompt_with(RunOptions::default(), bwrap(false));
+    assert!(web.contains("bash has no network"));
+    assert!(
+        web.contains("report.pdf → report.md"),
+        "HTTP uploads are converted"
+    );
+    assert!(!web.contains("characters per message"));
+    assert!(!web.contains("write_todos"));
+    assert!(prompt_with(RunOptions::default(), bwrap(true)).contains("bash has network access"));
+    // bash refused by the sandbox: nothing said about it.
+    let no_bash = prompt_with(
+        RunOptions::default(),
+        Some(ExecMode::Local { allow_bash: false }),
+    );
+    assert!(!no_bash.contains("bash"), "{no_bash}");
+
+    let telegram = RunOptions {
+        channel_name: Some("telegram".into()),
+        is_plan_mode: true,
+        ..Default::default()
+    };
+    let chat = prompt_with(telegram, bwrap(false));
+    assert!(chat.contains("This chat is on Telegram, which shows at most 4096 characters"));
+    assert!(
+        !chat.contains("report.pdf"),
+        "chat attachments are not converted"
+    );
+    assert!(chat.contains("<todo_list_system>"));
 }
 
 #[test]

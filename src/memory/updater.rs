@@ -25,18 +25,61 @@ use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 /// A memory update must not hang the queue forever.
 pub const UPDATE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Starts with `model::background::MEMORY_PROMPT_START`, by which test doubles recognise the
-/// call (checked by a test).
-const SYSTEM_PROMPT: &str = "You are a memory management system. From the conversation, update \
-what is worth remembering about the user across future conversations. Answer with ONE JSON \
-object and nothing else:\n\
-{\"user\": {\"workContext\"|\"personalContext\"|\"topOfMind\": {\"summary\": str, \"shouldUpdate\": bool}},\n\
- \"history\": {\"recentMonths\"|\"earlierContext\"|\"longTermBackground\": {\"summary\": str, \"shouldUpdate\": bool}},\n\
- \"newFacts\": [{\"content\": str, \"category\": \"preference|knowledge|context|behavior|goal|correction\", \"confidence\": 0..1}],\n\
- \"factsToRemove\": [{\"id\": str, \"reason\": str}]}\n\
-Confidence: 0.9-1.0 stated explicitly, 0.7-0.8 clearly implied, 0.5-0.6 inferred. Use \
-`correction` when the user corrects you. Only durable facts about the user; never record \
-uploaded files or upload events. Remove facts the conversation shows are wrong or outdated.";
+/// What the memory model is told: the reference's reflection step, each section's length and
+/// content, fact categories and confidence, `shouldUpdate` discipline, keeping specifics, and
+/// the conversation's language, for the JSON shape [`parse_update`] accepts. Starts with
+/// `model::background::MEMORY_PROMPT_START`, by which test doubles recognise the call (checked
+/// by a test).
+const SYSTEM_PROMPT: &str = "You are a memory management system. From a conversation, update \
+what is worth remembering about the user for future conversations.
+
+First reflect on the conversation:
+1. Errors and retries: did the agent fail, retry or give a wrong result? If the cause is a \
+lasting pattern in how this user works, record the right approach.
+2. Corrections: did the user correct the agent's direction, understanding or output? A \
+correction of how to work with this user is a `correction` fact; a fix to this task's facts or \
+files is not memory.
+3. Constraints of one project or task belong to it, not to the user's memory.
+
+Sections (rewrite a section as a whole, merging what it says with what is new):
+- user.workContext: role, company, key projects, main technologies (2-3 sentences).
+- user.personalContext: languages, communication preferences, interests beyond the work at \
+hand (1-2 sentences).
+- user.topOfMind: the 3-5 things the user is focused on now, as one detailed paragraph (3-5 \
+sentences); updated most often: add new focus areas, drop finished or abandoned ones.
+- history.recentMonths: what the user did and explored in the last 1-3 months (4-6 sentences).
+- history.earlierContext: patterns from 3-12 months ago that still matter (3-5 sentences).
+- history.longTermBackground: lasting expertise, interests and working style (2-4 sentences).
+Put new information into the history section of its period.
+
+Facts are durable, specific statements about the user, useful in unrelated future conversations.
+- Keep the specifics: numbers and metrics (\"16k+ GitHub stars\"), proper nouns (companies, \
+projects, people), technologies and versions, in their original form.
+- Categories: preference (tools, styles, approaches liked or disliked), knowledge (expertise, \
+technologies mastered), context (job, projects, places, languages), behavior (working and \
+communication habits), goal (stated objectives), correction (a mistake the agent made or the \
+user corrected, with the right approach: \"When X, do Y, not Z\"; confidence 0.95 or more when \
+explicit).
+- Confidence: 0.9-1.0 stated explicitly (\"I work on X\"), 0.7-0.8 strongly implied by what the \
+user does, 0.5-0.6 an inferred pattern (rarely). Only add facts of 0.7 or more.
+- No facts about this task alone: its goals, current files, errors or commits, one-time \
+permissions or instructions (\"you may delete the branch\").
+- Never record uploaded files or upload events: they are gone in the next conversation.
+- Do not repeat a fact the current memory already has. Remove a fact (factsToRemove, its id and \
+why) only when the user contradicts or retracts it or the conversation shows it is outdated; \
+add the replacement as a new fact.
+
+Discipline:
+- shouldUpdate is true only for a section with meaningful new information, which then gets its \
+complete new summary; leave the other sections out. Small talk changes nothing: answer \
+{\"user\": {}, \"history\": {}, \"newFacts\": [], \"factsToRemove\": []}.
+- Write summaries and facts in the language the user writes in.
+
+Answer with ONE JSON object and nothing else (no Markdown fence, no explanation):
+{\"user\": {\"workContext\"|\"personalContext\"|\"topOfMind\": {\"summary\": str, \"shouldUpdate\": bool}},
+ \"history\": {\"recentMonths\"|\"earlierContext\"|\"longTermBackground\": {\"summary\": str, \"shouldUpdate\": bool}},
+ \"newFacts\": [{\"content\": str, \"category\": \"preference|knowledge|context|behavior|goal|correction\", \"confidence\": 0..1}],
+ \"factsToRemove\": [{\"id\": str, \"reason\": str}]}";
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct SectionUpdate {
@@ -257,7 +300,7 @@ fn build_request(
     for message in conversation {
         text.push_str(&format!("{}: {}\n\n", message.role, message.content.trim()));
     }
-    text.push_str("</conversation>");
+    text.push_str("</conversation>\n\nUpdate the memory from this conversation.");
     Ok(ModelRequest {
         system: Some(SYSTEM_PROMPT.into()),
         messages: vec![Message::human(text)].into(),

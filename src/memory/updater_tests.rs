@@ -237,3 +237,19 @@ async fn settings_are_read_at_each_update_so_a_reload_applies_to_the_next_one() 
     assert_eq!(repo.history_limit(), 0);
     assert!(repo.history(&scope).unwrap().is_empty(), "no versions kept");
 }
+
+/// What the memory model reads, as a snapshot (`tests/prompts/`).
+#[test]
+fn the_memory_update_request_snapshot() {
+    let request = build_request(&MemoryDocument::default(), &conversation()).unwrap();
+    let Some(system) = &request.system else {
+        panic!("the updater sends a system prompt");
+    };
+    let Message::Human(human) = &request.messages[0] else {
+        panic!("the updater sends one human message");
+    };
+    expect_test::expect_file!["../../tests/prompts/memory_updater.txt"].assert_eq(&format!(
+        "===== system =====\n{}\n===== user =====\n{}\n",
+        system, human.content
+    ));
+}

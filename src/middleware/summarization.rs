@@ -156,8 +156,32 @@ pub fn cutoff(messages: &[Message], keep: ContextSize) -> usize {
     cut
 }
 
-/// The summary request: LangChain's summary instructions over the older messages, of which at
-/// most `max_tokens` (the most recent ones) are included.
+/// What the summary model is told: the reference's (LangChain's) context extraction, with what
+/// must survive named one by one.
+const SUMMARY_INSTRUCTIONS: &str = "<role>
+Context Extraction Assistant
+</role>
+
+<primary_objective>
+Extract the most important context from the conversation history below. What you write replaces that history: anything you leave out is lost for the rest of the conversation.
+</primary_objective>
+
+<instructions>
+Keep, explicitly and with specifics:
+- the user's goals and requests, what is done and what is still to do (so no finished step is repeated);
+- decisions taken with their reasons, and approaches that failed;
+- open questions: what was asked and not yet answered, by either side;
+- files and paths created, changed or read (/mnt/user-data/...), URLs and sources used, and the results that matter;
+- the user's preferences, constraints and corrections;
+- names, numbers and exact values needed later.
+Carry an earlier summary over into yours. Drop pleasantries, repetition and tool output that no longer matters. Write in the conversation's language.
+Respond ONLY with the extracted context, with nothing before or after it.
+</instructions>
+
+";
+
+/// The summary request: [`SUMMARY_INSTRUCTIONS`] over the older messages, of which at most
+/// `max_tokens` (the most recent ones) are included.
 pub fn summary_prompt(older: &[Message], max_tokens: u64) -> String {
     let mut lines = Vec::new();
     let mut used = 0u64;
@@ -172,12 +196,7 @@ pub fn summary_prompt(older: &[Message], max_tokens: u64) -> String {
     }
     lines.reverse();
     format!(
-        "<role>\nContext Extraction Assistant\n</role>\n\n<primary_objective>\nExtract the most \
-         relevant context from the conversation history below: the user's goals, decisions \
-         taken, facts learnt, files and results produced, and what remains to be done.\n\
-         </primary_objective>\n\n<instructions>\nThe history will be replaced by what you write. \
-         Write a concise summary that lets the conversation continue without it. Respond ONLY \
-         with the summary, no preamble.\n</instructions>\n\n<messages>\n{}\n</messages>",
+        "{SUMMARY_INSTRUCTIONS}<messages>\nMessages to summarize:\n{}\n</messages>",
         lines.join("\n")
     )
 }
@@ -338,5 +357,31 @@ mod tests {
         let prompt = summary_prompt(&older, 20);
         assert!(prompt.contains("AI: the latest answer"), "{prompt}");
         assert!(!prompt.contains("xxxx"), "{prompt}");
+    }
+
+    /// What the summary model reads, as a snapshot (`tests/prompts/`).
+    #[test]
+    fn the_summary_request_snapshot() {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "web_search".into(),
+            args: json!({"query": "log databases"}),
+            args_error: None,
+        };
+        let older = vec![
+            Message::human("Compare databases for our application logs; we keep them 30 days."),
+            Message::Ai(AiMessage {
+                tool_calls: vec![call.clone()],
+                ..Default::default()
+            }),
+            Message::Tool(ToolMessage::success(
+                &call,
+                "Loki: https://grafana.com/oss/loki/",
+            )),
+            Message::ai("Loki fits: cheap storage, label queries. Shall I write a report?"),
+            Message::human("Yes, as Markdown."),
+        ];
+        expect_test::expect_file!["../../tests/prompts/summarization.txt"]
+            .assert_eq(&summary_prompt(&older, 4000));
     }
 }

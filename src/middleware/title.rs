@@ -273,6 +273,15 @@ mod tests {
             Some(crate::model::background::BackgroundCall::Title)
         );
     }
+    /// What the title model reads, as a snapshot (`tests/prompts/`).
+    #[test]
+    fn the_title_request_snapshot() {
+        expect_test::expect_file!["../../tests/prompts/title.txt"].assert_eq(&title_prompt(
+            "hi",
+            "Hello! How can I help?",
+            6,
+        ));
+    }
     use crate::config::AppConfig;
     use crate::model::{ModelErrorKind, ScriptedModel, ScriptedTurn};
 

@@ -133,27 +133,46 @@ impl Middleware for TodoMiddleware {
     }
 }
 
-/// The seed's usage rules, as the model reads them.
-const WRITE_TODOS_DESCRIPTION: &str = "Create and manage a structured todo list for the current \
-task, so the user sees your progress. Send the complete list each call: it replaces the previous one.
+/// The reference's usage rules for the tool, in full: when to keep a list, how to keep it,
+/// and when a task counts as completed.
+const WRITE_TODOS_DESCRIPTION: &str = "Create and update a structured task list for complex \
+work, so the user sees your progress. Each call sends the complete list: it replaces the previous one.
+
+Only use it for complex work (3 or more steps). For a simple request, just do the work.
 
 When to use it:
-- complex multi-step tasks (3 or more distinct steps);
-- non-trivial tasks that need careful planning;
-- when the user asks for a todo list;
-- when the user gives several tasks (numbered or comma-separated);
-- when the plan may change with intermediate results.
+1. Tasks with 3 or more distinct steps or actions.
+2. Non-trivial tasks that need careful planning or several operations.
+3. The user asks for a todo list or for tracking.
+4. The user gives several tasks (numbered or comma-separated).
+5. The plan may change with intermediate results.
 
-When not to use it: a simple task of fewer than 3 steps. Just do it.
+When not to use it:
+1. A straightforward task of fewer than 3 steps.
+2. A trivial task where tracking adds nothing.
+3. Conversation, or a purely informational answer.
+4. It is clear what to do and you can just do it.
 
-Rules:
-- Mark a task completed immediately when it is done; do not batch updates.
-- Keep exactly one task in_progress at a time (unless tasks really run in parallel).
-- Update the list in real time as you work, so the user can follow along.
-- Mark a task completed only when it is fully done. If you are blocked, keep it in_progress \
-and add a new task for what resolves the blocker.
-- Give each task `content` in the imperative (\"Run the tests\") and, optionally, `activeForm` \
-in the present continuous (\"Running the tests\").";
+How to use it:
+1. Mark a task in_progress before you start on it; when you first write the list, mark the \
+first task in_progress at once.
+2. Mark a task completed immediately after finishing it; never save completions for later.
+3. Add tasks you discover, remove ones that no longer matter, reword them as you learn.
+4. One call may change several tasks (complete one and start the next).
+5. Until every task is completed, keep at least one in_progress.
+
+States: pending (not started), in_progress (being worked on; several only when tasks really \
+run in parallel), completed (fully done).
+
+Mark a task completed only when it is fully done. Never when errors remain, the work is \
+partial, a blocker stopped you, a file or dependency it needs is missing, or the result falls \
+short of what was asked. If blocked, keep the task in_progress and add a task for what must be \
+resolved.
+
+Make tasks specific and actionable: `content` in the imperative (\"Run the tests\") and, \
+optionally, `activeForm` in the present continuous (\"Running the tests\").
+
+Remember: if a few tool calls finish the job and the way is clear, do it directly, without this tool.";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WriteTodosArgs {

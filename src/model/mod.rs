@@ -273,7 +273,7 @@ mod anthropic_request;
 pub mod fallback;
 pub(crate) mod http;
 pub mod openai;
-mod openai_request;
+pub(crate) mod openai_request;
 pub mod probe;
 mod provider_error;
 pub mod registry;

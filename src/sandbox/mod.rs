@@ -170,6 +170,7 @@ pub trait SandboxProvider: Send + Sync {
         SandboxInfo {
             provider: "custom".into(),
             bash: true,
+            network: None,
             reason: "supplied by the embedding application".into(),
             mounts: Vec::new(),
             holds_resources: false,
@@ -185,6 +186,9 @@ pub struct SandboxInfo {
     pub provider: String,
     /// Whether the `bash` tool can run commands.
     pub bash: bool,
+    /// Whether commands reach the network (`None`: unknown, an embedder's provider). The system
+    /// prompt tells the model, so it does not try `pip install` in a sandbox without one.
+    pub network: Option<bool>,
     /// Why this provider was chosen, e.g. `auto: bubblewrap works`.
     pub reason: String,
     /// Configured extra mounts as (virtual path, read-only).

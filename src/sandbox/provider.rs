@@ -276,6 +276,11 @@ impl SandboxProvider for HostSandboxProvider {
         SandboxInfo {
             provider: self.kind().to_string(),
             bash: !matches!(self.mode, ExecMode::Local { allow_bash: false }),
+            // Host commands share the host's network; bwrap's follow `sandbox.network`.
+            network: Some(match self.mode {
+                ExecMode::Local { allow_bash } => allow_bash,
+                ExecMode::Bwrap { network, .. } => network,
+            }),
             reason: self.reason.clone(),
             mounts: SandboxInfo::extra_mounts(&self.settings.sandbox),
             holds_resources: false,

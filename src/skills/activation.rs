@@ -104,21 +104,26 @@ impl SkillActivationMiddleware {
 
 /// Claude Code's tool names, for skills written for it, mapped to Antler's.
 fn tool_allowed(allowed: &[String], tool: &str) -> bool {
-    allowed.iter().any(|name| {
-        let mapped = match name.as_str() {
-            "Read" => "read_file",
-            "Write" => "write_file",
-            "Edit" | "MultiEdit" => "str_replace",
-            "Bash" => "bash",
-            "Glob" => "glob",
-            "Grep" => "grep",
-            "LS" => "ls",
-            "WebFetch" => "web_fetch",
-            "WebSearch" => "web_search",
-            other => other,
-        };
-        mapped.eq_ignore_ascii_case(tool)
-    })
+    allowed
+        .iter()
+        .any(|name| tool_name(name).eq_ignore_ascii_case(tool))
+}
+
+/// The Antler tool an `allowed-tools` entry names: Claude Code's names (`Read`, `Edit`, …) are
+/// mapped, others are taken as they are (compared case-insensitively).
+pub(crate) fn tool_name(entry: &str) -> &str {
+    match entry {
+        "Read" => "read_file",
+        "Write" => "write_file",
+        "Edit" | "MultiEdit" => "str_replace",
+        "Bash" => "bash",
+        "Glob" => "glob",
+        "Grep" => "grep",
+        "LS" => "ls",
+        "WebFetch" => "web_fetch",
+        "WebSearch" => "web_search",
+        other => other,
+    }
 }
 
 #[async_trait]

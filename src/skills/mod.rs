@@ -13,6 +13,7 @@ pub mod activation;
 pub mod bundled;
 pub mod catalog;
 pub mod chat;
+pub mod fit;
 pub mod front_matter;
 pub mod installer;
 mod scan;

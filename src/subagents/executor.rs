@@ -18,6 +18,7 @@ use crate::agents::SkillSummary;
 use crate::messages::{Message, Usage};
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
+use crate::skills::fit::fits;
 use crate::state::ThreadState;
 use crate::subagents::registry::{ModelChoice, SubagentRegistry, SubagentSpec};
 use crate::subagents::report::{CapReason, TASK_RUNNING, TASK_STARTED, TaskReport, TaskStatus};
@@ -234,8 +235,15 @@ impl SubagentRunner {
         Ok(agent)
     }
 
-    /// The type's prompt plus the skills it may read.
-    fn prompt(&self, spec: &SubagentSpec) -> String {
+    /// The type's prompt plus the skills it may read: those its list allows and whose tools it
+    /// has (`skills::fit`), as one line each instead of the lead's `<available_skills>` block.
+    pub(crate) fn prompt(&self, spec: &SubagentSpec) -> String {
+        let tools: Vec<&str> = self
+            .tools
+            .iter()
+            .map(|tool| tool.name())
+            .filter(|name| spec.allows(name))
+            .collect();
         let skills: Vec<&SkillSummary> = self
             .skills
             .iter()
@@ -244,6 +252,7 @@ impl SubagentRunner {
                     .as_ref()
                     .is_none_or(|names| names.contains(&skill.name))
             })
+            .filter(|skill| fits(skill.allowed_tools.as_deref(), &tools))
             .collect();
         if skills.is_empty() {
             return spec.system_prompt.clone();

@@ -40,12 +40,14 @@ impl TaskTool {
             .map(|spec| format!("- {}: {}", spec.name, spec.description))
             .collect();
         let description = format!(
-            "Delegate a task to a sub-agent that works on it alone, in its own context, and \
-             returns its final result. Use it for complex, multi-step work that can run \
-             independently, and to run several independent tasks in parallel (several task \
-             calls in one response). Do not use it for trivial tasks you can do with one tool \
-             call. The sub-agent cannot see this conversation: put everything it needs in \
-             `prompt`. Available subagent_type values:\n{}",
+            "Delegate one bounded part of the work to a sub-agent, which does it alone, in its \
+             own context, and returns its final result (the call waits for it). Use it only \
+             when that clearly pays: independent parts running in parallel (several task calls \
+             in one response), a sub-agent type suited to the part, or a long investigation \
+             that would crowd your context. Do the work yourself when it is quick, depends on \
+             other parts, or changes the same files. The sub-agent cannot see this \
+             conversation: put everything it needs in `prompt`. Available subagent_type \
+             values:\n{}",
             types.join("\n")
         );
         Self {

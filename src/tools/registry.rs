@@ -56,7 +56,9 @@ pub const VISION_KINDS: &[&str] = &["view_image"];
 /// Groups that exist when the config defines none.
 pub const DEFAULT_TOOL_GROUPS: &[&str] = &["web", "file:read", "file:write", "bash"];
 
-/// The reference's default tool list: (name = kind, group).
+/// The reference's default tool list: (name = kind, group). The web tools run in the daemon,
+/// not the sandbox, and `web_fetch` refuses private addresses, so they are on by default like
+/// the reference's: without them the research skill and the citation rules have nothing to use.
 const DEFAULT_TOOLS: &[(&str, &str)] = &[
     ("ls", "file:read"),
     ("read_file", "file:read"),
@@ -65,6 +67,8 @@ const DEFAULT_TOOLS: &[(&str, &str)] = &[
     ("write_file", "file:write"),
     ("str_replace", "file:write"),
     ("bash", "bash"),
+    ("web_search", "web"),
+    ("web_fetch", "web"),
 ];
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -44,6 +44,8 @@ fn defaults_cover_the_reference_tools_and_groups_filter_them() {
             "write_file",
             "str_replace",
             "bash",
+            "web_search",
+            "web_fetch",
             "present_files"
         ]
     );
@@ -56,7 +58,11 @@ fn defaults_cover_the_reference_tools_and_groups_filter_them() {
         names(&registry.tools_for_groups(Some(&[]))),
         ["present_files"]
     );
-    assert_eq!(registry.tools_for_groups(None).len(), 8);
+    assert_eq!(
+        names(&registry.tools_for_groups(Some(&["web".to_string()]))),
+        ["web_search", "web_fetch", "present_files"]
+    );
+    assert_eq!(registry.tools_for_groups(None).len(), 10);
 }
 
 #[test]
@@ -154,9 +160,8 @@ tools:
 }
 
 #[test]
-fn view_image_is_only_for_vision_models_and_web_tools_only_when_configured() {
+fn view_image_is_only_for_vision_models_and_a_tools_list_replaces_the_defaults() {
     let defaults = ToolRegistry::from_config(&AppConfig::default(), provider()).unwrap();
-    assert!(!names(defaults.all()).iter().any(|n| n.starts_with("web_")));
     assert_eq!(names(defaults.vision_tools()), ["view_image"]);
     assert!(
         !names(&defaults.tools_for_model(None, false)).contains(&"view_image"),

@@ -449,6 +449,7 @@ impl SandboxProvider for DockerSandboxProvider {
         SandboxInfo {
             provider: "docker".into(),
             bash: true,
+            network: Some(self.inner.docker.network),
             reason: format!(
                 "configured: docker, {} answers (image {})",
                 self.inner.engine.endpoint(),

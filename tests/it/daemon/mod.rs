@@ -17,6 +17,7 @@ mod locate;
 mod mcp_api;
 mod metrics;
 mod model_trouble;
+mod prompt_budget;
 mod reload;
 mod run_errors;
 mod subagents;

@@ -106,6 +106,8 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// The JSON body (or the raw text as a JSON string when it was not JSON).
     pub body: Value,
+    /// The body's size in bytes as it arrived (what a provider is sent and bills).
+    pub body_len: usize,
 }
 
 impl RecordedRequest {
@@ -188,6 +190,7 @@ impl SharedScript {
 
     /// Records the request and takes the next reply; `None` counts an unscripted call.
     pub(crate) fn take(&self, path: &str, headers: &HeaderMap, body: &[u8]) -> Option<Reply> {
+        let body_len = body.len();
         let body = serde_json::from_slice(body)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
         let headers = headers
@@ -201,6 +204,7 @@ impl SharedScript {
             path: path.to_string(),
             headers,
             body,
+            body_len,
         };
         let neutral = match background_kind(&request.body) {
             Some(Background::Title) if !script.script_titles => Some(""),
