@@ -11,6 +11,7 @@
 
 pub mod access;
 mod actions;
+mod answer_files;
 mod board;
 pub mod budget;
 pub mod chunk;
@@ -22,6 +23,7 @@ pub mod journal;
 mod lifecycle;
 pub mod manager;
 pub mod mapping;
+mod markdown;
 mod outbound;
 pub mod outbox;
 mod records;

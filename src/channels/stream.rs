@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::channels::board::Board;
 use crate::channels::deliver::secs;
+use crate::channels::markdown::{FileFate, for_chat};
 use crate::channels::runtime::ChannelRuntime;
 
 pub const WORKING_TEXT: &str = "Working on it…";
@@ -142,9 +143,11 @@ impl<'a> StatusStream<'a> {
                 None => format!("{board}{WORKING_TEXT}"),
             };
         }
+        // As the final answer will read, minus what is known only once the run is over.
+        let text = for_chat(&self.text, |_| FileFate::Pending);
         let budget = max - CURSOR.chars().count() - 1 - board.chars().count();
-        let mut shown: String = self.text.chars().take(budget).collect();
-        if shown.len() < self.text.len() {
+        let mut shown: String = text.chars().take(budget).collect();
+        if shown.len() < text.len() {
             shown.push('…');
         }
         // A delta often ends in a space; the cursor brings its own.

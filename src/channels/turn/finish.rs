@@ -5,10 +5,11 @@ use antler_channel::{Attachment, ChatKey};
 use serde_json::Value;
 
 use crate::agent_api::StopReason;
+use crate::channels::answer_files::AnswerFiles;
 use crate::channels::chunk::split_message;
 use crate::channels::deps::TurnDeps;
-use crate::channels::files::resolve_artifacts;
 use crate::channels::journal::JournalEntry;
+use crate::channels::markdown::for_chat;
 use crate::channels::outbound::send_all;
 use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
@@ -60,7 +61,8 @@ pub(super) async fn redeliver_planned(
 }
 
 /// The answer of a finished run: the agent's text (a clarification question wins), or what
-/// streamed, or a sentence saying why there is none; plus the presented files.
+/// streamed, or a sentence saying why there is none, as chats show it (`markdown::for_chat`);
+/// plus the files it presented or shows.
 pub(super) fn compose(streamed: &Streamed, paths: &ThreadPaths) -> Answer {
     let Some(outcome) = &streamed.outcome else {
         return Answer {
@@ -70,23 +72,25 @@ pub(super) fn compose(streamed: &Streamed, paths: &ThreadPaths) -> Answer {
     };
     let (answer, presented) = current_turn(&outcome.state);
     let failed = answer.is_none() && (streamed.error.is_some() || outcome.error.is_some());
-    let mut text = match answer {
+    let text = match answer {
         Some(answer) => answer,
         None if !streamed.text.trim().is_empty() => streamed.text.clone(),
         None if outcome.stop == StopReason::Cancelled => "Cancelled.".into(),
         None if failed => ERROR_REPLY.into(),
         None => NO_RESPONSE.into(),
     };
-    let (attachments, unresolved) = resolve_artifacts(paths, &presented);
-    if !unresolved.is_empty() {
+    // The presented files first, then those the text shows, each once.
+    let mut files = AnswerFiles::presented(paths, &presented);
+    let mut text = for_chat(&text, |link| files.fate(link));
+    if !files.unresolved.is_empty() {
         text.push_str(&format!(
             "\n\n(Could not attach: {})",
-            unresolved.join(", ")
+            files.unresolved.join(", ")
         ));
     }
     Answer {
         text,
-        attachments,
+        attachments: files.attachments,
         failed,
     }
 }

@@ -2,11 +2,12 @@
 //!
 //! A platform test implements [`ChannelDriver`] over its fake server and calls [`story`], which
 //! runs the real daemon against it: an answer, a redelivery, commands, streaming edits within
-//! the platform's pace, a file in, an artifact out, a 429 honoured, a journalled message answered
-//! once after a restart, and the access policy (a stranger, a group message without a mention).
+//! the platform's pace, a file in, an artifact out, citations and pictures in an answer, a 429
+//! honoured, a journalled message answered once after a restart, and the access policy (a
+//! stranger, a group message without a mention).
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use antler_test_support::{FakeOpenAi, Reply};
@@ -18,6 +19,8 @@ use super::{Bot, WAIT, daemon_yaml};
 pub(crate) const USERS: [u32; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
 const GROUP: u32 = 50;
 const STRANGER: u32 = 99;
+/// A real PNG (160 px wide).
+const CHART: &[u8] = include_bytes!("../web_browser/chart.png");
 
 /// How the story talks to one platform's fake.
 pub(crate) trait ChannelDriver: Sync {
@@ -41,6 +44,8 @@ pub(crate) trait ChannelDriver: Sync {
     fn group_texts(&self, group: u32) -> Vec<String>;
     /// Names of the files the bot uploaded to the direct chat with `user`.
     fn bot_files(&self, user: u32) -> Vec<String>;
+    /// A link titled `label` to `url` as the bot's text writes it on this platform.
+    fn link(&self, label: &str, url: &str) -> String;
     /// When the bot edited messages in the direct chat with `user`.
     fn edit_times(&self, user: u32) -> Vec<Instant>;
     /// When the bot made any request concerning the direct chat with `user`.
@@ -61,6 +66,7 @@ pub(crate) async fn story(driver: &dyn ChannelDriver, model: &FakeOpenAi, dir: &
     conversation_and_commands(driver, model, USERS[0]).await;
     streaming_keeps_the_pace(driver, model, USERS[1]).await;
     files_in_and_out(driver, model, USERS[2]).await;
+    citations_and_pictures(driver, model, dir, USERS[6]).await;
     rate_limits_are_honoured(driver, model, USERS[3]).await;
     access_policy(driver, model, USERS[4]).await;
     let bot = restart_answers_a_journalled_message_once(driver, model, bot, &yaml, USERS[5]).await;
@@ -199,6 +205,89 @@ async fn files_in_and_out(driver: &dyn ChannelDriver, model: &FakeOpenAi, user: 
             .iter()
             .any(|t| t == "Here is the report.")
     );
+}
+
+/// An answer citing a source and showing a picture it made (also presented): the citation is a
+/// link titled with the source's title, the picture arrives once as a file and the text says
+/// so, and a picture that does not exist is named as not attached.
+async fn citations_and_pictures(
+    driver: &dyn ChannelDriver,
+    model: &FakeOpenAi,
+    dir: &Path,
+    user: u32,
+) {
+    model.push(Reply::tool_call(
+        "write_file",
+        json!({"path": "/mnt/user-data/outputs/sales.csv", "content": "month,sales\nJuly,3\n"}),
+    ));
+    model.push(Reply::text("Data saved."));
+    driver.user_says(user, "collect the sales figures");
+    wait_for_text(driver, user, "the data", "Data saved.").await;
+    // The chart the agent's plotting made, beside the data (the sandbox here cannot run one).
+    let outputs = outputs_holding(dir, "sales.csv");
+    std::fs::write(outputs.join("chart.png"), CHART).expect("write the chart");
+
+    model.push(Reply::tool_call(
+        "present_files",
+        json!({"filepaths": ["/mnt/user-data/outputs/chart.png"]}),
+    ));
+    model.push(Reply::text(
+        "Sales rose [citation:Q3 report](https://example.com/reports/q3).\n\n\
+         ![Sales by month](/mnt/user-data/outputs/chart.png)\n\n\
+         ![Last year](/mnt/user-data/outputs/old.png)",
+    ));
+    driver.user_says(user, "chart it");
+    wait_until(
+        "the chart",
+        || driver.bot_files(user).iter().any(|f| f == "chart.png"),
+        || driver.bot_texts(user),
+    )
+    .await;
+    // A later answer in the same chat: everything of this one was delivered before it.
+    model.push(Reply::text("You're welcome."));
+    driver.user_says(user, "thanks");
+    wait_for_text(driver, user, "the next answer", "You're welcome.").await;
+
+    let texts = driver.bot_texts(user);
+    let answer = texts
+        .iter()
+        .find(|t| t.starts_with("Sales rose"))
+        .unwrap_or_else(|| panic!("no answer in {texts:?}"));
+    let link = driver.link("Q3 report", "https://example.com/reports/q3");
+    assert!(answer.contains(&link), "{link} in {answer}");
+    assert!(!answer.contains("citation:"), "{answer}");
+    assert!(answer.contains("Sales by month (📎 chart.png)"), "{answer}");
+    assert!(
+        answer.contains("old.png: not attached, the file does not exist"),
+        "{answer}"
+    );
+    assert!(!answer.contains("/mnt/") && !answer.contains(&*dir.to_string_lossy()));
+    let files = driver.bot_files(user);
+    assert_eq!(
+        files.iter().filter(|f| *f == "chart.png").count(),
+        1,
+        "shown and presented, sent once: {files:?}"
+    );
+    assert!(!files.iter().any(|f| f == "old.png"), "{files:?}");
+}
+
+/// The outputs directory of the one thread that has `name` in its outputs.
+fn outputs_holding(dir: &Path, name: &str) -> PathBuf {
+    let users = dir.join("data/users");
+    let found: Vec<PathBuf> = std::fs::read_dir(&users)
+        .expect("users")
+        .flatten()
+        .flat_map(|user| {
+            std::fs::read_dir(user.path().join("threads"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .map(|thread| thread.path().join("user-data/outputs"))
+        .filter(|outputs| outputs.join(name).is_file())
+        .collect();
+    assert_eq!(found.len(), 1, "one thread has {name}: {found:?}");
+    found[0].clone()
 }
 
 /// A 429 on an edit silences the chat for the platform's delay; the answer still arrives.

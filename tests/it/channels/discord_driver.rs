@@ -144,6 +144,10 @@ impl ChannelDriver for DiscordDriver<'_> {
             .collect()
     }
 
+    fn link(&self, label: &str, url: &str) -> String {
+        format!("[{label}]({url})")
+    }
+
     fn bot_files(&self, user: u32) -> Vec<String> {
         let dm = Self::dm(user);
         self.fake

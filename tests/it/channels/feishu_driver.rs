@@ -121,6 +121,10 @@ impl ChannelDriver for FeishuDriver<'_> {
         self.fake.chat_texts(&group_chat(group))
     }
 
+    fn link(&self, label: &str, url: &str) -> String {
+        format!("[{label}]({url})")
+    }
+
     fn bot_files(&self, user: u32) -> Vec<String> {
         self.fake.chat_files(&p2p_chat(&open_id(user)))
     }

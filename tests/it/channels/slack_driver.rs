@@ -106,6 +106,10 @@ impl ChannelDriver for SlackDriver<'_> {
         self.fake.channel_texts(&channel_id(group))
     }
 
+    fn link(&self, label: &str, url: &str) -> String {
+        format!("<{url}|{label}>")
+    }
+
     fn bot_files(&self, user: u32) -> Vec<String> {
         let dm = dm_channel(&user_id(user));
         self.fake

@@ -112,6 +112,10 @@ impl ChannelDriver for TelegramDriver<'_> {
         self.fake.chat_texts(group_id(group))
     }
 
+    fn link(&self, label: &str, url: &str) -> String {
+        format!("<a href=\"{url}\">{label}</a>")
+    }
+
     fn bot_files(&self, user: u32) -> Vec<String> {
         self.calls_in(user_id(user))
             .iter()

@@ -6,6 +6,7 @@
 //! both) and there a missing browser fails. Screenshots of the main states go to
 //! `<target dir>/webchat-screenshots/` for a person to look at.
 
+mod answers;
 mod artifacts;
 mod chat;
 mod commands;

@@ -109,9 +109,7 @@ async function describe(url, name, meta, box) {
 function rasterPreview(url, name) {
   const img = el("img", "preview");
   img.alt = name;
-  // With a token, <img src> cannot authenticate: the bytes are fetched with it instead.
-  if (token()) blobUrl(url).then((src) => { img.src = src; }, () => { img.alt = name + " (could not be loaded)"; });
-  else img.src = url;
+  pictureSource(url, name).then((src) => { img.src = src; }, () => { img.alt = name + " (could not be loaded)"; });
   return img;
 }
 
@@ -119,12 +117,24 @@ async function svgPreview(url, name) {
   const img = el("img", "preview");
   img.alt = name;
   try {
-    const bytes = await (await request("GET", url)).arrayBuffer();
-    img.src = await dataUrl(new Blob([bytes], { type: "image/svg+xml" }));
+    img.src = await pictureSource(url, name);
   } catch {
     img.alt = name + " (could not be loaded)";
   }
   return img;
+}
+
+/**
+ * What an <img> showing the thread's file at `url` loads: an SVG's bytes as a data: URL, with
+ * a token the bytes fetched with it (<img src> cannot authenticate), else the URL itself.
+ * Rejects with the API's error when the file cannot be fetched.
+ */
+export async function pictureSource(url, name) {
+  if (SVG.test(name)) {
+    const bytes = await (await request("GET", url)).arrayBuffer();
+    return dataUrl(new Blob([bytes], { type: "image/svg+xml" }));
+  }
+  return token() ? blobUrl(url) : url;
 }
 
 function dataUrl(blob) {
@@ -146,14 +156,22 @@ function downloadLink(url, name) {
     link.addEventListener("click", async (event) => {
       event.preventDefault();
       try {
-        const temp = document.createElement("a");
-        temp.href = await blobUrl(link.href);
-        temp.download = name;
-        temp.click();
+        await saveWithToken(link.href, name);
       } catch (e) {
         link.textContent = `⬇ Download failed: ${e.message}`;
       }
     });
   }
   return link;
+}
+
+/**
+ * Saves the thread's file at `url` as `name`, fetched with the token (a link cannot send it).
+ * Always a download, never a page: a blob: URL opened as one would run in this origin.
+ */
+export async function saveWithToken(url, name) {
+  const temp = document.createElement("a");
+  temp.href = await blobUrl(url);
+  temp.download = name;
+  temp.click();
 }

@@ -100,7 +100,7 @@ export class Turn {
 
   flush() {
     this.frame = 0;
-    for (const block of this.pending) renderMarkdown(block.element, block.text);
+    for (const block of this.pending) renderMarkdown(block.element, block.text, this.view.threadId);
     this.pending.clear();
   }
 
@@ -114,7 +114,7 @@ export class Turn {
       target.text = content;
       target.element.classList.remove("streaming");
       this.pending.delete(target);
-      renderMarkdown(target.element, content);
+      renderMarkdown(target.element, content, this.view.threadId);
     } else if (block && !block.text) {
       block.element.remove();
       this.texts.delete(message.id);
