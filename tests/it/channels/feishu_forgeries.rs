@@ -197,7 +197,7 @@ async fn refused_pushes_are_logged_once_a_minute_with_their_count() {
 
     // The rest are counted, and the count is not lost when the daemon stops.
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(30)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
     let lines = refusal_lines(&log);
     let rest = pushes.len() * rounds - 1;
     assert_eq!(lines.len(), 2, "{lines:#?}");
