@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use antler_test_support::{BotFailure, FakeOpenAi, FakeTelegram, Reply, group_chat, private_chat};
+use antler_test_support::{
+    BotFailure, FakeOpenAi, FakeTelegram, Gate, Reply, group_chat, private_chat,
+};
 use serde_json::json;
 
 use antler::channels::manager::QUEUED_NOTE;
@@ -410,17 +412,22 @@ async fn forum_topics_keep_their_own_threads_and_replies_stay_in_the_topic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_for_a_busy_conversation_is_queued_with_a_note_and_answered_next() {
     let (fake, model, _dir, bot) = setup_bot("").await;
-    // Slow enough that the second message is still waiting when the note is due (2 s).
-    model.push(Reply::slow(["slow", " first"], Duration::from_millis(1600)));
+    // The first answer waits until the second message got its note (due after 2 s).
+    let noted = Gate::new();
+    model.push(Reply::chunks(["slow", " first"]).hold_after(1, &noted));
     model.push(Reply::text("second answer"));
     fake.send_text(private_chat(21), 21, "first");
     fake.wait_for(WAIT, "first status", |f| has_text(f, 21, "Working on it…"))
         .await;
     fake.send_text(private_chat(21), 21, "second");
+    fake.wait_for(WAIT, "the queued note", |f| {
+        f.chat_texts(21).iter().any(|t| t.starts_with("Queued"))
+    })
+    .await;
+    noted.open();
     fake.wait_for(WAIT, "second answer", |f| has_text(f, 21, "second answer"))
         .await;
     let texts = fake.chat_texts(21);
-    assert!(texts.iter().any(|t| t.starts_with("Queued")), "{texts:?}");
     let first = texts
         .iter()
         .position(|t| t == "slow first")
