@@ -19,6 +19,8 @@ pub struct Lru<K, V> {
     tick: u64,
     weight: usize,
     capacity: usize,
+    /// Where "last used" times come from: the monotonic clock, or a test's.
+    now: fn() -> Instant,
 }
 
 #[derive(Debug)]
@@ -32,12 +34,19 @@ struct Slot<V> {
 impl<K: Clone + Eq + Hash, V> Lru<K, V> {
     /// A cache holding at most `capacity` units of weight (0 keeps nothing).
     pub fn new(capacity: usize) -> Self {
+        Self::with_clock(capacity, Instant::now)
+    }
+
+    /// [`Lru::new`] reading the time from `now`, so idle eviction can be tested without
+    /// waiting.
+    pub fn with_clock(capacity: usize, now: fn() -> Instant) -> Self {
         Self {
             entries: HashMap::new(),
             recency: BTreeMap::new(),
             tick: 0,
             weight: 0,
             capacity,
+            now,
         }
     }
 
@@ -51,7 +60,7 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         let slot = self.entries.get_mut(key)?;
         let owned = self.recency.remove(&slot.tick)?;
         slot.tick = tick;
-        slot.used = Instant::now();
+        slot.used = (self.now)();
         self.recency.insert(tick, owned);
         Some(&slot.value)
     }
@@ -66,7 +75,7 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         let slot = self.entries.get_mut(key)?;
         let owned = self.recency.remove(&slot.tick)?;
         slot.tick = tick;
-        slot.used = Instant::now();
+        slot.used = (self.now)();
         self.recency.insert(tick, owned);
         Some(&mut slot.value)
     }
@@ -83,13 +92,14 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
         }
         let tick = self.next_tick();
         self.recency.insert(tick, key.clone());
+        let used = (self.now)();
         self.entries.insert(
             key,
             Slot {
                 value,
                 weight,
                 tick,
-                used: Instant::now(),
+                used,
             },
         );
         self.weight += weight;
@@ -133,12 +143,13 @@ impl<K: Clone + Eq + Hash, V> Lru<K, V> {
     /// Drops the entries unused for longer than `max_idle`, oldest first; returns how many.
     /// Recency order is use order, so the walk stops at the first entry still in use.
     pub fn evict_idle(&mut self, max_idle: Duration) -> usize {
+        let now = (self.now)();
         let mut evicted = 0;
         while let Some((_, key)) = self.recency.first_key_value() {
             let idle = self
                 .entries
                 .get(key)
-                .is_none_or(|slot| slot.used.elapsed() > max_idle);
+                .is_none_or(|slot| now.saturating_duration_since(slot.used) > max_idle);
             if !idle {
                 break;
             }
@@ -249,14 +260,36 @@ mod tests {
         assert_eq!(none.capacity(), 0);
     }
 
+    thread_local! {
+        /// How far a test moved its clock past [`BASE`].
+        static ELAPSED: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+    }
+
+    static BASE: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+    /// The test's clock: [`BASE`] plus what [`advance`] added on this thread.
+    fn test_now() -> Instant {
+        *BASE + ELAPSED.get()
+    }
+
+    fn advance(by: Duration) {
+        ELAPSED.set(ELAPSED.get() + by);
+    }
+
     #[test]
     fn entries_unused_for_longer_than_the_limit_are_dropped_oldest_first() {
-        let mut lru = Lru::new(10);
+        let mut lru = Lru::with_clock(10, test_now);
         lru.insert("old", 1, 1);
         lru.insert("used", 2, 1);
-        std::thread::sleep(Duration::from_millis(30));
+        advance(Duration::from_millis(30));
         lru.insert("new", 3, 1);
         assert!(lru.get("used").is_some());
+        assert_eq!(
+            lru.evict_idle(Duration::from_millis(30)),
+            0,
+            "not past the limit"
+        );
+        advance(Duration::from_millis(1));
         assert_eq!(lru.evict_idle(Duration::from_millis(20)), 1);
         assert!(lru.get("old").is_none());
         assert_eq!((lru.len(), lru.weight()), (2, 2));

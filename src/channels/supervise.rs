@@ -264,8 +264,13 @@ mod tests {
                 .await
             })
         };
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        assert_eq!(health.get("test"), Some(ChannelHealth::Running));
+        tokio::time::timeout(Duration::from_secs(60), async {
+            while health.get("test") != Some(ChannelHealth::Running) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .expect("the transport reported live");
         assert_eq!(*heard.lock().expect("heard"), [SessionPhase::Connected]);
         stop.cancel();
         assert!(task.await.expect("join").is_ok());

@@ -395,7 +395,7 @@ mod tests {
             program: host_shell(),
             args: vec![
                 "-c".into(),
-                "echo start; sleep 30 & sleep 30; echo never".into(),
+                "echo start; sleep 120 & sleep 120; echo never".into(),
             ],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: std::env::temp_dir(),
@@ -406,29 +406,38 @@ mod tests {
             processes: 0,
             file_size_bytes: 0,
         };
-        let started = std::time::Instant::now();
-        let out = run(
-            invocation,
-            limits,
-            Duration::from_millis(300),
-            std::future::pending(),
+        // The background sleep holds the output open for two minutes unless the whole group
+        // is killed: an answer within one, however loaded the machine, is the kill's.
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            run(
+                invocation,
+                limits,
+                Duration::from_millis(300),
+                std::future::pending(),
+            ),
         )
         .await
+        .expect("the group was killed at the timeout")
         .unwrap();
         assert!(out.timed_out);
         assert_eq!(String::from_utf8_lossy(&out.stdout), "start\n");
-        assert!(started.elapsed() < Duration::from_secs(5));
     }
 
     #[tokio::test]
     async fn a_watchdog_breach_kills_the_group_and_is_reported() {
         let marker = tempfile::tempdir().unwrap();
         let late = marker.path().join("late");
+        let pid_file = marker.path().join("background.pid");
         let invocation = Invocation {
             program: host_shell(),
             args: vec![
                 "-c".into(),
-                format!("echo start; (sleep 2; touch {}) & sleep 30", late.display()),
+                format!(
+                    "echo start; (sleep 2; touch {}) & echo $! > {}; sleep 30",
+                    late.display(),
+                    pid_file.display()
+                ),
             ],
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             cwd: std::env::temp_dir(),
@@ -445,18 +454,32 @@ mod tests {
             limit: 1,
             writing: 0,
         };
+        // The breach comes once the background job runs (its pid is written).
+        let started = pid_file.clone();
         let watchdog = async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            while !std::fs::read_to_string(&started).is_ok_and(|pid| pid.ends_with('\n')) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             breach
         };
-        let out = run(invocation, limits, Duration::from_secs(20), watchdog)
+        let out = run(invocation, limits, Duration::from_secs(60), watchdog)
             .await
             .unwrap();
         assert_eq!(out.quota_exceeded, Some(breach));
         assert!(!out.timed_out);
         assert_eq!(out.exit_code, None);
         assert_eq!(String::from_utf8_lossy(&out.stdout), "start\n");
-        tokio::time::sleep(Duration::from_millis(2500)).await;
+        // Once the background job is gone (or a zombie), it can no longer touch the file.
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::fs::read_to_string(&stat).is_ok_and(|stat| !stat.contains(") Z ")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the background job outlived the group: {stat}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         assert!(!late.exists(), "the background job died with the group");
     }
 }

@@ -13,11 +13,24 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// A router with `/` (answers at once) and `/hold`, which answers only once the returned
-/// semaphore has a permit for it: a request in flight for as long as the test wants.
+/// A listener serving a router with `/` (answers at once) and `/hold`, which answers only once
+/// `gate` has a permit for it: a request in flight for as long as the test wants. `served`
+/// ends when the listener has stopped.
+struct Server {
+    addr: std::net::SocketAddr,
+    stop: CancellationToken,
+    gate: Arc<Semaphore>,
+    served: tokio::task::JoinHandle<()>,
+}
+
 async fn start(
     limits: ListenerLimits,
 ) -> (std::net::SocketAddr, CancellationToken, Arc<Semaphore>) {
+    let server = start_server(limits).await;
+    (server.addr, server.stop, server.gate)
+}
+
+async fn start_server(limits: ListenerLimits) -> Server {
     let listener = bind("127.0.0.1:0".parse().unwrap(), limits.backlog).unwrap();
     let addr = listener.local_addr().unwrap();
     let gate = Arc::new(Semaphore::new(0));
@@ -33,8 +46,13 @@ async fn start(
         }),
     );
     let stop = CancellationToken::new();
-    tokio::spawn(serve(listener, app, limits, stop.clone()));
-    (addr, stop, gate)
+    let served = tokio::spawn(serve(listener, app, limits, stop.clone()));
+    Server {
+        addr,
+        stop,
+        gate,
+        served,
+    }
 }
 
 fn limits() -> ListenerLimits {
@@ -99,7 +117,11 @@ async fn past_the_cap_with_every_connection_busy_new_ones_wait_and_are_served_la
         .await
         .unwrap();
     let mut buffer = [0; 64];
+    // On paused time the clock moves only once every task is idle: the listener has done all
+    // it would do with the third connection before the wait below ends.
+    tokio::time::pause();
     let early = tokio::time::timeout(Duration::from_millis(300), third.read(&mut buffer)).await;
+    tokio::time::resume();
     assert!(
         early.is_err(),
         "a connection past the cap must not be served yet"
@@ -109,7 +131,7 @@ async fn past_the_cap_with_every_connection_busy_new_ones_wait_and_are_served_la
     for stream in &mut held {
         assert_eq!(status_line(stream).await, "HTTP/1.1 200 OK");
     }
-    let n = tokio::time::timeout(Duration::from_secs(10), third.read(&mut buffer))
+    let n = tokio::time::timeout(Duration::from_secs(60), third.read(&mut buffer))
         .await
         .expect("served once a slot is free")
         .unwrap();
@@ -135,13 +157,14 @@ async fn at_the_cap_the_connection_idle_longest_is_closed_to_make_room() {
     // Two newcomers: each closes the connection idle longest, never the busy one.
     let mut newcomer = TcpStream::connect(addr).await.unwrap();
     assert_eq!(request(&mut newcomer, "").await, "HTTP/1.1 200 OK");
-    assert!(closed_within(&mut idle_oldest, Duration::from_secs(10)).await);
+    assert!(closed_within(&mut idle_oldest, Duration::from_secs(60)).await);
     let mut second = TcpStream::connect(addr).await.unwrap();
     assert_eq!(request(&mut second, "").await, "HTTP/1.1 200 OK");
-    assert!(closed_within(&mut silent[0], Duration::from_secs(10)).await);
+    assert!(closed_within(&mut silent[0], Duration::from_secs(60)).await);
     gate.add_permits(1);
     assert_eq!(status_line(&mut held).await, "HTTP/1.1 200 OK");
-    assert!(!closed_within(&mut silent[1], Duration::from_millis(200)).await);
+    // The other silent connection was left open: it is served.
+    assert_eq!(request(&mut silent[1], "").await, "HTTP/1.1 200 OK");
     stop.cancel();
 }
 
@@ -159,7 +182,7 @@ async fn a_client_past_its_cap_loses_idle_connections_then_is_refused_while_all_
     }
     let mut closed = 0;
     for stream in &mut idle[..17] {
-        closed += usize::from(closed_within(stream, Duration::from_secs(10)).await);
+        closed += usize::from(closed_within(stream, Duration::from_secs(60)).await);
     }
     assert_eq!(closed, 17, "the oldest idle connections are closed");
     // With its 3 connections busy, the client's next one is refused at once.
@@ -169,7 +192,7 @@ async fn a_client_past_its_cap_loses_idle_connections_then_is_refused_while_all_
     let _ = refused
         .write_all(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
         .await;
-    assert!(closed_within(&mut refused, Duration::from_secs(10)).await);
+    assert!(closed_within(&mut refused, Duration::from_secs(60)).await);
     gate.add_permits(3);
     for stream in &mut held {
         assert_eq!(status_line(stream).await, "HTTP/1.1 200 OK");
@@ -187,7 +210,7 @@ async fn one_byte_that_could_start_the_h2_preface_is_closed_after_the_sniff_time
     let started = Instant::now();
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.write_all(b"P").await.unwrap();
-    assert!(closed_within(&mut stream, Duration::from_secs(10)).await);
+    assert!(closed_within(&mut stream, Duration::from_secs(60)).await);
     assert!(
         started.elapsed() >= Duration::from_secs(1),
         "closed too early"
@@ -201,7 +224,7 @@ async fn one_byte_that_could_start_the_h2_preface_is_closed_after_the_sniff_time
     }
     h2.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
     let mut frame = [0u8; 9];
-    tokio::time::timeout(Duration::from_secs(10), h2.read_exact(&mut frame))
+    tokio::time::timeout(Duration::from_secs(60), h2.read_exact(&mut frame))
         .await
         .expect("the server's first frame")
         .unwrap();
@@ -233,14 +256,14 @@ async fn an_idle_connection_is_closed_after_the_timeout() {
     let mut stream = TcpStream::connect(addr).await.unwrap();
     assert_eq!(request(&mut stream, "").await, "HTTP/1.1 200 OK");
     let mut buffer = [0; 16];
-    let closed = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
+    let closed = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buffer))
         .await
         .expect("the server hangs up");
     assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
     // A client that starts a request head and stalls is cut off too.
     let mut slow = TcpStream::connect(addr).await.unwrap();
     slow.write_all(b"GET / HTTP/1.1\r\nhost:").await.unwrap();
-    let closed = tokio::time::timeout(Duration::from_secs(10), slow.read(&mut buffer))
+    let closed = tokio::time::timeout(Duration::from_secs(60), slow.read(&mut buffer))
         .await
         .expect("the server hangs up on a stalled head");
     // hyper may answer 408 before closing; either way the connection ends.
@@ -251,7 +274,7 @@ async fn an_idle_connection_is_closed_after_the_timeout() {
     }
     // A client that connects and never sends a byte is cut off too.
     let mut silent = TcpStream::connect(addr).await.unwrap();
-    let closed = tokio::time::timeout(Duration::from_secs(10), silent.read(&mut buffer))
+    let closed = tokio::time::timeout(Duration::from_secs(60), silent.read(&mut buffer))
         .await
         .expect("the server hangs up on a client that sends nothing");
     assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
@@ -260,13 +283,16 @@ async fn an_idle_connection_is_closed_after_the_timeout() {
 
 #[tokio::test]
 async fn stopping_lets_open_requests_finish_and_refuses_new_connections() {
-    let (addr, stop, _gate) = start(limits()).await;
-    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let server = start_server(limits()).await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
     assert_eq!(request(&mut stream, "").await, "HTTP/1.1 200 OK");
-    stop.cancel();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.stop.cancel();
+    tokio::time::timeout(Duration::from_secs(60), server.served)
+        .await
+        .expect("the listener stops once its idle connection is closed")
+        .expect("serve");
     assert!(
-        TcpStream::connect(addr).await.is_err(),
+        TcpStream::connect(server.addr).await.is_err(),
         "the listener is closed"
     );
 }
@@ -292,7 +318,7 @@ async fn http2_with_prior_knowledge_and_http1_are_both_served() {
         .await
         .unwrap();
     let mut buffer = vec![0; 1024];
-    let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buffer))
+    let n = tokio::time::timeout(Duration::from_secs(60), stream.read(&mut buffer))
         .await
         .expect("answered")
         .unwrap();

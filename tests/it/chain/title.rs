@@ -1,6 +1,10 @@
 //! Title generation on a persisted thread: the answer never waits for the title model, whose
 //! title renames the thread's record once per thread; a failing or slow one leaves the
 //! first-message title.
+//!
+//! On paused time: the clock moves only when nothing else can run, so moving it past
+//! [`TITLE_TIMEOUT`] means every title call a turn started has ended, and a turn's duration is
+//! its own waiting, not a loaded machine's.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +15,7 @@ use antler::agent_api::{RunContext, RunOptions, StopReason};
 use antler::config::{AppConfig, ModelConfig};
 use antler::lead_agent::{LeadAgentDeps, make_lead_agent};
 use antler::messages::Message;
+use antler::middleware::title::TITLE_TIMEOUT;
 use antler::model::{ChatModel, ModelErrorKind, ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler::store::{Checkpointer, MemoryStore, ThreadStore};
 
@@ -67,7 +72,7 @@ async fn turn(app: &App, text: &str) -> Duration {
         .unwrap_or_default();
     let mut ctx = RunContext::new("t1", "u", app.config.clone());
     ctx.options = lead.options;
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let outcome = lead
         .agent
         .run(state, vec![Message::human(text)], &ctx)
@@ -81,7 +86,7 @@ fn record_title(app: &App) -> Option<String> {
 }
 
 async fn wait_for_title(app: &App, want: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while record_title(app).as_deref() != Some(want) {
         assert!(
             Instant::now() < deadline,
@@ -90,6 +95,12 @@ async fn wait_for_title(app: &App, want: &str) {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Moves the paused clock past [`TITLE_TIMEOUT`]: a title call bounded by it has ended, and
+/// with it anything it would have written.
+async fn past_every_title_call() {
+    tokio::time::sleep(TITLE_TIMEOUT + Duration::from_secs(1)).await;
 }
 
 fn answers(texts: &[&str]) -> Arc<ScriptedModel> {
@@ -101,7 +112,7 @@ fn answers(texts: &[&str]) -> Arc<ScriptedModel> {
     ))
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_title_model_names_the_thread_once_with_the_first_exchange() {
     let titler =
         Arc::new(ScriptedModel::text("titler", "Spring Trip To Rome").with_background_script());
@@ -116,12 +127,12 @@ async fn the_title_model_names_the_thread_once_with_the_first_exchange() {
 
     // The second turn neither asks again nor overwrites the generated title.
     turn(&app, "And in the summer?").await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    past_every_title_call().await;
     assert_eq!(titler.requests().len(), 1, "one title call per thread");
     assert_eq!(record_title(&app).as_deref(), Some("Spring Trip To Rome"));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_failing_title_model_leaves_the_first_message_title() {
     let titler = Arc::new(
         ScriptedModel::new("titler", [ScriptedTurn::Fail(ModelErrorKind::Status(503))])
@@ -129,16 +140,12 @@ async fn a_failing_title_model_leaves_the_first_message_title() {
     );
     let app = app(answers(&["Here is your plan."]), titler.clone());
     turn(&app, QUESTION).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while titler.requests().is_empty() {
-        assert!(Instant::now() < deadline, "the title model was never asked");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    past_every_title_call().await;
+    assert_eq!(titler.requests().len(), 1, "the title model was asked");
     assert_eq!(record_title(&app).as_deref(), Some(FALLBACK));
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_slow_title_model_does_not_delay_the_answer() {
     let titler = Arc::new(
         ScriptedModel::new(
@@ -152,6 +159,6 @@ async fn a_slow_title_model_does_not_delay_the_answer() {
     );
     let app = app(answers(&["Here is your plan."]), titler);
     let took = turn(&app, QUESTION).await;
-    assert!(took < Duration::from_secs(5), "the run waited {took:?}");
+    assert!(took < TITLE_TIMEOUT, "the run waited {took:?}");
     assert_eq!(record_title(&app).as_deref(), Some(FALLBACK));
 }

@@ -1,8 +1,6 @@
 //! Chat commands end to end: per-chat model, plan mode, cancel, help, agents.
 
-use std::time::Duration;
-
-use antler_test_support::{Reply, private_chat};
+use antler_test_support::{Gate, Reply, private_chat};
 
 use super::{WAIT, telegram::setup_bot};
 
@@ -70,10 +68,9 @@ async fn model_and_plan_settings_apply_to_the_next_turns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_stops_the_running_turn_at_once() {
     let (fake, model, _dir, bot) = setup_bot("").await;
-    model.push(Reply::slow(
-        ["partial", " never", " ends"],
-        Duration::from_secs(2),
-    ));
+    // A model that never finishes on its own: only the cancel can end this turn.
+    let never = Gate::new();
+    model.push(Reply::chunks(["partial", " never", " ends"]).hold_after(1, &never));
     fake.send_text(private_chat(62), 62, "long task");
     fake.wait_for(WAIT, "model called", |_| !model.requests().is_empty())
         .await;

@@ -360,7 +360,11 @@ async fn restart_answers_a_journalled_message_once(
     let bot = Bot::start(yaml).await;
     driver.daemon_started(bot.addr);
     wait_for_text(driver, user, "the recovered answer", "done after restart").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // A chat's messages are handled in order: once a later one is answered, a second recovery
+    // of the journalled message would have been answered before it.
+    model.push(Reply::text("and the next one"));
+    driver.user_says(user, "next");
+    wait_for_text(driver, user, "the next answer", "and the next one").await;
     let texts = driver.bot_texts(user);
     assert_eq!(
         texts.iter().filter(|t| *t == "done after restart").count(),
@@ -368,5 +372,10 @@ async fn restart_answers_a_journalled_message_once(
         "answered once: {texts:?}"
     );
     assert!(!texts.iter().any(|t| t.contains("never")));
+    assert_eq!(
+        model.requests().len(),
+        asked + 3,
+        "the cut-short call, its recovery and the next message"
+    );
     bot
 }

@@ -64,11 +64,9 @@ async fn reconnect_and_invalid_session_are_handled_and_a_replayed_message_is_ans
     let health = bot.readyz().await;
     assert_eq!(health["channels"]["discord"]["state"], "running");
     bot.stop().await;
-    fake.wait_for(
-        Duration::from_secs(5),
-        "the gateway connection closed",
-        |f| open_sessions(f) == 0,
-    )
+    fake.wait_for(WAIT, "the gateway connection closed", |f| {
+        open_sessions(f) == 0
+    })
     .await;
 }
 
@@ -85,7 +83,8 @@ async fn a_429_on_an_edit_pauses_that_chat_only_for_the_delay_asked() {
     );
     let chunks = ["one", " two", " three", " four", " five", " six"];
     model.push(Reply::slow(chunks, Duration::from_millis(400)));
-    let window = Duration::from_secs(2);
+    // Long enough for the other chat's whole turn to fit inside it on a loaded machine.
+    let window = Duration::from_secs(10);
     fake.fail_next(
         DiscordRoute::Edit,
         DiscordFailure::RateLimited {
@@ -100,7 +99,6 @@ async fn a_429_on_an_edit_pauses_that_chat_only_for_the_delay_asked() {
             .any(|c| c.method == "PATCH" && c.channel.as_deref() == Some(slow_dm.as_str()))
     })
     .await;
-    let limited_at = Instant::now();
     model.push(Reply::text("quick answer"));
     fake.user_says_dm(quick_user, "hello");
     fake.wait_for(WAIT, "the other chat's answer", |f| {
@@ -108,14 +106,19 @@ async fn a_429_on_an_edit_pauses_that_chat_only_for_the_delay_asked() {
             .contains(&"quick answer".to_string())
     })
     .await;
-    assert!(
-        limited_at.elapsed() < window,
-        "another chat is not held up by the first chat's 429"
-    );
     fake.wait_for(WAIT, "the answer after the 429", |f| {
         f.channel_texts(&slow_dm).contains(&chunks.concat())
     })
     .await;
+    let quick_answered = fake
+        .calls()
+        .into_iter()
+        .find(|c| {
+            c.channel.as_deref() == Some(quick_dm.as_str())
+                && c.body.to_string().contains("quick answer")
+        })
+        .expect("the quick answer's call")
+        .at;
     let slow_calls: Vec<Instant> = fake
         .calls()
         .into_iter()
@@ -136,6 +139,15 @@ async fn a_429_on_an_edit_pauses_that_chat_only_for_the_delay_asked() {
         inside, 0,
         "nothing reaches the limited chat inside the window"
     );
+    let resumed = slow_calls
+        .iter()
+        .filter(|at| **at > first_edit)
+        .min()
+        .expect("the limited chat's answer after the window");
+    assert!(
+        quick_answered < *resumed,
+        "another chat is not held up by the first chat's 429"
+    );
     bot.stop().await;
 }
 
@@ -147,21 +159,18 @@ async fn a_missing_message_content_intent_stops_the_channel_with_what_to_fix() {
     fake.close_next_identify(4014);
     let yaml = daemon_yaml(dir.path(), &model, &discord_section(&fake, ""));
     let bot = Bot::start(&yaml).await;
-    let deadline = Instant::now() + WAIT;
-    let health = loop {
-        let health = bot.readyz().await;
-        if health["channels"]["discord"]["state"] == "unhealthy" {
-            break health;
-        }
-        assert!(Instant::now() < deadline, "never unhealthy: {health}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let health = bot
+        .readyz_until("the channel marked unhealthy", |r| {
+            r["channels"]["discord"]["state"] == "unhealthy"
+        })
+        .await;
     let reason = health["channels"]["discord"]["reason"]
         .as_str()
         .expect("a reason");
     assert!(reason.contains("MESSAGE CONTENT INTENT"), "{reason}");
     assert!(reason.contains("4014"), "{reason}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Unhealthy is reported once supervision has given up: only a settings change starts the
+    // channel again, so the count is final.
     assert_eq!(fake.sessions().len(), 1, "a fatal close is not retried");
     bot.stop().await;
 }

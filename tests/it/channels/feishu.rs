@@ -9,6 +9,8 @@ use antler_test_support::{
 };
 use serde_json::{Value, json};
 
+use antler::channels::manager::QUEUED_NOTE;
+
 use super::feishu_driver::{feishu_section, webhook_url};
 use super::{Bot, WAIT, daemon_yaml};
 
@@ -20,16 +22,20 @@ async fn start(fake: &FakeFeishu, model: &FakeOpenAi, dir: &std::path::Path) -> 
     let extra = format!("    allowed_chats: [{GROUP}]\n");
     let bot = Bot::start(&daemon_yaml(dir, model, &feishu_section(fake, &extra))).await;
     fake.set_webhook(webhook_url(bot.addr));
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while bot.readyz().await["channels"]["feishu"]["state"] != "running" {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "feishu never became ready: {}",
-            bot.readyz().await
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    bot.readyz_until("feishu running", |r| {
+        r["channels"]["feishu"]["state"] == "running"
+    })
+    .await;
     bot
+}
+
+/// The bot's messages in `chat` without the "queued" note, which a message sent right after
+/// an answer gets when the previous turn is still finishing on a slow machine.
+fn answers(fake: &FakeFeishu, chat: &str) -> Vec<String> {
+    fake.chat_texts(chat)
+        .into_iter()
+        .filter(|text| text != QUEUED_NOTE)
+        .collect()
 }
 
 /// The text of the card a send or patch call carried.
@@ -65,16 +71,16 @@ async fn challenges_are_answered_plain_and_encrypted_and_forgeries_change_nothin
         let bot = start(&fake, &model, dir.path()).await;
         let sender = fake.sender();
         let challenge = url_verification("ajls384kdjx98XX", FAKE_FEISHU_VERIFICATION_TOKEN);
-        // Feishu does not sign the URL verification.
-        let started = std::time::Instant::now();
-        let (status, answer) = sender
-            .post(&sender.body(&challenge, "c1"), FeishuSigning::Missing)
-            .await;
+        // Feishu does not sign the URL verification. It wants the answer within 1 s, which the
+        // handler meets by answering from the request alone; a loaded test machine cannot time
+        // that, so the bound here only catches a handler that waits on something.
+        let (status, answer) = tokio::time::timeout(
+            WAIT,
+            sender.post(&sender.body(&challenge, "c1"), FeishuSigning::Missing),
+        )
+        .await
+        .expect("the challenge is answered, not left waiting");
         assert_eq!(status, 200, "{answer}");
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "within Feishu's 1 s"
-        );
         let answer: Value = serde_json::from_str(&answer).expect("json");
         assert_eq!(answer, json!({"challenge": "ajls384kdjx98XX"}));
         let forged = url_verification("x", "not-the-token");
@@ -141,13 +147,20 @@ async fn forged_stale_mistokened_or_tampered_pushes_are_rejected_and_nothing_is_
         let (status, answer) = sender.post(body, signing).await;
         assert_eq!(status, expected, "{case}: {answer}");
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The chat's messages are handled in order: once a later genuine one is answered, a
+    // forgery that got through would have been answered before it.
+    model.push(Reply::text("second answer"));
+    let second = fake.user_says_p2p(ALICE, "second");
+    answered(&fake, &second).await;
     assert_eq!(
         model.requests().len(),
-        1,
-        "only the genuine message reached the agent"
+        2,
+        "only the genuine messages reached the agent"
     );
-    assert_eq!(fake.chat_texts(&p2p_chat(ALICE)), ["genuine answer"]);
+    assert_eq!(
+        answers(&fake, &p2p_chat(ALICE)),
+        ["genuine answer", "second answer"]
+    );
     bot.stop().await;
 }
 
@@ -255,9 +268,13 @@ async fn the_same_event_delivered_three_times_is_answered_once() {
         assert_eq!(status, 200, "{answer}");
     }
     answered(&fake, &ping).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(fake.chat_texts(&p2p_chat(ALICE)), ["pong"]);
-    assert_eq!(model.requests().len(), 1);
+    // The retries were refused as duplicates before their 200; a later message of the chat,
+    // handled after anything they could have queued, shows nothing else was answered.
+    model.push(Reply::text("pong again"));
+    let again = fake.user_says_p2p(ALICE, "ping again");
+    answered(&fake, &again).await;
+    assert_eq!(answers(&fake, &p2p_chat(ALICE)), ["pong", "pong again"]);
+    assert_eq!(model.requests().len(), 2);
     bot.stop().await;
 }
 
@@ -456,27 +473,21 @@ async fn a_refused_app_secret_stops_only_the_channel_with_a_clear_reason() {
     let dir = tempfile::tempdir().expect("tempdir");
     let section = feishu_section(&fake, "").replace("fake-app-secret", "wrong-secret");
     let bot = Bot::start(&daemon_yaml(dir.path(), &model, &section)).await;
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let ready = bot.readyz().await;
-        if ready["channels"]["feishu"]["state"] == "unhealthy" {
-            let reason = ready["channels"]["feishu"]["reason"]
-                .as_str()
-                .unwrap_or_default();
-            assert!(
-                reason.contains("app_secret") && reason.contains("10014"),
-                "{reason}"
-            );
-            assert_eq!(ready["status"], "ready", "the daemon itself keeps serving");
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never unhealthy: {ready}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let ready = bot
+        .readyz_until("the channel marked unhealthy", |r| {
+            r["channels"]["feishu"]["state"] == "unhealthy"
+        })
+        .await;
+    let reason = ready["channels"]["feishu"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        reason.contains("app_secret") && reason.contains("10014"),
+        "{reason}"
+    );
+    assert_eq!(ready["status"], "ready", "the daemon itself keeps serving");
+    // Unhealthy is reported once the channel has given up: only a settings change starts it
+    // again, so the count is final.
     assert_eq!(
         fake.token_requests(),
         1,

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use antler_test_support::{
     FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu, FakeOpenAi, FeishuEventSender, FeishuSigning,
-    bad_padding_body, encrypt_feishu_event, url_verification,
+    Reply, bad_padding_body, encrypt_feishu_event, p2p_chat, url_verification,
 };
 use serde_json::{Value, json};
 
@@ -128,8 +128,20 @@ async fn every_refused_push_gets_one_identical_answer_and_the_unsigned_url_check
         serde_json::from_str::<Value>(&answer).expect("json"),
         json!({"challenge": "ajls384kdjx98XX"})
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(model.requests().is_empty(), "nothing reached the agent");
+    // The refused events were for Mallory's chat, whose messages are handled in order: once
+    // a genuine one is answered, a refused one that got through would have been answered first.
+    model.push(Reply::text("hello, Mallory"));
+    fake.user_says_p2p("ou_mallory", "hello");
+    fake.wait_for(WAIT, "the genuine message's answer", |f| {
+        f.chat_texts(&p2p_chat("ou_mallory"))
+            .contains(&"hello, Mallory".to_string())
+    })
+    .await;
+    assert_eq!(
+        model.requests().len(),
+        1,
+        "nothing refused reached the agent"
+    );
     bot.stop().await;
 }
 
@@ -185,7 +197,7 @@ async fn refused_pushes_are_logged_once_a_minute_with_their_count() {
 
     // The rest are counted, and the count is not lost when the daemon stops.
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(30)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
     let lines = refusal_lines(&log);
     let rest = pushes.len() * rounds - 1;
     assert_eq!(lines.len(), 2, "{lines:#?}");

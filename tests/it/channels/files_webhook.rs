@@ -1,7 +1,5 @@
 //! Telegram files both ways, and webhook mode.
 
-use std::time::{Duration, Instant};
-
 use antler_test_support::{FakeTelegram, Reply, documents, private_chat};
 use serde_json::json;
 
@@ -154,11 +152,10 @@ async fn webhook_mode_checks_the_secret_and_processes_an_update_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let extra = "    mode: webhook\n    webhook_url: https://bot.example.test/channels/telegram/webhook\n    webhook_secret: s3cret_token\n";
     let bot = Bot::start(&config_yaml(dir.path(), &fake, &model, extra)).await;
-    let started = Instant::now();
-    while bot.readyz().await["channels"]["telegram"]["state"] != "running" {
-        assert!(started.elapsed() < WAIT, "webhook never registered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    bot.readyz_until("the webhook registered", |r| {
+        r["channels"]["telegram"]["state"] == "running"
+    })
+    .await;
     let set = fake.calls_of("setWebhook");
     assert_eq!(set.len(), 1);
     assert_eq!(set[0].body["secret_token"], "s3cret_token");
@@ -193,7 +190,7 @@ async fn webhook_mode_checks_the_secret_and_processes_an_update_once() {
             .status(),
         401
     );
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The refused posts were answered 401 before anything was journalled: nothing to wait for.
     assert!(
         fake.chat_texts(13).is_empty(),
         "nothing processed on a bad secret"
@@ -205,8 +202,29 @@ async fn webhook_mode_checks_the_secret_and_processes_an_update_once() {
         f.chat_texts(13).iter().any(|t| t == "webhook answer")
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(fake.calls_of("sendMessage").len(), 1, "one status message");
-    assert_eq!(model.requests().len(), 1);
+    // The chat's messages are handled in order: once a later update is answered, the update
+    // posted with a bad secret or the retry would have been answered before it.
+    model.push(Reply::text("next answer"));
+    fake.send_text(private_chat(13), 13, "next");
+    let next = fake.last_update().expect("update");
+    let posted = client
+        .post(&url)
+        .header("X-Telegram-Bot-Api-Secret-Token", "s3cret_token")
+        .json(&next)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(posted.status(), 200);
+    fake.wait_for(WAIT, "the next answer", |f| {
+        f.chat_texts(13).iter().any(|t| t == "next answer")
+    })
+    .await;
+    let status_messages = fake
+        .calls_of("sendMessage")
+        .iter()
+        .filter(|call| call.body["text"] == "Working on it…")
+        .count();
+    assert_eq!(status_messages, 2, "one status message per update");
+    assert_eq!(model.requests().len(), 2);
     bot.stop().await;
 }

@@ -34,7 +34,9 @@ use antler::daemon::{DaemonOptions, Shutdown, run};
 use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram};
 use serde_json::Value;
 
-pub(crate) const WAIT: Duration = Duration::from_secs(15);
+/// How long a test waits for something that should happen: generous, because a loaded machine
+/// is slow, and free when things work, because every wait returns as soon as its event occurs.
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// A daemon with Telegram enabled against `fake`, on `dir`. Restartable on the same dir.
 pub(crate) struct Bot {
@@ -118,7 +120,7 @@ impl Bot {
 
     pub(crate) async fn stop(self) {
         self.shutdown.graceful.cancel();
-        tokio::time::timeout(Duration::from_secs(20), self.task)
+        tokio::time::timeout(WAIT, self.task)
             .await
             .expect("daemon stopped in time")
             .expect("daemon task");
@@ -136,5 +138,21 @@ impl Bot {
             .json()
             .await
             .expect("readyz json")
+    }
+
+    /// Polls `/readyz` until `check` holds and returns that answer; panics after [`WAIT`].
+    pub(crate) async fn readyz_until(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let ready = self.readyz().await;
+            if check(&ready) {
+                return ready;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "timed out waiting for {what}: {ready}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }

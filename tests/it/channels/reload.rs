@@ -1,14 +1,9 @@
 //! Channel settings reloaded while the daemon runs: allowlists and rate limits apply to the next
 //! message without reconnecting; a change of connection settings restarts only that channel.
 
-use std::time::Duration;
-
-use antler_test_support::{FakeOpenAi, FakeTelegram, Reply, private_chat};
+use antler_test_support::{FakeOpenAi, FakeTelegram, Gate, Reply, private_chat};
 
 use super::{Bot, WAIT, config_yaml};
-
-/// The watcher checks the file every 2 s; a reload is seen within a few checks.
-const RELOAD: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allowlists_reload_in_place_and_new_credentials_restart_only_the_channel() {
@@ -35,17 +30,18 @@ async fn allowlists_reload_in_place_and_new_credentials_restart_only_the_channel
     assert!(fake.chat_texts(2).is_empty(), "user 2 is not allowed yet");
 
     std::fs::write(&path, with("    allowed_users: [1, 2]\n")).expect("edit config");
-    // The next message of user 2 is answered once the reload is in; until then it is refused.
+    // The next message of user 2 is answered once the reload is in (the watcher checks the
+    // file every 2 s).
+    bot.readyz_until("the allowlist reloaded", |r| {
+        r["reload"]["outcome"] == "reloaded"
+    })
+    .await;
     model.push(Reply::text("welcome, 2"));
-    let deadline = tokio::time::Instant::now() + RELOAD;
-    while !fake.chat_texts(2).iter().any(|t| t == "welcome, 2") {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the allowlist never reloaded"
-        );
-        fake.send_text(private_chat(2), 2, "how about now?");
-        tokio::time::sleep(Duration::from_millis(700)).await;
-    }
+    fake.send_text(private_chat(2), 2, "how about now?");
+    fake.wait_for(WAIT, "user 2's answer", |f| {
+        f.chat_texts(2).iter().any(|t| t == "welcome, 2")
+    })
+    .await;
     assert_eq!(
         fake.calls_of("getMe").len(),
         1,
@@ -55,7 +51,7 @@ async fn allowlists_reload_in_place_and_new_credentials_restart_only_the_channel
     let new_connection =
         with("    allowed_users: [1, 2]\n").replace("poll_timeout: 1", "poll_timeout: 2");
     std::fs::write(&path, new_connection).expect("edit config");
-    fake.wait_for(RELOAD, "the channel to reconnect", |f| {
+    fake.wait_for(WAIT, "the channel to reconnect", |f| {
         f.calls_of("getMe").len() == 2
     })
     .await;
@@ -99,11 +95,8 @@ async fn a_rate_limit_change_applies_to_the_next_message_without_reconnecting() 
     .await;
 
     std::fs::write(&path, with(0)).expect("edit config");
-    let deadline = tokio::time::Instant::now() + RELOAD;
-    while bot.readyz().await["reload"]["outcome"] != "reloaded" {
-        assert!(tokio::time::Instant::now() < deadline, "no reload");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    bot.readyz_until("the reload", |r| r["reload"]["outcome"] == "reloaded")
+        .await;
     model.push(Reply::text("unlimited now"));
     fake.send_text(private_chat(7), 7, "three");
     fake.wait_for(WAIT, "an answer past the old limit", |f| {
@@ -140,18 +133,9 @@ async fn a_channel_that_cannot_connect_in_time_rolls_the_reload_back() {
     // Loopback port 1 is always refused (a freed port could be taken by another test's server).
     let nowhere = "http://127.0.0.1:1".to_string();
     std::fs::write(&path, yaml.replace(&fake.api_url(), &nowhere)).expect("edit config");
-    let deadline = tokio::time::Instant::now() + RELOAD;
-    let ready = loop {
-        let ready = bot.readyz().await;
-        if ready["reload"]["outcome"] == "rolled_back" {
-            break ready;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no rollback: {ready}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let ready = bot
+        .readyz_until("the rollback", |r| r["reload"]["outcome"] == "rolled_back")
+        .await;
     let detail = ready["reload"]["detail"].as_str().unwrap_or_default();
     assert!(
         detail.contains("telegram: not connected within 2 s (last error: "),
@@ -186,33 +170,26 @@ async fn a_turn_in_flight_while_its_channel_restarts_is_still_answered() {
     let yaml = config_yaml(dir.path(), &fake, &model, "");
     std::fs::write(&path, &yaml).expect("write config");
     let bot = Bot::start_watching(&yaml, Some(&path)).await;
-    // About 6 s of streaming; the file poll (every 2 s) restarts the channel well within it.
-    model.push(Reply::slow(
-        ["Slow ", "but ", "sure", ", ", "in ", "the end."],
-        Duration::from_millis(800),
-    ));
+    // The model's answer stops after its first chunk until the channel has restarted.
+    let restarted = Gate::new();
+    model.push(
+        Reply::chunks(["Slow ", "but ", "sure", ", ", "in ", "the end."]).hold_after(1, &restarted),
+    );
     fake.send_text(private_chat(1), 1, "take your time");
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while model.requests().is_empty() {
-        assert!(tokio::time::Instant::now() < deadline, "no model call");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    fake.wait_for(WAIT, "the model call", |_| !model.requests().is_empty())
+        .await;
     std::fs::write(&path, yaml.replace("poll_timeout: 1", "poll_timeout: 2")).expect("edit");
-    fake.wait_for(RELOAD, "the channel to restart", |f| {
+    fake.wait_for(WAIT, "the channel to restart", |f| {
         f.calls_of("getMe").len() == 2
     })
     .await;
-    let answered = |f: &FakeTelegram| {
+    restarted.open();
+    fake.wait_for(WAIT, "the answer of the turn in flight", |f| {
         f.chat_texts(1)
             .iter()
             .any(|t| t == "Slow but sure, in the end.")
-    };
-    assert!(
-        !answered(&fake),
-        "the turn was still in flight at the restart"
-    );
-    fake.wait_for(WAIT, "the answer of the turn in flight", answered)
-        .await;
+    })
+    .await;
     let ready = bot.readyz().await;
     assert_eq!(ready["reload"]["outcome"], "reloaded", "{ready}");
     bot.stop().await;

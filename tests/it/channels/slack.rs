@@ -67,14 +67,10 @@ async fn a_mention_is_answered_in_its_thread_and_follow_ups_continue_it() {
     .await;
     wait_answered(&fake, CHANNEL, &root).await;
     model.push(Reply::text("it was walnut"));
-    fake.user_says_in_channel(CHANNEL, "U2", "what was it?", false, Some(&root));
-    fake.wait_for(WAIT, "the follow-up", |f| {
-        posted_in(f, CHANNEL)
-            .iter()
-            .any(|m| m.text == "it was walnut")
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let follow_up = fake.user_says_in_channel(CHANNEL, "U2", "what was it?", false, Some(&root));
+    // The thread's messages are handled in order: once the follow-up's turn is over, a second
+    // answer to the mention pair would have come before it.
+    wait_answered(&fake, CHANNEL, &follow_up).await;
     let posted = posted_in(&fake, CHANNEL);
     assert_eq!(posted.len(), 2, "one answer per question: {posted:?}");
     assert!(
@@ -122,12 +118,10 @@ async fn a_dm_keeps_one_thread_and_a_redelivered_envelope_is_answered_once() {
     wait_answered(&fake, &dm, &first).await;
     fake.redeliver_last();
     model.push(Reply::text("you are Ann"));
-    fake.user_says_dm("U5", "who am I?");
-    fake.wait_for(WAIT, "the second answer", |f| {
-        answers(f, &dm).iter().any(|t| t == "you are Ann")
-    })
-    .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = fake.user_says_dm("U5", "who am I?");
+    // The DM's messages are handled in order: once the second one's turn is over, anything
+    // the redelivery could have started has run.
+    wait_answered(&fake, &dm, &second).await;
     assert_eq!(answers(&fake, &dm), ["hello there", "you are Ann"]);
     assert!(
         posted_in(&fake, &dm).iter().all(|m| m.thread_ts.is_none()),

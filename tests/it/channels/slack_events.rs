@@ -8,11 +8,22 @@ use antler_test_support::{
 };
 use serde_json::{Value, json};
 
+use antler::channels::manager::QUEUED_NOTE;
+
 use super::slack_driver::slack_section;
 use super::{Bot, WAIT, daemon_yaml};
 
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 const CHANNEL: &str = "C0000888";
+
+/// The bot's messages in `channel`, without the "queued" note a message that arrives while
+/// the previous turn is still finishing gets (the daemon's pace, not what is tested here).
+fn answers(fake: &FakeSlack, channel: &str) -> Vec<String> {
+    fake.channel_texts(channel)
+        .into_iter()
+        .filter(|text| text != QUEUED_NOTE)
+        .collect()
+}
 
 fn callback(event_id: &str, event: Value) -> String {
     json!({"token": "verification-token", "team_id": FAKE_SLACK_TEAM, "api_app_id": "A0FAKE01",
@@ -75,12 +86,32 @@ async fn forged_stale_or_unsigned_requests_are_refused_and_nothing_is_processed(
         answer["challenge"],
         "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        model.requests().is_empty(),
+    // The DM's messages are handled in order: once a genuine one is answered, a refused
+    // request that got through anyway would have been answered before it.
+    model.push(Reply::text("genuine answer"));
+    let genuine = callback(
+        "Ev9",
+        json!({"type": "message", "channel_type": "im", "channel": dm_channel("U1"),
+            "user": "U1", "text": "genuine", "ts": "1700000009.000100"}),
+    );
+    assert_eq!(
+        client.post_json(&genuine, Signing::Valid, None).await.0,
+        200
+    );
+    fake.wait_for(WAIT, "the genuine message's answer", |f| {
+        answers(f, &dm_channel("U1")).contains(&"genuine answer".to_string())
+    })
+    .await;
+    assert_eq!(
+        model.requests().len(),
+        1,
         "nothing refused reached the agent"
     );
-    assert!(fake.messages().is_empty(), "nothing answered");
+    assert_eq!(
+        answers(&fake, &dm_channel("U1")),
+        ["genuine answer"],
+        "nothing refused was answered"
+    );
     bot.stop().await;
 }
 
@@ -145,13 +176,43 @@ async fn retries_and_the_mention_pair_get_one_answer_and_slash_commands_work() {
         })
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Each conversation's messages are handled in order: once a later message in the DM and
+    // one in the mention's thread are answered, a retry or the second event of the pair that
+    // got through would have been answered before them.
+    model.push(Reply::text("pong again"));
+    let again = callback(
+        "Ev5",
+        json!({"type": "message", "channel_type": "im", "channel": dm, "user": "U2",
+            "text": "ping again", "ts": "1700000005.000100"}),
+    );
+    assert_eq!(client.post_json(&again, Signing::Valid, None).await.0, 200);
+    fake.wait_for(WAIT, "the later DM's answer", |f| {
+        answers(f, &dm).contains(&"pong again".to_string())
+    })
+    .await;
+    model.push(Reply::text("still in the thread"));
+    let follow_up = callback(
+        "Ev6",
+        json!({"type": "message", "channel_type": "channel", "channel": CHANNEL, "user": "U3",
+            "text": "and then?", "ts": "1700000006.000100", "thread_ts": ts}),
+    );
     assert_eq!(
-        fake.channel_texts(&dm),
-        ["pong"],
+        client.post_json(&follow_up, Signing::Valid, None).await.0,
+        200
+    );
+    fake.wait_for(WAIT, "the follow-up's answer", |f| {
+        answers(f, CHANNEL).contains(&"still in the thread".to_string())
+    })
+    .await;
+    assert_eq!(
+        answers(&fake, &dm),
+        ["pong", "pong again"],
         "retries were not answered"
     );
-    assert_eq!(fake.channel_texts(CHANNEL), ["in the thread"]);
-    assert_eq!(model.requests().len(), 2);
+    assert_eq!(
+        answers(&fake, CHANNEL),
+        ["in the thread", "still in the thread"]
+    );
+    assert_eq!(model.requests().len(), 4);
     bot.stop().await;
 }

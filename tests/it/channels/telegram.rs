@@ -1,9 +1,13 @@
 //! Telegram through the real adapter (teloxide) against the fake Bot API.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use antler_test_support::{BotFailure, FakeOpenAi, FakeTelegram, Reply, group_chat, private_chat};
+use antler_test_support::{
+    BotFailure, FakeOpenAi, FakeTelegram, Gate, Reply, group_chat, private_chat,
+};
 use serde_json::json;
+
+use antler::channels::manager::QUEUED_NOTE;
 
 use super::{Bot, WAIT, config_yaml};
 
@@ -26,6 +30,23 @@ pub(crate) async fn setup_bot(extra: &str) -> (FakeTelegram, FakeOpenAi, tempfil
 
 fn has_text(fake: &FakeTelegram, chat: i64, text: &str) -> bool {
     fake.chat_texts(chat).iter().any(|t| t == text)
+}
+
+/// The bot's messages in `chat` without the "queued" note, which a message sent right after an
+/// answer gets when the previous turn is still finishing on a slow machine.
+fn answers(fake: &FakeTelegram, chat: i64) -> Vec<String> {
+    fake.chat_texts(chat)
+        .into_iter()
+        .filter(|text| text != QUEUED_NOTE)
+        .collect()
+}
+
+/// How many status messages ("Working on it…") the bot sent.
+fn status_messages(fake: &FakeTelegram) -> usize {
+    fake.calls_of("sendMessage")
+        .iter()
+        .filter(|call| call.body["text"] == "Working on it…")
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,8 +156,10 @@ async fn groups_need_an_allowlist_and_a_mention_and_strangers_get_nothing() {
         has_text(f, -100, "group answer")
     })
     .await;
-    // Every later message was polled already; give the worker a moment, then check silence.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Access is decided as each update is journalled, before the poll that acknowledges it:
+    // once every update is acknowledged, the ignored ones can no longer start anything.
+    fake.wait_for(WAIT, "every update acknowledged", |f| f.all_confirmed())
+        .await;
     assert!(
         fake.chat_texts(-200).is_empty(),
         "not-allowlisted group gets nothing"
@@ -181,19 +204,21 @@ async fn a_redelivered_update_is_answered_once_even_after_a_restart() {
         f.confirmed_offset() > confirmed
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let answers = fake
-        .chat_texts(5)
-        .iter()
-        .filter(|t| *t == "only once")
-        .count();
-    assert_eq!(answers, 1);
+    // The chat's messages are handled in order: once a later one is answered, anything the
+    // redelivery could have started has run.
+    model.push(Reply::text("and the next one"));
+    fake.send_text(private_chat(5), 5, "next");
+    fake.wait_for(WAIT, "the next message's answer", |f| {
+        has_text(f, 5, "and the next one")
+    })
+    .await;
+    assert_eq!(answers(&fake, 5), ["only once", "and the next one"]);
+    assert_eq!(status_messages(&fake), 2, "one status message per question");
     assert_eq!(
-        fake.calls_of("sendMessage").len(),
-        1,
-        "one status message in total"
+        model.requests().len(),
+        2,
+        "the agent ran once for the redelivered message"
     );
-    assert_eq!(model.requests().len(), 1, "the agent ran once");
     bot.stop().await;
 }
 
@@ -324,26 +349,21 @@ async fn poller_conflict_marks_the_channel_unhealthy_without_a_retry_loop() {
     let model = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let bot = Bot::start(&config_yaml(dir.path(), &fake, &model, "")).await;
-    let started = Instant::now();
-    loop {
-        let ready = bot.readyz().await;
-        if ready["channels"]["telegram"]["state"] == "unhealthy" {
-            assert!(
-                ready["channels"]["telegram"]["reason"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .contains("409")
-            );
-            assert_eq!(ready["status"], "ready", "the daemon itself keeps serving");
-            break;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "channel never marked unhealthy: {ready}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let ready = bot
+        .readyz_until("the channel marked unhealthy", |r| {
+            r["channels"]["telegram"]["state"] == "unhealthy"
+        })
+        .await;
+    assert!(
+        ready["channels"]["telegram"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("409"),
+        "{ready}"
+    );
+    assert_eq!(ready["status"], "ready", "the daemon itself keeps serving");
+    // Unhealthy is reported once supervision has given up: only a settings change starts the
+    // channel again, so the count is final.
     assert_eq!(
         fake.calls_of("getUpdates").len(),
         1,
@@ -392,17 +412,22 @@ async fn forum_topics_keep_their_own_threads_and_replies_stay_in_the_topic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_for_a_busy_conversation_is_queued_with_a_note_and_answered_next() {
     let (fake, model, _dir, bot) = setup_bot("").await;
-    // Slow enough that the second message is still waiting when the note is due (2 s).
-    model.push(Reply::slow(["slow", " first"], Duration::from_millis(1600)));
+    // The first answer waits until the second message got its note (due after 2 s).
+    let noted = Gate::new();
+    model.push(Reply::chunks(["slow", " first"]).hold_after(1, &noted));
     model.push(Reply::text("second answer"));
     fake.send_text(private_chat(21), 21, "first");
     fake.wait_for(WAIT, "first status", |f| has_text(f, 21, "Working on it…"))
         .await;
     fake.send_text(private_chat(21), 21, "second");
+    fake.wait_for(WAIT, "the queued note", |f| {
+        f.chat_texts(21).iter().any(|t| t.starts_with("Queued"))
+    })
+    .await;
+    noted.open();
     fake.wait_for(WAIT, "second answer", |f| has_text(f, 21, "second answer"))
         .await;
     let texts = fake.chat_texts(21);
-    assert!(texts.iter().any(|t| t.starts_with("Queued")), "{texts:?}");
     let first = texts
         .iter()
         .position(|t| t == "slow first")
@@ -444,15 +469,22 @@ async fn sigkill_mid_turn_then_restart_replies_exactly_once() {
         has_text(f, 31, "answered after the crash")
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The chat's messages are handled in order: once a later one is answered, a second
+    // recovery of the first would have shown.
+    model.push(Reply::text("and the next one"));
+    fake.send_text(private_chat(31), 31, "next");
+    fake.wait_for(WAIT, "the next message's answer", |f| {
+        has_text(f, 31, "and the next one")
+    })
+    .await;
     assert_eq!(
-        fake.chat_texts(31),
-        vec!["answered after the crash".to_string()]
+        answers(&fake, 31),
+        ["answered after the crash", "and the next one"]
     );
     assert_eq!(
-        fake.calls_of("sendMessage").len(),
-        1,
-        "the status message was not sent twice"
+        status_messages(&fake),
+        2,
+        "the first status message was not sent twice"
     );
     drop(daemon);
 }
@@ -469,11 +501,19 @@ async fn a_flooding_user_gets_one_polite_notice_not_one_per_message() {
     for idx in 0..5 {
         fake.send_text(private_chat(41), 41, &format!("message {idx}"));
     }
-    fake.wait_for(WAIT, "two answers", |f| {
-        has_text(f, 41, "a1") && has_text(f, 41, "a2")
-    })
+    let notice = |f: &FakeTelegram| {
+        f.chat_texts(41)
+            .iter()
+            .any(|t| t.starts_with("You are sending messages faster"))
+    };
+    // Each message is admitted or throttled (and the notice decided) before the poll that
+    // acknowledges it.
+    fake.wait_for(
+        WAIT,
+        "two answers, the notice, every update acknowledged",
+        |f| has_text(f, 41, "a1") && has_text(f, 41, "a2") && notice(f) && f.all_confirmed(),
+    )
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
     let notices = fake
         .chat_texts(41)
         .iter()

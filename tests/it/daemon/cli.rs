@@ -294,12 +294,12 @@ async fn the_socket_goes_with_the_daemon_and_a_stale_one_is_replaced() {
 
     let mut daemon = setup.start();
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
     assert!(!socket.exists(), "a clean stop removes the socket");
 
     let mut daemon = setup.start();
     daemon.signal("KILL");
-    daemon.wait_exit(Duration::from_secs(15));
+    daemon.wait_exit(Duration::from_secs(60));
     assert!(socket.exists(), "a killed daemon leaves its socket behind");
     // Nobody holds the data dir: chat opens it itself despite the stale socket.
     let alone = antler(&setup.config_path, &["chat"], "hello\n").await;

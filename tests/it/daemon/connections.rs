@@ -29,24 +29,22 @@ async fn open(addr: &str, from: &str, count: usize) -> Vec<TcpStream> {
     streams
 }
 
-/// Times `/healthz` on a new connection, which must answer within a second or two.
+/// `/healthz` on a new connection answers within 30 s, however loaded the machine: starved,
+/// it would wait for an idle connection to time out (600 s, as [`IDLE_FOR_LONG`] sets it).
 async fn healthz_answers(daemon: &Daemon) {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let started = Instant::now();
     let health = tokio::time::timeout(
-        Duration::from_secs(10),
+        Duration::from_secs(30),
         client.get(daemon.url("/healthz")).send(),
     )
     .await
-    .expect("/healthz answered")
+    .expect("/healthz answered while every other slot is taken")
     .unwrap();
     assert_eq!(health.status(), 200);
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "/healthz took {:?}",
-        started.elapsed()
-    );
 }
+
+/// Idle connections are closed only after this long: no slot frees itself during a test.
+const IDLE_FOR_LONG: &str = "  idle_timeout_seconds: 600\n";
 
 /// Waits until at least `at_least` of `streams` are closed by the server (EOF or reset),
 /// failing at `deadline`; returns how many were.
@@ -76,13 +74,13 @@ async fn closed_by(streams: &mut [TcpStream], at_least: usize, deadline: Instant
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_idle_connections_leave_healthz_answering() {
     let fake = FakeOpenAi::start().await;
-    let setup = Setup::tokenless(&fake.base_url(), "");
+    let setup = Setup::tokenless(&fake.base_url(), IDLE_FOR_LONG);
     let daemon = setup.start();
     let addr = addr(&daemon);
     // One client over max_connections_per_ip (256): the oldest idle ones are closed as the new
     // ones come, until it holds its 256. (Waiting for that proves the daemon took them all.)
     let mut one_client = open(&addr, "127.0.0.2", 2_100).await;
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     closed_by(&mut one_client, 2_100 - 256, deadline).await;
     healthz_answers(&daemon).await;
     drop(one_client);
@@ -91,7 +89,7 @@ async fn two_thousand_idle_connections_leave_healthz_answering() {
     for client in 3..13 {
         many.extend(open(&addr, &format!("127.0.0.{client}"), 210).await);
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     closed_by(&mut many, 2_100 - 2_048, deadline).await;
     healthz_answers(&daemon).await;
 }
@@ -123,7 +121,7 @@ async fn one_byte_clients_cost_no_cpu_and_are_closed_after_the_sniff_timeout() {
         "the daemon used {used:?} of CPU ({share:.2} of a core)"
     );
     // Then each is closed: 5 s after its byte, with a margin for a loaded machine.
-    let deadline = sent + antler::listener::SNIFF_TIMEOUT + Duration::from_secs(20);
+    let deadline = sent + antler::listener::SNIFF_TIMEOUT + Duration::from_secs(60);
     closed_by(&mut clients, 2_000, deadline).await;
     assert!(sent.elapsed() >= antler::listener::SNIFF_TIMEOUT);
 }

@@ -143,7 +143,7 @@ async fn the_shipped_config_on_0_0_0_0_serves_probes_and_locks_the_api_until_a_t
     assert_eq!(page.status(), 200);
 
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
 }
 
 #[test]
@@ -207,7 +207,7 @@ async fn one_variable_unlocks_the_container_and_keeps_what_a_token_less_start_ma
     );
     let thread = first.create_thread("none").await;
     first.signal("TERM");
-    assert_eq!(first.wait_exit(Duration::from_secs(15)), Some(0));
+    assert_eq!(first.wait_exit(Duration::from_secs(60)), Some(0));
 
     let token = "container-token-0123456789abcdef";
     let mut daemon = Daemon::spawn(
@@ -253,5 +253,5 @@ async fn one_variable_unlocks_the_container_and_keeps_what_a_token_less_start_ma
         String::from_utf8_lossy(&agents.stderr)
     );
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
 }

@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use antler_test_support::{FakeOpenAi, Reply};
+use antler_test_support::{FakeOpenAi, Gate, Reply};
 use serde_json::{Value, json};
 
 use super::{Setup, TOKEN_A};
@@ -32,7 +32,7 @@ async fn a_restarted_daemon_returns_the_same_thread_state() {
             .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
             .await;
         daemon.signal("TERM");
-        assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
+        assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
     }
     let daemon = setup.start();
     let after: Value = daemon
@@ -51,25 +51,62 @@ async fn start_slow_run(
     ))
 }
 
+/// A setup whose model streams one chunk, then waits for `gate`, with this grace period.
+fn held_model_setup(fake: &FakeOpenAi, gate: &Gate, grace_seconds: u64) -> super::Setup {
+    fake.push(Reply::chunks((0..20).map(|i| format!("c{i} "))).hold_after(1, gate));
+    let setup = Setup::new(&fake.base_url(), "");
+    let yaml = std::fs::read_to_string(&setup.config_path).unwrap();
+    std::fs::write(
+        &setup.config_path,
+        yaml.replace(
+            "shutdown_grace_seconds: 5",
+            &format!("shutdown_grace_seconds: {grace_seconds}"),
+        ),
+    )
+    .unwrap();
+    setup
+}
+
+/// Starts the daemon logging to `log` at INFO, a thread, and a run whose model call has begun.
+async fn daemon_with_a_run_in_flight(
+    setup: &super::Setup,
+    fake: &FakeOpenAi,
+    log: &std::path::Path,
+) -> (
+    super::Daemon,
+    String,
+    tokio::task::JoinHandle<Vec<(String, Value)>>,
+) {
+    let daemon = super::Daemon::spawn(&setup.config_path, &[("RUST_LOG", "info")], Some(log));
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let events = start_slow_run(&daemon, &thread).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fake.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the run never called the model");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (daemon, thread, events)
+}
+
+/// The daemon logs this once the first signal started the drain (a second one now cuts it).
+const DRAINING: &str = "Shutting down: finishing runs in flight";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_lets_a_slow_run_finish_within_the_grace_period() {
     let fake = FakeOpenAi::start().await;
-    // About 1 s of streaming, well inside the 5 s grace period.
-    fake.push(Reply::slow(
-        (0..20).map(|i| format!("c{i} ")),
-        Duration::from_millis(50),
-    ));
-    let setup = Setup::new(&fake.base_url(), "");
-    let mut daemon = setup.start();
-    let thread = daemon.create_thread(TOKEN_A).await;
-    let events = start_slow_run(&daemon, &thread).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let gate = Gate::new();
+    // A grace period no loaded machine outlasts; the model answers once the drain began.
+    let setup = held_model_setup(&fake, &gate, 120);
+    let log = setup.dir.path().join("daemon.log");
+    let (mut daemon, thread, events) = daemon_with_a_run_in_flight(&setup, &fake, &log).await;
     daemon.signal("TERM");
+    super::log_lines(&log, DRAINING, 1).await;
+    gate.open();
     let events = events.await.unwrap();
     let (last, data) = events.last().unwrap();
     assert_eq!(last, "end");
     assert_eq!(data["stop_reason"], "completed", "{events:?}");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
 
     let daemon = setup.start();
     let state: Value = daemon
@@ -85,24 +122,19 @@ async fn sigterm_lets_a_slow_run_finish_within_the_grace_period() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigterm_cancels_the_run_and_still_exits_cleanly() {
     let fake = FakeOpenAi::start().await;
-    // Far longer than the grace period.
-    fake.push(Reply::slow(
-        (0..600).map(|i| format!("c{i} ")),
-        Duration::from_millis(50),
-    ));
-    let setup = Setup::new(&fake.base_url(), "");
-    let mut daemon = setup.start();
-    let thread = daemon.create_thread(TOKEN_A).await;
-    let events = start_slow_run(&daemon, &thread).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let started = Instant::now();
+    // The model never finishes and the grace period is longer than the test may take: only
+    // the second signal can end this run in time.
+    let never = Gate::new();
+    let setup = held_model_setup(&fake, &never, 3600);
+    let log = setup.dir.path().join("daemon.log");
+    let (mut daemon, thread, events) = daemon_with_a_run_in_flight(&setup, &fake, &log).await;
     daemon.signal("TERM");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    super::log_lines(&log, DRAINING, 1).await;
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
-    assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "the second signal did not cut the grace short"
+    assert_eq!(
+        daemon.wait_exit(Duration::from_secs(60)),
+        Some(0),
+        "the second signal cut the grace period short"
     );
     let events = events.await.unwrap();
     assert_eq!(
@@ -127,23 +159,12 @@ async fn a_second_sigterm_cancels_the_run_and_still_exits_cleanly() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_grace_period_cancels_and_exits_cleanly() {
     let fake = FakeOpenAi::start().await;
-    fake.push(Reply::slow(
-        (0..600).map(|i| format!("c{i} ")),
-        Duration::from_millis(50),
-    ));
-    let setup = Setup::new(&fake.base_url(), "");
-    let yaml = std::fs::read_to_string(&setup.config_path).unwrap();
-    std::fs::write(
-        &setup.config_path,
-        yaml.replace("shutdown_grace_seconds: 5", "shutdown_grace_seconds: 1"),
-    )
-    .unwrap();
-    let mut daemon = setup.start();
-    let thread = daemon.create_thread(TOKEN_A).await;
-    let events = start_slow_run(&daemon, &thread).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let never = Gate::new();
+    let setup = held_model_setup(&fake, &never, 1);
+    let log = setup.dir.path().join("daemon.log");
+    let (mut daemon, _thread, events) = daemon_with_a_run_in_flight(&setup, &fake, &log).await;
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(15)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
     let events = events.await.unwrap();
     assert_eq!(events.last().unwrap().1["stop_reason"], "cancelled");
 }

@@ -332,6 +332,29 @@ impl Drop for Daemon {
     }
 }
 
+/// Waits until the log at `path` holds at least `count` lines containing `needle` and returns
+/// those lines; panics after a minute. For what only the daemon's log shows (start it with
+/// `RUST_LOG` at the line's level).
+pub(crate) async fn log_lines(path: &Path, needle: &str, count: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let lines: Vec<String> = text
+            .lines()
+            .filter(|line| line.contains(needle))
+            .map(str::to_string)
+            .collect();
+        if lines.len() >= count {
+            return lines;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {count} log lines with {needle:?}:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 pub(crate) async fn collect_sse(response: reqwest::Response) -> Vec<(String, Value)> {
     use eventsource_stream::Eventsource;
     let mut events = Vec::new();

@@ -6,14 +6,16 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram, Reply, private_chat};
+use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram, Gate, Reply, private_chat};
 use serde_json::{Value, json};
 
 use super::cli::antler;
 use super::systemd::NotifySocket;
-use super::{Daemon, Setup, TOKEN_A};
+use super::{Daemon, Setup, TOKEN_A, log_lines};
 
-const WAIT: Duration = Duration::from_secs(20);
+const WAIT: Duration = Duration::from_secs(60);
+/// What the config watcher logs (at TRACE) when a check finds the file as it was.
+const UNCHANGED: &str = "The config file is unchanged";
 
 fn telegram_section(fake: &FakeTelegram, allowed_users: &str) -> String {
     format!(
@@ -68,10 +70,15 @@ async fn a_refused_channel_credential_rolls_the_whole_edit_back() {
     let setup = Setup::new(&model.base_url(), &telegram_section(&telegram, "1, 2"));
     let notify_path = setup.dir.path().join("notify.sock");
     let mut notify = NotifySocket::bind(&notify_path);
+    // The watcher's checks of the unchanged file are logged at TRACE.
+    let log = setup.dir.path().join("daemon.log");
     let daemon = Daemon::spawn(
         &setup.config_path,
-        &[("NOTIFY_SOCKET", notify_path.to_str().unwrap())],
-        None,
+        &[
+            ("NOTIFY_SOCKET", notify_path.to_str().unwrap()),
+            ("RUST_LOG", "warn,antler::config::watch=trace"),
+        ],
+        Some(&log),
     );
     telegram
         .wait_for(WAIT, "the first poll", |f| {
@@ -90,6 +97,7 @@ async fn a_refused_channel_credential_rolls_the_whole_edit_back() {
     );
     daemon.signal("HUP");
     let ready = readyz_until(&daemon, "the rollback", |r| outcome(r) == "rolled_back").await;
+    let rolled_back_at = ready["reload"]["at"].clone();
     let detail = ready["reload"]["detail"].as_str().unwrap_or_default();
     assert!(
         detail.contains("telegram: ") && detail.contains("401"),
@@ -135,11 +143,14 @@ async fn a_refused_channel_credential_rolls_the_whole_edit_back() {
     assert!(out.contains("telegram  running"), "{out}");
 
     // The file still holds the refused token, but it is read again only when it changes (or on
-    // SIGHUP): no reconnect loop.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // SIGHUP): no reconnect loop. Two more checks of the file (the second one began after the
+    // rollback) find it unchanged, and nothing was applied meanwhile.
+    let seen = log_lines(&log, UNCHANGED, 0).await.len();
+    log_lines(&log, UNCHANGED, seen + 2).await;
     assert_eq!(telegram.calls_of("getMe").len(), 3, "no retry of the edit");
     let ready = readyz_until(&daemon, "the same record", |_| true).await;
     assert_eq!(outcome(&ready), "rolled_back");
+    assert_eq!(ready["reload"]["at"], rolled_back_at, "no reload since");
 
     // A fixed edit (the right token, a new poll timeout: a restart that works) applies and stays.
     edit(
@@ -199,7 +210,8 @@ async fn a_new_memory_debounce_applies_to_new_work_and_queued_updates_still_run(
     let second = daemon.create_thread(TOKEN_A).await;
     let answer = daemon.run_wait(TOKEN_A, &second, "I cycle to work").await;
     assert_eq!(answer.status(), 200);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Far less than the old 300 s, however slow the machine.
+    let deadline = Instant::now() + WAIT;
     while !memory_requests(&model)
         .iter()
         .any(|body| body.contains("I cycle to work"))
@@ -219,7 +231,7 @@ async fn a_new_memory_debounce_applies_to_new_work_and_queued_updates_still_run(
 
     // Queued before the reload, it is not dropped: the shutdown flush runs it.
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(40)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
     assert!(
         memory_requests(&model)
             .iter()
@@ -243,12 +255,10 @@ async fn a_run_in_flight_keeps_its_config_and_the_next_run_uses_the_reloaded_one
     let model = FakeOpenAi::start().await;
     let setup = Setup::new(&model.base_url(), "");
     let daemon = Daemon::spawn(&setup.config_path, &[], None);
-    // The first step is slow and asks for a tool; the reload lands while it streams.
+    // The first step asks for a tool, and its answer waits until the reload is in.
+    let reloaded = Gate::new();
     model
-        .push(
-            Reply::tool_call("ls", json!({"path": "/mnt/user-data"}))
-                .with_delay(Duration::from_millis(400)),
-        )
+        .push(Reply::tool_call("ls", json!({"path": "/mnt/user-data"})).hold_after(0, &reloaded))
         .push(Reply::text("Listed the files."));
     let thread = daemon.create_thread(TOKEN_A).await;
     let reload = async {
@@ -263,7 +273,9 @@ async fn a_run_in_flight_keeps_its_config_and_the_next_run_uses_the_reloaded_one
         );
         daemon.signal("HUP");
         readyz_until(&daemon, "the reload", |r| outcome(r) == "reloaded").await;
-        Instant::now()
+        let at = Instant::now();
+        reloaded.open();
+        at
     };
     let run = async {
         let answer = daemon.run_wait(TOKEN_A, &thread, "which files").await;

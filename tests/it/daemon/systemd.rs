@@ -86,7 +86,7 @@ async fn tells_systemd_it_is_ready_pings_the_watchdog_and_reports_reloads_and_st
 
     daemon.signal("TERM");
     notify.wait_for("STOPPING=1");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(20)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,7 +120,7 @@ async fn sighup_applies_an_edited_config_and_keeps_the_old_one_when_the_edit_is_
     let reloaded = notify.wait_for("READY=1");
     assert!(reloaded.contains("STATUS=config reloaded"), "{reloaded}");
     daemon.signal("TERM");
-    assert_eq!(daemon.wait_exit(Duration::from_secs(20)), Some(0));
+    assert_eq!(daemon.wait_exit(Duration::from_secs(60)), Some(0));
 }
 
 /// `systemd-analyze verify` on the shipped unit, with the binary path pointed at this build.

@@ -176,7 +176,7 @@ async fn a_server_exiting_mid_call_gives_an_error_result_and_the_run_goes_on() {
     let run = f.run("d", "go");
     let killer = async {
         // The call is in flight once the server has started and a moment has passed.
-        for _ in 0..100 {
+        for _ in 0..300 {
             tokio::time::sleep(Duration::from_millis(200)).await;
             if f.model.requests().len() == 1 && kill_marked(&marker) {
                 return;

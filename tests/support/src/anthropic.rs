@@ -71,7 +71,13 @@ async fn handle(State(script): State<SharedScript>, headers: HeaderMap, body: By
                 location.as_deref(),
             )
         }
-        ReplyBody::Stream { .. } if streaming => sse_response(frames(&reply, &model), reply.delay),
+        ReplyBody::Stream { chunks, .. } if streaming => {
+            // message_start and ping, the thinking block (start, two deltas, stop), then the
+            // text block's start come before the text chunks.
+            let thinking = if reply.reasoning.is_some() { 4 } else { 0 };
+            let hold = reply.hold_at(2 + thinking + 1, chunks.len());
+            sse_response(frames(&reply, &model), reply.delay, hold)
+        }
         ReplyBody::Stream { .. } => axum::Json(non_stream(&reply, &model)).into_response(),
     }
 }

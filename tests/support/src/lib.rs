@@ -70,7 +70,7 @@ pub use feishu::{
 };
 pub use oauth::{AuthProxy, FakeTokenEndpoint};
 pub use openai::FakeOpenAi;
-pub use reply::Reply;
+pub use reply::{Gate, Reply};
 pub use slack::{
     ConnectionInfo, EnvelopeInfo, FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_BOT_USER,
     FAKE_SLACK_TEAM, FakeSlack, PostedMessage, SharedFile, Signing, SlackCall, SlackEventsClient,

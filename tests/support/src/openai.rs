@@ -149,7 +149,12 @@ async fn handle(State(state): State<ServerState>, headers: HeaderMap, body: Byte
                 location.as_deref(),
             )
         }
-        ReplyBody::Stream { .. } if streaming => sse_response(frames(&reply, &model), reply.delay),
+        ReplyBody::Stream { chunks, .. } if streaming => {
+            // The role frame and the reasoning come before the text chunks.
+            let first_chunk = 1 + usize::from(reply.reasoning.is_some());
+            let hold = reply.hold_at(first_chunk, chunks.len());
+            sse_response(frames(&reply, &model), reply.delay, hold)
+        }
         ReplyBody::Stream { .. } => axum::Json(non_stream(&reply, &model)).into_response(),
     }
 }

@@ -1,8 +1,10 @@
 //! Scripted answers shared by the fake LLM servers: one [`Reply`] is consumed per request.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use tokio::sync::watch;
 
 /// One scripted answer of a fake LLM server.
 ///
@@ -16,6 +18,41 @@ pub struct Reply {
     pub(crate) split_args: usize,
     pub(crate) delay: Duration,
     pub(crate) reasoning: Option<String>,
+    /// Text chunks streamed before the reply waits for the gate, and the gate.
+    pub(crate) hold: Option<(usize, Gate)>,
+}
+
+/// What a test opens to let a held reply ([`Reply::hold_after`]) finish: a model call stays in
+/// flight for exactly as long as the test needs, instead of a delay that a loaded machine may
+/// outrun. A gate never opened holds the reply until the client goes away.
+#[derive(Clone, Debug)]
+pub struct Gate(Arc<watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gate {
+    pub fn new() -> Self {
+        Self(Arc::new(watch::Sender::new(false)))
+    }
+
+    /// Lets every reply held on this gate go on (now and from now on).
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    pub fn is_open(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    pub(crate) async fn opened(&self) {
+        let mut open = self.0.subscribe();
+        // The sender lives as long as `self`: the wait ends only when the gate opens.
+        let _ = open.wait_for(|open| *open).await;
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -56,6 +93,7 @@ impl Reply {
             split_args: 1,
             delay: Duration::ZERO,
             reasoning: None,
+            hold: None,
         }
     }
 
@@ -135,6 +173,25 @@ impl Reply {
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
         self
+    }
+
+    /// Streams the first `chunks` text chunks (none: only the stream's opening), then waits
+    /// until `gate` opens before the rest: a turn in flight until the test says otherwise.
+    pub fn hold_after(mut self, chunks: usize, gate: &Gate) -> Self {
+        self.hold = Some((chunks, gate.clone()));
+        self
+    }
+
+    /// The frame index the stream waits at, given where the text chunks' frames start and
+    /// how many there are.
+    pub(crate) fn hold_at(
+        &self,
+        first_chunk_frame: usize,
+        chunk_count: usize,
+    ) -> Option<(usize, Gate)> {
+        self.hold
+            .as_ref()
+            .map(|(before, gate)| (first_chunk_frame + (*before).min(chunk_count), gate.clone()))
     }
 
     /// Reasoning streamed before the answer (`reasoning_content` / a signed thinking block).

@@ -9,14 +9,30 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::StreamExt;
 
-/// A `text/event-stream` response whose frames are sent `delay` apart.
-pub(crate) fn sse_response(frames: Vec<String>, delay: Duration) -> Response {
-    let stream = futures::stream::iter(frames).then(move |frame| async move {
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        Ok::<Bytes, Infallible>(Bytes::from(frame))
-    });
+use crate::reply::Gate;
+
+/// A `text/event-stream` response whose frames are sent `delay` apart; with `hold`, the frame
+/// at that index (and every later one) waits until the gate opens.
+pub(crate) fn sse_response(
+    frames: Vec<String>,
+    delay: Duration,
+    hold: Option<(usize, Gate)>,
+) -> Response {
+    let stream =
+        futures::stream::iter(frames.into_iter().enumerate()).then(move |(index, frame)| {
+            let hold = hold.clone();
+            async move {
+                if let Some((at, gate)) = hold
+                    && index == at
+                {
+                    gate.opened().await;
+                }
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
+                Ok::<Bytes, Infallible>(Bytes::from(frame))
+            }
+        });
     let mut response = Body::from_stream(stream).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -234,6 +234,14 @@ impl FakeTelegram {
         self.shared.lock().confirmed
     }
 
+    /// Whether a poll acknowledged every update queued so far. The adapter confirms an offset
+    /// only after the daemon journalled (or refused) every update below it, so this is the
+    /// event to wait for before asserting that some of them were ignored.
+    pub fn all_confirmed(&self) -> bool {
+        let state = self.shared.lock();
+        state.confirmed >= state.next_update_id
+    }
+
     /// Waits until `check` holds, polling every 20 ms; panics after `limit`.
     pub async fn wait_for(&self, limit: Duration, what: &str, check: impl Fn(&Self) -> bool) {
         let deadline = Instant::now() + limit;
