@@ -21,6 +21,7 @@ mod slack_events;
 mod slack_transport;
 mod telegram;
 mod telegram_driver;
+mod telegram_markup;
 mod telegram_plan;
 
 use std::net::SocketAddr;
