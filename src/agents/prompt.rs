@@ -41,6 +41,8 @@ pub struct PromptOptions<'a> {
     pub deferred_tools: &'a [String],
     /// Extra sandbox mounts: (container path, read-only).
     pub mounts: &'a [(String, bool)],
+    /// Memory is on: one sentence says what the `<memory>` block is.
+    pub memory: bool,
 }
 
 impl Default for PromptOptions<'_> {
@@ -55,13 +57,14 @@ impl Default for PromptOptions<'_> {
             skills: &[],
             deferred_tools: &[],
             mounts: &[],
+            memory: false,
         }
     }
 }
 
 /// Builds the system prompt. Sections, in order: role, soul, self_update (custom agents),
 /// thinking style, clarification, skills, deferred tools, sub-agents (when enabled), working
-/// directory, response style, citations, critical reminders.
+/// directory, response style, citations, critical reminders, and the memory note (memory on).
 pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     let mut sections: Vec<String> = Vec::with_capacity(12);
     sections.push(role(options.agent_name));
@@ -86,6 +89,9 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     sections.push(s::RESPONSE_STYLE.to_string());
     sections.push(s::CITATIONS.to_string());
     sections.push(critical_reminders(options));
+    if options.memory {
+        sections.push(s::MEMORY_NOTE.to_string());
+    }
     let mut prompt = sections.join("\n\n");
     prompt.push('\n');
     prompt

@@ -79,3 +79,8 @@ pub(crate) const CRITICAL_REMINDERS_HEAD: &str = "<critical_reminders>
 
 pub(crate) const CRITICAL_REMINDERS_TAIL: &str = "- Always end a turn with a message to the user.
 </critical_reminders>";
+
+/// Last, right before the dynamic context the coalescing merges in behind this prompt.
+pub(crate) const MEMORY_NOTE: &str = "<memory_note>
+A <memory> block holds what you remember about the user from earlier conversations (in a group chat: about the person it names): use it as context; it may be outdated, and what they say now wins.
+</memory_note>";

@@ -259,6 +259,7 @@ pub fn make_lead_agent(
         skills: &skills,
         deferred_tools: &deferred_names,
         mounts: &mounts,
+        memory: deps.memory.is_some() && config.memory.enabled,
     };
     let system_prompt = match deps.cache {
         Some(cache) => cache.prompt(&prompt_options),
