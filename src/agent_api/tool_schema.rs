@@ -76,7 +76,13 @@ pub fn make_plain(schema: &mut Value) {
 /// as breaks in mid-sentence.
 fn unwrap_lines(text: &str) -> String {
     text.split("\n\n")
-        .map(|paragraph| paragraph.split('\n').map(str::trim).collect::<Vec<_>>().join(" "))
+        .map(|paragraph| {
+            paragraph
+                .split('\n')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect::<Vec<_>>()
         .join("\n\n")
 }
@@ -159,7 +165,15 @@ mod tests {
         let order: Vec<&str> = properties.keys().map(String::as_str).collect();
         assert_eq!(
             order,
-            ["description", "path", "offset", "count", "ratio", "mode", "more"]
+            [
+                "description",
+                "path",
+                "offset",
+                "count",
+                "ratio",
+                "mode",
+                "more"
+            ]
         );
         assert_eq!(
             schema,
@@ -178,6 +192,9 @@ mod tests {
             })
         );
         let text = schema.to_string();
-        assert!(!text.contains("Arguments of") && !text.contains("null"), "{text}");
+        assert!(
+            !text.contains("Arguments of") && !text.contains("null"),
+            "{text}"
+        );
     }
 }

@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use crate::agents::bootstrap::SetupTarget;
 use crate::agents::prompt_sections as s;
 
 /// The name the default agent introduces itself with.
@@ -41,6 +42,8 @@ pub struct PromptOptions<'a> {
     pub deferred_tools: &'a [String],
     /// Extra sandbox mounts: (container path, read-only).
     pub mounts: &'a [(String, bool)],
+    /// A bootstrap conversation: the agent it sets up (the `<bootstrap>` section).
+    pub bootstrap: Option<&'a SetupTarget>,
     /// Memory is on: one sentence says what the `<memory>` block is.
     pub memory: bool,
 }
@@ -57,14 +60,16 @@ impl Default for PromptOptions<'_> {
             skills: &[],
             deferred_tools: &[],
             mounts: &[],
+            bootstrap: None,
             memory: false,
         }
     }
 }
 
 /// Builds the system prompt. Sections, in order: role, soul, self_update (custom agents),
-/// thinking style, clarification, skills, deferred tools, sub-agents (when enabled), working
-/// directory, response style, citations, critical reminders, and the memory note (memory on).
+/// bootstrap (the agent a bootstrap sets up), thinking style, clarification, skills, deferred
+/// tools, sub-agents (when enabled), working directory, response style, citations, critical
+/// reminders, and the memory note (memory on).
 pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     let mut sections: Vec<String> = Vec::with_capacity(12);
     sections.push(role(options.agent_name));
@@ -73,6 +78,9 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     }
     if options.is_custom_agent {
         sections.push(s::SELF_UPDATE.to_string());
+    }
+    if let Some(target) = options.bootstrap {
+        sections.push(target.prompt_section());
     }
     sections.push(thinking_style(options));
     sections.push(s::CLARIFICATION_SYSTEM.to_string());

@@ -4,7 +4,6 @@ use super::*;
 use crate::agents::{AgentUpdate, ModelSettings, ReasoningEffort};
 use crate::config::ModelConfig;
 use crate::model::ScriptedModel;
-use serde_json::Value;
 use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings};
 
 struct Fixture {
@@ -382,7 +381,12 @@ fn who_may_bootstrap_and_whose_agents_are_visible() {
 
     let open = fixture(|c| c.agents.self_service = true);
     assert!(open.build("alice", bootstrap(Some("mine"))).is_ok());
-    let err = open.build("alice", bootstrap(None)).err().unwrap();
+    // Without a name the conversation asks for one: an agent of her own all the same.
+    assert!(open.build("alice", bootstrap(None)).is_ok());
+    let err = open
+        .build("alice", bootstrap(Some("default")))
+        .err()
+        .unwrap();
     assert!(
         matches!(err, LeadAgentError::Forbidden(AccessDenied::DefaultSoul)),
         "{err}"
@@ -397,173 +401,63 @@ fn who_may_bootstrap_and_whose_agents_are_visible() {
     assert!(matches!(err, LeadAgentError::InvalidAgentName(_)), "{err}");
 }
 
-/// Every tool any branch can hand the model: the configured kinds (the web tools added), the
-/// middlewares' (`ask_clarification`, `write_todos`, `present_files`), `task`, `setup_agent`
-/// and `update_agent`.
-fn every_builtin_tool() -> Vec<ToolRef> {
-    let f = fixture(|config| {
-        let kinds = [
-            "bash",
-            "ls",
-            "read_file",
-            "write_file",
-            "str_replace",
-            "glob",
-            "grep",
-            "view_image",
-            "web_search",
-            "web_fetch",
-        ];
-        for kind in kinds {
-            config.tools.push(crate::config::ToolConfig {
-                name: kind.into(),
-                group: None,
-                use_kind: kind.into(),
-                params: Default::default(),
-            });
-        }
-    });
-    f.create("root", "reviewer", |_| {});
-    let planning = RunOptions {
-        model_name: Some("seer".into()),
-        is_plan_mode: true,
-        subagent_enabled: true,
-        ..Default::default()
-    };
-    let bootstrap = RunOptions {
-        is_bootstrap: true,
-        agent_name: Some("new-bot".into()),
-        ..Default::default()
-    };
-    let mut tools: Vec<ToolRef> = Vec::new();
-    for options in [planning, bootstrap, custom("reviewer")] {
-        let lead = f.build("root", options).unwrap();
-        for tool in lead.agent.tools {
-            if !tools.iter().any(|t| t.name() == tool.name()) {
-                tools.push(tool);
-            }
-        }
-    }
-    tools
-}
-
-/// The properties of each tool's arguments in the order their structs declare them.
-const DECLARED_ORDER: [(&str, &[&str]); 17] = [
-    ("bash", &["description", "command"]),
-    ("ls", &["description", "path"]),
-    ("read_file", &["description", "path", "start_line", "end_line"]),
-    ("write_file", &["description", "path", "content", "append"]),
-    (
-        "str_replace",
-        &["description", "path", "old_str", "new_str", "replace_all"],
-    ),
-    (
-        "glob",
-        &["description", "pattern", "path", "include_dirs", "max_results"],
-    ),
-    (
-        "grep",
-        &[
-            "description",
-            "pattern",
-            "path",
-            "glob",
-            "literal",
-            "case_sensitive",
-            "max_results",
-        ],
-    ),
-    ("view_image", &["description", "path"]),
-    ("web_search", &["query", "max_results"]),
-    ("web_fetch", &["url"]),
-    ("present_files", &["filepaths"]),
-    (
-        "task",
-        &["description", "prompt", "subagent_type", "max_turns"],
-    ),
-    ("write_todos", &["todos"]),
-    (
-        "ask_clarification",
-        &["question", "clarification_type", "context", "options"],
-    ),
-    ("setup_agent", &["soul", "description", "skills"]),
-    (
-        "update_agent",
-        &["soul", "description", "skills", "tool_groups", "model"],
-    ),
-    ("tool_search", &["query", "max_results"]),
-];
-
-/// Every schema node below `schema` (itself included).
-fn schema_nodes(schema: &Value, out: &mut Vec<serde_json::Map<String, Value>>) {
-    match schema {
-        Value::Object(node) => {
-            out.push(node.clone());
-            node.values().for_each(|child| schema_nodes(child, out));
-        }
-        Value::Array(items) => items.iter().for_each(|child| schema_nodes(child, out)),
-        _ => {}
-    }
-}
-
 #[test]
-fn every_builtin_tool_schema_is_plain_json_schema_in_declared_order() {
-    let mut tools = every_builtin_tool();
-    let catalog = DeferredCatalog::new(&[]);
-    tools.push(Arc::new(crate::mcp::ToolSearchTool::new(catalog)));
-    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
-    let declared: Vec<&str> = DECLARED_ORDER.iter().map(|(name, _)| *name).collect();
-    let mut sorted = names.clone();
-    sorted.sort_unstable();
-    let mut expected = declared.clone();
-    expected.sort_unstable();
-    assert_eq!(sorted, expected, "every built-in tool is checked");
-    for tool in &tools {
-        let schema = tool.parameters();
-        let (_, order) = DECLARED_ORDER
-            .iter()
-            .find(|(name, _)| *name == tool.name())
-            .unwrap();
-        let properties: Vec<&str> = schema["properties"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        assert_eq!(properties, *order, "{}", tool.name());
-        let text = schema.to_string();
-        for internal in ["Arguments of", "the schema the model sees", "$schema", "title"] {
-            assert!(!text.contains(internal), "{}: {text}", tool.name());
-        }
-        assert!(schema.get("description").is_none(), "{}: {text}", tool.name());
-        let mut nodes = Vec::new();
-        schema_nodes(&schema, &mut nodes);
-        for node in nodes {
-            assert!(node.get("format").is_none(), "{}: {text}", tool.name());
-            assert!(node.get("anyOf").is_none(), "{}: {text}", tool.name());
-            if let Some(kind) = node.get("type") {
-                assert!(kind.is_string(), "{}: a plain type: {text}", tool.name());
-            }
-            if let Some(values) = node.get("enum").and_then(Value::as_array) {
-                assert!(!values.iter().any(Value::is_null), "{}: {text}", tool.name());
-            }
-        }
-    }
-    let write_file = tools.iter().find(|t| t.name() == "write_file").unwrap();
+fn a_bootstrap_tells_the_model_which_agent_it_sets_up() {
+    let f = fixture(|_| {});
+    let bootstrap = |name: Option<&str>| RunOptions {
+        is_bootstrap: true,
+        agent_name: name.map(str::to_string),
+        ..Default::default()
+    };
+    let setup_agent = |lead: &LeadAgent| {
+        let tool = lead.agent.tools.iter().find(|t| t.name() == "setup_agent");
+        tool.unwrap().clone()
+    };
+
+    let named = f.build("root", bootstrap(Some("Coder"))).unwrap();
+    let prompt = named.agent.system_prompt.as_deref().unwrap();
     assert!(
-        write_file
-            .description()
-            .contains("at most 80 KB unless append=true"),
-        "{}",
-        write_file.description()
+        prompt.contains(
+            "<bootstrap>\nThis conversation sets up a new agent named \"coder\". The name is fixed"
+        ),
+        "{prompt}"
     );
-    let web_fetch = tools.iter().find(|t| t.name() == "web_fetch").unwrap();
+    let tool = setup_agent(&named);
+    assert!(tool.description().contains("\"coder\""));
+    assert_eq!(
+        tool.parameters()["required"],
+        serde_json::json!(["soul", "description"])
+    );
+
+    let unnamed = f.build("root", bootstrap(None)).unwrap();
+    let prompt = unnamed.agent.system_prompt.as_deref().unwrap();
+    assert!(prompt.contains("has no name yet"), "{prompt}");
     assert!(
-        web_fetch
+        prompt.contains("ask the person what to call it"),
+        "{prompt}"
+    );
+    let schema = setup_agent(&unnamed).parameters();
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["name", "soul", "description"])
+    );
+    assert!(
+        schema["properties"]["name"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("letters, digits and hyphens")
+    );
+
+    let default = f.build("root", bootstrap(Some("default"))).unwrap();
+    assert_eq!(default.agent_name, None, "the default agent's own run");
+    let prompt = default.agent.system_prompt.as_deref().unwrap();
+    assert!(prompt.contains("sets up the default agent"), "{prompt}");
+    assert!(
+        setup_agent(&default)
             .description()
-            .contains("Only fetch exact URLs the user gave or that web_search returned")
-            && web_fetch.description().contains("scheme"),
-        "{}",
-        web_fetch.description()
+            .starts_with("Save the default agent's SOUL.md")
     );
 }
+
+#[path = "schema_tests.rs"]
+mod schema;

@@ -55,7 +55,7 @@ fn description(max_bytes: usize) -> String {
          file, read it first.",
     );
     if max_bytes > 0 {
-        let size = if max_bytes % 1024 == 0 {
+        let size = if max_bytes.is_multiple_of(1024) {
             format!("{} KB", max_bytes / 1024)
         } else {
             format!("{max_bytes} bytes")
