@@ -4,9 +4,8 @@
 //! `/bootstrap NAME` in a chat, the web chat's "Create an agent"), never from the model: then it
 //! is fixed, and the model is told it. Without one the model asks the person for a name and
 //! passes it to `setup_agent`, which checks it against the agent-name rules before anything is
-//! written. `default` sets up the default agent's soul (admins only).
-
-use crate::agents::prompt::escape_html;
+//! written. `default` sets up the default agent's soul (admins only). The prompt's
+//! `<bootstrap>` section (`agents::prompt`) tells the model which of these it is.
 
 /// The name that stands for the default agent (as in `/agent default`).
 pub const DEFAULT_AGENT_KEYWORD: &str = "default";
@@ -30,29 +29,6 @@ impl SetupTarget {
             Some(name) if name.eq_ignore_ascii_case(DEFAULT_AGENT_KEYWORD) => Self::DefaultAgent,
             Some(name) => Self::Named(name.to_string()),
         }
-    }
-
-    /// The `<bootstrap>` section of the system prompt: which agent the conversation creates.
-    pub fn prompt_section(&self) -> String {
-        let body = match self {
-            Self::Named(name) => format!(
-                "This conversation sets up a new agent named \"{}\". The name is fixed: do not \
-                 ask for another one (you may ask how the agent should introduce itself). \
-                 `setup_agent` creates it under this name.",
-                escape_html(name)
-            ),
-            Self::Unnamed => "This conversation sets up a new agent that has no name yet. In \
-                 your first round, ask the person what to call it: 1 to 64 letters, digits and \
-                 hyphens, no spaces, dots or underscores (e.g. release-helper). If an answer \
-                 breaks these rules, say why and ask again before you go on. Pass the name to \
-                 `setup_agent` as `name`."
-                .to_string(),
-            Self::DefaultAgent => "This conversation sets up the default agent: the one \
-                 everyone on this install talks to when they choose no agent. `setup_agent` \
-                 saves its SOUL.md; it needs no name."
-                .to_string(),
-        };
-        format!("<bootstrap>\n{body}\n</bootstrap>")
     }
 }
 
@@ -86,15 +62,7 @@ mod tests {
     }
 
     #[test]
-    fn the_prompt_names_the_agent_or_asks_for_a_name() {
-        let named = SetupTarget::Named("coder".into()).prompt_section();
-        assert!(named.contains("named \"coder\"") && named.contains("The name is fixed"));
-        let unnamed = SetupTarget::Unnamed.prompt_section();
-        assert!(
-            unnamed.contains("ask the person what to call it"),
-            "{unnamed}"
-        );
-        assert!(unnamed.contains("`setup_agent` as `name`"), "{unnamed}");
+    fn the_opening_message_says_what_the_person_asked_for() {
         assert_eq!(
             opening_text(&SetupTarget::Named("coder".into()), Some(" reviews PRs ")),
             "Set up a new agent named coder. What it is for: reviews PRs"

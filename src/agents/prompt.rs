@@ -80,7 +80,7 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
         sections.push(s::SELF_UPDATE.to_string());
     }
     if let Some(target) = options.bootstrap {
-        sections.push(target.prompt_section());
+        sections.push(bootstrap_section(target));
     }
     sections.push(thinking_style(options));
     sections.push(s::CLARIFICATION_SYSTEM.to_string());
@@ -129,6 +129,21 @@ fn role(agent_name: Option<&str>) -> String {
          research, writing, analysis and code — with the tools and files of this workspace.\n</role>",
         escape_html(name)
     )
+}
+
+/// Which agent a bootstrap conversation creates: the name it started with, or a name to ask for.
+fn bootstrap_section(target: &SetupTarget) -> String {
+    let body = match target {
+        SetupTarget::Named(name) => format!(
+            "This conversation sets up a new agent named \"{}\". The name is fixed: do not \
+             ask for another one (you may ask how the agent should introduce itself). \
+             `setup_agent` creates it under this name.",
+            escape_html(name)
+        ),
+        SetupTarget::Unnamed => s::BOOTSTRAP_UNNAMED.to_string(),
+        SetupTarget::DefaultAgent => s::BOOTSTRAP_DEFAULT_AGENT.to_string(),
+    };
+    format!("<bootstrap>\n{body}\n</bootstrap>")
 }
 
 fn thinking_style(options: &PromptOptions<'_>) -> String {
