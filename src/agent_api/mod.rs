@@ -12,6 +12,7 @@ mod events;
 mod middleware;
 mod options;
 mod tool;
+pub mod tool_schema;
 
 pub use context::{RunContext, RunUsers, ToolContext};
 pub use dropped::DroppedMessagesSink;

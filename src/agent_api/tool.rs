@@ -128,7 +128,10 @@ impl ToolError {
     }
 }
 
-/// JSON Schema for an argument struct, inlined (no `$ref`s) because providers reject them.
+/// JSON Schema for an argument struct, as the model sees it (see [`tool_schema`]): inlined,
+/// in declared order, plain.
+///
+/// [`tool_schema`]: crate::agent_api::tool_schema
 pub fn schema_for<T: JsonSchema + 'static>() -> Value {
     use std::any::TypeId;
     use std::collections::HashMap;
@@ -144,15 +147,7 @@ pub fn schema_for<T: JsonSchema + 'static>() -> Value {
     {
         return cached;
     }
-    let settings = schemars::generate::SchemaSettings::draft07().with(|s| {
-        s.inline_subschemas = true;
-    });
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let mut value = serde_json::to_value(schema).unwrap_or_else(|_| serde_json::json!({}));
-    if let Some(obj) = value.as_object_mut() {
-        obj.remove("$schema");
-        obj.remove("title");
-    }
+    let value = crate::agent_api::tool_schema::generate::<T>();
     if let Ok(mut cache) = cache.lock() {
         cache.insert(TypeId::of::<T>(), value.clone());
     }

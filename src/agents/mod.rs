@@ -4,6 +4,7 @@
 //! Layout under the data dir: `users/{user}/agents/{name}/{config.yaml,SOUL.md,history/}` and
 //! the default agent's soul at `SOUL.md`. Names are validated before any path is built.
 
+pub mod bootstrap;
 mod cache;
 pub mod capabilities;
 pub mod config;
@@ -14,6 +15,7 @@ pub mod store;
 pub mod surface;
 pub mod tools;
 
+pub use bootstrap::{DEFAULT_AGENT_KEYWORD, SetupTarget};
 pub use cache::DEFAULT_CACHED_AGENTS;
 pub use capabilities::{KnownCapabilities, UnknownCapabilities};
 pub use config::{AgentConfig, AgentConfigError, ModelSettings, ReasoningEffort};

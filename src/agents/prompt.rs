@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use crate::agents::bootstrap::SetupTarget;
 use crate::agents::prompt_sections as s;
 use crate::agents::surface::ChatSurface;
 
@@ -57,6 +58,10 @@ pub struct PromptOptions<'a> {
     pub converted_uploads: bool,
     /// The chat platform of the conversation; `None` for the web chat, console and API.
     pub chat: Option<ChatSurface>,
+    /// A bootstrap conversation: the agent it sets up (the `<bootstrap>` section).
+    pub bootstrap: Option<&'a SetupTarget>,
+    /// Memory is on: one sentence says what the `<memory>` block is.
+    pub memory: bool,
 }
 
 impl Default for PromptOptions<'_> {
@@ -76,6 +81,8 @@ impl Default for PromptOptions<'_> {
             sandbox_network: None,
             converted_uploads: false,
             chat: None,
+            bootstrap: None,
+            memory: false,
         }
     }
 }
@@ -98,9 +105,9 @@ impl PromptOptions<'_> {
 }
 
 /// Builds the system prompt. Sections, in order: role, soul, self_update (custom agents),
-/// thinking style, clarification, todo list (plan mode), skills, deferred tools, sub-agents
-/// (when enabled), working directory, response style, citations (with web tools), critical
-/// reminders.
+/// bootstrap (the agent a bootstrap sets up), thinking style, clarification, todo list (plan
+/// mode), skills, deferred tools, sub-agents (when enabled), working directory, response style,
+/// citations (with web tools), critical reminders, and the memory note (memory on).
 pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     let mut sections: Vec<String> = Vec::with_capacity(13);
     sections.push(role(options.agent_name));
@@ -109,6 +116,9 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     }
     if options.is_custom_agent {
         sections.push(s::SELF_UPDATE.to_string());
+    }
+    if let Some(target) = options.bootstrap {
+        sections.push(bootstrap_section(target));
     }
     sections.push(thinking_style(options));
     sections.push(clarification(options));
@@ -135,6 +145,9 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
         sections.push(s::CITATIONS.to_string());
     }
     sections.push(critical_reminders(options));
+    if options.memory {
+        sections.push(s::MEMORY_NOTE.to_string());
+    }
     let mut prompt = sections.join("\n\n");
     prompt.push('\n');
     prompt
@@ -164,6 +177,21 @@ fn role(agent_name: Option<&str>) -> String {
          research, writing, analysis and code — with the tools and files of this workspace.\n</role>",
         escape_html(name)
     )
+}
+
+/// Which agent a bootstrap conversation creates: the name it started with, or a name to ask for.
+fn bootstrap_section(target: &SetupTarget) -> String {
+    let body = match target {
+        SetupTarget::Named(name) => format!(
+            "This conversation sets up a new agent named \"{}\". The name is fixed: do not \
+             ask for another one (you may ask how the agent should introduce itself). \
+             `setup_agent` creates it under this name.",
+            escape_html(name)
+        ),
+        SetupTarget::Unnamed => s::BOOTSTRAP_UNNAMED.to_string(),
+        SetupTarget::DefaultAgent => s::BOOTSTRAP_DEFAULT_AGENT.to_string(),
+    };
+    format!("<bootstrap>\n{body}\n</bootstrap>")
 }
 
 fn thinking_style(options: &PromptOptions<'_>) -> String {

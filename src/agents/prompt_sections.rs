@@ -127,3 +127,14 @@ pub(crate) const CRITICAL_REMINDERS_TAIL: &str = "- Images: present the image, t
 - Make independent tool calls together in one response.
 - Always end your turn with a visible message to the user.
 </critical_reminders>";
+
+/// Last, right before the dynamic context the coalescing merges in behind this prompt.
+pub(crate) const MEMORY_NOTE: &str = "<memory_note>
+A <memory> block holds what you remember about the user from earlier conversations (in a group chat: about the person it names): use it as context; it may be outdated, and what they say now wins.
+</memory_note>";
+
+/// The `<bootstrap>` text of a bootstrap started without a name.
+pub(crate) const BOOTSTRAP_UNNAMED: &str = "This conversation sets up a new agent that has no name yet. In your first round, ask the person what to call it: 1 to 64 letters, digits and hyphens, no spaces, dots or underscores (e.g. release-helper). If an answer breaks these rules, say why and ask again before you go on. Pass the name to `setup_agent` as `name`.";
+
+/// The `<bootstrap>` text of the default agent's setup.
+pub(crate) const BOOTSTRAP_DEFAULT_AGENT: &str = "This conversation sets up the default agent: the one everyone on this install talks to when they choose no agent. `setup_agent` saves its SOUL.md; it needs no name.";

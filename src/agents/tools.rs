@@ -1,7 +1,9 @@
 //! The `setup_agent` (bootstrap) and `update_agent` (custom agent self-update) tools.
 //!
-//! The agent name never comes from the model: it is the run's `agent_name`, so a conversation can
-//! only create or change the agent it was started for, for the user it runs as.
+//! A conversation can only create or change an agent of the user it runs as. The agent name comes
+//! from the run (`update_agent`, and `setup_agent` in a conversation started with a name);
+//! only a bootstrap started without one takes the name the person gives, checked like any
+//! other before anything is written.
 
 use std::sync::Arc;
 
@@ -12,6 +14,7 @@ use serde_json::Value;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use crate::agents::bootstrap::{DEFAULT_AGENT_KEYWORD, SetupTarget};
 use crate::agents::capabilities::{KnownCapabilities, UnknownCapabilities};
 use crate::agents::config::AgentConfig;
 use crate::agents::store::{AgentStore, AgentStoreError, AgentUpdate};
@@ -35,6 +38,8 @@ pub enum AgentToolError {
     EmptyUpdateSoul,
     #[error(transparent)]
     InvalidName(#[from] AgentNameError),
+    #[error("'default' names the default agent; ask the person for another name")]
+    ReservedName,
     #[error(
         "update_agent is only available inside a custom agent's chat; to create a new agent use setup_agent instead"
     )]
@@ -76,6 +81,20 @@ pub struct SetupAgentArgs {
     pub skills: Option<Vec<String>>,
 }
 
+/// Arguments of `setup_agent` when the conversation started without a name.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct NamedSetupAgentArgs {
+    /// The new agent's name, as the person chose it: 1 to 64 letters, digits and hyphens.
+    pub name: String,
+    /// The complete SOUL.md of the new agent (Markdown).
+    pub soul: String,
+    /// One line saying what the agent is for.
+    pub description: String,
+    /// Skills the agent may use; omit for all enabled skills, [] for none.
+    #[serde(default, deserialize_with = "nullish_list")]
+    pub skills: Option<Vec<String>>,
+}
+
 /// Arguments of `update_agent`; every field is optional and an omitted field keeps its value.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct UpdateAgentArgs {
@@ -96,16 +115,50 @@ pub struct UpdateAgentArgs {
     pub model: Option<String>,
 }
 
-/// Creates the agent a bootstrap conversation was started for (or the default agent's soul).
+/// Creates the agent a bootstrap conversation was started for, under the name it started with
+/// or, without one, the name the person gives (or the default agent's soul).
 pub struct SetupAgentTool {
     store: Arc<AgentStore>,
     /// The skills the `skills` argument is checked against (`None`: any skill name is taken).
     skills: Option<SkillCatalog>,
+    target: SetupTarget,
+    description: String,
 }
 
 impl SetupAgentTool {
-    pub fn new(store: Arc<AgentStore>, skills: Option<SkillCatalog>) -> Self {
-        Self { store, skills }
+    /// For a bootstrap run whose `agent_name` is `agent_name` (see [`SetupTarget::of`]).
+    pub fn new(
+        store: Arc<AgentStore>,
+        skills: Option<SkillCatalog>,
+        agent_name: Option<&str>,
+    ) -> Self {
+        Self::for_target(store, skills, SetupTarget::of(agent_name))
+    }
+
+    pub fn for_target(
+        store: Arc<AgentStore>,
+        skills: Option<SkillCatalog>,
+        target: SetupTarget,
+    ) -> Self {
+        let what = match &target {
+            SetupTarget::Named(name) => format!(
+                "Create the agent \"{name}\" this conversation is setting up: saves its SOUL.md"
+            ),
+            SetupTarget::Unnamed => "Create the agent this conversation is setting up, under \
+                 the name the person chose: saves its SOUL.md"
+                .to_string(),
+            SetupTarget::DefaultAgent => "Save the default agent's SOUL.md".to_string(),
+        };
+        let description = format!(
+            "{what} (personality, values, working style) and a one-line description. Call it \
+             once, at the end of the interview, with the complete SOUL.md."
+        );
+        Self {
+            store,
+            skills,
+            target,
+            description,
+        }
     }
 }
 
@@ -116,29 +169,48 @@ impl Tool for SetupAgentTool {
     }
 
     fn description(&self) -> &str {
-        "Create the agent this conversation is setting up: saves its SOUL.md (personality, \
-         values, working style) and a one-line description. Call it once, at the end of the \
-         interview, with the complete SOUL.md."
+        &self.description
     }
 
     fn parameters(&self) -> Value {
-        schema_for::<SetupAgentArgs>()
+        match self.target {
+            SetupTarget::Unnamed => schema_for::<NamedSetupAgentArgs>(),
+            _ => schema_for::<SetupAgentArgs>(),
+        }
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-        let args: SetupAgentArgs = parse_args(args)?;
+        let (raw_name, args) = match &self.target {
+            SetupTarget::Unnamed => {
+                let args: NamedSetupAgentArgs = parse_args(args)?;
+                let rest = SetupAgentArgs {
+                    soul: args.soul,
+                    description: args.description,
+                    skills: args.skills,
+                };
+                (args.name.trim().to_string(), rest)
+            }
+            SetupTarget::Named(name) => (name.clone(), parse_args(args)?),
+            SetupTarget::DefaultAgent => {
+                let args: SetupAgentArgs = parse_args(args)?;
+                if args.soul.trim().is_empty() {
+                    return Err(AgentToolError::EmptySoul.into());
+                }
+                self.store
+                    .set_default_soul(&args.soul)
+                    .map_err(AgentToolError::from)?;
+                return Ok(ToolOutput::text(
+                    "The default agent's SOUL.md was saved successfully!",
+                ));
+            }
+        };
         if args.soul.trim().is_empty() {
             return Err(AgentToolError::EmptySoul.into());
         }
-        let Some(raw_name) = run_agent_name(ctx.run) else {
-            self.store
-                .set_default_soul(&args.soul)
-                .map_err(AgentToolError::from)?;
-            return Ok(ToolOutput::text(
-                "The default agent's SOUL.md was saved successfully!",
-            ));
-        };
-        let name = normalize_agent_name(raw_name).map_err(AgentToolError::from)?;
+        if raw_name.eq_ignore_ascii_case(DEFAULT_AGENT_KEYWORD) {
+            return Err(AgentToolError::ReservedName.into());
+        }
+        let name = normalize_agent_name(&raw_name).map_err(AgentToolError::from)?;
         check_capabilities(ctx.run, self.skills.as_ref(), None, args.skills.as_deref())?;
         let mut config = AgentConfig::new(name.clone(), args.description.trim());
         config.skills = args.skills;

@@ -59,6 +59,7 @@ impl ChatSurface<'_> {
             model: record.model.clone(),
             agent: chosen_agent(Some(record), &config.channels, &self.entry.message.channel),
             plan_mode: record.plan_mode,
+            bootstrap: record.bootstrap.clone(),
         }
     }
 }
@@ -90,15 +91,28 @@ impl CommandSurface for ChatSurface<'_> {
             AgentChoice::Switch(agent) => self
                 .deps
                 .new_thread(self.key, &self.user_id, |r| r.agent = agent),
+            AgentChoice::Bootstrap(bootstrap) => {
+                self.deps
+                    .new_thread(self.key, &self.user_id, |r| r.bootstrap = Some(bootstrap))
+            }
         }
         .map_err(surface_error)?;
         Ok(self.conversation_of(&record))
     }
 
     /// A group's conversation is everyone's: only whoever started it or an admin may start it
-    /// over for all.
+    /// over for all. An agent is set up in a direct chat: a group would be left talking to one
+    /// member's new agent, which nobody else may run.
     async fn refuse(&self, command: &Command) -> Result<Option<String>, CommandError> {
-        if *command != Command::New || self.entry.message.is_direct {
+        if self.entry.message.is_direct {
+            return Ok(None);
+        }
+        if matches!(command, Command::Bootstrap { .. }) {
+            return Ok(Some(
+                "Set up a new agent in a direct message with me: send /bootstrap there.".into(),
+            ));
+        }
+        if *command != Command::New {
             return Ok(None);
         }
         let Some(record) = self.deps.chats.get(self.key)? else {

@@ -87,11 +87,15 @@ impl TurnDeps {
             model: None,
             agent: None,
             plan_mode: false,
+            bootstrap: None,
             created_at: now,
             updated_at: now,
         });
         record.thread_id = thread.thread_id;
         record.updated_at = now;
+        // A bootstrap belongs to its conversation: a new one ends it (unless `change` starts
+        // one).
+        record.bootstrap = None;
         change(&mut record);
         self.chats.put(key, &record)?;
         Ok(record)

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::records;
+use crate::commands::BootstrapSession;
 use crate::config::ChannelsConfig;
 use crate::store::{StoreError, StoreRef};
 
@@ -32,6 +33,9 @@ pub struct ChatRecord {
     pub agent: Option<String>,
     #[serde(default)]
     pub plan_mode: bool,
+    /// A bootstrap in progress: the chat's turns set this agent up until it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bootstrap: Option<BootstrapSession>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -93,6 +97,7 @@ impl ChatMap {
             model: None,
             agent: None,
             plan_mode: false,
+            bootstrap: None,
             created_at: now,
             updated_at: now,
         };

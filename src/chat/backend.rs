@@ -188,6 +188,22 @@ impl ChatBackend {
         }
     }
 
+    /// The agent the thread's bootstrap created (`setup_agent`'s `created_agent_name`).
+    pub async fn created_agent(&self, thread_id: &str) -> Result<Option<String>, ChatError> {
+        let key = crate::agents::tools::CREATED_AGENT_NAME_KEY;
+        match self {
+            ChatBackend::Embedded(client) => Ok(client
+                .state(thread_id)
+                .await?
+                .and_then(|state| state.extra.get(key)?.as_str().map(str::to_string))),
+            ChatBackend::Daemon(daemon, _) => {
+                let path = format!("/api/threads/{}/state", segment(thread_id));
+                let state = daemon.send(Method::GET, &path, None).await?;
+                Ok(state["values"]["extra"][key].as_str().map(str::to_string))
+            }
+        }
+    }
+
     /// The files the thread presented so far (virtual paths, in order).
     pub async fn files(&self, thread_id: &str) -> Result<Vec<String>, ChatError> {
         match self {

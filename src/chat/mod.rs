@@ -99,6 +99,7 @@ impl Session {
             model: base_options.model_name.clone(),
             agent: base_options.agent_name.clone(),
             plan_mode: base_options.is_plan_mode,
+            bootstrap: None,
         };
         Self {
             thread_id,
@@ -108,13 +109,14 @@ impl Session {
         }
     }
 
-    /// The options of the next turn: the session's, with the conversation's settings.
-    fn run_options(&self, bootstrap: bool) -> RunOptions {
+    /// The options of the next turn: the session's, with the conversation's settings (a
+    /// bootstrap in progress runs for the agent it sets up).
+    fn run_options(&self) -> RunOptions {
         let mut options = self.base_options.clone();
         options.model_name = self.conversation.model.clone();
-        options.agent_name = self.conversation.agent.clone();
+        options.agent_name = self.conversation.run_agent();
         options.is_plan_mode = self.conversation.plan_mode;
-        options.is_bootstrap = bootstrap;
+        options.is_bootstrap = self.conversation.bootstrap.is_some();
         options
     }
 }
@@ -177,7 +179,7 @@ where
             "" => continue,
             "/quit" | "/exit" => break,
             text if text.starts_with('/') => command(backend, &mut session, text, out).await?,
-            text => turn(backend, &mut session, text, false, out).await?,
+            text => turn(backend, &mut session, text, out).await?,
         }
     }
     Ok(())
@@ -192,7 +194,7 @@ async fn command<W: Write>(
 ) -> std::io::Result<()> {
     let answer = match backend.command(&session.conversation, text).await {
         Ok(Some(answer)) => answer,
-        Ok(None) => return turn(backend, session, text, false, out).await,
+        Ok(None) => return turn(backend, session, text, out).await,
         Err(e) => return writeln!(out, "error: {e}"),
     };
     let CommandAnswer {
@@ -217,8 +219,9 @@ async fn command<W: Write>(
         session.shown_files.clear();
     }
     session.conversation = conversation;
+    // `/bootstrap`'s turn: the conversation it returned carries the bootstrap.
     if let Some(next) = next {
-        turn(backend, session, &next.text, next.bootstrap, out).await?;
+        turn(backend, session, &next.text, out).await?;
     }
     Ok(())
 }
@@ -227,11 +230,10 @@ async fn turn<W: Write>(
     backend: &ChatBackend,
     session: &mut Session,
     text: &str,
-    bootstrap: bool,
     out: &mut W,
 ) -> std::io::Result<()> {
     let thread_id = session.thread_id.clone();
-    let options = session.run_options(bootstrap);
+    let options = session.run_options();
     let mut events = match backend.turn(&thread_id, text, &options).await {
         Ok(events) => events,
         Err(e) => {
@@ -274,6 +276,33 @@ async fn turn<W: Write>(
     }
     if presented {
         show_files(backend, session, out).await?;
+    }
+    if session.conversation.bootstrap.is_some() {
+        settle_bootstrap(backend, session, out).await?;
+    }
+    Ok(())
+}
+
+/// Once the bootstrap created its agent, the conversation goes on with it.
+async fn settle_bootstrap<W: Write>(
+    backend: &ChatBackend,
+    session: &mut Session,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let created = match backend.created_agent(&session.thread_id).await {
+        Ok(created) => created,
+        Err(e) => return writeln!(out, "error: cannot tell whether the agent was created: {e}"),
+    };
+    if session.conversation.settle_bootstrap(created.as_deref()) {
+        let agent = session
+            .conversation
+            .agent
+            .as_deref()
+            .unwrap_or("the default agent");
+        writeln!(
+            out,
+            "[agent] {agent} is set up; this conversation now talks to it."
+        )?;
     }
     Ok(())
 }

@@ -1,8 +1,12 @@
 //! What each command does, against a [`CommandSurface`] and the harness. Replies are plain
 //! text; `/bootstrap` becomes a turn the surface runs.
 
+use crate::agents::bootstrap::opening_text;
+use crate::agents::{DEFAULT_AGENT_KEYWORD, SetupTarget, normalize_agent_name};
 use crate::commands::parse::Command;
-use crate::commands::surface::{AgentChoice, CommandError, CommandSurface, SettingChange};
+use crate::commands::surface::{
+    AgentChoice, BootstrapSession, CommandError, CommandSurface, SettingChange,
+};
 use crate::config::AppConfig;
 use crate::harness::Harness;
 use crate::lead_agent::access::{check_bootstrap, is_admin};
@@ -65,7 +69,13 @@ pub async fn execute(
                 .get(&thread_id)?
                 .and_then(|thread| thread.title)
                 .unwrap_or_else(|| "(untitled)".into());
-            let agent = conversation.agent.unwrap_or_else(|| "default".into());
+            let agent = match &conversation.bootstrap {
+                Some(bootstrap) => format!(
+                    "{} (being set up: /bootstrap)",
+                    bootstrap.agent.as_deref().unwrap_or("a new agent")
+                ),
+                None => conversation.agent.unwrap_or_else(|| "default".into()),
+            };
             let model = conversation
                 .model
                 .or_else(|| config.default_model().map(|m| m.name.clone()))
@@ -145,15 +155,41 @@ pub async fn execute(
                 None => "Switched to the default agent. New conversation started.".into(),
             })
         }
-        Command::Bootstrap(text) => {
+        Command::Bootstrap { name, purpose } => {
+            let mut target = SetupTarget::of(name.as_deref());
+            if let SetupTarget::Named(name) = &target {
+                let Ok(normalized) = normalize_agent_name(name) else {
+                    return reply(format!(
+                        "\"{name}\" cannot be an agent's name: use 1 to 64 letters, digits \
+                         and '-', e.g. /bootstrap release-helper what it is for. Or send \
+                         /bootstrap alone and choose the name in the conversation."
+                    ));
+                };
+                if let Ok(Some(_)) = ctx.harness.agents().get(&user_id, &normalized) {
+                    return reply(format!(
+                        "You already have an agent named {normalized}: /agent {normalized} \
+                         talks to it. Choose another name to set up a new one."
+                    ));
+                }
+                target = SetupTarget::Named(normalized);
+            }
             // The factory enforces the same rule; asking first gives the user a clear answer
             // instead of a failed run.
-            let agent = surface.conversation().await?.and_then(|c| c.agent);
-            if let Err(denied) = check_bootstrap(config, &user_id, agent.as_deref()) {
+            if let Err(denied) = check_bootstrap(config, &user_id, &target) {
                 return reply(format!("Sorry, {denied}. Your user id is {user_id}."));
             }
+            let agent = match &target {
+                SetupTarget::Named(name) => Some(name.clone()),
+                SetupTarget::Unnamed => None,
+                SetupTarget::DefaultAgent => Some(DEFAULT_AGENT_KEYWORD.to_string()),
+            };
+            // A setup conversation of its own: the turns run the bootstrap until the agent
+            // exists, then go on with it.
+            surface
+                .new_conversation(AgentChoice::Bootstrap(BootstrapSession { agent }))
+                .await?;
             Ok(CommandOutcome::Turn {
-                text,
+                text: opening_text(&target, purpose.as_deref()),
                 bootstrap: true,
             })
         }

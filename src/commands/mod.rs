@@ -14,9 +14,11 @@ mod session;
 mod surface;
 
 pub use execute::{CommandContext, CommandOutcome, NEW_CONVERSATION, WELCOME_TEXT, execute};
-pub use parse::{Command, DEFAULT_BOOTSTRAP_TEXT, HELP_TEXT, parse_command};
+pub use parse::{Command, HELP_TEXT, parse_command};
 pub use session::run_for_session;
-pub use surface::{AgentChoice, CommandError, CommandSurface, Conversation, SettingChange};
+pub use surface::{
+    AgentChoice, BootstrapSession, CommandError, CommandSurface, Conversation, SettingChange,
+};
 
 use serde::{Deserialize, Serialize};
 

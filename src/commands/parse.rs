@@ -15,7 +15,12 @@ pub enum Command {
     Model(Option<String>),
     /// `/agent` lists, `/agent NAME` switches, `/agent default` clears.
     Agent(Option<String>),
-    Bootstrap(String),
+    /// `/bootstrap [NAME [what it is for]]`: set up a new agent (named now, or in the
+    /// conversation).
+    Bootstrap {
+        name: Option<String>,
+        purpose: Option<String>,
+    },
     /// `/plan` shows, `/plan on|off` sets.
     Plan(Option<bool>),
     Cancel,
@@ -36,16 +41,13 @@ pub enum Command {
     Skills,
 }
 
-/// The text `/bootstrap` runs with when given none (as DeerFlow).
-pub const DEFAULT_BOOTSTRAP_TEXT: &str = "Initialize workspace";
-
 pub const HELP_TEXT: &str = "Available commands:\n\
 /new — Start a new conversation\n\
 /status — Show the thread, agent and model of this chat\n\
 /models — List available models\n\
 /model NAME — Use a model in this chat (/model default to reset)\n\
 /agent [NAME] — List your agents or switch this chat to one\n\
-/bootstrap [text] — Start a bootstrap session (agent setup)\n\
+/bootstrap [NAME [what it is for]] — Set up a new agent\n\
 /plan on|off — Turn plan mode on or off\n\
 /cancel — Stop the running request\n\
 /memory [facts] — What I remember about you (facts with their ids)\n\
@@ -84,7 +86,12 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "/model" => Command::Model(argument),
         "/agent" => Command::Agent(argument),
         "/bootstrap" => {
-            Command::Bootstrap(argument.unwrap_or_else(|| DEFAULT_BOOTSTRAP_TEXT.into()))
+            let (name, purpose) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let given = |text: &str| (!text.trim().is_empty()).then(|| text.trim().to_string());
+            Command::Bootstrap {
+                name: given(name),
+                purpose: given(purpose),
+            }
         }
         "/plan" => match rest.to_ascii_lowercase().as_str() {
             "" => Command::Plan(None),
@@ -135,11 +142,24 @@ mod tests {
             ("/agent coder", Some(Command::Agent(Some("coder".into())))),
             (
                 "/bootstrap",
-                Some(Command::Bootstrap(DEFAULT_BOOTSTRAP_TEXT.into())),
+                Some(Command::Bootstrap {
+                    name: None,
+                    purpose: None,
+                }),
             ),
             (
-                "/bootstrap make me a cook",
-                Some(Command::Bootstrap("make me a cook".into())),
+                "/bootstrap chef",
+                Some(Command::Bootstrap {
+                    name: Some("chef".into()),
+                    purpose: None,
+                }),
+            ),
+            (
+                "/bootstrap chef  plans our  meals ",
+                Some(Command::Bootstrap {
+                    name: Some("chef".into()),
+                    purpose: Some("plans our  meals".into()),
+                }),
             ),
             ("/plan on", Some(Command::Plan(Some(true)))),
             ("/plan OFF", Some(Command::Plan(Some(false)))),

@@ -85,8 +85,11 @@ impl CommandSurface for SessionSurface<'_> {
             .create_thread(&self.user_id, None, Map::new())?;
         self.update(|conversation| {
             conversation.thread_id = Some(thread.thread_id);
-            if let AgentChoice::Switch(agent) = agent {
-                conversation.agent = agent;
+            conversation.bootstrap = None;
+            match agent {
+                AgentChoice::Keep => {}
+                AgentChoice::Switch(agent) => conversation.agent = agent,
+                AgentChoice::Bootstrap(bootstrap) => conversation.bootstrap = Some(bootstrap),
             }
         });
         Ok(self.current())

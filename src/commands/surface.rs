@@ -17,6 +17,40 @@ pub struct Conversation {
     /// The custom agent the turns run (`None`: the default agent).
     pub agent: Option<String>,
     pub plan_mode: bool,
+    /// A bootstrap in progress (`/bootstrap`): every turn runs it until the agent exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bootstrap: Option<BootstrapSession>,
+}
+
+/// The agent a conversation's bootstrap sets up.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BootstrapSession {
+    /// The name it was started with (`default`: the default agent); `None`: the person names
+    /// the agent during the conversation.
+    pub agent: Option<String>,
+}
+
+impl Conversation {
+    /// The agent the next turn runs: the one being set up while a bootstrap lasts.
+    pub fn run_agent(&self) -> Option<String> {
+        match &self.bootstrap {
+            Some(bootstrap) => bootstrap.agent.clone(),
+            None => self.agent.clone(),
+        }
+    }
+
+    /// Ends the bootstrap once `setup_agent` created `created` (the thread's
+    /// `created_agent_name`): the conversation goes on with the new agent. `true` if it ended.
+    pub fn settle_bootstrap(&mut self, created: Option<&str>) -> bool {
+        let Some(created) = created.filter(|_| self.bootstrap.is_some()) else {
+            return false;
+        };
+        self.bootstrap = None;
+        self.agent = (!created.eq_ignore_ascii_case(crate::agents::DEFAULT_AGENT_KEYWORD))
+            .then(|| created.to_string());
+        true
+    }
 }
 
 /// Which agent a new conversation runs.
@@ -26,6 +60,8 @@ pub enum AgentChoice {
     Keep,
     /// This one (`/agent NAME`; `None`: the default agent).
     Switch(Option<String>),
+    /// A bootstrap (`/bootstrap`): the new conversation sets this agent up.
+    Bootstrap(BootstrapSession),
 }
 
 /// A setting a command changes on the current conversation.
@@ -58,7 +94,8 @@ pub trait CommandSurface: Send + Sync {
     /// The conversation as it is now; `None` when it has no thread yet.
     async fn conversation(&self) -> Result<Option<Conversation>, CommandError>;
 
-    /// Points the surface at a new thread, keeping the model and plan mode.
+    /// Points the surface at a new thread, keeping the model and plan mode; a bootstrap in
+    /// progress ends unless `agent` starts one.
     async fn new_conversation(&self, agent: AgentChoice) -> Result<Conversation, CommandError>;
 
     /// Changes a setting of the conversation (a surface may create it first).

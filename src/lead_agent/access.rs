@@ -8,6 +8,7 @@
 //! caller is the single local user, the operator, who therefore counts as an admin; so does the
 //! operator whose token is the only one (`ANTLER_API_TOKEN`, the container's one variable).
 
+use crate::agents::SetupTarget;
 use crate::config::AppConfig;
 use crate::identity::is_channel_admin;
 
@@ -22,7 +23,7 @@ pub enum AccessDenied {
     )]
     Bootstrap,
     #[error(
-        "only admins may set up the default agent's soul; pass context.agent_name to bootstrap an agent of your own"
+        "only admins may set up the default agent; bootstrap an agent of your own under another name, or with none to choose it in the conversation"
     )]
     DefaultSoul,
     #[error(
@@ -47,12 +48,13 @@ pub fn is_admin(config: &AppConfig, user_id: &str) -> bool {
         || is_channel_admin(config, user_id)
 }
 
-/// May `user_id` start a bootstrap conversation? Without an agent name it would write the default
-/// agent's soul, which every user shares, so that is for admins only.
+/// May `user_id` start a bootstrap conversation for `target`? The default agent's soul is every
+/// user's, so setting it up is for admins only; an agent of one's own (named now or during the
+/// conversation) needs `agents.self_service`.
 pub fn check_bootstrap(
     config: &AppConfig,
     user_id: &str,
-    agent_name: Option<&str>,
+    target: &SetupTarget,
 ) -> Result<(), AccessDenied> {
     if is_admin(config, user_id) {
         return Ok(());
@@ -60,7 +62,7 @@ pub fn check_bootstrap(
     if !config.agents.self_service {
         return Err(AccessDenied::Bootstrap);
     }
-    if agent_name.is_none() {
+    if *target == SetupTarget::DefaultAgent {
         return Err(AccessDenied::DefaultSoul);
     }
     Ok(())
@@ -118,16 +120,25 @@ mod tests {
             Option<&'a str>,
             Result<(), AccessDenied>,
         );
-        let cases: [Case<'_>; 6] = [
+        let cases: [Case<'_>; 8] = [
             (&strict, "root", None, Ok(())),
+            (&strict, "root", Some("default"), Ok(())),
             (&strict, "alice", Some("x"), Err(AccessDenied::Bootstrap)),
             (&open, "alice", Some("x"), Ok(())),
-            (&open, "alice", None, Err(AccessDenied::DefaultSoul)),
+            // Named in the conversation: an agent of her own all the same.
+            (&open, "alice", None, Ok(())),
+            (
+                &open,
+                "alice",
+                Some("default"),
+                Err(AccessDenied::DefaultSoul),
+            ),
             (&strict, "local", Some("x"), Err(AccessDenied::Bootstrap)),
-            (&AppConfig::default(), "local", None, Ok(())),
+            (&AppConfig::default(), "local", Some("default"), Ok(())),
         ];
         for (config, user, agent, expected) in cases {
-            assert_eq!(check_bootstrap(config, user, agent), expected, "{user}");
+            let target = SetupTarget::of(agent);
+            assert_eq!(check_bootstrap(config, user, &target), expected, "{user}");
         }
         assert_eq!(check_manage(&strict, "root", "alice"), Ok(()));
         assert_eq!(
@@ -169,7 +180,8 @@ mod tests {
         config.channels.telegram.enabled = true;
         config.channels.telegram.admins = vec!["42".into()];
         assert!(is_admin(&config, "telegram-42"));
-        assert!(check_bootstrap(&config, "telegram-42", Some("helper")).is_ok());
+        let helper = SetupTarget::Named("helper".into());
+        assert!(check_bootstrap(&config, "telegram-42", &helper).is_ok());
         assert!(check_manage(&config, "telegram-42", "telegram-7").is_ok());
     }
 }

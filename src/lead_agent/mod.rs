@@ -26,7 +26,7 @@ use crate::agent_api::ToolRef;
 use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
 use crate::agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
-    UpdateAgentTool, apply_prompt_template, normalize_agent_name,
+    SetupTarget, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
 use crate::config::AppConfig;
 use crate::config::subagents::clamp_total;
@@ -151,17 +151,24 @@ pub fn make_lead_agent(
         .agents
         .clone()
         .unwrap_or_else(|| Arc::new(AgentStore::new(config.data_dir())));
-    let agent_name = options
+    let mut agent_name = options
         .agent_name
         .as_deref()
         .map(str::trim)
         .filter(|name| !name.is_empty())
         .map(normalize_agent_name)
         .transpose()?;
+    let setup_target = options
+        .is_bootstrap
+        .then(|| SetupTarget::of(agent_name.as_deref()));
+    if setup_target == Some(SetupTarget::DefaultAgent) {
+        // The default agent's own memory, thread record and prompt.
+        agent_name = None;
+    }
     options.agent_name = agent_name.clone();
 
-    let (branch, custom) = if options.is_bootstrap {
-        access::check_bootstrap(config, &deps.users.speaker, agent_name.as_deref())?;
+    let (branch, custom) = if let Some(target) = &setup_target {
+        access::check_bootstrap(config, &deps.users.speaker, target)?;
         (Branch::Bootstrap, None)
     } else if let Some(name) = &agent_name {
         let agent = store
@@ -199,7 +206,7 @@ pub fn make_lead_agent(
         &deps,
         branch,
         agent_config,
-        &options,
+        (&options, setup_target.as_ref()),
         (&store, &catalog),
         model.supports_vision,
     );
@@ -260,6 +267,8 @@ pub fn make_lead_agent(
         sandbox_network: facts.sandbox_network,
         converted_uploads: facts.converted_uploads,
         chat: facts.chat,
+        bootstrap: setup_target.as_ref(),
+        memory: deps.memory.is_some() && config.memory.enabled,
     };
     let system_prompt = match deps.cache {
         Some(cache) => cache.prompt(&prompt_options),
@@ -406,7 +415,7 @@ fn select_tools(
     deps: &LeadAgentDeps<'_>,
     branch: Branch,
     agent_config: Option<&AgentConfig>,
-    options: &RunOptions,
+    (options, setup_target): (&RunOptions, Option<&SetupTarget>),
     (store, catalog): (&Arc<AgentStore>, &SkillCatalog),
     supports_vision: bool,
 ) -> Vec<ToolRef> {
@@ -417,9 +426,10 @@ fn select_tools(
         .map(|registry| registry.tools_for_model(groups, supports_vision))
         .unwrap_or_default();
     let agent_tool: Option<ToolRef> = match branch {
-        Branch::Bootstrap => Some(Arc::new(SetupAgentTool::new(
+        Branch::Bootstrap => Some(Arc::new(SetupAgentTool::for_target(
             store.clone(),
             Some(catalog.clone()),
+            setup_target.cloned().unwrap_or(SetupTarget::Unnamed),
         ))),
         // A webhook has no conversation partner to agree a change of persona with.
         Branch::Custom if options.channel_name.as_deref() != Some("webhook") => Some(Arc::new(

@@ -54,6 +54,14 @@ fn fixture(edit: impl FnOnce(&mut AppConfig)) -> Fixture {
                 supports_thinking: true,
                 ..ModelConfig::default()
             },
+        )
+        .with_model(
+            "seer",
+            model("seer"),
+            ModelConfig {
+                supports_vision: true,
+                ..ModelConfig::default()
+            },
         );
     let provider = Arc::new(HostSandboxProvider::new(
         ProviderSettings::from_config(&config, None),
@@ -464,7 +472,12 @@ fn who_may_bootstrap_and_whose_agents_are_visible() {
 
     let open = fixture(|c| c.agents.self_service = true);
     assert!(open.build("alice", bootstrap(Some("mine"))).is_ok());
-    let err = open.build("alice", bootstrap(None)).err().unwrap();
+    // Without a name the conversation asks for one: an agent of her own all the same.
+    assert!(open.build("alice", bootstrap(None)).is_ok());
+    let err = open
+        .build("alice", bootstrap(Some("default")))
+        .err()
+        .unwrap();
     assert!(
         matches!(err, LeadAgentError::Forbidden(AccessDenied::DefaultSoul)),
         "{err}"
@@ -478,3 +491,64 @@ fn who_may_bootstrap_and_whose_agents_are_visible() {
     let err = open.build("alice", custom("../etc")).err().unwrap();
     assert!(matches!(err, LeadAgentError::InvalidAgentName(_)), "{err}");
 }
+
+#[test]
+fn a_bootstrap_tells_the_model_which_agent_it_sets_up() {
+    let f = fixture(|_| {});
+    let bootstrap = |name: Option<&str>| RunOptions {
+        is_bootstrap: true,
+        agent_name: name.map(str::to_string),
+        ..Default::default()
+    };
+    let setup_agent = |lead: &LeadAgent| {
+        let tool = lead.agent.tools.iter().find(|t| t.name() == "setup_agent");
+        tool.unwrap().clone()
+    };
+
+    let named = f.build("root", bootstrap(Some("Coder"))).unwrap();
+    let prompt = named.agent.system_prompt.as_deref().unwrap();
+    assert!(
+        prompt.contains(
+            "<bootstrap>\nThis conversation sets up a new agent named \"coder\". The name is fixed"
+        ),
+        "{prompt}"
+    );
+    let tool = setup_agent(&named);
+    assert!(tool.description().contains("\"coder\""));
+    assert_eq!(
+        tool.parameters()["required"],
+        serde_json::json!(["soul", "description"])
+    );
+
+    let unnamed = f.build("root", bootstrap(None)).unwrap();
+    let prompt = unnamed.agent.system_prompt.as_deref().unwrap();
+    assert!(prompt.contains("has no name yet"), "{prompt}");
+    assert!(
+        prompt.contains("ask the person what to call it"),
+        "{prompt}"
+    );
+    let schema = setup_agent(&unnamed).parameters();
+    assert_eq!(
+        schema["required"],
+        serde_json::json!(["name", "soul", "description"])
+    );
+    assert!(
+        schema["properties"]["name"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("letters, digits and hyphens")
+    );
+
+    let default = f.build("root", bootstrap(Some("default"))).unwrap();
+    assert_eq!(default.agent_name, None, "the default agent's own run");
+    let prompt = default.agent.system_prompt.as_deref().unwrap();
+    assert!(prompt.contains("sets up the default agent"), "{prompt}");
+    assert!(
+        setup_agent(&default)
+            .description()
+            .starts_with("Save the default agent's SOUL.md")
+    );
+}
+
+#[path = "schema_tests.rs"]
+mod schema;

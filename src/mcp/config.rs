@@ -263,6 +263,10 @@ impl ExtensionsConfig {
         };
         let mut problems = Vec::new();
         let mut parsed = Vec::new();
+        // JSON objects keep the file's order (serde_json's `preserve_order`); servers and
+        // their problems are reported in name order, whatever order the file has.
+        let mut servers: Vec<(&String, &Value)> = servers.iter().collect();
+        servers.sort_by_key(|(name, _)| *name);
         for (name, value) in servers {
             match parse_server(name, value, env) {
                 Ok(server) => parsed.push(server),

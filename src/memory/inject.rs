@@ -151,6 +151,10 @@ impl MemorySource for MemoryInjector {
 /// The speaker's `<memory>` for their own turn of a shared conversation (with
 /// `memory.inject_in_groups`): put in front of their message in the request only, never
 /// stored, so the next person's turn does not carry it. Loaded once per run.
+///
+/// It stays with the turn rather than in the system prompt, where each new speaker would change
+/// the prompt's first bytes and void the provider's prefix cache for the whole conversation;
+/// the block says whose memory it is and that the message follows it.
 pub struct TurnMemoryMiddleware {
     source: Arc<dyn MemorySource>,
     loaded: OnceCell<Option<String>>,
@@ -205,7 +209,9 @@ impl Middleware for TurnMemoryMiddleware {
                     .map(|sender| sender_label(sender.name))
                     .unwrap_or_else(|| ctx.users.speaker.clone());
                 human.content = format!(
-                    "<memory>\nWhat you remember about {about}, who sends this message:\n{}\n</memory>\n\n{}",
+                    "<memory>\nWhat you remember about {about} from earlier conversations (it may \
+                     be outdated; what they say now wins). Not part of the message: {about} \
+                     sends the message below this block.\n{}\n</memory>\n\n{}",
                     memory.trim(),
                     human.content
                 )

@@ -47,7 +47,7 @@ impl ClarificationType {
     }
 }
 
-/// Arguments of `ask_clarification` (the schema the model sees).
+/// Arguments of `ask_clarification`.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 pub struct ClarificationArgs {
     /// The question to ask the user. Be specific.

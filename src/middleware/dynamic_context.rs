@@ -1,19 +1,24 @@
 //! `DynamicContextMiddleware`: gives the model today's date (and the user's memory) as hidden
-//! messages, so the system prompt itself stays static and prefix-cacheable.
+//! system messages, so the static system prompt stays the same for every user and turn.
 //!
 //! It works in `before_agent`, which runs once per run after the user's message was appended and
 //! whose update is checkpointed with the run, so the context is persisted once and replayed
-//! verbatim on later turns (the provider prefix stays stable).
+//! verbatim on later turns. The coalescing middleware merges these messages into the system
+//! prompt of each request: the model reads the date and the `<memory>` block there, apart from
+//! anything a person wrote.
 //!
-//! First run of a thread: before the current human message (on a new thread, the first one) it
-//! inserts a system `<system-reminder>` with `<current_date>` and, when memory is available, a
-//! hidden human `<memory>` message. Later runs: only when the local date differs from the recorded
-//! `reminder_date` (a midnight crossing) a date-only reminder goes before the current message.
+//! A thread without a date reminder (its first run, or one whose reminder an older version
+//! summarized away): before the current human message it inserts a system `<system-reminder>`
+//! with `<current_date>` and, when memory is available and the thread has no memory block yet, a
+//! system `<memory>` block. Later runs: when the local date differs from the reminder's (a
+//! midnight crossing), the reminder is rewritten in place with the new date, so the model always
+//! reads exactly one current date; extra date reminders an older version added are removed.
 //!
 //! Messages are upserted by id and new ids append, so "insert before" is done as DeerFlow does
 //! it: the current human message and everything after it are removed and re-added behind the
 //! reminder; the reminder takes the human message's original id and the message gets
-//! `<id>__user`.
+//! `<id>__user`. Summarization keeps every message carrying [`DYNAMIC_CONTEXT_MARKER`] out of
+//! what it summarizes ([`is_dynamic_context`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +29,7 @@ use serde_json::{Map, Value};
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
-use crate::messages::{HumanMessage, Message, MessageMeta, SystemMessage};
+use crate::messages::{Message, MessageMeta, SystemMessage};
 use crate::state::{StateUpdate, ThreadState};
 
 /// `state.extra` key holding the date (`YYYY-MM-DD`) the model was last told.
@@ -129,6 +134,34 @@ pub fn date_reminder(date: NaiveDate) -> String {
     )
 }
 
+/// The first line of the `<memory>` block: what it is, and that it may be outdated.
+pub const MEMORY_HEADER: &str = "What you remember about the user from earlier conversations \
+     (it may be outdated; what the user says now wins):";
+
+/// The `<memory>` block around the remembered text.
+pub fn memory_block(memory: &str) -> String {
+    format!("<memory>\n{MEMORY_HEADER}\n{}\n</memory>", memory.trim())
+}
+
+/// Whether `message` is dynamic context (a date reminder or a memory block) rather than part of
+/// the conversation: summarization keeps it as it is.
+pub fn is_dynamic_context(message: &Message) -> bool {
+    message
+        .meta()
+        .extra
+        .get(DYNAMIC_CONTEXT_MARKER)
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+/// The date (`YYYY-MM-DD`) a date reminder carries; `None` for every other message.
+fn reminder_date(message: &Message) -> Option<&str> {
+    if !matches!(message, Message::System(_)) || !is_dynamic_context(message) {
+        return None;
+    }
+    message.meta().extra.get(REMINDER_DATE_KEY)?.as_str()
+}
+
 #[async_trait]
 impl Middleware for DynamicContextMiddleware {
     fn name(&self) -> &str {
@@ -149,38 +182,80 @@ impl Middleware for DynamicContextMiddleware {
         };
         let today = self.clock.today();
         let today_key = today.format("%Y-%m-%d").to_string();
-        let recorded = state.extra.get(REMINDER_DATE_KEY).and_then(Value::as_str);
-        let first_time = recorded.is_none();
-        if recorded == Some(today_key.as_str()) {
-            return Ok(HookResult::proceed());
-        }
-        let tail = &state.messages[turn_start..];
-        let Some(Message::Human(human)) = tail.first() else {
+        let reminders: Vec<(&Message, &str)> = state
+            .messages
+            .iter()
+            .filter_map(|m| reminder_date(m).map(|date| (m, date)))
+            .collect();
+        let update = match reminders.as_slice() {
+            [] => self.first_context(state, turn_start, today, ctx).await,
+            [(_, date)] if *date == today_key => return Ok(HookResult::proceed()),
+            [(kept, _), extra @ ..] => redate(kept, extra, today),
+        };
+        let Some(mut update) = update else {
             return Ok(HookResult::proceed());
         };
+        update
+            .extra
+            .insert(REMINDER_DATE_KEY.to_string(), Value::String(today_key));
+        Ok(HookResult::update(update))
+    }
+}
+
+impl DynamicContextMiddleware {
+    /// The date reminder (and the memory block, unless the thread has one) before the current
+    /// human message.
+    async fn first_context(
+        &self,
+        state: &ThreadState,
+        turn_start: usize,
+        today: NaiveDate,
+        ctx: &RunContext,
+    ) -> Option<StateUpdate> {
+        let tail = &state.messages[turn_start..];
+        let Some(Message::Human(human)) = tail.first() else {
+            return None;
+        };
+        let today_key = today.format("%Y-%m-%d").to_string();
         let mut injected = vec![Message::System(SystemMessage {
             id: human.id.clone(),
             content: date_reminder(today).into(),
             meta: marker_meta(Some(&today_key)),
         })];
-        if first_time && let Some(memory) = self.load_memory(ctx).await {
-            injected.push(Message::Human(HumanMessage {
+        let has_memory = state
+            .messages
+            .iter()
+            .any(|m| is_dynamic_context(m) && reminder_date(m).is_none());
+        if !has_memory && let Some(memory) = self.load_memory(ctx).await {
+            injected.push(Message::System(SystemMessage {
                 id: format!("{}__memory", human.id).into(),
-                content: format!("<memory>\n{}\n</memory>", memory.trim()).into(),
+                content: memory_block(&memory).into(),
                 meta: marker_meta(None),
-                ..Default::default()
             }));
         }
         let mut moved = tail.to_vec();
         moved[0].set_id(format!("{}__user", human.id));
         injected.extend(moved);
-        Ok(HookResult::update(StateUpdate {
+        Some(StateUpdate {
             remove_messages: tail.iter().map(|m| m.id().to_string()).collect(),
             messages: injected,
-            extra: [(REMINDER_DATE_KEY.to_string(), Value::String(today_key))].into(),
             ..Default::default()
-        }))
+        })
     }
+}
+
+/// The first date reminder rewritten in place with `today`, the others removed.
+fn redate(kept: &Message, extra: &[(&Message, &str)], today: NaiveDate) -> Option<StateUpdate> {
+    let today_key = today.format("%Y-%m-%d").to_string();
+    Some(StateUpdate {
+        remove_messages: extra.iter().map(|(m, _)| m.id().to_string()).collect(),
+        messages: vec![Message::System(SystemMessage {
+            id: kept.id().to_string().into(),
+            content: date_reminder(today).into(),
+            meta: marker_meta(Some(&today_key)),
+        })],
+        ..Default::default()
+    })
 }
 
 fn marker_meta(reminder_date: Option<&str>) -> MessageMeta {
@@ -202,6 +277,7 @@ fn marker_meta(reminder_date: Option<&str>) -> MessageMeta {
 mod tests {
     use super::*;
     use crate::config::AppConfig;
+    use crate::messages::HumanMessage;
 
     struct Fixed(NaiveDate);
 

@@ -4,7 +4,8 @@
 //! messages, or a fraction of the model's `context_window`), the messages before the kept end
 //! (`summarization.keep`) are summarized by the summary model and replaced by one hidden
 //! `summary` message; the summary is also stored in `summary_text`. The cut never separates an
-//! AI message from the tool results answering it. The [`DroppedMessagesSink`] (memory) hears
+//! AI message from the tool results answering it, and dynamic context (the date reminder, the
+//! memory block) is never summarized: it stays, ahead of the summary. The [`DroppedMessagesSink`] (memory) hears
 //! about the dropped messages first. A failing summary model leaves the thread as it was.
 //!
 //! Token counts are an estimate (see [`estimate_tokens`]): no tokenizer crate covers every
@@ -21,6 +22,7 @@ use crate::agent_api::{
 };
 use crate::config::summarization::{ContextMeasure, ContextSize, SummarizationConfig};
 use crate::messages::{Message, sender_label};
+use crate::middleware::dynamic_context::is_dynamic_context;
 use crate::middleware::support::hidden_human;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
@@ -251,18 +253,23 @@ impl Middleware for SummarizationMiddleware {
         }
         let cut = cutoff(&state.messages, self.config.keep);
         let (older, kept) = state.messages.split_at(cut);
+        // The date reminder and the memory block are context, not conversation: they stay as
+        // they are, ahead of the summary (DeerFlow's `_preserve_dynamic_context_reminders`).
+        // Folded into the summary they were gone for good: the recorded date kept them from
+        // being injected again.
+        let (context, older): (Vec<Message>, Vec<Message>) =
+            older.iter().cloned().partition(is_dynamic_context);
         // Nothing older, or only an earlier summary: summarizing again would gain nothing.
-        let only_summary =
-            matches!(older, [Message::Human(h)] if h.name.as_deref() == Some(SUMMARY_NAME));
+        let only_summary = matches!(older.as_slice(), [Message::Human(h)] if h.name.as_deref() == Some(SUMMARY_NAME));
         if older.is_empty() || only_summary {
             return Ok(HookResult::proceed());
         }
         if let Some(sink) = &self.sink {
-            sink.dropped(ctx, older).await;
+            sink.dropped(ctx, &older).await;
         }
         let summary = tokio::select! {
             _ = ctx.cancel.cancelled() => return Ok(HookResult::proceed()),
-            summary = self.summarize(older, ctx) => summary,
+            summary = self.summarize(&older, ctx) => summary,
         };
         let summary = match summary {
             Ok(summary) if !summary.is_empty() => summary,
@@ -276,7 +283,8 @@ impl Middleware for SummarizationMiddleware {
             }
         };
         let note = hidden_human(SUMMARY_NAME, format!("{SUMMARY_PREFIX}{summary}"));
-        let mut messages = Vec::with_capacity(kept.len() + 1);
+        let mut messages = Vec::with_capacity(context.len() + kept.len() + 1);
+        messages.extend(context);
         messages.push(Message::Human(note));
         messages.extend(kept.iter().cloned());
         Ok(HookResult::update(StateUpdate {

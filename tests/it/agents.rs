@@ -223,7 +223,7 @@ fn default_soul_is_versioned_at_the_data_dir() {
 #[tokio::test]
 async fn setup_agent_with_empty_soul_errors_and_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let tool = SetupAgentTool::new(store_in(&tmp), None);
+    let tool = SetupAgentTool::new(store_in(&tmp), None, Some("helper"));
     let ctx = run_ctx("alice", Some("helper"));
     let message = failure(call(&tool, &ctx, json!({"soul": "  \n\t", "description": "d"})).await);
     assert_eq!(
@@ -236,12 +236,26 @@ async fn setup_agent_with_empty_soul_errors_and_writes_nothing() {
 #[tokio::test]
 async fn setup_agent_rejects_invalid_name_before_writing() {
     let tmp = tempfile::tempdir().unwrap();
-    let tool = SetupAgentTool::new(store_in(&tmp), None);
     for bad in ["../evil", "bad_name", "a.b", "with space"] {
+        let tool = SetupAgentTool::new(store_in(&tmp), None, Some(bad));
         let ctx = run_ctx("alice", Some(bad));
         let message = failure(call(&tool, &ctx, json!({"soul": "s", "description": "d"})).await);
         assert!(message.contains("invalid agent name"), "{message}");
+        // Named in the conversation: the same rules, before anything is written.
+        let unnamed = SetupAgentTool::new(store_in(&tmp), None, None);
+        let ctx = run_ctx("alice", None);
+        let args = json!({"name": bad, "soul": "s", "description": "d"});
+        let message = failure(call(&unnamed, &ctx, args).await);
+        assert!(message.contains("invalid agent name"), "{message}");
     }
+    let unnamed = SetupAgentTool::new(store_in(&tmp), None, None);
+    let args = json!({"name": "Default", "soul": "s", "description": "d"});
+    let message = failure(call(&unnamed, &run_ctx("alice", None), args).await);
+    assert!(
+        message.contains("'default' names the default agent"),
+        "{message}"
+    );
+    let tool = SetupAgentTool::new(store_in(&tmp), None, Some("ok"));
     let ctx = run_ctx("../alice", Some("ok"));
     let message = failure(call(&tool, &ctx, json!({"soul": "s", "description": "d"})).await);
     assert!(message.contains("invalid user id"), "{message}");
@@ -252,7 +266,7 @@ async fn setup_agent_rejects_invalid_name_before_writing() {
 async fn setup_agent_creates_the_run_agent_for_the_run_user() {
     let tmp = tempfile::tempdir().unwrap();
     let store = store_in(&tmp);
-    let tool = SetupAgentTool::new(store.clone(), None);
+    let tool = SetupAgentTool::new(store.clone(), None, Some("Helper"));
     let mut ctx = run_ctx("alice", None);
     ctx.options.agent_name = Some("Helper".into());
     let output = call(
@@ -273,10 +287,31 @@ async fn setup_agent_creates_the_run_agent_for_the_run_user() {
 }
 
 #[tokio::test]
-async fn setup_agent_without_a_name_writes_the_default_soul() {
+async fn setup_agent_without_a_name_creates_the_agent_the_person_named() {
     let tmp = tempfile::tempdir().unwrap();
     let store = store_in(&tmp);
-    let tool = SetupAgentTool::new(store.clone(), None);
+    let tool = SetupAgentTool::new(store.clone(), None, None);
+    let ctx = run_ctx("alice", None);
+    let args = json!({"name": " Chef ", "soul": "# Chef\n", "description": "Cooks"});
+    let output = call(&tool, &ctx, args).await.unwrap();
+    assert_eq!(output.content, "Agent 'chef' created successfully!");
+    assert_eq!(output.update.extra["created_agent_name"], "chef");
+    assert_eq!(
+        store.get("alice", "chef").unwrap().unwrap().soul,
+        "# Chef\n"
+    );
+    let missing = call(&tool, &ctx, json!({"soul": "s", "description": "d"})).await;
+    assert!(
+        matches!(&missing, Err(ToolError::InvalidArguments(m)) if m.contains("missing field `name`")),
+        "the name is required: {missing:?}"
+    );
+}
+
+#[tokio::test]
+async fn setup_agent_for_default_writes_the_default_soul() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_in(&tmp);
+    let tool = SetupAgentTool::new(store.clone(), None, Some("default"));
     call(
         &tool,
         &run_ctx("alice", None),
@@ -321,7 +356,7 @@ async fn agent_tools_refuse_skills_and_tool_groups_that_do_not_exist() {
     let (config, catalog) = catalog_with(&tmp, &["pdf", "web-research"]);
     let mut ctx = RunContext::new("thread-1", "alice", config);
     ctx.agent_name = Some("helper".into());
-    let setup = SetupAgentTool::new(store.clone(), Some(catalog.clone()));
+    let setup = SetupAgentTool::new(store.clone(), Some(catalog.clone()), Some("helper"));
     let message = failure(
         call(
             &setup,

@@ -271,3 +271,50 @@ async fn a_presented_file_shows_where_to_get_it() {
     assert_eq!(std::fs::read_to_string(&host).unwrap(), "# Report\n");
     assert_eq!(fake.unscripted_calls(), 0);
 }
+
+/// `/bootstrap` in the console without a name: the model asks for one, the answer goes on with
+/// the bootstrap, `setup_agent` creates the agent under the chosen name, and the session then
+/// talks to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_in_the_console_asks_for_a_name_then_talks_to_the_new_agent() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::text("What shall we call your agent?"))
+        .push(Reply::tool_call(
+            "setup_agent",
+            json!({"name": "scribe", "soul": "**Identity**\nScribe.\n", "description": "Takes notes"}),
+        ))
+        .push(Reply::text("Scribe is ready."))
+        .push(Reply::text("Scribe here."));
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &fake.base_url());
+    let (stdout, _) = chat(&config, &[], "/bootstrap\nscribe\nhello\n/status\n");
+    for needle in [
+        "What shall we call your agent?",
+        "Scribe is ready.",
+        "[agent] scribe is set up; this conversation now talks to it.",
+        "Scribe here.",
+        "Agent: scribe\n",
+    ] {
+        assert!(
+            stdout.contains(needle),
+            "{needle:?} missing from:\n{stdout}"
+        );
+    }
+    let requests = fake.requests();
+    let prompt = |i: usize| {
+        requests[i]["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(prompt(0).contains("has no name yet"), "{}", prompt(0));
+    assert_eq!(
+        requests[0]["messages"].as_array().unwrap().last().unwrap()["content"],
+        "Set up a new agent."
+    );
+    assert!(
+        prompt(1).contains("<bootstrap>"),
+        "the answer is the bootstrap's"
+    );
+    assert!(prompt(3).contains("You are scribe,"), "{}", prompt(3));
+}

@@ -112,6 +112,13 @@ async fn a_bootstrap_conversation_creates_an_agent_that_only_its_owner_can_use()
     let requests = fake.requests();
     let bootstrap_prompt = system_prompt(&requests[0]);
     assert!(bootstrap_prompt.contains("<name>bootstrap</name>"));
+    // The model is told the name the conversation was started with.
+    assert!(
+        bootstrap_prompt.contains(
+            "<bootstrap>\nThis conversation sets up a new agent named \"helper\". The name is fixed"
+        ),
+        "{bootstrap_prompt}"
+    );
     assert_eq!(
         bootstrap_prompt.matches("<skill>").count(),
         1,
@@ -206,6 +213,76 @@ async fn a_bootstrap_conversation_creates_an_agent_that_only_its_owner_can_use()
     assert_eq!(fake.unscripted_calls(), 0);
 }
 
+/// The tool schema named `name` in a request.
+fn tool_schema(request: &Value, name: &str) -> Value {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|t| t["function"]["name"] == name)
+        .map(|t| t["function"]["parameters"].clone())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bootstrap_without_a_name_asks_for_one_and_creates_the_agent_under_it() {
+    let fake = FakeOpenAi::start().await;
+    let soul = json!({"soul": "**Identity**\nSous-chef.\n", "description": "Plans meals"});
+    let named = |name: &str| {
+        let mut args = soul.clone();
+        args["name"] = json!(name);
+        args
+    };
+    fake.push(Reply::text(
+        "Happy to help. What shall we call the new agent?",
+    ))
+    .push(Reply::tool_call("setup_agent", named("sous_chef")))
+    .push(Reply::text("Names cannot hold '_': how about sous-chef?"))
+    .push(Reply::tool_call("setup_agent", named("sous-chef")))
+    .push(Reply::text("✅ sous-chef is officially real."));
+    let setup = setup(&fake, "");
+    let daemon = setup.start();
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let context = json!({"is_bootstrap": true});
+    for text in ["Set up a new agent.", "Call it sous_chef", "Yes, sous-chef"] {
+        let response = run(&daemon, TOKEN_A, &thread, text, context.clone()).await;
+        assert_eq!(response.status(), 200);
+    }
+
+    let requests = fake.requests();
+    let prompt = system_prompt(&requests[0]);
+    assert!(
+        prompt.contains("<bootstrap>\nThis conversation sets up a new agent that has no name yet.")
+            && prompt.contains("ask the person what to call it"),
+        "{prompt}"
+    );
+    let schema = tool_schema(&requests[0], "setup_agent");
+    assert_eq!(schema["required"], json!(["name", "soul", "description"]));
+    // The name the person gave breaks the rules: nothing is written, the model hears why.
+    let refusal = requests[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    assert!(
+        refusal.contains("invalid agent name \"sous_chef\""),
+        "{refusal}"
+    );
+    let agents = setup.data_dir().join("users/alice/agents");
+    assert!(!agents.join("sous_chef").exists());
+    assert!(agents.join("sous-chef/SOUL.md").exists());
+    let state: Value = daemon
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
+    assert_eq!(state["values"]["extra"]["created_agent_name"], "sous-chef");
+    let listed: Value = daemon.get_json("/api/agents", TOKEN_A).await;
+    assert_eq!(listed["agents"][0]["name"], "sous-chef");
+    assert_eq!(fake.unscripted_calls(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bootstrap_is_for_admins_unless_self_service_is_on() {
     let fake = FakeOpenAi::start().await;
@@ -236,12 +313,20 @@ async fn bootstrap_is_for_admins_unless_self_service_is_on() {
     let thread = daemon.create_thread(TOKEN_B).await;
     let response = run(&daemon, TOKEN_B, &thread, "set me up", context).await;
     assert_eq!(response.status(), 200);
-    // Without a name it would write the shared default soul: still admins only.
+    // Without a name the conversation asks for one: an agent of his own all the same.
+    fake.push(Reply::text("What shall we call your agent?"));
     let other = daemon.create_thread(TOKEN_B).await;
-    let (status, _, message) =
-        error_code(run(&daemon, TOKEN_B, &other, "x", json!({"is_bootstrap": true})).await).await;
+    let response = run(&daemon, TOKEN_B, &other, "x", json!({"is_bootstrap": true})).await;
+    assert_eq!(response.status(), 200);
+    // The default agent is everyone's: setting it up stays with the admins.
+    let third = daemon.create_thread(TOKEN_B).await;
+    let context = json!({"is_bootstrap": true, "agent_name": "default"});
+    let (status, _, message) = error_code(run(&daemon, TOKEN_B, &third, "x", context).await).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    assert!(message.contains("agent_name"), "{message}");
+    assert!(
+        message.contains("only admins may set up the default agent"),
+        "{message}"
+    );
     assert_eq!(fake.unscripted_calls(), 0);
 }
 

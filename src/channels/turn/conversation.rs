@@ -88,15 +88,20 @@ pub(super) async fn resolve(
 
 impl Conversation {
     /// The run for this turn, with the chat's settings.
-    pub(super) fn request(&self, config: &AppConfig, channel: &str, bootstrap: bool) -> RunRequest {
+    /// While the chat's bootstrap lasts, every turn runs it for the agent being set up.
+    pub(super) fn request(&self, config: &AppConfig, channel: &str) -> RunRequest {
         let record = &self.record;
+        let agent_name = match &record.bootstrap {
+            Some(bootstrap) => bootstrap.agent.clone(),
+            None => chosen_agent(Some(record), &config.channels, channel),
+        };
         let options = RunOptions {
             model_name: record.model.clone(),
             is_plan_mode: record.plan_mode,
             // Chats have no per-run options: `subagents.enabled` decides.
             subagent_enabled: config.subagents.enabled,
-            is_bootstrap: bootstrap,
-            agent_name: chosen_agent(Some(record), &config.channels, channel),
+            is_bootstrap: record.bootstrap.is_some(),
+            agent_name,
             channel_name: Some(channel.to_string()),
             ..Default::default()
         };

@@ -12,16 +12,20 @@ mod run;
 use antler_channel::{ChatKey, InboundMessage};
 
 use crate::agent_api::StopReason;
+use crate::agents::tools::CREATED_AGENT_NAME_KEY;
 use crate::channels::actions::run_command;
 use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
+use crate::channels::mapping::ChatRecord;
 use crate::channels::outbound::{note, react, reply, send_all};
 use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::stream::WORKING_TEXT;
-use crate::commands::{CommandOutcome, parse_command};
+use crate::commands::{CommandOutcome, Conversation, parse_command};
 use crate::harness::RunError;
 use crate::lead_agent::LeadAgentError;
+use crate::state::ThreadState;
+use serde_json::Value;
 
 pub const NO_RESPONSE: &str = "(No response from agent)";
 pub const ERROR_REPLY: &str = "An error occurred while processing your request. Please try again.";
@@ -41,12 +45,13 @@ pub(crate) async fn process(
                 reply(deps, runtime, key, entry, OutboxStep::Reply, &text).await;
                 Ok(true)
             }
-            Ok(CommandOutcome::Turn { text, bootstrap }) => {
-                chat_turn(deps, runtime, key, entry, &text, bootstrap).await
+            // A bootstrap's turn: the command set the chat's bootstrap up, the turn runs it.
+            Ok(CommandOutcome::Turn { text, .. }) => {
+                chat_turn(deps, runtime, key, entry, &text).await
             }
             Err(error) => Err(error),
         },
-        None => chat_turn(deps, runtime, key, entry, &message.text, false).await,
+        None => chat_turn(deps, runtime, key, entry, &message.text).await,
     };
     match result {
         Ok(finished) => finished,
@@ -91,7 +96,6 @@ async fn chat_turn(
     key: &ChatKey,
     entry: &JournalEntry,
     text: &str,
-    bootstrap: bool,
 ) -> Result<bool, TurnError> {
     let is_group = !entry.message.is_direct;
     let planned = deps.outbox.for_entry(&entry.key)?;
@@ -116,7 +120,7 @@ async fn chat_turn(
     // question checkpointed; see `conversation::resolve`.
     let rerun = !planned.is_empty();
     let conversation = conversation::resolve(deps, runtime, key, entry, text, rerun).await?;
-    let request = conversation.request(&config, &entry.message.channel, bootstrap);
+    let request = conversation.request(&config, &entry.message.channel);
     let handle = match run::start(deps, request).await {
         Ok(handle) => handle,
         Err(RunError::Busy { .. }) => {
@@ -150,6 +154,9 @@ async fn chat_turn(
     if streamed.stop() == Some(StopReason::Cancelled) && deps.stop.is_cancelled() {
         return Ok(false);
     }
+    if let Some(outcome) = &streamed.outcome {
+        settle_bootstrap(deps, key, &conversation.record, &outcome.state);
+    }
     let mut answer = finish::compose(&streamed, &conversation.paths);
     finish::name_unreceived(&mut answer, &conversation.unreceived);
     let failed = answer.failed;
@@ -164,6 +171,37 @@ async fn chat_turn(
         react(runtime, key, is_group, message_id, done).await;
     }
     Ok(true)
+}
+
+/// A bootstrap that created its agent ends: the chat goes on with the new agent.
+fn settle_bootstrap(deps: &TurnDeps, key: &ChatKey, record: &ChatRecord, state: &ThreadState) {
+    if record.bootstrap.is_none() {
+        return;
+    }
+    let Some(created) = state
+        .extra
+        .get(CREATED_AGENT_NAME_KEY)
+        .and_then(Value::as_str)
+    else {
+        return;
+    };
+    let thread_id = record.thread_id.clone();
+    let result = deps.chats.update(key, |record| {
+        // Only the conversation that ran the bootstrap (a /new since then has its own).
+        if record.thread_id == thread_id {
+            let mut conversation = Conversation {
+                agent: record.agent.clone(),
+                bootstrap: record.bootstrap.take(),
+                ..Default::default()
+            };
+            conversation.settle_bootstrap(Some(created));
+            record.agent = conversation.agent;
+            record.bootstrap = conversation.bootstrap;
+        }
+    });
+    if let Err(error) = result {
+        tracing::warn!(%error, chat = %key, "Could not switch the chat to the agent its bootstrap created");
+    }
 }
 
 /// Sends the "Working on it…" message the answer streams into; its id, if it was sent.

@@ -188,8 +188,9 @@ impl Tool for WebFetchTool {
     }
 
     fn description(&self) -> &str {
-        "Fetch a web page and return its content as Markdown (long pages are cut). Only public \
-         http(s) addresses can be fetched."
+        "Fetch a web page and return its content as Markdown (long pages are cut). Only fetch \
+         exact URLs the user gave or that web_search returned, complete with their scheme \
+         (https://…); never guess or build a URL. Only public http(s) addresses can be fetched."
     }
 
     fn parameters(&self) -> Value {

@@ -33,6 +33,8 @@ pub struct WriteFileTool {
     access: SandboxAccess,
     /// The tool entry's `max_bytes`, else `sandbox.write_file_max_bytes`; 0 = unlimited.
     max_bytes: usize,
+    /// Says the cap in force, so the model splits a long file before it is refused.
+    description: String,
 }
 
 impl WriteFileTool {
@@ -41,8 +43,31 @@ impl WriteFileTool {
             meta,
             access,
             max_bytes,
+            description: description(max_bytes),
         }
     }
+}
+
+/// The tool's description with its size cap (none when `max_bytes` is 0).
+fn description(max_bytes: usize) -> String {
+    let mut text = String::from(
+        "Write text to a file, creating it (and its directories) if needed. To change an existing \
+         file, read it first.",
+    );
+    if max_bytes > 0 {
+        let size = if max_bytes.is_multiple_of(1024) {
+            format!("{} KB", max_bytes / 1024)
+        } else {
+            format!("{max_bytes} bytes")
+        };
+        text.push_str(&format!(
+            " One call writes at most {size} unless append=true: write a longer file in parts, \
+             the first as usual, each following part with append=true."
+        ));
+    } else {
+        text.push_str(" Large content: write the first part, then the rest with append=true.");
+    }
+    text
 }
 
 #[async_trait]
@@ -52,8 +77,7 @@ impl Tool for WriteFileTool {
     }
 
     fn description(&self) -> &str {
-        "Write text to a file, creating it (and its directories) if needed. To change an existing \
-         file, read it first. Large content: write the first part, then the rest with append=true."
+        &self.description
     }
 
     fn parameters(&self) -> Value {

@@ -134,3 +134,100 @@ async fn a_spent_daily_budget_gets_a_notice_and_no_model_call() {
     .await;
     bot.stop().await;
 }
+
+/// The system prompt and the tool names of a model request.
+fn prompt_and_tools(request: &serde_json::Value) -> (String, Vec<String>) {
+    let prompt = request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let tools = request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    (prompt, tools)
+}
+
+/// `/bootstrap NAME what it is for` in a chat: the model is told the name and the purpose, the
+/// interview goes on over the next messages, and once `setup_agent` created the agent the chat
+/// talks to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_names_the_agent_and_the_chat_goes_on_with_it() {
+    let (fake, model, _dir, bot) = setup_bot("    admins: [\"63\"]\n").await;
+    let has = |text: &'static str| {
+        move |f: &antler_test_support::FakeTelegram| f.chat_texts(63).iter().any(|t| t == text)
+    };
+    fake.send_text(private_chat(63), 63, "/bootstrap sous_chef");
+    fake.wait_for(WAIT, "a bad name refused", |f| {
+        f.chat_texts(63)
+            .iter()
+            .any(|t| t.starts_with("\"sous_chef\" cannot be an agent's name"))
+    })
+    .await;
+
+    model.push(Reply::text("Which language shall we use?"));
+    fake.send_text(
+        private_chat(63),
+        63,
+        "/bootstrap Chef plans our weekly meals",
+    );
+    fake.wait_for(
+        WAIT,
+        "the first question",
+        has("Which language shall we use?"),
+    )
+    .await;
+    model
+        .push(Reply::tool_call(
+            "setup_agent",
+            serde_json::json!({"soul": "**Identity**\nChef.\n", "description": "Plans meals"}),
+        ))
+        .push(Reply::text("Chef is ready."));
+    fake.send_text(private_chat(63), 63, "English, and keep it simple");
+    fake.wait_for(WAIT, "the agent created", has("Chef is ready."))
+        .await;
+    fake.send_text(private_chat(63), 63, "/status");
+    fake.wait_for(WAIT, "status", |f| {
+        f.chat_texts(63).iter().any(|t| t.contains("Agent: chef\n"))
+    })
+    .await;
+    model.push(Reply::text("Hello, I am Chef."));
+    fake.send_text(private_chat(63), 63, "hello");
+    fake.wait_for(WAIT, "the new agent answers", has("Hello, I am Chef."))
+        .await;
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    let (prompt, tools) = prompt_and_tools(&requests[0]);
+    assert!(
+        prompt.contains("This conversation sets up a new agent named \"chef\". The name is fixed"),
+        "{prompt}"
+    );
+    assert!(tools.contains(&"setup_agent".to_string()), "{tools:?}");
+    let opening = requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    assert_eq!(
+        opening,
+        "Set up a new agent named chef. What it is for: plans our weekly meals"
+    );
+    // The answer to the first question is still the bootstrap's.
+    let (prompt, tools) = prompt_and_tools(&requests[1]);
+    assert!(prompt.contains("<bootstrap>") && tools.contains(&"setup_agent".to_string()));
+    // Then the chat talks to the new agent.
+    let (prompt, tools) = prompt_and_tools(&requests[3]);
+    assert!(
+        prompt.contains("You are chef,") && prompt.contains("<soul>"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("<bootstrap>"), "{prompt}");
+    assert!(tools.contains(&"update_agent".to_string()), "{tools:?}");
+    bot.stop().await;
+}

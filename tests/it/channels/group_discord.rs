@@ -140,10 +140,18 @@ async fn each_speaker_in_a_discord_thread_has_their_own_memory_usage_and_name() 
     let sent = requests(&fake, &model, 7).await;
     assert!(request_mentions(&sent[6], "Has a dog named Rex"));
     assert!(!request_mentions(&sent[6], "green tea"));
-    let last = user_texts(&sent[6]).pop().unwrap_or_default();
+    // A direct message: the memory block is in the system prompt, the person's words are theirs.
+    let system = sent[6]["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
-        last.ends_with("</memory>\n\nhello") && !last.contains("[Bob]"),
-        "a direct message: memory on the first turn as before, no name: {last}"
+        system.contains("<memory>") && system.contains("Rex"),
+        "{system}"
+    );
+    assert_eq!(
+        user_texts(&sent[6]),
+        ["hello"],
+        "a direct message: no memory in the person's words, no name"
     );
 
     let usage = usage_by_user(bot.addr).await;

@@ -213,8 +213,8 @@ async fn each_speaker_in_a_slack_thread_has_their_own_memory_usage_and_name() {
     let after = status(&slack, &root, 7).await;
     assert_ne!(after, before, "Ann's /new started a new one for everyone");
 
-    // Direct messages are as before: memory injected on a thread's first turn, no names. Ann's
-    // has her facts and not Bob's; Bob's has his.
+    // Direct messages: memory injected on a thread's first turn (in the system prompt), no
+    // names. Ann's has her facts and not Bob's; Bob's has his.
     slack.dm(ANN, "/new").await;
     slack
         .answered(&ann_dm, 2, "New conversation started.")
@@ -230,12 +230,21 @@ async fn each_speaker_in_a_slack_thread_has_their_own_memory_usage_and_name() {
         !request_mentions(ann_again, "Rex"),
         "Bob's fact is not Ann's"
     );
-    let last = user_texts(ann_again).pop().unwrap_or_default();
+    // In a direct message the memory block is the thread's, merged into the system prompt: the
+    // person's message is theirs alone.
+    let system = ann_again["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
     assert!(
-        last.starts_with("<memory>")
-            && last.ends_with("</memory>\n\nwhat do you know about me?")
-            && !last.contains("[Ann]"),
-        "a direct message: memory on the first turn as before, no name: {last}"
+        ann_again["messages"][0]["role"] == "system"
+            && system.contains("<memory>")
+            && system.contains("green tea"),
+        "{system}"
+    );
+    assert_eq!(
+        user_texts(ann_again),
+        ["what do you know about me?"],
+        "a direct message: no memory in the person's words, no name"
     );
     slack.model.push(Reply::text("Hi."));
     slack.model.push(memory_update(&[]));

@@ -63,16 +63,46 @@ async fn the_command_route_runs_commands_on_the_callers_conversation() {
         .unwrap();
     assert_eq!(owned.status(), 200, "the new thread is the caller's");
 
+    // `/bootstrap NAME what it is for`: a setup conversation of its own, for that agent.
     let answer: Value = command(
         &daemon,
         TOKEN_A,
-        json!({"command": "/bootstrap a cook", "conversation": {"thread_id": new_thread}}),
+        json!({"command": "/bootstrap Chef plans our meals", "conversation": {"thread_id": new_thread}}),
     )
     .await
     .json()
     .await
     .unwrap();
-    assert_eq!(answer["turn"], json!({"text": "a cook", "bootstrap": true}));
+    assert_eq!(
+        answer["turn"],
+        json!({"text": "Set up a new agent named chef. What it is for: plans our meals", "bootstrap": true})
+    );
+    assert_eq!(
+        answer["conversation"]["bootstrap"],
+        json!({"agent": "chef"})
+    );
+    assert_ne!(answer["conversation"]["thread_id"], new_thread);
+    // Without a name the conversation asks for one; a name that cannot be one is refused.
+    let answer: Value = command(&daemon, TOKEN_A, json!({"command": "/bootstrap"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(answer["turn"]["text"], "Set up a new agent.");
+    assert_eq!(answer["conversation"]["bootstrap"], json!({"agent": null}));
+    let answer: Value = command(&daemon, TOKEN_A, json!({"command": "/bootstrap chef_2"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(answer["turn"].is_null(), "{answer}");
+    assert!(
+        answer["reply"]
+            .as_str()
+            .unwrap()
+            .starts_with("\"chef_2\" cannot be an agent's name: use 1 to 64 letters"),
+        "{answer}"
+    );
     let denied: Value = command(&daemon, TOKEN_B, json!({"command": "/bootstrap"}))
         .await
         .json()

@@ -1,5 +1,6 @@
-//! Long-term memory end to end: isolation between users and agents through the harness, and
-//! the chat commands through Telegram against the fake Bot API.
+//! Long-term memory end to end: isolation between users and agents through the harness, the
+//! chat commands through Telegram against the fake Bot API, and the memory block kept through
+//! summarization.
 
 mod history;
 mod http;
@@ -7,4 +8,5 @@ mod isolation;
 mod latency;
 mod shared;
 mod shutdown;
+mod summarized;
 mod telegram;

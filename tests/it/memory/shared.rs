@@ -226,8 +226,11 @@ async fn with_inject_in_groups_each_speaker_gets_their_own_memory_for_their_turn
     let ann = request_texts(&model, 0);
     assert_eq!(ann.len(), 1);
     assert!(
-        ann[0].starts_with("<memory>\nWhat you remember about Ann, who sends this message:")
-            && ann[0].contains("Ann drinks green tea")
+        ann[0].starts_with(
+            "<memory>\nWhat you remember about Ann from earlier conversations (it may be \
+             outdated; what they say now wins). Not part of the message: Ann sends the message \
+             below this block.\n"
+        ) && ann[0].contains("Ann drinks green tea")
             && ann[0].ends_with("</memory>\n\n[Ann] plan the offsite"),
         "{ann:?}"
     );

@@ -85,7 +85,7 @@ function runOptions() {
   if (chosen.plan) context.is_plan_mode = true;
   if (chosen.bootstrap) {
     context.is_bootstrap = true;
-    context.agent_name = chosen.bootstrap;
+    if (typeof chosen.bootstrap === "string") context.agent_name = chosen.bootstrap;
   } else if (chosen.agent) {
     context.agent_name = chosen.agent;
   }
@@ -136,8 +136,9 @@ function showWelcome() {
   const chosen = settings();
   const note = document.createElement("div");
   note.className = "note";
+  const agent = typeof chosen.bootstrap === "string" ? `the agent “${chosen.bootstrap}”` : "a new agent";
   note.textContent = chosen.bootstrap
-    ? `Setting up the agent “${chosen.bootstrap}”: describe what it should do, who it serves and how it should talk.`
+    ? `Setting up ${agent}: describe what it should do, who it serves and how it should talk.`
     : "New conversation. Ask anything; attach files with + or by dropping them here.";
   page.log.append(note);
 }
@@ -216,16 +217,18 @@ async function command(text) {
     showSettings();
   }
   showReply(page.log, text, answer.reply);
-  if (answer.turn) send(answer.turn.text, { ...runOptions(), is_bootstrap: answer.turn.bootstrap });
+  // `/bootstrap`'s turn: the conversation's settings now carry the bootstrap.
+  if (answer.turn) send(answer.turn.text);
 }
 
 function send(text, context = null) {
-  conversation.send(text, context).then(() => {
+  const sent = conversation;
+  sent.send(text, context).then(() => {
     // A bootstrap conversation ends its setup once the agent exists; later messages talk to it.
-    const chosen = settings();
-    if (chosen.bootstrap && [...page.agent.options].some((o) => o.value === chosen.bootstrap)) {
-      saveSettings({ bootstrap: null, agent: chosen.bootstrap });
-      showSettings();
+    const created = sent.createdAgent;
+    if (settings(sent.threadId).bootstrap && created) {
+      saveSettings({ bootstrap: null, agent: created === "default" ? null : created }, sent.threadId);
+      if (sent === conversation) showSettings();
     }
   });
 }
@@ -293,6 +296,9 @@ $("create-agent").addEventListener("click", () => { $("agent-name").value = ""; 
 $("agent-cancel").addEventListener("click", () => agentDialog.close());
 $("agent-form").addEventListener("submit", () => {
   const name = $("agent-name").value.trim().toLowerCase();
+  if ([...page.agent.options].some((o) => o.value === name)) {
+    return banner(`You already have an agent named ${name}: choose it in the agent list, or pick another name.`);
+  }
   const id = newThreadId();
   saveSettings({ bootstrap: name, agent: null }, id);
   openThread(id);

@@ -152,6 +152,8 @@ export class Conversation {
     } else if (event === "custom" && data && typeof data === "object") {
       this.custom(turn, data);
     } else if (event === "values" && data && typeof data === "object") {
+      // The agent a bootstrap created (`setup_agent`); the page switches the thread to it.
+      if (data.extra && data.extra.created_agent_name) this.createdAgent = data.extra.created_agent_name;
       if (Array.isArray(data.artifacts)) turn.artifacts(data.artifacts);
       if (Array.isArray(data.todos)) turn.showTodos(data.todos);
     } else if (event === "error" && data) {

@@ -12,8 +12,9 @@ export async function runCommand(text, threadId, chosen) {
   const conversation = {
     thread_id: threadId,
     model: chosen.model || null,
-    agent: chosen.bootstrap || chosen.agent || null,
+    agent: chosen.agent || null,
     plan_mode: Boolean(chosen.plan),
+    bootstrap: bootstrapOf(chosen),
   };
   try {
     return await postJson("/api/commands", { command: text, conversation });
@@ -23,13 +24,22 @@ export async function runCommand(text, threadId, chosen) {
   }
 }
 
-/** The page's settings for the conversation an answer describes. */
+/** The page's settings for the conversation an answer describes. A bootstrap is the name of
+ * the agent being set up, or `true` while the person has yet to name it. */
 export function settingsOf(conversation) {
+  const bootstrap = conversation.bootstrap;
   return {
     model: conversation.model || null,
     agent: conversation.agent || null,
     plan: Boolean(conversation.plan_mode),
+    bootstrap: bootstrap ? bootstrap.agent || true : null,
   };
+}
+
+/** The conversation's bootstrap as the daemon spells it. */
+function bootstrapOf(chosen) {
+  if (!chosen.bootstrap) return null;
+  return { agent: typeof chosen.bootstrap === "string" ? chosen.bootstrap : null };
 }
 
 /** Shows a command and its reply in the conversation (not sent to the model, not kept). */
