@@ -174,10 +174,29 @@ pub(crate) fn stdio_server(index: &std::path::Path) -> Value {
 
 /// Starts server-everything's HTTP transport (`streamableHttp` or `sse`) on a free port and
 /// waits until it accepts connections; the child dies with the returned guard.
+///
+/// The port is found free, then handed to the child: another test may take it in between (the
+/// child then exits at once), so a child that ends before listening is started again on
+/// another port, a few times.
 pub(crate) async fn start_http_server(
     index: &std::path::Path,
     mode: &str,
 ) -> (tokio::process::Child, u16) {
+    let mut ended = Vec::new();
+    for _ in 0..5 {
+        match try_start_http_server(index, mode).await {
+            Ok(started) => return started,
+            Err(end) => ended.push(end),
+        }
+    }
+    panic!("server-everything {mode} exited before listening, every time: {ended:?}");
+}
+
+/// One start on a port found free: the child listening, or how it ended before it did.
+async fn try_start_http_server(
+    index: &std::path::Path,
+    mode: &str,
+) -> Result<(tokio::process::Child, u16), String> {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap().port()
@@ -199,10 +218,10 @@ pub(crate) async fn start_http_server(
             .await
             .is_ok()
         {
-            return (child, port);
+            return Ok((child, port));
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!("server-everything {mode} exited before listening on {port}: {status}");
+            return Err(format!("port {port}: {status}"));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
