@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates link/symbol-order.txt: the functions the release binary runs from start until it
+# Regenerates link/symbol-order.txt: the functions the `dist` binary runs from start until it
 # has idled a while (on the embedded defaults, then with the four channels connected to the
 # platform fakes of tests/support), then those its HTTP turns run, each group in its current
 # address order.
@@ -14,10 +14,10 @@ export LC_ALL=C
 cd "$(dirname "$0")/.."
 idle="${1:-20}"
 listen=127.0.0.1:18787
-cargo build --release --locked --bin antler
+cargo build --profile dist --locked --bin antler
 cargo build --locked -p antler-test-support --example ops_bench
 target="$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')"
-bin="$target/release/antler"
+bin="$target/dist/antler"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 

@@ -25,7 +25,6 @@ pub mod validate;
 pub mod watch;
 
 pub use antler_channel::{GroupPolicy, Secret, SessionConfig};
-pub use antler_telegram::{TelegramConfig, TelegramMode};
 pub use channels::{ChannelsConfig, StreamConfig};
 pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use conversion::ConversionConfig;
