@@ -7,9 +7,9 @@ use std::fmt;
 
 use chrono::{DateTime, Utc};
 
-use crate::store::log::{self, HEADS, Head, LOG};
-use crate::store::threads::{THREADS, ThreadError, ThreadRecord, decode};
-use crate::store::{BatchOp, ThreadStore};
+use crate::log::{self, HEADS, Head, LOG};
+use crate::threads::{THREADS, ThreadError, ThreadRecord, decode};
+use crate::{BatchOp, ThreadStore};
 
 /// One thread's footprint in the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,7 +173,7 @@ impl ThreadStore {
             let thread_id = String::from_utf8_lossy(&thread_id).into_owned();
             let records = store.scan_prefix(LOG, &log::prefix(&thread_id))?;
             let doomed = log::superseded_before(&records, cutoff).map_err(|(key, e)| {
-                ThreadError::Store(crate::store::StoreError::Corrupt {
+                ThreadError::Store(crate::StoreError::Corrupt {
                     key: String::from_utf8_lossy(&key).replace('\0', "/"),
                     detail: e.to_string(),
                 })

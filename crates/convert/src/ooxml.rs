@@ -8,7 +8,7 @@ use quick_xml::Reader;
 use quick_xml::escape::resolve_predefined_entity;
 use quick_xml::events::{BytesRef, BytesStart, Event};
 
-use crate::converter::documents::{MAX_PART_BYTES, markdown_table};
+use crate::documents::{MAX_PART_BYTES, markdown_table};
 
 type Archive<'a> = zip::ZipArchive<Cursor<&'a [u8]>>;
 

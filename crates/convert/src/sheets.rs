@@ -11,7 +11,7 @@ use std::io::Cursor;
 
 use calamine::{Data, Reader, Xlsx, XlsxError};
 
-use crate::converter::documents::markdown_table;
+use crate::documents::markdown_table;
 
 /// Rows with a value rendered per sheet; the rest are counted in a note.
 const MAX_SHEET_ROWS: usize = 5_000;

@@ -6,10 +6,10 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::log::{CHANNELS, Head, SlotInfo};
 use crate::lru::Lru;
 use crate::messages::{History, KEPT_SLOT_BYTES, Message, Text, WeakHistory};
 use crate::state::ThreadState;
-use crate::store::log::{CHANNELS, Head, SlotInfo};
 
 /// One thread as the checkpointer last saved (or folded) it.
 #[derive(Clone, Debug)]

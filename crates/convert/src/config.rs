@@ -4,8 +4,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::config::ConfigProblem;
-
 /// Least `conversion.memory_mb`: below it the converter cannot even start.
 pub const MIN_CONVERSION_MEMORY_MB: u64 = 128;
 
@@ -40,11 +38,13 @@ impl Default for ConversionConfig {
 }
 
 impl ConversionConfig {
-    pub fn problems(&self) -> Vec<ConfigProblem> {
+    /// Each bad value as (its key below `conversion.`, what it must be); the config loader
+    /// names the whole key.
+    pub fn problems(&self) -> Vec<(&'static str, String)> {
         let mut problems = Vec::new();
-        let mut require = |ok: bool, key: &str, message: String| {
+        let mut require = |ok: bool, key: &'static str, message: String| {
             if !ok {
-                problems.push(ConfigProblem::new(format!("conversion.{key}"), message));
+                problems.push((key, message));
             }
         };
         require(
@@ -84,14 +84,14 @@ mod tests {
             max_output_mb: 0,
             max_concurrent: 0,
         };
-        let keys: Vec<String> = bad.problems().into_iter().map(|p| p.path).collect();
+        let keys: Vec<&str> = bad.problems().into_iter().map(|(key, _)| key).collect();
         assert_eq!(
             keys,
             [
-                "conversion.memory_mb",
-                "conversion.timeout_seconds",
-                "conversion.max_output_mb",
-                "conversion.max_concurrent"
+                "memory_mb",
+                "timeout_seconds",
+                "max_output_mb",
+                "max_concurrent"
             ]
         );
     }

@@ -13,14 +13,12 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::Map;
 
+use crate::log::{self, CHANNELS, HEADS, Head, LOG, LogError, SlotInfo};
 use crate::messages::{History, Message, Text, same_id};
 use crate::state::{StateChanges, ThreadState};
-use crate::store::log::{self, CHANNELS, HEADS, Head, LOG, LogError, SlotInfo};
-use crate::store::state_cache::CachedThread;
-use crate::store::threads::{ThreadError, ThreadRecord, ThreadStatus, decode, encode, put_record};
-use crate::store::{
-    BatchOp, Checkpoint, Checkpointer, Expect, StepCheckpoint, StoreError, ThreadStore,
-};
+use crate::state_cache::CachedThread;
+use crate::threads::{ThreadError, ThreadRecord, ThreadStatus, decode, encode, put_record};
+use crate::{BatchOp, Checkpoint, Checkpointer, Expect, StepCheckpoint, StoreError, ThreadStore};
 
 impl ThreadStore {
     /// The head of a thread's log, without reading the log (`None`: never checkpointed).

@@ -1,13 +1,13 @@
 //! The id walk that decides what a checkpoint writes, and a randomised check that folding the
 //! log always gives back exactly the state the reducers produced.
 
+use crate::ThreadStore;
+use crate::checkpoints::{message_ids, walk};
+use crate::log::SlotInfo;
 use crate::messages::Message;
 use crate::state::{StateChanges, StateUpdate};
-use crate::store::ThreadStore;
-use crate::store::checkpoints::{message_ids, walk};
-use crate::store::log::SlotInfo;
-use crate::store::test_fixtures::{Driver, backends};
-use crate::store::threads::{DEFAULT_CACHE_FROM_MESSAGES, ThreadStoreOptions};
+use crate::test_fixtures::{Driver, backends};
+use crate::threads::{DEFAULT_CACHE_FROM_MESSAGES, ThreadStoreOptions};
 
 fn slots(list: &[u64]) -> Vec<SlotInfo> {
     list.iter()

@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use crate::converter::{Kind, PARSER_STACK_BYTES, documents, html, sheets};
+use crate::{Kind, PARSER_STACK_BYTES, documents, html, sheets};
 
 /// The input was not a readable document of its kind (stderr: why).
 pub const EXIT_UNREADABLE: i32 = 65;
@@ -90,8 +90,8 @@ pub fn convert(kind: Kind, input: &[u8]) -> Result<String, Failure> {
         Kind::Html => return Ok(html::page_to_markdown(&String::from_utf8_lossy(input)).encode()),
         Kind::Pdf => documents::pdf_to_markdown(input),
         Kind::Xlsx => sheets::xlsx_to_markdown(input),
-        Kind::Docx => crate::converter::ooxml::docx_to_markdown(input),
-        Kind::Pptx => crate::converter::ooxml::pptx_to_markdown(input),
+        Kind::Docx => crate::ooxml::docx_to_markdown(input),
+        Kind::Pptx => crate::ooxml::pptx_to_markdown(input),
     }
     .map_err(Failure::Unreadable)?;
     if body.trim().is_empty() {

@@ -1,11 +1,11 @@
 //! Thread records and the per-user thread index, on top of any [`Store`]; the thread's state
-//! itself is the checkpoint log ([`crate::store::log`]; saving and folding it are methods of
+//! itself is the checkpoint log ([`crate::log`]; saving and folding it are methods of
 //! [`ThreadStore`] too, in the store's `checkpoints` module).
 //!
 //! Layout (logical trees of the store, values are JSON):
 //! - `threads`: `{thread_id}` → [`ThreadRecord`]
 //! - `user_threads`: `{user_id}\0{thread_id}` → empty (the per-user index)
-//! - `heads` and `log`: the thread's state (see [`crate::store::log`])
+//! - `heads` and `log`: the thread's state (see [`crate::log`])
 //!
 //! A checkpoint and the record change it implies (`updated_at`, `title`, the checkpoint
 //! version) are written in one atomic batch. Durability: each checkpoint wakes a background
@@ -19,12 +19,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::store::flusher::Flusher;
-use crate::store::log::{self, HEADS, LOG};
-use crate::store::state_cache::StateCache;
-use crate::store::{BatchOp, StoreError, StoreRef, migrate};
+use crate::flusher::Flusher;
+use crate::log::{self, HEADS, LOG};
+use crate::state_cache::StateCache;
+use crate::{BatchOp, StoreError, StoreRef, migrate};
 
-pub(crate) use crate::store::trees::{LEGACY_CHECKPOINTS, THREADS, USER_THREADS};
+pub(crate) use crate::trees::{LEGACY_CHECKPOINTS, THREADS, USER_THREADS};
 const MAX_THREAD_ID_LEN: usize = 256;
 /// The thread-state cache unless configured (`cache.thread_states_mb`).
 pub const DEFAULT_STATE_CACHE_MB: usize = 4;

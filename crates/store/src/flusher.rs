@@ -6,7 +6,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::store::StoreRef;
+use crate::StoreRef;
 
 /// How long the flusher waits for more checkpoints before one flush covers them all.
 const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(5);

@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::log::{self, HEADS, LOG};
 use crate::messages::{Message, ToolCall};
 use crate::state::{SandboxState, StateUpdate, ThreadState, Todo, TodoStatus};
-use crate::store::log::{self, HEADS, LOG};
-use crate::store::test_fixtures::{Driver, FlakyStore, backends, write_legacy_thread};
-use crate::store::threads::{LEGACY_CHECKPOINTS, ThreadError, ThreadStoreOptions};
-use crate::store::{StoreError, StoreRef, ThreadStore};
+use crate::test_fixtures::{Driver, FlakyStore, backends, write_legacy_thread};
+use crate::threads::{LEGACY_CHECKPOINTS, ThreadError, ThreadStoreOptions};
+use crate::{StoreError, StoreRef, ThreadStore};
 
 fn open(store: &StoreRef) -> ThreadStore {
     ThreadStore::new(store.clone()).unwrap()
@@ -407,7 +407,7 @@ fn checkpoints_survive_a_reopen_of_sled() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
     let expected = {
-        let store: StoreRef = Arc::new(crate::store::SledStore::open(&path).unwrap());
+        let store: StoreRef = Arc::new(crate::SledStore::open(&path).unwrap());
         let threads = open(&store);
         threads.create("u", Some("t".into()), Map::new()).unwrap();
         let mut driver = Driver::new(threads.clone(), "t");
@@ -422,7 +422,7 @@ fn checkpoints_survive_a_reopen_of_sled() {
         threads.flush().unwrap();
         driver.state
     };
-    let store: StoreRef = Arc::new(crate::store::SledStore::open(&path).unwrap());
+    let store: StoreRef = Arc::new(crate::SledStore::open(&path).unwrap());
     let threads = open(&store);
     assert_eq!(*threads.state("t").unwrap().unwrap().1, expected);
     assert_eq!(threads.list("u").unwrap().len(), 1);

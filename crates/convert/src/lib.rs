@@ -11,6 +11,7 @@
 //! reads its result page with, in-process: its nesting is bounded, so it is linear.
 
 pub mod child;
+mod config;
 mod documents;
 pub mod html;
 mod ooxml;
@@ -26,7 +27,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::config::ConversionConfig;
+pub use config::{ConversionConfig, MIN_CONVERSION_MEMORY_MB};
 
 /// Stack of the child's parsing thread: the Markdown walk recurses once per element level, at
 /// most `html::PRUNE_DEPTH` deep (~3 KiB a level in a debug build, less in release).

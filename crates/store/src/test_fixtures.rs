@@ -9,8 +9,8 @@ use chrono::Utc;
 use serde_json::Map;
 
 use crate::state::{StateChanges, StateUpdate, ThreadState};
-use crate::store::threads::{ThreadError, ThreadRecord, ThreadStatus, index_key};
-use crate::store::{
+use crate::threads::{ThreadError, ThreadRecord, ThreadStatus, index_key};
+use crate::{
     BatchOp, Checkpoint, Expect, KeyValues, MemoryStore, SledStore, StepCheckpoint, Store,
     StoreError, StoreRef, ThreadStore,
 };

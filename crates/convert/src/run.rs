@@ -8,9 +8,9 @@ use std::process::{ExitStatus, Stdio};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{ChildStdin, Command};
 
-use crate::converter::child::{EXIT_CRASHED, EXIT_NO_MEMORY, EXIT_NO_TEXT, EXIT_UNREADABLE};
-use crate::converter::{ConvertError, Input, Kind, Limits, Program};
-use crate::sandbox::{Rlimit, kill_process_group, set_rlimits};
+use crate::child::{EXIT_CRASHED, EXIT_NO_MEMORY, EXIT_NO_TEXT, EXIT_UNREADABLE};
+use crate::{ConvertError, Input, Kind, Limits, Program};
+use antler_process::{Rlimit, kill_process_group, set_rlimits};
 
 /// Bytes of the child's stderr kept: enough for a panic message or an allocation failure.
 const STDERR_BYTES: usize = 8 * 1024;

@@ -1,7 +1,7 @@
 //! The sled-backed [`Store`]: one sled tree, logical trees as key prefixes.
 //!
 //! Every logical tree lives in one sled tree (`{tree}\0{key}`). Batches are applied key by key
-//! behind a redo record ([`sled_batch`](crate::store::sled_batch)), atomically across a crash,
+//! behind a redo record ([`sled_batch`](crate::sled_batch)), atomically across a crash,
 //! and behind the store's gate: writers one at a time, readers never in the middle of a batch
 //! (what `sled::Batch` guarantees too, at the price of two synchronous log writes per batch).
 //! Durability: sled buffers writes in memory and writes them out on `flush` or every
@@ -12,8 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::store::sled_batch::{self, Write};
-use crate::store::{BatchOp, Expect, KeyValues, Store, StoreError};
+use crate::sled_batch::{self, Write};
+use crate::{BatchOp, Expect, KeyValues, Store, StoreError};
 
 /// sled's own periodic flush; bounds what a crash loses when nobody flushes explicitly.
 const FLUSH_EVERY_MS: u64 = 200;
@@ -291,7 +291,7 @@ mod tests {
     fn sled_store_passes_the_conformance_suite() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path().join("store")).unwrap();
-        crate::store::conformance::run_all(&store);
+        crate::conformance::run_all(&store);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The shared test story every [`Store`] backend must pass.
 
-use crate::store::{BatchOp, Expect, Store};
+use crate::{BatchOp, Expect, Store};
 
 /// Runs every conformance check against `store`, which must start empty.
 pub(crate) fn run_all(store: &dyn Store) {

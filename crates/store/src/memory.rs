@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
-use crate::store::{BatchOp, Expect, KeyValues, Store, StoreError};
+use crate::{BatchOp, Expect, KeyValues, Store, StoreError};
 
 type Trees = BTreeMap<String, BTreeMap<Vec<u8>, Vec<u8>>>;
 
@@ -103,6 +103,6 @@ mod tests {
 
     #[test]
     fn memory_store_passes_the_conformance_suite() {
-        crate::store::conformance::run_all(&MemoryStore::new());
+        crate::conformance::run_all(&MemoryStore::new());
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::{Map, json};
 
 use super::*;
-use crate::store::MemoryStore;
+use crate::MemoryStore;
 
 fn threads() -> ThreadStore {
     ThreadStore::new(Arc::new(MemoryStore::new())).unwrap()

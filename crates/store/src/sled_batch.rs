@@ -14,7 +14,7 @@
 //! record survived, nothing written after the batch did, and replaying the whole batch at the
 //! next open ([`recover`]) completes it; if it did not, none of the batch's writes survived.
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// Where the redo record of the batch in flight lives. Logical keys are `{tree}\0{key}` with a
 /// non-empty tree name, so no logical key starts with a NUL byte.

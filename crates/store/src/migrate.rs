@@ -9,9 +9,9 @@
 
 use serde::Deserialize;
 
-use crate::store::log::{self, CHANNELS, HEADS, Head, LOG};
-use crate::store::trees::{LEGACY_CHECKPOINTS, META, THREADS};
-use crate::store::{BatchOp, Checkpoint, Store, StoreError};
+use crate::log::{self, CHANNELS, HEADS, Head, LOG};
+use crate::trees::{LEGACY_CHECKPOINTS, META, THREADS};
+use crate::{BatchOp, Checkpoint, Store, StoreError};
 
 /// What conversion reads of a thread record.
 #[derive(Deserialize)]

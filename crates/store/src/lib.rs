@@ -1,3 +1,8 @@
+//! Antler's persistence layer: the messages of a conversation ([`messages`]), a thread's state
+//! and its changes ([`state`]), the bounded LRU the caches share ([`lru`]), the virtual paths
+//! a state records ([`virtual_paths`]), and the `Store` seam with what sits on it (below).
+//! Nothing here knows about agents, chats or the config tree.
+//!
 //! The `Store` seam: an embedded key-value store (sled today, swappable) and what sits on it.
 //!
 //! The trait is deliberately small and shaped like what PostgreSQL gives natively: point reads
@@ -17,15 +22,19 @@ mod conformance;
 mod conformance_threads;
 mod flusher;
 pub mod log;
+pub mod lru;
 pub mod maintenance;
 pub mod memory;
+pub mod messages;
 mod migrate;
 mod sled_batch;
 pub mod sled_store;
+pub mod state;
 mod state_cache;
 #[cfg(test)]
 mod test_fixtures;
 pub mod threads;
+pub mod virtual_paths;
 
 use std::sync::Arc;
 

@@ -61,9 +61,9 @@ impl ThreadData {
     /// The only value a thread's data can have: the virtual directories.
     pub fn virtual_paths() -> Self {
         Self {
-            workspace_path: crate::paths::VIRTUAL_WORKSPACE.into(),
-            uploads_path: crate::paths::VIRTUAL_UPLOADS.into(),
-            outputs_path: crate::paths::VIRTUAL_OUTPUTS.into(),
+            workspace_path: crate::virtual_paths::VIRTUAL_WORKSPACE.into(),
+            uploads_path: crate::virtual_paths::VIRTUAL_UPLOADS.into(),
+            outputs_path: crate::virtual_paths::VIRTUAL_OUTPUTS.into(),
         }
     }
 }

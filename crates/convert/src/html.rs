@@ -427,7 +427,7 @@ mod tests {
     /// per level (~3 KiB a level in a debug build), more than a test thread's 2 MiB allow.
     fn on_child_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         std::thread::Builder::new()
-            .stack_size(crate::converter::PARSER_STACK_BYTES)
+            .stack_size(crate::PARSER_STACK_BYTES)
             .spawn(f)
             .unwrap()
             .join()
