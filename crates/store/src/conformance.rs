@@ -1,18 +1,164 @@
-//! The shared test story every [`Store`] backend must pass.
+//! The stories every [`Store`] backend must pass, exported behind the `conformance` feature so
+//! a backend in another crate (PostgreSQL) runs exactly what sled and the in-memory store run:
+//! the key-value contract (below) and the thread store on top of it ([`threads`]).
+//!
+//! A backend's tests call [`store_conformance_tests!`](crate::store_conformance_tests) with a
+//! function that makes a fresh, empty store: one `#[test]` per story, so a failure names the
+//! story. [`run_all`] runs them in one go.
 
-use crate::{BatchOp, Expect, Store};
+use std::any::Any;
 
-/// Runs every conformance check against `store`, which must start empty.
-pub(crate) fn run_all(store: &dyn Store) {
-    get_put_delete(store);
-    trees_are_independent(store);
-    scan_prefix_is_ordered_and_bounded(store);
-    batches_apply_every_op(store);
-    conditional_batches_apply_all_or_nothing(store);
-    store.flush().unwrap();
+use crate::{BatchOp, Expect, StoreRef};
+
+pub mod threads;
+
+/// A fresh, empty store for one story, and what must outlive it.
+pub struct Fresh {
+    /// The backend's name, in every assertion message.
+    pub name: &'static str,
+    pub store: StoreRef,
+    /// Dropped after the story: a temporary directory, a scratch database.
+    pub keep: Option<Box<dyn Any>>,
 }
 
-fn get_put_delete(store: &dyn Store) {
+impl Fresh {
+    /// An empty in-memory store.
+    pub fn memory() -> Self {
+        Self {
+            name: "memory",
+            store: std::sync::Arc::new(crate::MemoryStore::new()),
+            keep: None,
+        }
+    }
+
+    /// An empty sled store in a temporary directory, removed after the story.
+    pub fn sled() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::SledStore::open(dir.path().join("store")).unwrap();
+        Self {
+            name: "sled",
+            store: std::sync::Arc::new(store),
+            keep: Some(Box::new(dir)),
+        }
+    }
+}
+
+/// A story: it calls `make` once for each store it needs.
+pub type Story = fn(&dyn Fn() -> Fresh);
+
+/// Every story by name, in the order [`store_conformance_tests!`](crate::store_conformance_tests)
+/// expands them.
+pub const STORIES: &[(&str, Story)] = &[
+    ("get_put_delete", get_put_delete),
+    ("trees_are_independent", trees_are_independent),
+    (
+        "scan_prefix_is_ordered_and_bounded",
+        scan_prefix_is_ordered_and_bounded,
+    ),
+    ("batches_apply_every_op", batches_apply_every_op),
+    (
+        "conditional_batches_apply_all_or_nothing",
+        conditional_batches_apply_all_or_nothing,
+    ),
+    (
+        "append_fold_and_head_only_read",
+        threads::append_fold_and_head_only_read,
+    ),
+    (
+        "replaced_removed_and_moved_messages_fold_exactly",
+        threads::replaced_removed_and_moved_messages_fold_exactly,
+    ),
+    (
+        "bytes_written_per_step_do_not_grow_with_the_history",
+        threads::bytes_written_per_step_do_not_grow_with_the_history,
+    ),
+    (
+        "a_failed_batch_leaves_the_old_head_and_log",
+        threads::a_failed_batch_leaves_the_old_head_and_log,
+    ),
+    (
+        "a_second_writer_on_the_same_head_is_refused",
+        threads::a_second_writer_on_the_same_head_is_refused,
+    ),
+    (
+        "a_data_dir_of_the_old_layout_is_migrated_on_open",
+        threads::a_data_dir_of_the_old_layout_is_migrated_on_open,
+    ),
+    (
+        "deleting_a_thread_removes_its_head_and_log",
+        threads::deleting_a_thread_removes_its_head_and_log,
+    ),
+    (
+        "retention_drops_only_records_the_state_no_longer_needs",
+        threads::retention_drops_only_records_the_state_no_longer_needs,
+    ),
+    (
+        "evicted_threads_read_back_identical_and_the_cache_stays_bounded",
+        threads::evicted_threads_read_back_identical_and_the_cache_stays_bounded,
+    ),
+    (
+        "a_thread_larger_than_the_whole_cache_is_kept_alone",
+        threads::a_thread_larger_than_the_whole_cache_is_kept_alone,
+    ),
+];
+
+/// Runs every story, each on a store of its own from `make`.
+pub fn run_all(make: &dyn Fn() -> Fresh) {
+    for (_, story) in STORIES {
+        story(make);
+    }
+}
+
+/// One `#[test]` per conformance story, each on a fresh store from `$make` (a `fn() -> Fresh` or
+/// a closure), plus one that checks the list is [`conformance::STORIES`](crate::conformance::STORIES)
+/// whole. Use it in a test module of the backend's crate.
+#[macro_export]
+macro_rules! store_conformance_tests {
+    ($make:expr) => {
+        $crate::store_conformance_tests!(
+            @stories $make;
+            get_put_delete,
+            trees_are_independent,
+            scan_prefix_is_ordered_and_bounded,
+            batches_apply_every_op,
+            conditional_batches_apply_all_or_nothing,
+            append_fold_and_head_only_read,
+            replaced_removed_and_moved_messages_fold_exactly,
+            bytes_written_per_step_do_not_grow_with_the_history,
+            a_failed_batch_leaves_the_old_head_and_log,
+            a_second_writer_on_the_same_head_is_refused,
+            a_data_dir_of_the_old_layout_is_migrated_on_open,
+            deleting_a_thread_removes_its_head_and_log,
+            retention_drops_only_records_the_state_no_longer_needs,
+            evicted_threads_read_back_identical_and_the_cache_stays_bounded,
+            a_thread_larger_than_the_whole_cache_is_kept_alone
+        );
+    };
+    (@stories $make:expr; $($story:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $story() {
+                let story = $crate::conformance::STORIES
+                    .iter()
+                    .find(|(name, _)| *name == stringify!($story))
+                    .map(|(_, story)| *story)
+                    .expect("a story of conformance::STORIES");
+                story(&$make);
+            }
+        )*
+
+        #[test]
+        fn every_conformance_story_has_a_test() {
+            let expanded = [$(stringify!($story)),*];
+            let names: Vec<&str> = $crate::conformance::STORIES.iter().map(|(name, _)| *name).collect();
+            assert_eq!(names, expanded);
+        }
+    };
+}
+
+pub fn get_put_delete(make: &dyn Fn() -> Fresh) {
+    let fresh = make();
+    let store = &*fresh.store;
     assert_eq!(store.get("a", b"k").unwrap(), None);
     store.put("a", b"k", b"v1").unwrap();
     assert_eq!(store.get("a", b"k").unwrap().as_deref(), Some(&b"v1"[..]));
@@ -24,7 +170,9 @@ fn get_put_delete(store: &dyn Store) {
     store.delete("never-written", b"x").unwrap();
 }
 
-fn trees_are_independent(store: &dyn Store) {
+pub fn trees_are_independent(make: &dyn Fn() -> Fresh) {
+    let fresh = make();
+    let store = &*fresh.store;
     store.put("left", b"k", b"l").unwrap();
     store.put("right", b"k", b"r").unwrap();
     // A tree whose name is a prefix of another must not see the other's keys.
@@ -38,7 +186,9 @@ fn trees_are_independent(store: &dyn Store) {
     assert_eq!(store.scan_prefix("lef", b"").unwrap().len(), 1);
 }
 
-fn scan_prefix_is_ordered_and_bounded(store: &dyn Store) {
+pub fn scan_prefix_is_ordered_and_bounded(make: &dyn Fn() -> Fresh) {
+    let fresh = make();
+    let store = &*fresh.store;
     for key in ["p/b", "p/a", "p/c", "q/a", "p"] {
         store.put("scan", key.as_bytes(), key.as_bytes()).unwrap();
     }
@@ -57,7 +207,9 @@ fn scan_prefix_is_ordered_and_bounded(store: &dyn Store) {
     assert!(store.scan_prefix("empty-tree", b"").unwrap().is_empty());
 }
 
-fn batches_apply_every_op(store: &dyn Store) {
+pub fn batches_apply_every_op(make: &dyn Fn() -> Fresh) {
+    let fresh = make();
+    let store = &*fresh.store;
     store.put("batch", b"old", b"1").unwrap();
     store
         .apply_batch(vec![
@@ -94,7 +246,9 @@ fn batches_apply_every_op(store: &dyn Store) {
     store.apply_batch(Vec::new()).unwrap();
 }
 
-fn conditional_batches_apply_all_or_nothing(store: &dyn Store) {
+pub fn conditional_batches_apply_all_or_nothing(make: &dyn Fn() -> Fresh) {
+    let fresh = make();
+    let store = &*fresh.store;
     let head = |value: Option<&[u8]>| Expect {
         tree: "heads",
         key: b"t".to_vec(),
@@ -159,4 +313,5 @@ fn conditional_batches_apply_all_or_nothing(store: &dyn Store) {
         store.get("heads", b"t").unwrap().as_deref(),
         Some(&b"v2"[..])
     );
+    store.flush().unwrap();
 }

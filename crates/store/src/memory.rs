@@ -98,11 +98,11 @@ fn apply(trees: &mut Trees, ops: Vec<BatchOp>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod conformance {
+    crate::store_conformance_tests!(crate::conformance::Fresh::memory);
 
     #[test]
-    fn memory_store_passes_the_conformance_suite() {
-        crate::conformance::run_all(&MemoryStore::new());
+    fn run_all_runs_every_story() {
+        crate::conformance::run_all(&crate::conformance::Fresh::memory);
     }
 }

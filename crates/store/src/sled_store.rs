@@ -284,15 +284,48 @@ fn full_writes(ops: Vec<BatchOp>) -> Vec<Write> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod conformance {
+    crate::store_conformance_tests!(crate::conformance::Fresh::sled);
+
+    use std::sync::Arc;
+
+    use serde_json::{Map, Value};
+
+    use crate::StoreRef;
+    use crate::conformance::threads::{open, turn};
+    use crate::state::StateUpdate;
+    use crate::test_fixtures::Driver;
 
     #[test]
-    fn sled_store_passes_the_conformance_suite() {
+    fn checkpoints_survive_a_reopen_of_sled() {
         let dir = tempfile::tempdir().unwrap();
-        let store = SledStore::open(dir.path().join("store")).unwrap();
-        crate::conformance::run_all(&store);
+        let path = dir.path().join("store");
+        let expected = {
+            let store: StoreRef = Arc::new(crate::SledStore::open(&path).unwrap());
+            let threads = open(&store);
+            threads.create("u", Some("t".into()), Map::new()).unwrap();
+            let mut driver = Driver::new(threads.clone(), "t");
+            for n in 0..3 {
+                turn(&mut driver, n);
+            }
+            driver.apply(StateUpdate {
+                extra: [("date".to_string(), Value::String("2025-01-01".into()))].into(),
+                ..Default::default()
+            });
+            driver.save().unwrap();
+            threads.flush().unwrap();
+            driver.state
+        };
+        let store: StoreRef = Arc::new(crate::SledStore::open(&path).unwrap());
+        let threads = open(&store);
+        assert_eq!(*threads.state("t").unwrap().unwrap().1, expected);
+        assert_eq!(threads.list("u").unwrap().len(), 1);
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn a_second_open_of_the_same_directory_is_a_clear_error() {

@@ -11,16 +11,17 @@ use serde_json::Map;
 use crate::state::{StateChanges, StateUpdate, ThreadState};
 use crate::threads::{ThreadError, ThreadRecord, ThreadStatus, index_key};
 use crate::{
-    BatchOp, Checkpoint, Expect, KeyValues, MemoryStore, SledStore, StepCheckpoint, Store,
-    StoreError, StoreRef, ThreadStore,
+    BatchOp, Checkpoint, Expect, KeyValues, StepCheckpoint, Store, StoreError, StoreRef,
+    ThreadStore,
 };
 
 /// Every backend, fresh: (name, store, the directory that must outlive a sled store).
+#[cfg(test)]
 pub(crate) fn backends() -> Vec<(&'static str, StoreRef, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().unwrap();
-    let sled: StoreRef = Arc::new(SledStore::open(dir.path().join("store")).unwrap());
+    let sled: StoreRef = Arc::new(crate::SledStore::open(dir.path().join("store")).unwrap());
     vec![
-        ("memory", Arc::new(MemoryStore::new()), None),
+        ("memory", Arc::new(crate::MemoryStore::new()), None),
         ("sled", sled, Some(dir)),
     ]
 }

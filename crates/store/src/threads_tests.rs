@@ -1,4 +1,4 @@
-//! Thread records and per-user isolation (checkpoints: `conformance_threads`).
+//! Thread records and per-user isolation (checkpoints: `conformance::threads`).
 
 use std::sync::Arc;
 
