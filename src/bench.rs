@@ -20,13 +20,13 @@ use crate::agents::{AgentConfig, AgentStore};
 use crate::config::{AppConfig, ModelConfig};
 use crate::lead_agent::access::LOCAL_OPERATOR;
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
-use crate::messages::Message;
 use crate::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings};
-use crate::state::ThreadState;
-use crate::store::{MemoryStore, SledStore, StoreRef, ThreadStore};
 use crate::tools::FnTool;
 use crate::tools::registry::ToolRegistry;
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
+use antler_store::{MemoryStore, SledStore, StoreRef, ThreadStore};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {

@@ -14,7 +14,7 @@ use crate::config::{ConfigError, ConfigOrigin, EnvSource, LoadedConfig, Locator,
 use crate::daemon_client::{DaemonClient, DaemonClientError};
 use crate::local_socket::socket_path;
 use crate::runtime_file::{DaemonRecord, live_records, runtime_dir};
-use crate::store::STORE_DIR;
+use antler_store::STORE_DIR;
 
 /// What a command works on.
 pub enum Located {
@@ -207,7 +207,7 @@ pub async fn locate(locator: &Locator, env: &dyn EnvSource) -> Result<Located, L
             }),
         });
     };
-    if crate::store::sled_store::is_locked(&data_dir.join(STORE_DIR)) {
+    if antler_store::sled_store::is_locked(&data_dir.join(STORE_DIR)) {
         return Err(DaemonClientError::NotAnswering {
             data_dir: data_dir.display().to_string(),
             socket: socket_path(data_dir).display().to_string(),
@@ -385,7 +385,7 @@ mod tests {
     #[tokio::test]
     async fn a_locked_store_without_an_answering_daemon_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
-        let _held = crate::store::SledStore::open(dir.path().join(STORE_DIR)).unwrap();
+        let _held = antler_store::SledStore::open(dir.path().join(STORE_DIR)).unwrap();
         let Err(err) = locate(&locator_of(dir.path()), &MapEnv::new()).await else {
             panic!("a locked data dir must not be opened");
         };

@@ -23,10 +23,10 @@ use tokio_util::sync::DropGuard;
 use crate::agent_api::{RunEvent, RunEvents, RunOptions};
 use crate::config::{AppConfig, ConfigHandle};
 use crate::harness::{Harness, HarnessError, RunError, RunRequest, Speaker};
-use crate::messages::Message;
-use crate::state::ThreadState;
-use crate::store::ThreadRecord;
-use crate::store::threads::ThreadError;
+use antler_store::ThreadRecord;
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
+use antler_store::threads::ThreadError;
 
 /// The user id of the embedded client.
 pub const LOCAL_USER_ID: &str = "local";

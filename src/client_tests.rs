@@ -8,7 +8,7 @@ use super::*;
 use crate::agent_api::{RunEvent, RunOptions, StopReason};
 use crate::config::{ConfigHandle, ModelConfig};
 use crate::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
-use crate::store::MemoryStore;
+use antler_store::MemoryStore;
 
 struct Fixture {
     harness: Harness,

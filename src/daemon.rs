@@ -85,7 +85,7 @@ pub struct DaemonOptions {
     pub reload_signal: Option<Arc<tokio::sync::Notify>>,
     /// What converts documents and fetched pages; `None`: this binary's `convert` (a daemon
     /// run inside another binary, a test, names the `antler` binary).
-    pub converter: Option<crate::converter::Program>,
+    pub converter: Option<antler_convert::Program>,
 }
 
 /// The address to bind, checked before anything binds.

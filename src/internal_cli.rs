@@ -10,7 +10,7 @@ use crate::config::RuntimeConfig;
 #[derive(clap::Subcommand)]
 pub enum InternalCommand {
     /// The converter child the daemon starts for each document or fetched page: reads it on
-    /// stdin, writes Markdown on stdout (see `antler::converter`).
+    /// stdin, writes Markdown on stdout (see `antler_convert`).
     #[command(hide = true)]
     Convert {
         /// pdf, docx, xlsx, pptx or html.
@@ -25,7 +25,7 @@ pub enum InternalCommand {
 impl InternalCommand {
     pub fn run(self) -> ExitCode {
         match self {
-            Self::Convert { kind } => crate::converter::child::main(&kind),
+            Self::Convert { kind } => antler_convert::child::main(&kind),
             Self::CrashChild { data_dir } => {
                 let outcome = RuntimeConfig::default()
                     .build()

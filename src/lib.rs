@@ -1,7 +1,7 @@
 //! Antler: a self-hosted AI agent daemon for team chats.
 //!
 //! See `ARCHITECTURE.md` for the map. The seams are traits: [`model::ChatModel`],
-//! [`agent_api::Tool`], [`agent_api::Middleware`], [`store::Store`]; the agent contracts all
+//! [`agent_api::Tool`], [`agent_api::Middleware`], [`antler_store::Store`]; the agent contracts all
 //! live in [`agent_api`].
 
 pub mod agent;
@@ -18,7 +18,6 @@ pub mod cli_locate;
 pub mod client;
 pub mod commands;
 pub mod config;
-pub mod converter;
 pub mod daemon;
 pub mod daemon_client;
 pub mod harness;
@@ -28,12 +27,10 @@ pub mod internal_cli;
 pub mod lead_agent;
 pub mod listener;
 pub mod local_socket;
-pub mod lru;
 pub mod mcp;
 pub mod mcp_cli;
 pub mod memory;
 pub mod memory_release;
-pub mod messages;
 pub mod metrics;
 pub mod middleware;
 pub mod model;
@@ -43,9 +40,7 @@ pub mod sandbox;
 pub mod service_manager;
 pub mod skills;
 pub mod skills_cli;
-pub mod state;
 pub mod status;
-pub mod store;
 pub mod store_cli;
 pub mod subagents;
 pub mod tools;

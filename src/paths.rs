@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-/// Root of every path the model sees; the sandbox maps it onto the thread's host directories.
-pub const VIRTUAL_ROOT: &str = "/mnt/user-data";
-pub const VIRTUAL_WORKSPACE: &str = "/mnt/user-data/workspace";
-pub const VIRTUAL_UPLOADS: &str = "/mnt/user-data/uploads";
-pub const VIRTUAL_OUTPUTS: &str = "/mnt/user-data/outputs";
+/// The virtual paths are defined with the thread state that records them (in the store crate);
+/// this module maps them onto the host.
+pub use antler_store::virtual_paths::{
+    VIRTUAL_OUTPUTS, VIRTUAL_ROOT, VIRTUAL_UPLOADS, VIRTUAL_WORKSPACE,
+};
 
 /// Longest accepted user or thread id.
 pub const MAX_ID_LEN: usize = 64;

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::config::AppConfig;
 use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::skills::{Skill, SkillCatalog, SkillError, SkillSource, SkillsLoader};
-use crate::store::{STORE_DIR, SledStore, StoreError};
+use antler_store::{STORE_DIR, SledStore, StoreError};
 
 #[derive(Debug, Subcommand)]
 pub enum SkillsCommand {

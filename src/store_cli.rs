@@ -6,10 +6,10 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::config::AppConfig;
-use crate::store::maintenance::size;
-use crate::store::sled_store::{self, SledStore};
-use crate::store::threads::ThreadError;
-use crate::store::{STORE_DIR, StoreError, ThreadStore};
+use antler_store::maintenance::size;
+use antler_store::sled_store::{self, SledStore};
+use antler_store::threads::ThreadError;
+use antler_store::{STORE_DIR, StoreError, ThreadStore};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum StoreCommand {

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use crate::messages::{AiMessage, Message};
+use antler_store::messages::{AiMessage, Message};
 
 /// Replaces every call id of `ai` that is empty, already used in `history`, or repeated inside
 /// `ai` itself. Returns how many ids were replaced.
@@ -67,7 +67,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::messages::{ToolCall, ToolMessage};
+    use antler_store::messages::{ToolCall, ToolMessage};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {

@@ -22,7 +22,7 @@ use crate::middleware::{
 };
 use crate::model::ChatModel;
 use crate::sandbox::SandboxProvider;
-use crate::store::Checkpointer;
+use antler_store::Checkpointer;
 
 /// Name of the middleware that always closes the chain.
 pub const CLARIFICATION: &str = "ClarificationMiddleware";

@@ -10,7 +10,7 @@
 use serde_json::json;
 
 use crate::agent_api::ErrorCode;
-use crate::messages::{AiMessage, Message, MessageMeta, new_id};
+use antler_store::messages::{AiMessage, Message, MessageMeta, new_id};
 
 /// Key in the AI message's `meta.extra`: `{"code": …, "message": …}`.
 pub const TURN_FAILED_KEY: &str = "turn_failed";
@@ -50,7 +50,7 @@ pub(crate) fn failed_turn_record(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::ToolCall;
+    use antler_store::messages::ToolCall;
 
     fn record(messages: &[Message]) -> Option<AiMessage> {
         let detail = "could not reach model 'm' at http://127.0.0.1:1/v1";

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use crate::agent_api::{MiddlewareRef, ToolRef};
 use crate::model::ChatModel;
-use crate::store::Checkpointer;
+use antler_store::Checkpointer;
 
 pub use factory::{AgentBuildError, AgentOptions, create_agent};
 pub use features::{Feature, RuntimeFeatures};

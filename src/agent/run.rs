@@ -19,10 +19,10 @@ use crate::agent_api::{
     ErrorCode, Flow, HookResult, MiddlewareError, ModelNext, RunContext, RunEvent, StopReason,
     ToolContext, ToolError, ToolNext, ToolResult,
 };
-use crate::messages::{Message, ToolCall, ToolMessage};
 use crate::model::{ModelError, ModelRequest, ToolSpec};
-use crate::state::{StateChanges, StateError, StateUpdate, ThreadState};
-use crate::store::StepCheckpoint;
+use antler_store::StepCheckpoint;
+use antler_store::messages::{Message, ToolCall, ToolMessage};
+use antler_store::state::{StateChanges, StateError, StateUpdate, ThreadState};
 
 #[derive(Clone, Debug)]
 pub struct RunOutcome {
@@ -111,7 +111,7 @@ impl Agent {
     /// Runs one turn: `input` is appended to `state`, then the model and tools alternate until a
     /// final answer, an interrupt, the recursion limit, cancellation or an error. With a
     /// checkpointer, `state` must be the thread's state as the checkpointer last saved it (what
-    /// [`Checkpointer::latest`](crate::store::Checkpointer::latest) returns, or empty for a new
+    /// [`Checkpointer::latest`](antler_store::Checkpointer::latest) returns, or empty for a new
     /// thread): checkpoints record what the run changes relative to it.
     pub async fn run(
         &self,

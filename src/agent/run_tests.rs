@@ -14,13 +14,13 @@ use crate::agent_api::{
 };
 use crate::agent_api::{ToolContext, ToolError, ToolOutput, ToolRef};
 use crate::config::AppConfig;
-use crate::messages::{AiMessage, Message, ToolCall, ToolStatus};
 use crate::model::{
     ChatModel, ModelError, ModelErrorKind, ModelRequest, ScriptedModel, ScriptedTurn,
 };
-use crate::state::{StateUpdate, ThreadState};
-use crate::store::{Checkpoint, Checkpointer, StepCheckpoint, StoreError};
 use crate::tools::FnTool;
+use antler_store::messages::{AiMessage, Message, ToolCall, ToolStatus};
+use antler_store::state::{StateUpdate, ThreadState};
+use antler_store::{Checkpoint, Checkpointer, StepCheckpoint, StoreError};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
@@ -158,7 +158,7 @@ impl Middleware for Jump {
 /// Keeps every saved (step, state); `latest` is never asked by the loop.
 #[derive(Default)]
 struct MemoryCheckpointer {
-    saved: Mutex<Vec<(u64, crate::state::ThreadState)>>,
+    saved: Mutex<Vec<(u64, antler_store::state::ThreadState)>>,
 }
 
 #[async_trait]

@@ -6,7 +6,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent_api::{EventSink, RunOptions, StopReason};
 use crate::config::AppConfig;
-use crate::state::ThreadState;
+use antler_store::state::ThreadState;
 
 /// Who a run involves. In a thread of one person (the HTTP API, the web chat, the console, a
 /// direct chat) both are that person. In a shared conversation (a group chat) the thread belongs

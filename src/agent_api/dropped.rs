@@ -8,7 +8,7 @@
 use async_trait::async_trait;
 
 use crate::agent_api::RunContext;
-use crate::messages::Message;
+use antler_store::messages::Message;
 
 #[async_trait]
 pub trait DroppedMessagesSink: Send + Sync {

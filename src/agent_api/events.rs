@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::messages::{Message, ToolCall, ToolMessage};
-use crate::state::ThreadState;
+use antler_store::messages::{Message, ToolCall, ToolMessage};
+use antler_store::state::ThreadState;
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
@@ -265,7 +265,7 @@ impl EventSink {
             RunEvent::Started { .. } => crate::metrics::run_started(),
             RunEvent::ToolFinished { result } => crate::metrics::tool_call(
                 &result.name,
-                result.status == crate::messages::ToolStatus::Error,
+                result.status == antler_store::messages::ToolStatus::Error,
             ),
             RunEvent::Error { code, .. } => crate::metrics::run_failed(code.as_str()),
             RunEvent::Finished { stop_reason } => {

@@ -11,9 +11,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use crate::agent_api::{RunContext, RunEvent, ToolContext, ToolError, ToolRef};
-use crate::messages::{AiMessage, ToolCall, ToolMessage};
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::messages::{AiMessage, ToolCall, ToolMessage};
+use antler_store::state::{StateUpdate, ThreadState};
 
 /// What the loop does after a hook.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -95,7 +95,7 @@ pub enum MiddlewareError {
     #[error("middleware {middleware} failed: {detail}")]
     Failed { middleware: String, detail: String },
     #[error(transparent)]
-    State(#[from] crate::state::StateError),
+    State(#[from] antler_store::state::StateError),
 }
 
 /// A hook into the agent loop. Every hook has a no-op default; implement only what you need.
@@ -236,7 +236,7 @@ async fn stream_model(
     // The provider sent its own encoding: the copy of the history is not kept while the answer
     // streams.
     drop(request);
-    let message_id = crate::messages::new_id("ai");
+    let message_id = antler_store::messages::new_id("ai");
     loop {
         let event = tokio::select! {
             _ = ctx.cancel.cancelled() => return Err(ModelError::Cancelled),

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::agent_api::ToolContext;
 use crate::model::ToolSpec;
-use crate::state::StateUpdate;
+use antler_store::state::StateUpdate;
 
 /// A capability the model may invoke. Closed by default: an agent only sees the tools it is given.
 #[async_trait]

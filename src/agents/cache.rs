@@ -7,7 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::lru::Lru;
+use antler_store::lru::Lru;
 
 /// Agents kept unless configured (`cache.agents`).
 pub const DEFAULT_CACHED_AGENTS: usize = 64;

@@ -20,7 +20,7 @@ use crate::agents::config::AgentConfig;
 use crate::agents::store::{AgentStore, AgentStoreError, AgentUpdate};
 use crate::agents::{AgentNameError, normalize_agent_name};
 use crate::skills::SkillCatalog;
-use crate::state::StateUpdate;
+use antler_store::state::StateUpdate;
 
 pub const SETUP_AGENT: &str = "setup_agent";
 pub const UPDATE_AGENT: &str = "update_agent";

@@ -14,7 +14,7 @@ use crate::agents_cli::error::AgentsCliError;
 use crate::config::AppConfig;
 use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::skills::SkillCatalog;
-use crate::store::MemoryStore;
+use antler_store::MemoryStore;
 
 /// What an update changed: field names and the history entry keeping the old files.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]

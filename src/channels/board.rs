@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use crate::middleware::todo::TODOS_UPDATED;
-use crate::state::{Todo, TodoStatus};
 use crate::subagents::report::{
     TASK_CANCELLED, TASK_COMPLETED, TASK_FAILED, TASK_RUNNING, TASK_STARTED, TASK_TIMED_OUT,
 };
+use antler_store::state::{Todo, TodoStatus};
 
 #[derive(Debug, Default)]
 pub(crate) struct Board {

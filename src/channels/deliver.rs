@@ -21,7 +21,7 @@ pub(crate) enum DeliveryError {
     #[error("could not deliver after {attempts} attempts: {error}")]
     Failed { attempts: u32, error: ChannelError },
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] antler_store::StoreError),
 }
 
 /// Delivers `record` unless it already was. Returns the platform message id when there is one.
@@ -146,7 +146,7 @@ mod tests {
     use async_trait::async_trait;
 
     use super::*;
-    use crate::store::{MemoryStore, StoreRef};
+    use antler_store::{MemoryStore, StoreRef};
 
     /// Answers scripted results in order, then succeeds; counts calls.
     #[derive(Default)]

@@ -27,9 +27,9 @@ pub(crate) struct TurnDeps {
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TurnError {
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] antler_store::StoreError),
     #[error(transparent)]
-    Thread(#[from] crate::store::threads::ThreadError),
+    Thread(#[from] antler_store::threads::ThreadError),
     #[error(transparent)]
     Path(#[from] crate::paths::PathError),
     #[error(transparent)]

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::records;
-use crate::store::{StoreError, StoreRef};
+use antler_store::{StoreError, StoreRef};
 
 const TREE: &str = "channel_inbound";
 /// How long a handled message's id is remembered (the issue asks for at least 24 h).
@@ -139,7 +139,7 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
+    use antler_store::MemoryStore;
 
     pub(crate) fn message(id: &str) -> InboundMessage {
         InboundMessage {

@@ -30,7 +30,7 @@ use crate::channels::turn;
 use crate::commands::{Command, parse_command};
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
-use crate::store::StoreError;
+use antler_store::StoreError;
 
 /// A conversation's worker exits after this long without messages.
 const WORKER_IDLE: Duration = Duration::from_secs(60);

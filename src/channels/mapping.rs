@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::channels::records;
 use crate::commands::BootstrapSession;
 use crate::config::ChannelsConfig;
-use crate::store::{StoreError, StoreRef};
+use antler_store::{StoreError, StoreRef};
 
 const CHATS: &str = "channel_chats";
 const ALIASES: &str = "channel_aliases";
@@ -160,7 +160,7 @@ fn alias_key(key: &ChatKey, message_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
+    use antler_store::MemoryStore;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::channels::records;
-use crate::store::{StoreError, StoreRef};
+use antler_store::{StoreError, StoreRef};
 
 const TREE: &str = "channel_outbox";
 const DEAD: &str = "channel_dead_letters";
@@ -205,7 +205,7 @@ impl Outbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::MemoryStore;
+    use antler_store::MemoryStore;
     use std::sync::Arc;
 
     #[test]

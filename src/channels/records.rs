@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::store::{StoreError, StoreRef};
+use antler_store::{StoreError, StoreRef};
 
 pub(crate) fn read<T: DeserializeOwned>(
     store: &StoreRef,

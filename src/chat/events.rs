@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::agent_api::RunEvent;
 use crate::daemon_client::SseFrame;
-use crate::messages::Message;
+use antler_store::messages::Message;
 
 /// What the console shows of a run, whichever backend produced it.
 #[derive(Clone, Debug, PartialEq)]

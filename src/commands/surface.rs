@@ -75,9 +75,9 @@ pub enum SettingChange {
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] antler_store::StoreError),
     #[error(transparent)]
-    Thread(#[from] crate::store::threads::ThreadError),
+    Thread(#[from] antler_store::threads::ThreadError),
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
     /// The surface could not do what the command needs; the text says why.

@@ -66,7 +66,7 @@ pub struct AppConfig {
     pub uploads: UploadsConfig,
     /// Limits of the child process that turns uploaded documents and fetched web pages into
     /// Markdown.
-    pub conversion: crate::config::ConversionConfig,
+    pub conversion: antler_convert::ConversionConfig,
     /// Who may create custom agents.
     pub agents: AgentsConfig,
     /// Where tool commands and file operations run (`auto`, `bwrap`, `local`, `docker`) and
@@ -524,7 +524,18 @@ impl AppConfig {
 
     /// The problems of the sections that check themselves (`runtime`, `conversion`).
     pub(crate) fn section_problems(&self) -> Vec<crate::config::ConfigProblem> {
-        [self.runtime.problems(), self.conversion.problems()].concat()
+        let conversion = self
+            .conversion
+            .problems()
+            .into_iter()
+            .map(|(key, message)| {
+                crate::config::ConfigProblem::new(format!("conversion.{key}"), message)
+            });
+        self.runtime
+            .problems()
+            .into_iter()
+            .chain(conversion)
+            .collect()
     }
 
     pub fn default_model(&self) -> Option<&ModelConfig> {

@@ -19,7 +19,7 @@ pub struct StoreConfig {
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
-            cache_capacity_mb: crate::store::sled_store::DEFAULT_CACHE_CAPACITY_MB,
+            cache_capacity_mb: antler_store::sled_store::DEFAULT_CACHE_CAPACITY_MB,
             retention_days: 0,
         }
     }

@@ -3,8 +3,8 @@
 use crate::lead_agent::LeadAgentError;
 use crate::model::ModelError;
 use crate::sandbox::SandboxError;
-use crate::store::StoreError;
-use crate::store::threads::ThreadError;
+use antler_store::StoreError;
+use antler_store::threads::ThreadError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {

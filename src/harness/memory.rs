@@ -9,7 +9,7 @@ use crate::harness::{Harness, Inner};
 use crate::memory::conversation::{Author, recent_conversation_of};
 use crate::memory::queue::{ConversationLoader, MAX_MESSAGE_CHARS, MAX_MESSAGES, ModelResolver};
 use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, MemoryUpdater};
-use crate::store::StoreRef;
+use antler_store::StoreRef;
 
 /// How long shutdown waits for pending memory updates (DeerFlow's `shutdown_flush_timeout`).
 pub(crate) const MEMORY_FLUSH_DEADLINE: Duration = Duration::from_secs(30);

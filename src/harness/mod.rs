@@ -28,22 +28,22 @@ use crate::agent_api::{EventSink, RunContext, RunEvent, RunEvents, StopReason};
 use crate::agents::AgentStore;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
-use crate::converter::Converter;
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::mcp::{McpManager, McpToolSet, extensions_path};
 use crate::memory::MemoryService;
 use crate::model::ModelRegistry;
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::skills::SkillCatalog;
-use crate::state::ThreadState;
-use crate::store::STORE_DIR;
-use crate::store::threads::ThreadError;
-use crate::store::threads::ThreadStoreOptions;
-use crate::store::{
-    Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
-};
 use crate::tools::registry::ToolRegistry;
 use crate::usage::{RunMeter, UsageStore, budget_notice};
+use antler_convert::Converter;
+use antler_store::STORE_DIR;
+use antler_store::state::ThreadState;
+use antler_store::threads::ThreadError;
+use antler_store::threads::ThreadStoreOptions;
+use antler_store::{
+    Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
+};
 
 use sandbox_slot::{SandboxLease, SandboxSlot};
 

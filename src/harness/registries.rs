@@ -13,7 +13,7 @@ use crate::tools::registry::ToolRegistry;
 impl Harness {
     /// Converts uploads and fetched pages in bounded children; `set_program` on it is the
     /// seam for a harness that does not run inside the `antler` binary.
-    pub fn converter(&self) -> &crate::converter::Converter {
+    pub fn converter(&self) -> &antler_convert::Converter {
         &self.inner.converter
     }
 

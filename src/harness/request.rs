@@ -5,7 +5,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::RunOutcome;
 use crate::agent_api::{RunEvents, RunOptions, RunUsers};
-use crate::messages::Message;
+use antler_store::messages::Message;
 
 /// What to run: `input` is appended to the thread's state.
 #[derive(Clone, Debug)]

@@ -13,9 +13,9 @@ use serde_json::{Map, json};
 use crate::agent::Agent;
 use crate::agent_api::{EventSink, RunContext, RunEvent};
 use crate::config::AppConfig;
-use crate::messages::Message;
 use crate::model::{ScriptedModel, ScriptedTurn};
-use crate::store::{SledStore, ThreadStatus, ThreadStore};
+use antler_store::messages::Message;
+use antler_store::{SledStore, ThreadStatus, ThreadStore};
 
 /// The thread the crash child runs on.
 pub const CRASH_THREAD_ID: &str = "crash-thread";
@@ -36,9 +36,9 @@ const SELF_DESTRUCT: Duration = Duration::from_secs(60);
 #[derive(Debug, thiserror::Error)]
 pub enum CrashChildError {
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] antler_store::StoreError),
     #[error(transparent)]
-    Thread(#[from] crate::store::threads::ThreadError),
+    Thread(#[from] antler_store::threads::ThreadError),
     #[error("the run ended before it could be killed: {0}")]
     RunEnded(String),
     #[error("could not write the ready line: {0}")]
@@ -123,7 +123,7 @@ pub async fn crash_child(data_dir: &Path) -> Result<(), CrashChildError> {
 /// [`CRASH_HISTORY_TURNS`] completed turns on the crash thread; returns its state.
 async fn build_history(
     threads: &ThreadStore,
-) -> Result<crate::state::ThreadState, CrashChildError> {
+) -> Result<antler_store::state::ThreadState, CrashChildError> {
     let model = Arc::new(ScriptedModel::cycling(
         "history",
         vec![ScriptedTurn::Text(vec![
@@ -139,7 +139,7 @@ async fn build_history(
         recursion_limit: 10,
         checkpointer: Some(Arc::new(threads.clone())),
     };
-    let mut state = crate::state::ThreadState::default();
+    let mut state = antler_store::state::ThreadState::default();
     for turn in 0..CRASH_HISTORY_TURNS {
         let ctx = RunContext::new(
             CRASH_THREAD_ID,

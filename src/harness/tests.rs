@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::*;
 use crate::agent_api::RunOptions;
 use crate::config::ModelConfig;
-use crate::messages::Message;
 use crate::model::{ScriptedModel, ScriptedTurn};
-use crate::store::MemoryStore;
+use antler_store::MemoryStore;
+use antler_store::messages::Message;
 
 struct Fixture {
     harness: Harness,

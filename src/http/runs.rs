@@ -20,7 +20,7 @@ use crate::harness::{RunError, RunHandle, RunRequest, Speaker};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::LeadAgentError;
-use crate::messages::{HumanMessage, Message, MessageMeta, new_id};
+use antler_store::messages::{HumanMessage, Message, MessageMeta, new_id};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -281,7 +281,7 @@ pub(crate) struct WaitResponse {
     thread_id: String,
     stop_reason: crate::agent_api::StopReason,
     error: Option<Value>,
-    values: crate::state::ThreadState,
+    values: antler_store::state::ThreadState,
 }
 
 /// The status of a run that ended in a failure: the model's side as a gateway error by cause,

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::validate_id;
-use crate::store::ThreadRecord;
+use antler_store::ThreadRecord;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 
 use crate::agents::{PromptOptions, apply_prompt_template};
-use crate::lru::Lru;
 use crate::skills::SkillsLoader;
+use antler_store::lru::Lru;
 
 /// Prompts kept unless configured (`cache.prompts`); the least recently used go first.
 pub(crate) const DEFAULT_CACHED_PROMPTS: usize = 64;

@@ -39,9 +39,9 @@ use crate::middleware::subagent_limit::clamp_concurrency;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::skills::SkillCatalog;
-use crate::store::Checkpointer;
 use crate::subagents::{SubagentRegistry, SubagentRunner, SubagentTasks, TaskTool};
 use crate::tools::registry::ToolRegistry;
+use antler_store::Checkpointer;
 
 pub use access::AccessDenied;
 pub use cache::LeadAgentCache;
@@ -468,7 +468,7 @@ fn skill_catalog(deps: &LeadAgentDeps<'_>, config: &AppConfig) -> SkillCatalog {
         Some(catalog) => catalog.clone(),
         None => SkillCatalog::from_config(
             config,
-            Arc::new(crate::store::MemoryStore::new()),
+            Arc::new(antler_store::MemoryStore::new()),
             deps.cache
                 .map(LeadAgentCache::skills_loader)
                 .unwrap_or_default(),

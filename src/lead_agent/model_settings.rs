@@ -6,9 +6,9 @@ use async_trait::async_trait;
 use crate::agent_api::RunContext;
 use crate::agent_api::{Middleware, ModelNext};
 use crate::agents::ModelSettings;
-use crate::messages::AiMessage;
 use crate::model::{ModelError, ModelRequest};
-use crate::state::ThreadState;
+use antler_store::messages::AiMessage;
+use antler_store::state::ThreadState;
 
 pub const AGENT_MODEL_SETTINGS: &str = "AgentModelSettingsMiddleware";
 

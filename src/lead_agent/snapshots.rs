@@ -17,14 +17,14 @@ use crate::agent_api::{RunContext, RunOptions, RunUsers};
 use crate::agents::{AgentConfig, AgentStore};
 use crate::config::{AppConfig, ModelConfig};
 use crate::lead_agent::{LeadAgent, LeadAgentCache, LeadAgentDeps, make_lead_agent};
-use crate::messages::Message;
 use crate::middleware::DynamicContextMiddleware;
 use crate::middleware::dynamic_context::Clock;
 use crate::model::openai_request::request_body;
 use crate::model::{ModelRegistry, ModelRequest, ScriptedModel, ScriptedTurn};
 use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, SandboxProvider};
-use crate::state::ThreadState;
 use crate::tools::registry::ToolRegistry;
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
 
 const USER: &str = "alice";
 

@@ -16,15 +16,15 @@ use crate::agent_api::{
 use crate::config::AppConfig;
 use crate::config::subagents::CustomSubagentConfig;
 use crate::lead_agent::{LeadAgentDeps, make_lead_agent};
-use crate::messages::{AiMessage, FinishReason, Message, Usage};
 use crate::model::{
     ChatModel, ModelError, ModelEvent, ModelRegistry, ModelRequest, ModelStream, ScriptedModel,
     ScriptedTurn,
 };
-use crate::state::ThreadState;
 use crate::subagents::executor::{SubagentRunner, TaskRequest};
 use crate::subagents::registry::SubagentRegistry;
 use crate::tools::FnTool;
+use antler_store::messages::{AiMessage, FinishReason, Message, Usage};
+use antler_store::state::ThreadState;
 
 /// The lead from a script; a sub-agent (recognised by its prompt) from its instructions.
 struct TestModel {

@@ -15,9 +15,9 @@ use crate::agent_api::{
     Middleware, ModelNext, RunContext, Tool, ToolContext, ToolError, ToolNext, ToolOutput, ToolRef,
     ToolResult, parse_args, schema_for,
 };
-use crate::messages::{AiMessage, ToolCall};
 use crate::model::{ModelError, ModelRequest, ToolSpec};
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::messages::{AiMessage, ToolCall};
+use antler_store::state::{StateUpdate, ThreadState};
 
 pub const TOOL_SEARCH: &str = "tool_search";
 const DEFAULT_RESULTS: usize = 5;

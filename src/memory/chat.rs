@@ -151,7 +151,7 @@ mod tests {
 
     use super::*;
     use crate::memory::document::{Fact, FactCategory};
-    use crate::store::MemoryStore;
+    use antler_store::MemoryStore;
 
     #[test]
     fn forget_removes_a_fact_for_good() {

@@ -6,7 +6,7 @@ use std::ops::ControlFlow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::messages::{HumanMessage, Message};
+use antler_store::messages::{HumanMessage, Message};
 
 /// One message of the conversation the updater reads.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -199,7 +199,7 @@ mod tests {
 
     fn from(user: &str, text: &str) -> Message {
         let mut human = HumanMessage {
-            id: crate::messages::new_id("human").into(),
+            id: antler_store::messages::new_id("human").into(),
             content: text.into(),
             ..Default::default()
         };

@@ -14,10 +14,10 @@ use tokio::sync::OnceCell;
 use crate::agent_api::{Middleware, ModelNext, RunContext};
 use crate::memory::document::{Fact, FactCategory, MemoryDocument};
 use crate::memory::repo::{MemoryRepo, MemoryScope};
-use crate::messages::{AiMessage, Message, sender_label};
 use crate::middleware::dynamic_context::{MEMORY_LOAD_TIMEOUT, MemorySource};
 use crate::model::{ModelError, ModelRequest};
-use crate::state::ThreadState;
+use antler_store::messages::{AiMessage, Message, sender_label};
+use antler_store::state::ThreadState;
 
 /// The share of the budget `correction` facts may always use (DeerMem's 500 of 2000).
 pub const GUARANTEED_SHARE: usize = 4;

@@ -13,7 +13,7 @@ use crate::memory::conversation::{Author, has_exchange};
 use crate::memory::queue::MAX_MESSAGES;
 use crate::memory::queue::{MemoryQueue, PendingConversation};
 use crate::memory::repo::MemoryScope;
-use crate::state::ThreadState;
+use antler_store::state::ThreadState;
 
 pub struct MemoryMiddleware {
     queue: MemoryQueue,
@@ -79,7 +79,7 @@ impl DroppedToMemory {
 
 #[async_trait]
 impl crate::agent_api::DroppedMessagesSink for DroppedToMemory {
-    async fn dropped(&self, ctx: &RunContext, messages: &[crate::messages::Message]) {
+    async fn dropped(&self, ctx: &RunContext, messages: &[antler_store::messages::Message]) {
         let agent = ctx
             .agent_name
             .as_deref()
@@ -104,8 +104,8 @@ mod tests {
     use crate::memory::conversation::{
         Author, conversation_of, has_exchange, recent_conversation_of,
     };
-    use crate::messages::Message;
-    use crate::messages::{AiMessage, HumanMessage, ToolCall, ToolMessage};
+    use antler_store::messages::Message;
+    use antler_store::messages::{AiMessage, HumanMessage, ToolCall, ToolMessage};
 
     #[test]
     fn only_user_inputs_and_final_answers_are_kept() {

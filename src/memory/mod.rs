@@ -30,7 +30,7 @@ pub use updater::{MemoryUpdate, MemoryUpdater};
 #[derive(Debug, thiserror::Error)]
 pub enum MemoryError {
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] antler_store::StoreError),
     #[error("no fact with id {id}; list facts with /memory facts or GET /api/memory")]
     FactNotFound { id: String },
     #[error(

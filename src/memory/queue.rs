@@ -32,7 +32,7 @@ use crate::memory::conversation::Author;
 use crate::memory::repo::MemoryScope;
 use crate::memory::updater::{ConversationMessage, MemoryUpdater};
 use crate::model::ChatModel;
-use crate::store::{BatchOp, Expect, StoreRef};
+use antler_store::{BatchOp, Expect, StoreRef};
 
 pub const QUEUE_TREE: &str = "memory_queue";
 /// Pending conversations beyond this are refused (logged): bounded memory and storage.
@@ -263,7 +263,7 @@ impl MemoryQueue {
         thread_id: &str,
         model_name: Option<String>,
         author: Author<'_>,
-        dropped: &[crate::messages::Message],
+        dropped: &[antler_store::messages::Message],
     ) -> Result<(), MemoryError> {
         let earlier = crate::memory::conversation::conversation_of(dropped, author);
         if earlier.is_empty() {

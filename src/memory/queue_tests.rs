@@ -6,9 +6,9 @@ use super::*;
 use crate::config::MemoryConfig;
 use crate::memory::MemorySettings;
 use crate::memory::repo::MemoryRepo;
-use crate::messages::Message;
 use crate::model::scripted::{ScriptedModel, ScriptedTurn};
-use crate::store::MemoryStore;
+use antler_store::MemoryStore;
+use antler_store::messages::Message;
 
 const ANSWER: &str =
     r#"{"newFacts":[{"content":"Prefers tea","category":"preference","confidence":0.9}]}"#;

@@ -14,7 +14,7 @@ use crate::memory::MemoryError;
 use crate::memory::document::{MemoryDocument, normalize, now};
 use crate::memory::history::{self, ChangeSummary, HISTORY_TREE, MemoryVersion, WriteSource};
 use crate::memory::settings::MemorySettings;
-use crate::store::{BatchOp, Expect, StoreError, StoreRef};
+use antler_store::{BatchOp, Expect, StoreError, StoreRef};
 
 pub const MEMORY_TREE: &str = "memory";
 /// The agent bucket of the default agent (DeerMem's reserved name).
@@ -378,7 +378,7 @@ mod tests {
 
     use super::*;
     use crate::memory::document::{Fact, FactCategory};
-    use crate::store::MemoryStore;
+    use antler_store::MemoryStore;
 
     fn repo() -> MemoryRepo {
         MemoryRepo::new(Arc::new(MemoryStore::new()))

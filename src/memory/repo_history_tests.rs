@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::memory::document::{Fact, FactCategory};
-use crate::store::{MemoryStore, Store};
+use antler_store::{MemoryStore, Store};
 
 fn updater(thread: &str) -> WriteSource {
     WriteSource::Updater {
@@ -168,7 +168,7 @@ fn a_refused_batch_leaves_no_version() {
             &self,
             tree: &str,
             prefix: &[u8],
-        ) -> Result<crate::store::KeyValues, StoreError> {
+        ) -> Result<antler_store::KeyValues, StoreError> {
             self.0.scan_prefix(tree, prefix)
         }
         fn apply_batch(&self, ops: Vec<BatchOp>) -> Result<(), StoreError> {

@@ -19,8 +19,8 @@ use crate::memory::document::{Fact, FactCategory, MemoryDocument, normalize, now
 use crate::memory::history::WriteSource;
 use crate::memory::repo::{MemoryRepo, MemoryScope};
 use crate::memory::settings::MemorySettings;
-use crate::messages::Message;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
+use antler_store::messages::Message;
 
 /// A memory update must not hang the queue forever.
 pub const UPDATE_TIMEOUT: Duration = Duration::from_secs(120);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::model::scripted::{ScriptedModel, ScriptedTurn};
-use crate::store::MemoryStore;
+use antler_store::MemoryStore;
 
 fn setup() -> (MemoryRepo, MemoryUpdater, MemoryScope) {
     let repo = MemoryRepo::new(Arc::new(MemoryStore::new()));

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::agent_api::{MemoSpec, Middleware, ToolNext, ToolResult};
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, schema_for};
-use crate::messages::{ToolCall, ToolMessage};
+use antler_store::messages::{ToolCall, ToolMessage};
 
 pub const ASK_CLARIFICATION: &str = "ask_clarification";
 pub const NON_INTERACTIVE_ANSWER: &str = "No one can answer questions in this run (it is non-interactive). Do not ask again: proceed with your best judgement, state the assumptions you made, and finish the task.";

@@ -13,9 +13,11 @@ use async_trait::async_trait;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Middleware, ModelNext};
-use crate::messages::{AiMessage, HumanMessage, Message, MessageMeta, ToolMessage, ToolStatus};
 use crate::model::{ModelError, ModelRequest};
-use crate::state::ThreadState;
+use antler_store::messages::{
+    AiMessage, HumanMessage, Message, MessageMeta, ToolMessage, ToolStatus,
+};
+use antler_store::state::ThreadState;
 
 /// Content of the synthetic result answering a call that never returned.
 pub const INTERRUPTED_TOOL_RESULT: &str =
@@ -247,7 +249,7 @@ fn unused_id(id: &str, used: &HashSet<String>) -> String {
     (2..)
         .map(|n| format!("{id}_{n}"))
         .find(|candidate| !used.contains(candidate))
-        .unwrap_or_else(|| crate::messages::new_id("call"))
+        .unwrap_or_else(|| antler_store::messages::new_id("call"))
 }
 
 fn sanitize_calls(ai: &mut AiMessage, synthetic_ids: &mut usize) {
@@ -265,7 +267,7 @@ fn sanitize_calls(ai: &mut AiMessage, synthetic_ids: &mut usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::ToolCall;
+    use antler_store::messages::ToolCall;
     use serde_json::json;
 
     fn call(id: &str, name: &str) -> ToolCall {

@@ -29,8 +29,8 @@ use serde_json::{Map, Value};
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
-use crate::messages::{Message, MessageMeta, SystemMessage};
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::messages::{Message, MessageMeta, SystemMessage};
+use antler_store::state::{StateUpdate, ThreadState};
 
 /// `state.extra` key holding the date (`YYYY-MM-DD`) the model was last told.
 pub const REMINDER_DATE_KEY: &str = "reminder_date";
@@ -277,7 +277,7 @@ fn marker_meta(reminder_date: Option<&str>) -> MessageMeta {
 mod tests {
     use super::*;
     use crate::config::AppConfig;
-    use crate::messages::HumanMessage;
+    use antler_store::messages::HumanMessage;
 
     struct Fixed(NaiveDate);
 

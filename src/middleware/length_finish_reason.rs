@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunContext, RunEvent};
-use crate::messages::FinishReason;
 use crate::middleware::support::replace_ai;
-use crate::state::ThreadState;
+use antler_store::messages::FinishReason;
+use antler_store::state::ThreadState;
 
 pub const LENGTH_NOTE: &str =
     "[The answer was cut off at the model's output limit (max_tokens); ask me to continue.]";
@@ -80,7 +80,7 @@ mod tests {
     use super::*;
     use crate::agent_api::EventSink;
     use crate::config::AppConfig;
-    use crate::messages::{AiMessage, Message, ToolCall};
+    use antler_store::messages::{AiMessage, Message, ToolCall};
 
     async fn check(ai: AiMessage) -> (AiMessage, Vec<RunEvent>) {
         let mut state = ThreadState {

@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::middleware::support::replace_ai;
-use crate::state::ThreadState;
+use antler_store::state::ThreadState;
 
 pub const SAFETY_EXPLANATION: &str = "The model provider stopped this response for safety reasons. Please rephrase your request and try again.";
 /// Key in the AI message's `meta.extra`.
@@ -76,7 +76,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::config::AppConfig;
-    use crate::messages::{AiMessage, FinishReason, Message, ToolCall};
+    use antler_store::messages::{AiMessage, FinishReason, Message, ToolCall};
 
     async fn check(finish_reason: FinishReason, content: &str) -> (ThreadState, AiMessage) {
         let ai = AiMessage {

@@ -13,9 +13,9 @@ use async_trait::async_trait;
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, ToolNext, ToolResult};
 use crate::agent_api::{ToolContext, ToolError};
-use crate::messages::{ToolCall, ToolMessage};
 use crate::sandbox::SandboxProvider;
-use crate::state::{SandboxState, StateUpdate, ThreadState};
+use antler_store::messages::{ToolCall, ToolMessage};
+use antler_store::state::{SandboxState, StateUpdate, ThreadState};
 
 #[derive(Clone, Default)]
 pub struct SandboxMiddleware {
@@ -245,7 +245,10 @@ mod tests {
             &ThreadState::default(),
         )
         .await;
-        assert_eq!(result.message.status, crate::messages::ToolStatus::Error);
+        assert_eq!(
+            result.message.status,
+            antler_store::messages::ToolStatus::Error
+        );
         assert!(result.message.content.contains("docker is not running"));
         assert!(result.update.sandbox.is_none());
     }

@@ -11,9 +11,9 @@
 use async_trait::async_trait;
 
 use crate::agent_api::{Anchors, Middleware, ModelNext, RunContext};
-use crate::messages::{AiMessage, Message, sender_label};
 use crate::model::{ModelError, ModelRequest};
-use crate::state::ThreadState;
+use antler_store::messages::{AiMessage, Message, sender_label};
+use antler_store::state::ThreadState;
 
 pub const SENDER_NAMES: &str = "SenderNamesMiddleware";
 
@@ -63,12 +63,12 @@ mod tests {
 
     use super::*;
     use crate::config::AppConfig;
-    use crate::messages::HumanMessage;
     use crate::model::{ScriptedModel, ScriptedTurn};
+    use antler_store::messages::HumanMessage;
 
     fn from(user: &str, name: &str, text: &str) -> Message {
         let mut human = HumanMessage {
-            id: crate::messages::new_id("human").into(),
+            id: antler_store::messages::new_id("human").into(),
             content: text.into(),
             ..Default::default()
         };

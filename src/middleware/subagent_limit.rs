@@ -16,7 +16,7 @@ use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, StopReason};
 use crate::config::subagents::clamp_total;
 use crate::middleware::support::{forced_final, replace_ai};
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::state::{StateUpdate, ThreadState};
 
 pub const TASK_TOOL: &str = "task";
 pub const DEFAULT_MAX_CONCURRENT: u32 = 3;
@@ -139,7 +139,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::config::AppConfig;
-    use crate::messages::{AiMessage, Message, ToolCall};
+    use antler_store::messages::{AiMessage, Message, ToolCall};
     use serde_json::json;
 
     fn response(id: &str, names: &[&str]) -> Message {

@@ -21,11 +21,11 @@ use crate::agent_api::{
     DroppedMessagesSink, HookResult, Middleware, MiddlewareError, RunContext, RunEvent,
 };
 use crate::config::summarization::{ContextMeasure, ContextSize, SummarizationConfig};
-use crate::messages::{Message, sender_label};
 use crate::middleware::dynamic_context::is_dynamic_context;
 use crate::middleware::support::hidden_human;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::messages::{Message, sender_label};
+use antler_store::state::{StateUpdate, ThreadState};
 
 /// The custom event carrying the summary call's `{model, usage}`.
 pub const SUMMARIZATION_EVENT: &str = "summarization";
@@ -301,7 +301,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::messages::{AiMessage, ToolCall, ToolMessage};
+    use antler_store::messages::{AiMessage, ToolCall, ToolMessage};
 
     fn pair(id: &str) -> [Message; 2] {
         let call = ToolCall {

@@ -1,11 +1,14 @@
 //! Small helpers the built-in middlewares share (hidden notes, AI-message rewrites).
 
-use crate::messages::{AiMessage, FinishReason, HumanMessage, Message, MessageMeta, new_id};
-use crate::state::StateUpdate;
+use antler_store::messages::{AiMessage, FinishReason, HumanMessage, Message, MessageMeta, new_id};
+use antler_store::state::StateUpdate;
 
 /// A harness-authored human message: hidden from chat surfaces and tagged with `name`, so it is
 /// never mistaken for something a person typed.
-pub(crate) fn hidden_human(name: &str, content: impl Into<crate::messages::Text>) -> HumanMessage {
+pub(crate) fn hidden_human(
+    name: &str,
+    content: impl Into<antler_store::messages::Text>,
+) -> HumanMessage {
     HumanMessage {
         id: new_id("human").into(),
         content: content.into(),

@@ -7,9 +7,9 @@ use async_trait::async_trait;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Middleware, ModelNext};
-use crate::messages::{AiMessage, Message};
 use crate::model::{ModelError, ModelRequest};
-use crate::state::ThreadState;
+use antler_store::messages::{AiMessage, Message};
+use antler_store::state::ThreadState;
 
 #[derive(Debug, Default)]
 pub struct SystemMessageCoalescingMiddleware;

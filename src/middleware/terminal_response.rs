@@ -8,9 +8,9 @@ use async_trait::async_trait;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
-use crate::messages::Message;
 use crate::middleware::support::{hidden_human, replace_ai, turn_used_tools};
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::messages::Message;
+use antler_store::state::{StateUpdate, ThreadState};
 
 /// `name` of the hidden recovery note; its presence in the turn means the retry was spent.
 pub const RECOVERY_NOTE_NAME: &str = "terminal_response_recovery";
@@ -79,7 +79,7 @@ mod tests {
 
     use crate::agent_api::Flow;
     use crate::config::AppConfig;
-    use crate::messages::{AiMessage, ToolCall, ToolMessage};
+    use antler_store::messages::{AiMessage, ToolCall, ToolMessage};
     use serde_json::json;
 
     fn turn_with_tools() -> ThreadState {

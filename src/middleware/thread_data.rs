@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::paths::ThreadPaths;
-use crate::state::{StateUpdate, ThreadData, ThreadState};
+use antler_store::state::{StateUpdate, ThreadData, ThreadState};
 
 pub struct ThreadDataMiddleware {
     data_dir: PathBuf,

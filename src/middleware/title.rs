@@ -18,12 +18,12 @@ use futures::StreamExt;
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::config::schema::TitleConfig;
-use crate::messages::Message;
 use crate::model::background::TITLE_PROMPT_START;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
-use crate::state::{StateUpdate, ThreadState};
-use crate::store::Checkpointer;
 use crate::tools::builtin::truncate_chars;
+use antler_store::Checkpointer;
+use antler_store::messages::Message;
+use antler_store::state::{StateUpdate, ThreadState};
 
 pub const DEFAULT_TITLE: &str = "New Conversation";
 /// The fallback never keeps more than this many characters of the user's message.

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, MemoSpec, Middleware, MiddlewareError, RunEvent};
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, ToolRef, parse_args, schema_for};
-use crate::messages::Message;
 use crate::middleware::support::hidden_human;
-use crate::state::{StateUpdate, ThreadState, Todo, TodoStatus};
+use antler_store::messages::Message;
+use antler_store::state::{StateUpdate, ThreadState, Todo, TodoStatus};
 
 pub const WRITE_TODOS: &str = "write_todos";
 pub const TODO_REMINDER_NAME: &str = "todo_reminder";
@@ -250,7 +250,7 @@ mod tests {
     use super::*;
     use crate::agent_api::Flow;
     use crate::config::AppConfig;
-    use crate::messages::AiMessage;
+    use antler_store::messages::AiMessage;
 
     fn todo(content: &str, status: TodoStatus) -> Todo {
         Todo {
@@ -307,7 +307,7 @@ mod tests {
     async fn reminds_of_the_list_once_when_its_write_left_the_context() {
         let ctx = RunContext::new("t", "u", Arc::new(AppConfig::default()));
         let write = Message::Ai(AiMessage {
-            tool_calls: vec![crate::messages::ToolCall {
+            tool_calls: vec![antler_store::messages::ToolCall {
                 id: "w".into(),
                 name: WRITE_TODOS.into(),
                 args: json!({}),

@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext, StopReason};
 use crate::config::schema::TokenBudgetConfig;
-use crate::messages::{AiMessage, Message, Usage};
 use crate::middleware::support::{forced_final, hidden_human, replace_ai};
 use crate::model::{ModelError, ModelRequest};
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::messages::{AiMessage, Message, Usage};
+use antler_store::state::{StateUpdate, ThreadState};
 
 pub const TOKEN_BUDGET_KEY: &str = "token_budget";
 pub const TOKEN_BUDGET_WARNING_NAME: &str = "token_budget_warning";
@@ -177,11 +177,11 @@ mod tests {
     use std::sync::Arc;
 
     use crate::config::AppConfig;
-    use crate::messages::ToolCall;
+    use antler_store::messages::ToolCall;
 
     fn step(state: &mut ThreadState, input: u64, output: u64, with_call: bool) {
         state.messages.push(Message::Ai(AiMessage {
-            id: crate::messages::new_id("ai").into(),
+            id: antler_store::messages::new_id("ai").into(),
             usage: Some(Usage {
                 input_tokens: input,
                 output_tokens: output,

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
-use crate::messages::Usage;
-use crate::state::{StateUpdate, ThreadState};
+use antler_store::messages::Usage;
+use antler_store::state::{StateUpdate, ThreadState};
 
 /// Key in `ThreadState::extra`.
 pub const TOKEN_USAGE_KEY: &str = "token_usage";
@@ -86,7 +86,7 @@ mod tests {
     use std::sync::Arc;
 
     use crate::config::AppConfig;
-    use crate::messages::{AiMessage, Message};
+    use antler_store::messages::{AiMessage, Message};
 
     fn with_usage(state: &mut ThreadState, total: u64) {
         state.messages.push(Message::Ai(AiMessage {

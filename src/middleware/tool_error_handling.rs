@@ -7,8 +7,8 @@ use async_trait::async_trait;
 
 use crate::agent_api::{Middleware, ToolNext, ToolResult};
 use crate::agent_api::{ToolContext, ToolError};
-use crate::messages::{ToolCall, ToolMessage};
 use crate::tools::builtin::truncate_chars;
+use antler_store::messages::{ToolCall, ToolMessage};
 
 /// Longest error detail shown to the model; tracebacks beyond this only waste context.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 500;
@@ -70,9 +70,9 @@ mod tests {
     use crate::agent_api::RunContext;
     use crate::agent_api::ToolRef;
     use crate::config::AppConfig;
-    use crate::messages::ToolStatus;
-    use crate::state::ThreadState;
     use crate::tools::FnTool;
+    use antler_store::messages::ToolStatus;
+    use antler_store::state::ThreadState;
     use serde_json::json;
 
     async fn run(error: fn() -> ToolError) -> Result<ToolResult, ToolError> {

@@ -12,11 +12,11 @@ use base64::Engine;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext};
-use crate::messages::{AiMessage, ImageData, Message};
 use crate::middleware::support::hidden_human;
 use crate::model::{ModelError, ModelRequest};
-use crate::state::{StateUpdate, ThreadState};
 use crate::tools::builtin::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image};
+use antler_store::messages::{AiMessage, ImageData, Message};
+use antler_store::state::{StateUpdate, ThreadState};
 
 pub const VIEWED_IMAGES_NAME: &str = "viewed_images";
 
@@ -110,8 +110,8 @@ impl Middleware for ViewImageMiddleware {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::messages::{ToolCall, ToolMessage};
-    use crate::state::ViewedImage;
+    use antler_store::messages::{ToolCall, ToolMessage};
+    use antler_store::state::ViewedImage;
     use serde_json::json;
 
     #[tokio::test]

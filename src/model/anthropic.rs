@@ -8,11 +8,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, FinishReason, ToolCall, Usage};
 use crate::model::anthropic_request::request_body;
 use crate::model::http::{Endpoint, SseDecoder, decode_sse, parse_json};
 use crate::model::openai::finish_call;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+use antler_store::messages::{AiMessage, FinishReason, ToolCall, Usage};
 
 const API_VERSION: &str = "2023-06-01";
 

@@ -7,8 +7,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, ImageData, Message, Text, ToolStatus};
 use crate::model::{ModelRequest, SystemPrompt, ToolChoice, ToolSpec};
+use antler_store::messages::{AiMessage, ImageData, Message, Text, ToolStatus};
 
 /// The Messages API requires `max_tokens`; this is used when neither config nor request set it.
 pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;

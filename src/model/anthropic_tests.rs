@@ -2,10 +2,10 @@
 use serde_json::json;
 
 use super::*;
-use crate::messages::{HumanMessage, ImageData, Message, ToolMessage};
 use crate::model::anthropic_request::{DEFAULT_MAX_TOKENS, convert_messages};
 use crate::model::http::{decode_events, sse_event};
 use crate::model::{ToolChoice, ToolSpec};
+use antler_store::messages::{HumanMessage, ImageData, Message, ToolMessage};
 
 fn config(supports_thinking: bool) -> ModelConfig {
     ModelConfig {

@@ -3,8 +3,8 @@
 //! fixed words so the test doubles can tell them from run turns and answer them neutrally
 //! unless a test scripts them.
 
-use crate::messages::Message;
 use crate::model::ModelRequest;
+use antler_store::messages::Message;
 
 /// How the title prompt starts (`TitleMiddleware`).
 pub const TITLE_PROMPT_START: &str = "Generate a concise title";

@@ -11,8 +11,8 @@ use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response};
 
 use crate::config::{ModelConfig, ModelSetting, ModelSources, Secret};
-use crate::messages::AiMessage;
 use crate::model::{ModelError, ModelEvent, ModelStream, provider_error};
+use antler_store::messages::AiMessage;
 
 /// Longest error body kept in [`ModelError::Status`]; provider error pages can be large HTML.
 const MAX_ERROR_BODY_CHARS: usize = 500;

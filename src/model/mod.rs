@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
-use crate::messages::{AiMessage, History, Message};
+use antler_store::messages::{AiMessage, History, Message};
 
 /// A model the agent loop can call.
 #[async_trait]
@@ -100,7 +100,7 @@ impl ModelRequest {
     /// Like [`body_json`](Self::body_json), for a provider that writes part of its body
     /// itself.
     pub(crate) fn body_with(&self, write: impl FnOnce(&mut Vec<u8>)) -> bytes::Bytes {
-        let hint = crate::messages::json_size_hint(&self.messages)
+        let hint = antler_store::messages::json_size_hint(&self.messages)
             + self.system.as_ref().map_or(0, |system| system.len())
             + self.tools.len() * 1024
             + 512;

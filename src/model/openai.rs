@@ -8,10 +8,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, FinishReason, ToolCall, Usage};
 use crate::model::http::{Endpoint, SseDecoder, decode_sse, parse_json};
 use crate::model::openai_request::request_body;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+use antler_store::messages::{AiMessage, FinishReason, ToolCall, Usage};
 
 /// A Chat Completions endpoint: `POST {base_url}/chat/completions` with `stream: true`.
 pub struct OpenAiModel {
@@ -196,7 +196,7 @@ impl ChunkDecoder {
 /// the call with an error the model can read, instead of failing the whole turn.
 pub(crate) fn finish_call(id: String, name: String, arguments: &str) -> ToolCall {
     let id = if id.is_empty() {
-        crate::messages::new_id("call")
+        antler_store::messages::new_id("call")
     } else {
         id
     };

@@ -7,8 +7,8 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
 use crate::config::ModelConfig;
-use crate::messages::{AiMessage, HumanMessage, Message, Text, ToolCall};
 use crate::model::{ModelRequest, SystemPrompt, ToolChoice, ToolSpec};
+use antler_store::messages::{AiMessage, HumanMessage, Message, Text, ToolCall};
 
 /// The JSON body of one streaming Chat Completions request: the model, the conversation,
 /// then the settings. The settings object is written after the conversation with its opening
@@ -301,7 +301,7 @@ mod tests {
 
     use super::*;
     use crate::config::Secret;
-    use crate::messages::{ImageData, ToolMessage};
+    use antler_store::messages::{ImageData, ToolMessage};
 
     fn config() -> ModelConfig {
         ModelConfig {

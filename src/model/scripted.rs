@@ -20,9 +20,9 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::Value;
 
-use crate::messages::{AiMessage, FinishReason, ToolCall, Usage};
 use crate::model::background::background_call;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream};
+use antler_store::messages::{AiMessage, FinishReason, ToolCall, Usage};
 
 /// One scripted model answer.
 #[derive(Clone, Debug)]
@@ -303,7 +303,7 @@ mod tests {
     use std::panic::{AssertUnwindSafe, catch_unwind};
 
     use super::*;
-    use crate::messages::Message;
+    use antler_store::messages::Message;
 
     #[tokio::test]
     async fn an_unscripted_call_is_an_error_and_fails_the_test_on_drop() {

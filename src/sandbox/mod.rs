@@ -24,7 +24,6 @@ use async_trait::async_trait;
 pub use bench::{BashOverhead, bench_bash_overhead};
 pub use docker::{DockerSandboxProvider, PoolTiming};
 pub use exec::scrub_env;
-pub(crate) use exec::{Rlimit, kill_process_group, set_rlimits};
 pub use fs::{GrepMatch, GrepOptions, slice_lines};
 pub use path_mapper::{MountPoint, PathMapper, ResolvedPath, VIRTUAL_SKILLS};
 pub use provider::{

@@ -10,11 +10,11 @@ use async_trait::async_trait;
 
 use crate::agent_api::{Middleware, ModelNext, RunContext, RunEvent, ToolContext, ToolError};
 use crate::agent_api::{ToolNext, ToolResult};
-use crate::messages::{AiMessage, Message, ToolCall, ToolMessage, new_id};
 use crate::model::{ModelError, ModelRequest};
 use crate::skills::catalog::Skill;
 use crate::skills::is_reserved_name;
-use crate::state::ThreadState;
+use antler_store::messages::{AiMessage, Message, ToolCall, ToolMessage, new_id};
+use antler_store::state::ThreadState;
 
 /// The middleware's name in the chain.
 pub const SKILL_ACTIVATION: &str = "SkillActivationMiddleware";
@@ -70,7 +70,7 @@ pub fn resolve(text: &str, visible: &[Skill], allowed: Option<&[String]>) -> Act
 
 /// The run's own human message: the last one the person typed (harness-authored and hidden
 /// messages are skipped).
-fn turn_message(messages: &[Message]) -> Option<&crate::messages::HumanMessage> {
+fn turn_message(messages: &[Message]) -> Option<&antler_store::messages::HumanMessage> {
     messages.iter().rev().find_map(|m| match m {
         Message::Human(h) if h.name.is_none() && !h.meta.hide_from_ui => Some(h),
         _ => None,

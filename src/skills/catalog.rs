@@ -14,7 +14,7 @@ use crate::skills::installer::{self, Unpacked};
 use crate::skills::scan::{ScannedSkill, SkillsLoader, skills_dir};
 use crate::skills::state::{RecordKey, SkillStates};
 use crate::skills::{SKILL_FILE, SkillError, is_reserved_name};
-use crate::store::StoreRef;
+use antler_store::StoreRef;
 
 /// Where a skill comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

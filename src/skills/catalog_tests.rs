@@ -3,7 +3,7 @@ use std::io::{Cursor, Write};
 use zip::write::SimpleFileOptions;
 
 use super::*;
-use crate::store::MemoryStore;
+use antler_store::MemoryStore;
 
 struct Fixture {
     _dir: tempfile::TempDir,

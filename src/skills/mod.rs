@@ -25,7 +25,7 @@ pub use front_matter::{SkillFormatError, SkillMeta, parse_skill_md};
 pub use installer::ArchiveError;
 pub use scan::{ScannedSkill, SkillsLoader, load_dir, skills_dir};
 
-use crate::store::StoreError;
+use antler_store::StoreError;
 
 /// The file that makes a directory a skill.
 pub const SKILL_FILE: &str = "SKILL.md";

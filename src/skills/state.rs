@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{StoreError, StoreRef};
+use antler_store::{StoreError, StoreRef};
 
 const TREE: &str = "skills";
 
@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn records_default_to_enabled_and_keep_their_scope() {
-        let states = SkillStates::new(std::sync::Arc::new(crate::store::MemoryStore::new()));
+        let states = SkillStates::new(std::sync::Arc::new(antler_store::MemoryStore::new()));
         let alice = RecordKey::Custom {
             user: "alice",
             name: "x",

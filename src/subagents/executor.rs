@@ -15,13 +15,13 @@ use crate::agent_api::{
     EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };
 use crate::agents::SkillSummary;
-use crate::messages::{Message, Usage};
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::skills::fit::fits;
-use crate::state::ThreadState;
 use crate::subagents::registry::{ModelChoice, SubagentRegistry, SubagentSpec};
 use crate::subagents::report::{CapReason, TASK_RUNNING, TASK_STARTED, TaskReport, TaskStatus};
+use antler_store::messages::{Message, Usage};
+use antler_store::state::ThreadState;
 
 /// How long the lead run waits, once it ended, for cancelled sub-agents to wind down.
 const WIND_DOWN: Duration = Duration::from_secs(10);

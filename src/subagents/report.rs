@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::agent_api::{RunEvent, StopReason};
-use crate::messages::Usage;
+use antler_store::messages::Usage;
 
 pub const TASK_STARTED: &str = "task_started";
 pub const TASK_RUNNING: &str = "task_running";

@@ -16,13 +16,13 @@ use serde_json::Value;
 
 use crate::agent_api::{MemoSpec, ToolRef, dedupe_tools};
 use crate::config::{AppConfig, ToolConfig};
-use crate::converter::{Converter, Limits};
 use crate::sandbox::SandboxProvider;
 use crate::tools::builtin::{
     BashTool, GlobTool, GrepTool, HostLayout, LsTool, PresentFilesTool, ReadFileTool,
     SandboxAccess, StrReplaceTool, ToolMeta, ViewImageTool, WriteFileTool,
 };
 use crate::tools::builtin::{WebFetchTool, WebSearchTool};
+use antler_convert::{Converter, Limits};
 
 /// Built-in tool kinds a config entry's `use` may name: (kind, parameters it accepts).
 pub const BUILTIN_KINDS: &[(&str, &[&str])] = &[

@@ -8,8 +8,8 @@ use reqwest::Method;
 
 use crate::config::AppConfig;
 use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
-use crate::store::{STORE_DIR, SledStore, StoreError};
 use crate::usage::{MAX_DAYS, UsageStore, report, today, window_rows};
+use antler_store::{STORE_DIR, SledStore, StoreError};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct UsageArgs {

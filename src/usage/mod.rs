@@ -14,9 +14,9 @@ use chrono::{NaiveDate, Utc};
 
 use crate::agent_api::RunEvent;
 use crate::config::AppConfig;
-use crate::messages::{Message, Usage};
 use crate::middleware::summarization::SUMMARIZATION_EVENT;
-use crate::store::StoreError;
+use antler_store::StoreError;
+use antler_store::messages::{Message, Usage};
 
 pub use crate::config::budgets::{BudgetsConfig, ModelPrice, PricingConfig};
 pub use store::{UsageRow, UsageStore, UsageTotals, today};
@@ -223,8 +223,8 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::messages::{AiMessage, Text};
-    use crate::store::MemoryStore;
+    use antler_store::MemoryStore;
+    use antler_store::messages::{AiMessage, Text};
 
     fn ai(model: Option<&str>, total: u64) -> RunEvent {
         RunEvent::Message {

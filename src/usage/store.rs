@@ -8,8 +8,8 @@
 use chrono::{NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::messages::Usage;
-use crate::store::{BatchOp, Expect, StoreError, StoreRef};
+use antler_store::messages::Usage;
+use antler_store::{BatchOp, Expect, StoreError, StoreRef};
 
 pub const USAGE_TREE: &str = "usage";
 /// A CAS that keeps failing means something rewrites the key in a loop; give up loudly.
@@ -183,7 +183,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::store::MemoryStore;
+    use antler_store::MemoryStore;
 
     fn usage(input: u64, output: u64) -> Usage {
         Usage {

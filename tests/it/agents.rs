@@ -17,7 +17,7 @@ use antler::agents::{
 };
 use antler::config::{AppConfig, ModelConfig};
 use antler::skills::SkillCatalog;
-use antler::state::ThreadState;
+use antler_store::state::ThreadState;
 
 fn sha(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -341,7 +341,7 @@ fn catalog_with(tmp: &tempfile::TempDir, names: &[&str]) -> (Arc<AppConfig>, Ski
     config.data_dir = Some(tmp.path().join("data"));
     let catalog = SkillCatalog::from_config(
         &config,
-        Arc::new(antler::store::MemoryStore::new()),
+        Arc::new(antler_store::MemoryStore::new()),
         Default::default(),
     );
     (Arc::new(config), catalog)

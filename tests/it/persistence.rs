@@ -11,10 +11,10 @@ use antler::harness::testing::{
     CRASH_EXPECTED_FILE, CRASH_HISTORY_TURNS, CRASH_READY_LINE, CRASH_THREAD_ID, CRASH_USER_ID,
 };
 use antler::harness::{Harness, RunRequest, Speaker};
-use antler::messages::{Message, ToolStatus};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::state::ThreadState;
-use antler::store::{SledStore, ThreadStatus};
+use antler_store::messages::{Message, ToolStatus};
+use antler_store::state::ThreadState;
+use antler_store::{SledStore, ThreadStatus};
 
 fn config_for(dir: &std::path::Path) -> AppConfig {
     AppConfig {

@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use antler::config::{AppConfig, LlmCallConfig, ModelConfig, Provider, Secret};
-use antler::messages::{AiMessage, FinishReason, Message, ToolCall, ToolMessage};
 use antler::model::{
     AnthropicModel, ChatModel, ModelError, ModelEvent, ModelRegistry, ModelRequest, OpenAiModel,
     ToolChoice, ToolSpec,
 };
+use antler_store::messages::{AiMessage, FinishReason, Message, ToolCall, ToolMessage};
 use antler_test_support::{FAKE_SIGNATURE, FakeAnthropic, FakeOpenAi, Reply};
 use futures::StreamExt;
 use serde_json::json;

@@ -14,11 +14,11 @@ use antler::paths::ThreadPaths;
 use antler::sandbox::{
     ExecMode, HostSandboxProvider, ProviderSettings, Sandbox, SandboxProvider, bwrap_available,
 };
-use antler::state::ThreadState;
 use antler::tools::builtin::{
     BashTool, GlobTool, GrepTool, LsTool, PresentFilesTool, ReadFileTool, SandboxAccess,
     StrReplaceTool, ToolMeta, WriteFileTool,
 };
+use antler_store::state::ThreadState;
 use serde_json::Value;
 
 const USER: &str = "alice";

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use antler::agent_api::{RunOptions, StopReason};
 use antler::config::{AppConfig, ConfigHandle, ModelConfig};
 use antler::harness::{Harness, RunError, RunRequest, Speaker};
-use antler::messages::{AiMessage, Message, Usage};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::store::{MemoryStore, StoreRef};
 use antler::usage::{UsageStore, today, usage_text};
+use antler_store::messages::{AiMessage, Message, Usage};
+use antler_store::{MemoryStore, StoreRef};
 
 fn spend(text: &str, total: u64) -> ScriptedTurn {
     ScriptedTurn::Message(AiMessage {

@@ -14,9 +14,9 @@ use crate::channels::runtime::ChannelRuntime;
 use crate::config::AppConfig;
 use crate::harness::{RunRequest, Speaker};
 use crate::identity::channel_user_id;
-use crate::messages::{HumanMessage, Message, SENDER_NAME};
 use crate::paths::ThreadPaths;
 use crate::uploads::convert::convert_listed_uploads;
+use antler_store::messages::{HumanMessage, Message, SENDER_NAME};
 
 /// Marks the human message of an inbound platform message with its journal key.
 const INBOUND_KEY: &str = "inbound_key";
@@ -167,7 +167,7 @@ fn human_message(
         content.push_str(&format!("\n[a file could not be received: {problem}]"));
     }
     let mut human = HumanMessage {
-        id: crate::messages::new_id("human").into(),
+        id: antler_store::messages::new_id("human").into(),
         content: content.into(),
         // Not `name`: a named human message counts as injected context, not the user's turn.
         ..Default::default()

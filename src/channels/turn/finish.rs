@@ -15,9 +15,9 @@ use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::turn::run::Streamed;
 use crate::channels::turn::{ERROR_REPLY, NO_RESPONSE};
-use crate::messages::Message;
 use crate::paths::ThreadPaths;
-use crate::state::ThreadState;
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
 
 /// What the person gets.
 pub(super) struct Answer {

@@ -24,7 +24,7 @@ use crate::channels::stream::WORKING_TEXT;
 use crate::commands::{CommandOutcome, Conversation, parse_command};
 use crate::harness::RunError;
 use crate::lead_agent::LeadAgentError;
-use crate::state::ThreadState;
+use antler_store::state::ThreadState;
 use serde_json::Value;
 
 pub const NO_RESPONSE: &str = "(No response from agent)";

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use crate::agent_api::{Middleware, ToolNext, ToolResult};
 use crate::agent_api::{ToolContext, ToolError};
 use crate::config::GuardrailsConfig;
-use crate::messages::{ToolCall, ToolMessage};
+use antler_store::messages::{ToolCall, ToolMessage};
 
 pub use policy::{POLICY_TIMEOUT, PolicyServiceProvider};
 
@@ -190,9 +190,9 @@ mod tests {
     use crate::agent_api::RunContext;
     use crate::agent_api::{ToolOutput, ToolRef};
     use crate::config::AppConfig;
-    use crate::messages::ToolStatus;
-    use crate::state::ThreadState;
     use crate::tools::FnTool;
+    use antler_store::messages::ToolStatus;
+    use antler_store::state::ThreadState;
     use serde_json::json;
 
     struct Broken;

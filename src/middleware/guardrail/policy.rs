@@ -13,10 +13,10 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::agent_api::ToolContext;
-use crate::messages::ToolCall;
 use crate::middleware::guardrail::{
     AllowlistProvider, Decision, GuardrailError, GuardrailProvider,
 };
+use antler_store::messages::ToolCall;
 
 /// One check may take this long before it counts as a failure.
 pub const POLICY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -119,7 +119,7 @@ mod tests {
     use super::*;
     use crate::agent_api::RunContext;
     use crate::config::AppConfig;
-    use crate::state::ThreadState;
+    use antler_store::state::ThreadState;
 
     /// A policy service on 127.0.0.1 that denies `bash` and allows the rest.
     async fn policy_service() -> String {

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::messages::ToolCall;
+use antler_store::messages::ToolCall;
 
 /// Arguments that identify what a generic tool call is about (others, like timeouts, are noise).
 const SALIENT_ARGS: [&str; 7] = ["path", "url", "query", "command", "pattern", "glob", "cmd"];

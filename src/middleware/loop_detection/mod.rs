@@ -15,10 +15,10 @@ use async_trait::async_trait;
 use crate::agent_api::RunContext;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext, StopReason};
 use crate::config::schema::LoopDetectionConfig;
-use crate::messages::{AiMessage, Message};
 use crate::middleware::support::{forced_final, hidden_human, replace_ai};
 use crate::model::{ModelError, ModelRequest};
-use crate::state::ThreadState;
+use antler_store::messages::{AiMessage, Message};
+use antler_store::state::ThreadState;
 
 pub use key::{call_key, calls_hash};
 

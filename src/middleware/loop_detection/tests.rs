@@ -8,7 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::config::AppConfig;
 use crate::config::schema::ToolFreqOverride;
-use crate::messages::ToolCall;
+use antler_store::messages::ToolCall;
 
 fn ai_with(calls: &[(&str, serde_json::Value)]) -> AiMessage {
     AiMessage {

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 
 use crate::agent_api::{ToolContext, ToolError};
 use crate::sandbox::{Sandbox, SandboxError, SandboxProvider};
-use crate::state::{SandboxState, StateUpdate};
+use antler_store::state::{SandboxState, StateUpdate};
 
 pub use bash::BashTool;
 pub use glob::GlobTool;

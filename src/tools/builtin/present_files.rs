@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::paths::{ThreadPaths, VIRTUAL_OUTPUTS};
-use crate::state::StateUpdate;
+use antler_store::state::StateUpdate;
 
 /// Arguments of `present_files`.
 #[derive(Debug, Deserialize, JsonSchema)]

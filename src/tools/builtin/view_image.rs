@@ -14,10 +14,10 @@ use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, sch
 use crate::config::{AppConfig, SandboxMountConfig};
 use crate::paths::ThreadPaths;
 use crate::sandbox::PathMapper;
-use crate::state::ViewedImage;
 use crate::tools::builtin::{
     SandboxAccess, ToolMeta, error_text, normalise_virtual_key, sha256_hex,
 };
+use antler_store::state::ViewedImage;
 
 /// The built-in tool's name; the view-image middleware looks for its results.
 pub const VIEW_IMAGE: &str = "view_image";

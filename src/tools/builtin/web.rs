@@ -49,7 +49,7 @@ pub enum WebError {
     #[error("the page at {url} could not be converted: {error}")]
     Unconvertible {
         url: String,
-        error: crate::converter::ConvertError,
+        error: antler_convert::ConvertError,
     },
 }
 

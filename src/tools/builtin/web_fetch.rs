@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
-use crate::converter::{Converter, Limits, html::MAX_DEPTH};
 use crate::tools::builtin::web::{self, DEFAULT_TIMEOUT, MAX_REDIRECTS, WebError, request_error};
 use crate::tools::builtin::{ToolMeta, truncate_head};
+use antler_convert::{Converter, Limits, html::MAX_DEPTH};
 
 /// Characters of Markdown returned when the config does not say.
 pub(crate) const DEFAULT_MAX_CHARS: usize = 20_000;

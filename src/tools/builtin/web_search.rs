@@ -276,7 +276,7 @@ pub fn format_results(query: &str, provider: SearchProvider, results: &[SearchRe
 /// Results of DuckDuckGo's HTML page (`.result` blocks; ads skipped; redirect links unwrapped).
 pub fn parse_duckduckgo(html: &str, page_url: &Url) -> Result<Vec<SearchResult>, String> {
     // Nesting bounded: the page comes from the network like any other.
-    let tree = crate::converter::html::parse(html).document;
+    let tree = antler_convert::html::parse(html).document;
     let blocks = find_all(&tree, &|n| {
         has_class(n, "result") && !has_class(n, "result--ad")
     });

@@ -127,7 +127,7 @@ impl Tool for WriteFileTool {
     }
 }
 
-fn with_update(content: String, update: crate::state::StateUpdate) -> ToolOutput {
+fn with_update(content: String, update: antler_store::state::StateUpdate) -> ToolOutput {
     ToolOutput {
         content,
         update,

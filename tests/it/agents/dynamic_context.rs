@@ -8,13 +8,13 @@ use chrono::NaiveDate;
 
 use antler::agent::{AgentOptions, create_agent};
 use antler::agent_api::Middleware;
-use antler::messages::Message;
 use antler::middleware::DynamicContextMiddleware;
 use antler::middleware::dynamic_context::{
     Clock, DYNAMIC_CONTEXT_MARKER, MEMORY_HEADER, REMINDER_DATE_KEY,
 };
 use antler::model::{ScriptedModel, ScriptedTurn};
-use antler::state::{StateUpdate, ThreadState};
+use antler_store::messages::Message;
+use antler_store::state::{StateUpdate, ThreadState};
 
 use super::run_ctx;
 

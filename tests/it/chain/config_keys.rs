@@ -10,9 +10,9 @@ use antler::agent::RunOutcome;
 use antler::agent_api::{RunContext, RunOptions, StopReason};
 use antler::config::{AppConfig, ModelConfig};
 use antler::lead_agent::{LeadAgentDeps, make_lead_agent};
-use antler::messages::{AiMessage, Message, ToolCall, Usage};
 use antler::model::{ChatModel, ModelErrorKind, ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::state::ThreadState;
+use antler_store::messages::{AiMessage, Message, ToolCall, Usage};
+use antler_store::state::ThreadState;
 
 struct App {
     _dir: tempfile::TempDir,

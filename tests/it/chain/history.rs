@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 use antler::agent::{Agent, AgentOptions, RunOutcome, RuntimeFeatures, create_agent};
 use antler::agent_api::{EventSink, RunContext, RunEvent, StopReason, ToolOutput, ToolRef};
 use antler::config::{AppConfig, ModelConfig, Provider};
-use antler::messages::Message;
 use antler::middleware::dangling_tool_call::INTERRUPTED_TOOL_RESULT;
 use antler::middleware::length_finish_reason::LENGTH_NOTE;
 use antler::model::{AnthropicModel, ChatModel, OpenAiModel};
-use antler::state::ThreadState;
 use antler::tools::FnTool;
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
 use antler_test_support::{FakeAnthropic, FakeOpenAi, Reply, assert_strict_alternation};
 
 /// Answers with its `text` argument.

@@ -8,7 +8,6 @@ use antler::agent_api::ToolContext;
 use antler::agent_api::{Middleware, ModelNext, ToolNext};
 use antler::agent_api::{RunContext, StopReason};
 use antler::config::AppConfig;
-use antler::messages::{AiMessage, FinishReason, Message, ToolCall, ToolMessage, ToolStatus};
 use antler::middleware::clarification::ASK_CLARIFICATION;
 use antler::middleware::dangling_tool_call::INTERRUPTED_TOOL_RESULT;
 use antler::middleware::loop_detection::{FORCED_STOP_SUFFIX, REPEAT_WARNING, calls_hash};
@@ -17,7 +16,8 @@ use antler::middleware::{
     ClarificationMiddleware, DanglingToolCallMiddleware, LoopDetectionMiddleware, TitleMiddleware,
 };
 use antler::model::{ModelRequest, ScriptedModel, ScriptedTurn};
-use antler::state::ThreadState;
+use antler_store::messages::{AiMessage, FinishReason, Message, ToolCall, ToolMessage, ToolStatus};
+use antler_store::state::ThreadState;
 
 // ---- loop detection -------------------------------------------------------------------------
 
@@ -32,7 +32,7 @@ fn tool_call(id: &str, name: &str, args: Value) -> ToolCall {
 
 fn ai_calling(calls: Vec<ToolCall>) -> Message {
     Message::Ai(AiMessage {
-        id: antler::messages::new_id("ai").into(),
+        id: antler_store::messages::new_id("ai").into(),
         content: "working".into(),
         tool_calls: calls,
         finish_reason: Some(FinishReason::ToolCalls),

@@ -8,12 +8,12 @@ use antler::agent::{AgentOptions, create_agent};
 use antler::agent_api::{RunContext, StopReason};
 use antler::agent_api::{ToolOutput, ToolRef};
 use antler::config::AppConfig;
-use antler::messages::Message;
 use antler::middleware::loop_detection::REPEAT_WARNING;
 use antler::middleware::terminal_response::NO_FINAL_RESPONSE;
 use antler::model::{ScriptedModel, ScriptedTurn};
-use antler::state::ThreadState;
 use antler::tools::FnTool;
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
 
 /// Answers with its arguments.
 fn echo() -> ToolRef {

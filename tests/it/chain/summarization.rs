@@ -12,11 +12,11 @@ use antler::agent::{AgentOptions, Feature, RuntimeFeatures, create_agent};
 use antler::agent_api::{DroppedMessagesSink, RunContext, StopReason};
 use antler::config::AppConfig;
 use antler::config::summarization::{ContextMeasure, ContextSize};
-use antler::messages::{AiMessage, Message, ToolCall, ToolMessage};
 use antler::middleware::summarization::{SUMMARY_NAME, SUMMARY_PREFIX};
 use antler::middleware::todo::TODO_REMINDER_NAME;
 use antler::model::{ModelErrorKind, ScriptedModel, ScriptedTurn};
-use antler::state::{ThreadState, Todo, TodoStatus};
+use antler_store::messages::{AiMessage, Message, ToolCall, ToolMessage};
+use antler_store::state::{ThreadState, Todo, TodoStatus};
 
 #[derive(Default)]
 struct Recorder(Mutex<Vec<Vec<Message>>>);
@@ -227,7 +227,7 @@ async fn a_failing_summary_model_leaves_the_thread_as_it_was() {
 
 #[tokio::test]
 async fn the_summarized_thread_is_what_a_reload_reads() {
-    use antler::store::{Checkpointer, MemoryStore, ThreadStore};
+    use antler_store::{Checkpointer, MemoryStore, ThreadStore};
     let threads = ThreadStore::new(Arc::new(MemoryStore::new())).unwrap();
     threads
         .create("u", Some("t".into()), serde_json::Map::new())

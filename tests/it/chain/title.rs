@@ -14,10 +14,10 @@ use serde_json::Map;
 use antler::agent_api::{RunContext, RunOptions, StopReason};
 use antler::config::{AppConfig, ModelConfig};
 use antler::lead_agent::{LeadAgentDeps, make_lead_agent};
-use antler::messages::Message;
 use antler::middleware::title::TITLE_TIMEOUT;
 use antler::model::{ChatModel, ModelErrorKind, ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::store::{Checkpointer, MemoryStore, ThreadStore};
+use antler_store::messages::Message;
+use antler_store::{Checkpointer, MemoryStore, ThreadStore};
 
 const QUESTION: &str = "Please help me plan a week-long trip to Rome in the spring";
 const FALLBACK: &str = "Please help me plan a week-long trip to Rome in th...";

@@ -30,8 +30,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use antler::config::{ConfigHandle, ConfigOrigin, MapEnv, load_from_str};
-use antler::converter::Program;
 use antler::daemon::{DaemonOptions, Shutdown, run};
+use antler_convert::Program;
 use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram};
 use serde_json::Value;
 

@@ -322,7 +322,7 @@ async fn the_socket_goes_with_the_daemon_and_a_stale_one_is_replaced() {
 async fn a_locked_data_dir_without_an_answering_daemon_is_named_as_such() {
     let setup = Setup::new("http://127.0.0.1:9/v1", "");
     // This process holds the store, as a daemon that hangs (or predates the socket) would.
-    let _held = antler::store::SledStore::open(setup.data_dir().join("store")).unwrap();
+    let _held = antler_store::SledStore::open(setup.data_dir().join("store")).unwrap();
     for args in [&["chat"][..], &["agents", "list", "--user", "alice"][..]] {
         let output = antler(&setup.config_path, args, "hi\n").await;
         assert_eq!(output.status.code(), Some(1), "{args:?}");

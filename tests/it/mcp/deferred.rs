@@ -2,7 +2,7 @@
 //! tool never found is refused; promotion outlives the turn.
 
 use antler::agent_api::StopReason;
-use antler::messages::ToolStatus;
+use antler_store::messages::ToolStatus;
 use serde_json::json;
 
 use super::{Fixture, answer, calls, everything, stdio_server, tool_messages};

@@ -18,9 +18,9 @@ use antler::agent::RunOutcome;
 use antler::agent_api::RunOptions;
 use antler::config::{AppConfig, ConfigHandle, ModelConfig};
 use antler::harness::{Harness, RunRequest, Speaker};
-use antler::messages::{Message, ToolMessage};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::store::MemoryStore;
+use antler_store::MemoryStore;
+use antler_store::messages::{Message, ToolMessage};
 use serde_json::Value;
 
 /// The version `.ci/run` installs; keep the two in step.

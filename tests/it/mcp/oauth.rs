@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use antler::agent_api::StopReason;
-use antler::messages::ToolStatus;
+use antler_store::messages::ToolStatus;
 use antler_test_support::{AuthProxy, FakeTokenEndpoint};
 use serde_json::json;
 

@@ -1,7 +1,7 @@
 //! server-everything over streamable HTTP and over the legacy HTTP+SSE transport.
 
 use antler::agent_api::StopReason;
-use antler::messages::ToolStatus;
+use antler_store::messages::ToolStatus;
 use serde_json::json;
 
 use super::{Fixture, answer, calls, everything, start_http_server, tool_messages};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use antler::agent_api::StopReason;
 use antler::mcp::ServerStatus;
-use antler::messages::ToolStatus;
+use antler_store::messages::ToolStatus;
 use serde_json::json;
 
 use super::{Fixture, answer, calls, everything, stdio_server, tool_messages};

@@ -10,9 +10,9 @@ use antler::config::schema::TitleConfig;
 use antler::config::{AppConfig, ConfigHandle, MemoryConfig, ModelConfig};
 use antler::harness::{Harness, RunRequest, Speaker};
 use antler::memory::{Fact, FactCategory, MemoryScope};
-use antler::messages::Message;
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::store::MemoryStore;
+use antler_store::MemoryStore;
+use antler_store::messages::Message;
 
 fn harness(dir: &std::path::Path, model: Arc<ScriptedModel>) -> Harness {
     let config = AppConfig {

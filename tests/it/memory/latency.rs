@@ -9,7 +9,7 @@ use antler::config::MemoryConfig;
 use antler::memory::inject::format_for_injection;
 use antler::memory::updater::{MemoryUpdate, NewFact, apply_update};
 use antler::memory::{Fact, FactCategory, MemoryRepo, MemoryScope};
-use antler::store::SledStore;
+use antler_store::SledStore;
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();

@@ -10,10 +10,10 @@ use antler::config::schema::TitleConfig;
 use antler::config::{AppConfig, ConfigHandle, MemoryConfig, ModelConfig};
 use antler::harness::{Harness, RunRequest, Speaker};
 use antler::memory::{Fact, FactCategory, MemoryScope, WriteSource};
-use antler::messages::{AiMessage, HumanMessage, Message, Usage};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::store::MemoryStore;
 use antler::usage::{UsageStore, window_rows};
+use antler_store::MemoryStore;
+use antler_store::messages::{AiMessage, HumanMessage, Message, Usage};
 use serde_json::json;
 
 fn harness(dir: &std::path::Path, model: Arc<ScriptedModel>, inject_in_groups: bool) -> Harness {
@@ -57,7 +57,7 @@ fn remember(harness: &Harness, user: &str, content: &str) {
 /// A group message as the channel layer stores it: the sender's id and name in its meta.
 fn said_by(user: &str, name: &str, text: &str) -> Message {
     let mut human = HumanMessage {
-        id: antler::messages::new_id("human").into(),
+        id: antler_store::messages::new_id("human").into(),
         content: text.into(),
         ..Default::default()
     };

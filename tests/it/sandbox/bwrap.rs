@@ -9,8 +9,8 @@ use std::time::Duration;
 use antler::config::SandboxConfig;
 use antler::sandbox::SandboxProvider;
 use antler::sandbox::{ExecMode, ProviderSettings, select_host_provider};
-use antler::state::ThreadState;
 use antler::tools::builtin::{BashTool, SandboxAccess, ToolMeta};
+use antler_store::state::ThreadState;
 use serde_json::json;
 
 use super::{Fixture, THREAD, USER, bwrap_usable};

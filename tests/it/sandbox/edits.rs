@@ -6,9 +6,9 @@ use std::sync::Arc;
 use antler::agent_api::ToolRef;
 use antler::config::{AppConfig, ToolConfig};
 use antler::sandbox::ExecMode;
-use antler::state::ThreadState;
 use antler::tools::builtin::PresentFilesTool;
 use antler::tools::registry::ToolRegistry;
+use antler_store::state::ThreadState;
 use serde_json::json;
 
 use super::{Fixture, WS, tools};

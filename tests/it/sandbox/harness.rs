@@ -9,11 +9,11 @@ use antler::config::{
     AppConfig, ConfigHandle, ModelConfig, SandboxMountConfig, SandboxProviderKind,
 };
 use antler::harness::{Harness, RunRequest, Speaker};
-use antler::messages::Message;
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler::paths::ThreadPaths;
-use antler::state::ThreadState;
-use antler::store::MemoryStore;
+use antler_store::MemoryStore;
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
 use serde_json::json;
 
 fn config(data_dir: &Path, mounts: Vec<SandboxMountConfig>, eager: bool) -> AppConfig {

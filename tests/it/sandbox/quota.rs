@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use antler::config::SandboxConfig;
 use antler::sandbox::{ExecMode, QuotaScope};
-use antler::state::ThreadState;
+use antler_store::state::ThreadState;
 use serde_json::json;
 
 use super::{Fixture, WS, bwrap_usable, tools};

@@ -4,10 +4,10 @@
 use antler::agent_api::Tool;
 use antler::config::SandboxConfig;
 use antler::sandbox::ExecMode;
-use antler::state::ThreadState;
 use antler::tools::builtin::{
     BashTool, GlobTool, GrepTool, LsTool, ReadFileTool, SandboxAccess, ToolMeta,
 };
+use antler_store::state::ThreadState;
 use serde_json::json;
 
 use super::{Fixture, WS, tools};
