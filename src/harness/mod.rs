@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent_api::{EventSink, RunContext, RunEvent, RunEvents, StopReason};
+use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvent, RunEvents, StopReason};
 use crate::agents::AgentStore;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
@@ -73,6 +73,8 @@ struct Inner {
     /// Runs ended since start: lets the daemon see activity without a hook per run.
     runs_finished: AtomicU64,
     tracker: TaskTracker,
+    /// What runs leave behind (generated titles): stopped once the runs have drained.
+    background: BackgroundTasks,
     accepting: AtomicBool,
     /// Long-term memory (`None` when the harness was built outside a runtime).
     memory: Option<MemoryService>,
@@ -165,6 +167,7 @@ impl Harness {
                 runs: Mutex::new(HashMap::new()),
                 runs_finished: AtomicU64::new(0),
                 tracker: TaskTracker::new(),
+                background: BackgroundTasks::new(),
                 accepting: AtomicBool::new(true),
                 mcp: McpManager::new(
                     extensions_path(&ProcessEnv, None, &snapshot.data_dir()),
@@ -311,6 +314,7 @@ impl Harness {
         ctx.options = lead.options;
         ctx.cancel = cancel.clone();
         ctx.events = events;
+        ctx.background = self.inner.background.clone();
         let threads = self.inner.threads.clone();
         let agent = lead.agent;
         let subagents = lead.subagent_tasks;
@@ -471,6 +475,9 @@ impl Harness {
                 }
             }
         }
+        // Titles still being written are dropped (each thread keeps its first-message title):
+        // nothing a run started writes after this point.
+        self.inner.background.shutdown().await;
         if let Some(memory) = &self.inner.memory {
             memory.queue.shutdown(memory::MEMORY_FLUSH_DEADLINE).await;
         }

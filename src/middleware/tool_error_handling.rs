@@ -5,10 +5,10 @@
 
 use async_trait::async_trait;
 
+use crate::agent_api::shared::truncate_chars;
 use crate::agent_api::{Middleware, ToolNext, ToolResult};
 use crate::agent_api::{ToolContext, ToolError};
 use crate::messages::{ToolCall, ToolMessage};
-use crate::tools::builtin::truncate_chars;
 
 /// Longest error detail shown to the model; tracebacks beyond this only waste context.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 500;

@@ -11,12 +11,12 @@ use async_trait::async_trait;
 use base64::Engine;
 
 use crate::agent_api::RunContext;
+use crate::agent_api::shared::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image};
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::messages::{AiMessage, ImageData, Message};
 use crate::middleware::support::hidden_human;
 use crate::model::{ModelError, ModelRequest};
 use crate::state::{StateUpdate, ThreadState};
-use crate::tools::builtin::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image};
 
 pub const VIEWED_IMAGES_NAME: &str = "viewed_images";
 

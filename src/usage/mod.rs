@@ -13,17 +13,13 @@ use std::collections::BTreeMap;
 use chrono::{NaiveDate, Utc};
 
 use crate::agent_api::RunEvent;
+use crate::agent_api::shared::group_thousands;
 use crate::config::AppConfig;
 use crate::messages::{Message, Usage};
-use crate::middleware::summarization::SUMMARIZATION_EVENT;
 use crate::store::StoreError;
 
 pub use crate::config::budgets::{BudgetsConfig, ModelPrice, PricingConfig};
 pub use store::{UsageRow, UsageStore, UsageTotals, today};
-
-/// The key of a custom event's data that carries tokens spent for the run by other agents
-/// (`{model: usage}`), e.g. a sub-agent's `task_completed`.
-pub const USAGE_BY_MODEL: &str = "usage_by_model";
 
 /// The usage of one run, by model, from its events.
 #[derive(Debug, Default)]
@@ -34,7 +30,7 @@ pub struct RunMeter {
 impl RunMeter {
     /// Counts an AI message's usage under the model that wrote it (`fallback_model` when the
     /// provider did not say).
-    /// Summary calls count too (their `summarization` event).
+    /// Summary calls count too (their `Summarized` event), and so do sub-agents (their end).
     pub fn observe(&mut self, event: &RunEvent, fallback_model: &str) {
         let (model, usage) = match event {
             RunEvent::Message {
@@ -43,19 +39,11 @@ impl RunMeter {
                 Some(usage) => (ai.model.as_deref().unwrap_or(fallback_model), usage),
                 None => return,
             },
-            RunEvent::Custom { name, data } if name == SUMMARIZATION_EVENT => {
-                let usage = serde_json::from_value::<Usage>(data["usage"].clone());
-                match (data["model"].as_str(), usage) {
-                    (Some(model), Ok(usage)) => (model, usage),
-                    _ => return,
-                }
-            }
+            RunEvent::Summarized { model, usage } => (model.as_str(), *usage),
             // Work done on the run's behalf (a sub-agent's end) reports its tokens by model.
-            RunEvent::Custom { data, .. } if data.get(USAGE_BY_MODEL).is_some() => {
-                let by_model =
-                    serde_json::from_value::<BTreeMap<String, Usage>>(data[USAGE_BY_MODEL].clone());
-                for (model, usage) in by_model.into_iter().flatten() {
-                    self.by_model.entry(model).or_default().add(&usage);
+            RunEvent::TaskEnded(end) => {
+                for (model, usage) in &end.usage_by_model {
+                    self.by_model.entry(model.clone()).or_default().add(usage);
                 }
                 return;
             }
@@ -126,11 +114,6 @@ pub fn budget_notice(
         group_thousands(used),
         group_thousands(budget),
     )))
-}
-
-/// `1234567` → `"1,234,567"`.
-fn group_thousands(n: u64) -> String {
-    crate::middleware::token_budget::group_thousands(n)
 }
 
 /// What `/usage` answers: today's usage of everyone for an admin; for anyone else their own,
@@ -251,9 +234,13 @@ mod tests {
         meter.observe(&ai(Some("gpt"), 60), "main");
         meter.observe(&ai(None, 30), "main");
         meter.observe(
-            &RunEvent::Custom {
-                name: SUMMARIZATION_EVENT.into(),
-                data: serde_json::json!({"model": "main", "usage": {"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}}),
+            &RunEvent::Summarized {
+                model: "main".into(),
+                usage: Usage {
+                    input_tokens: 9,
+                    output_tokens: 1,
+                    total_tokens: 10,
+                },
             },
             "main",
         );
