@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent_api::TaskEnd;
+use crate::agent_api::task::{CapReason, TaskEnd};
 use crate::messages::{Message, ToolCall, ToolMessage, Usage};
 use crate::state::{ThreadState, Todo};
 
@@ -138,6 +138,18 @@ impl StopReason {
                 | StopReason::TokenCapped
                 | StopReason::SubagentLimitCapped
         )
+    }
+}
+
+impl CapReason {
+    /// The cap a sub-agent's run hit, from how it stopped.
+    pub fn of(stop: StopReason) -> Option<Self> {
+        match stop {
+            StopReason::TokenCapped => Some(CapReason::TokenCapped),
+            StopReason::RecursionLimit => Some(CapReason::TurnCapped),
+            StopReason::LoopCapped => Some(CapReason::LoopCapped),
+            _ => None,
+        }
     }
 }
 

@@ -13,6 +13,7 @@ mod middleware;
 mod options;
 pub mod progress;
 pub mod shared;
+mod task;
 mod tool;
 pub mod tool_schema;
 
@@ -24,7 +25,7 @@ pub use middleware::{
     ToolResult,
 };
 pub use options::RunOptions;
-pub use progress::{CapReason, TaskEnd, TaskStatus};
+pub use task::{CapReason, TaskEnd, TaskStatus};
 pub use tool::{
     MemoSpec, Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for,
 };

@@ -6,92 +6,16 @@
 //! HTTP stream sends them as LangGraph-style `custom` events, `{"type": name, "data": …}`, with
 //! the names and payloads the stream has always had ([`RunEvent::custom_wire`]).
 
-use std::collections::BTreeMap;
-
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::agent_api::{RunEvent, StopReason};
-use crate::messages::Usage;
+use crate::agent_api::RunEvent;
+pub use crate::agent_api::task::{
+    TASK_CANCELLED, TASK_COMPLETED, TASK_FAILED, TASK_RUNNING, TASK_STARTED, TASK_TIMED_OUT,
+};
+use crate::agent_api::task::{TaskEnd, TaskStatus};
 
 pub const TODOS_UPDATED: &str = "todos_updated";
 pub const SUMMARIZATION: &str = "summarization";
-pub const TASK_STARTED: &str = "task_started";
-pub const TASK_RUNNING: &str = "task_running";
-pub const TASK_COMPLETED: &str = "task_completed";
-pub const TASK_FAILED: &str = "task_failed";
-pub const TASK_TIMED_OUT: &str = "task_timed_out";
-pub const TASK_CANCELLED: &str = "task_cancelled";
-
-/// How a sub-agent's task ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    Completed,
-    Failed,
-    Cancelled,
-    TimedOut,
-}
-
-impl TaskStatus {
-    /// The `task_*` event announcing this end.
-    pub fn event_name(self) -> &'static str {
-        match self {
-            TaskStatus::Completed => TASK_COMPLETED,
-            TaskStatus::Failed => TASK_FAILED,
-            TaskStatus::Cancelled => TASK_CANCELLED,
-            TaskStatus::TimedOut => TASK_TIMED_OUT,
-        }
-    }
-}
-
-/// Why a sub-agent stopped short of a plain answer (DeerFlow's `subagent_stop_reason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapReason {
-    TokenCapped,
-    TurnCapped,
-    LoopCapped,
-}
-
-impl CapReason {
-    pub fn of(stop: StopReason) -> Option<Self> {
-        match stop {
-            StopReason::TokenCapped => Some(CapReason::TokenCapped),
-            StopReason::RecursionLimit => Some(CapReason::TurnCapped),
-            StopReason::LoopCapped => Some(CapReason::LoopCapped),
-            _ => None,
-        }
-    }
-
-    /// How the lead model's tool message names the cap.
-    pub fn label(self) -> &'static str {
-        match self {
-            CapReason::TokenCapped => "token budget",
-            CapReason::TurnCapped => "turn budget",
-            CapReason::LoopCapped => "repeated tool-call loop",
-        }
-    }
-}
-
-/// A sub-agent's end as the run reports it. Its `usage_by_model` is what the harness meters for
-/// the user: sub-agent tokens count like the lead's.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TaskEnd {
-    pub task_id: String,
-    pub subagent_type: String,
-    pub status: TaskStatus,
-    pub stop_reason: Option<CapReason>,
-    pub model: Option<String>,
-    /// The sum of `usage_by_model`.
-    pub token_usage: Usage,
-    pub usage_by_model: BTreeMap<String, Usage>,
-    /// A completed task's answer.
-    pub result: Option<String>,
-    /// What the lead model reads of a task that did not complete.
-    pub error: Option<String>,
-}
-
 impl RunEvent {
     /// The `(type, data)` of the `custom` event this sends on the LangGraph-compatible stream:
     /// the typed progress under the names it always had, `Custom` as given. `None` for the
@@ -157,8 +81,13 @@ fn task_end_data(end: &TaskEnd) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use crate::agent_api::StopReason;
+    use crate::agent_api::task::CapReason;
     use crate::messages::Message;
+    use crate::messages::Usage;
     use crate::state::{Todo, TodoStatus};
 
     fn usage(total: u64) -> Usage {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::agent_api::RunOptions;
+use crate::agent_api::{RunEvent, RunOptions, StopReason};
 use crate::config::ModelConfig;
 use crate::messages::Message;
 use crate::model::{ScriptedModel, ScriptedTurn};

@@ -19,6 +19,7 @@ mod resolve;
 use std::sync::Arc;
 
 use crate::agent::{Agent, AgentBuildError, AgentOptions, create_agent};
+use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::RunUsers;
 use crate::agent_api::ToolRef;
@@ -153,29 +154,14 @@ pub fn make_lead_agent(
     let agent_config = run.custom.as_ref().map(|agent| &agent.config);
     let model = resolve_run_model(&mut run.options, config, &deps, agent_config, &mut warnings)?;
 
-    let catalog = skill_catalog(&deps, config);
-    let mut tools = select_tools(
-        &deps,
-        run.branch,
-        agent_config,
-        (&run.options, run.setup_target.as_ref()),
-        (&store, &catalog),
-        model.supports_vision,
-    );
-    let deferred = deferred_catalog(&deps, config, &tools);
-    let (skills, skill_activation) = prompt_inputs::select_skills(
-        &deps,
-        (config, &catalog),
-        (run.branch, agent_config),
-        &tools,
-        &mut warnings,
-    );
-    // The prompt's facts are the configured tools', before the lead's own `task` joins them.
-    let facts = prompt_inputs::prompt_facts(&deps, config, &run.options, &tools);
-    let subagent_tasks = run
-        .options
-        .subagent_enabled
-        .then(|| add_task_tool(&mut tools, &deps, config, &model, &skills));
+    let RunTools {
+        tools,
+        deferred,
+        skills,
+        skill_activation,
+        facts,
+        subagent_tasks,
+    } = run_tools(&deps, config, &run, &store, &model, &mut warnings);
     let system_prompt = system_prompt(
         &deps,
         config,
@@ -195,7 +181,7 @@ pub fn make_lead_agent(
             model: &model,
             agent_config,
             deferred,
-            skill_activation: Arc::new(skill_activation),
+            skill_activation,
             subagents: subagent_tasks.is_some(),
         },
     );
@@ -222,6 +208,61 @@ pub fn make_lead_agent(
         warnings,
         subagent_tasks,
     })
+}
+
+/// The run's tools and what depends on them: the deferred MCP tools, the skills the prompt
+/// lists (and the `/skill` activation over them), the prompt's facts, and the sub-agents.
+struct RunTools {
+    tools: Vec<ToolRef>,
+    deferred: Option<Arc<DeferredCatalog>>,
+    skills: Vec<SkillSummary>,
+    skill_activation: MiddlewareRef,
+    facts: prompt_inputs::PromptFacts,
+    subagent_tasks: Option<SubagentTasks>,
+}
+
+/// The branch's tools (the configured ones its agent may use, plus its own agent tool), then
+/// what is chosen from them; the lead's `task` tool joins last, after the prompt's facts were
+/// taken from the configured tools.
+fn run_tools(
+    deps: &LeadAgentDeps<'_>,
+    config: &AppConfig,
+    run: &RunBranch,
+    store: &Arc<AgentStore>,
+    model: &ResolvedModel,
+    warnings: &mut Vec<String>,
+) -> RunTools {
+    let agent_config = run.custom.as_ref().map(|agent| &agent.config);
+    let catalog = skill_catalog(deps, config);
+    let mut tools = select_tools(
+        deps,
+        run.branch,
+        agent_config,
+        (&run.options, run.setup_target.as_ref()),
+        (store, &catalog),
+        model.supports_vision,
+    );
+    let deferred = deferred_catalog(deps, config, &tools);
+    let (skills, skill_activation) = prompt_inputs::select_skills(
+        deps,
+        (config, &catalog),
+        (run.branch, agent_config),
+        &tools,
+        warnings,
+    );
+    let facts = prompt_inputs::prompt_facts(deps, config, &run.options, &tools);
+    let subagent_tasks = run
+        .options
+        .subagent_enabled
+        .then(|| add_task_tool(&mut tools, deps, config, model, &skills));
+    RunTools {
+        tools,
+        deferred,
+        skills,
+        skill_activation: Arc::new(skill_activation),
+        facts,
+        subagent_tasks,
+    }
 }
 
 /// Which agent a run is for, as the request and the user's agents decide.
