@@ -257,6 +257,41 @@ mod tests {
         assert_eq!(models, ["gpt", "main"]);
     }
 
+    /// A sub-agent's tokens count for the user of the run that delegated, under each model.
+    #[test]
+    fn a_sub_agents_end_is_metered_by_model() {
+        let usage = UsageStore::new(Arc::new(MemoryStore::new()));
+        let spent = |total| Usage {
+            input_tokens: total - 1,
+            output_tokens: 1,
+            total_tokens: total,
+        };
+        let end = crate::agent_api::TaskEnd {
+            task_id: "call_1".into(),
+            subagent_type: "general-purpose".into(),
+            status: crate::agent_api::TaskStatus::Completed,
+            stop_reason: None,
+            model: Some("small".into()),
+            token_usage: spent(50),
+            usage_by_model: BTreeMap::from([
+                ("small".to_string(), spent(20)),
+                ("main".to_string(), spent(30)),
+            ]),
+            result: Some("done".into()),
+            error: None,
+        };
+        let mut meter = RunMeter::default();
+        meter.observe(&ai(None, 5), "main");
+        meter.observe(&RunEvent::TaskEnded(Box::new(end)), "main");
+        meter.save(&usage, "u");
+        let rows = usage.rows(Some("u"), Some(today())).unwrap();
+        let totals: Vec<(&str, u64)> = rows
+            .iter()
+            .map(|r| (r.model.as_str(), r.totals.total_tokens))
+            .collect();
+        assert_eq!(totals, [("main", 35), ("small", 20)]);
+    }
+
     #[test]
     fn the_report_prices_models_with_a_price() {
         let usage = UsageStore::new(Arc::new(MemoryStore::new()));
