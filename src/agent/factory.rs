@@ -13,12 +13,12 @@ use crate::agent_api::{DroppedMessagesSink, Middleware, MiddlewareRef};
 use crate::agent_api::{ToolRef, dedupe_tools};
 use crate::config::AppConfig;
 use crate::middleware::{
-    ClarificationMiddleware, DanglingToolCallMiddleware, GuardrailMiddleware,
-    LoopDetectionMiddleware, ModelLengthFinishReasonMiddleware, SafetyFinishReasonMiddleware,
-    SandboxMiddleware, SubagentLimitMiddleware, SummarizationMiddleware,
-    SystemMessageCoalescingMiddleware, TerminalResponseMiddleware, ThreadDataMiddleware,
-    TitleMiddleware, TodoMiddleware, TokenBudgetMiddleware, TokenUsageMiddleware,
-    ToolErrorHandlingMiddleware, UploadsMiddleware, ViewImageMiddleware,
+    ClarificationMiddleware, DanglingToolCallMiddleware, DynamicContextMiddleware,
+    GuardrailMiddleware, LoopDetectionMiddleware, ModelLengthFinishReasonMiddleware,
+    SafetyFinishReasonMiddleware, SandboxMiddleware, SubagentLimitMiddleware,
+    SummarizationMiddleware, SystemMessageCoalescingMiddleware, TerminalResponseMiddleware,
+    ThreadDataMiddleware, TitleMiddleware, TodoMiddleware, TokenBudgetMiddleware,
+    TokenUsageMiddleware, ToolErrorHandlingMiddleware, UploadsMiddleware, ViewImageMiddleware,
 };
 use crate::model::ChatModel;
 use crate::sandbox::SandboxProvider;
@@ -196,6 +196,12 @@ fn slot_middleware(
             Some(arc(GuardrailMiddleware::from_config(&config.guardrails)))
         })?,
         Slot::ToolErrorHandling => Some(arc(ToolErrorHandlingMiddleware)),
+        Slot::DynamicContext => from_feature(&features.dynamic_context, "dynamic_context", || {
+            Some(arc(DynamicContextMiddleware::new()))
+        })?,
+        Slot::SkillActivation => {
+            from_feature(&features.skill_activation, "skill_activation", || None)?
+        }
         Slot::Summarization => from_feature(&features.summarization, "summarization", || {
             let model = deps.deps.summary_model.clone()?;
             let summarization = SummarizationMiddleware::new(config.summarization.clone(), model)
@@ -219,6 +225,7 @@ fn slot_middleware(
         Slot::ViewImage => from_feature(&features.vision, "vision", || {
             Some(arc(ViewImageMiddleware))
         })?,
+        Slot::DeferredTools => from_feature(&features.deferred_tools, "deferred_tools", || None)?,
         Slot::SystemMessageCoalescing => Some(arc(SystemMessageCoalescingMiddleware)),
         Slot::SubagentLimit => from_feature(&features.subagent, "subagent", || {
             Some(arc(SubagentLimitMiddleware::default()))

@@ -39,6 +39,13 @@ pub struct RuntimeFeatures {
     pub loop_detection: Feature,
     /// `BuiltIn` is built only while `token_budget.enabled` is on in the config.
     pub token_budget: Feature,
+    /// `BuiltIn` = `DynamicContextMiddleware` with the date only; `Custom` for one that also
+    /// reads memory (the lead agent's).
+    pub dynamic_context: Feature,
+    /// No built-in implementation (it needs the run's skills): `Off` or `Custom` only.
+    pub skill_activation: Feature,
+    /// No built-in implementation (it needs the deferred MCP tools): `Off` or `Custom` only.
+    pub deferred_tools: Feature,
 }
 
 impl Default for RuntimeFeatures {
@@ -53,6 +60,9 @@ impl Default for RuntimeFeatures {
             guardrail: Feature::Off,
             loop_detection: Feature::BuiltIn,
             token_budget: Feature::Off,
+            dynamic_context: Feature::Off,
+            skill_activation: Feature::Off,
+            deferred_tools: Feature::Off,
         }
     }
 }
@@ -77,12 +87,15 @@ pub enum Slot {
     DanglingToolCall,
     Guardrail,
     ToolErrorHandling,
+    DynamicContext,
+    SkillActivation,
     Summarization,
     Todo,
     TokenUsage,
     Title,
     Memory,
     ViewImage,
+    DeferredTools,
     SystemMessageCoalescing,
     SubagentLimit,
     LoopDetection,
@@ -100,10 +113,14 @@ pub enum Slot {
 ///
 /// It is the seed's `_assemble_from_features` list (`[0]`–`[14]`: ThreadData, Uploads, Sandbox,
 /// DanglingToolCall, Guardrail, ToolErrorHandling, Summarization, Todo, Title, Memory, ViewImage,
-/// SubagentLimit, LoopDetection, TokenBudget, …, Clarification), with four middlewares the seed's
+/// SubagentLimit, LoopDetection, TokenBudget, …, Clarification), with the middlewares the seed's
 /// SDK list lacks placed where the reference's production chain (`build_middlewares`, §3.1)
-/// puts them:
+/// puts them. This is the one order: the lead agent fills these slots too (it used to append
+/// three of them as extras, after `TokenBudget`).
+/// - `DynamicContext` and `SkillActivation` after the runtime part (`ToolErrorHandling`),
+///   before `Summarization` (reference #14, #15);
 /// - `TokenUsage` after `Todo`, before `Title` (reference #20);
+/// - `DeferredTools` after `ViewImage`, before `SystemMessageCoalescing` (reference #24);
 /// - `SystemMessageCoalescing` after `ViewImage`, before `SubagentLimit` (reference #25, the
 ///   seed's principle 1 "消息合并 → subagent");
 /// - `TerminalResponse`, `LengthFinishReason` and `SafetyFinishReason` after the custom
@@ -114,19 +131,22 @@ pub enum Slot {
 /// `TokenBudget, Clarification`, so that spot is here, ahead of the closing tail
 /// (`TerminalResponse`, `LengthFinishReason`, `SafetyFinishReason`, `Clarification`) which must
 /// see the answer first.
-pub const CHAIN_ORDER: [Slot; 21] = [
+pub const CHAIN_ORDER: [Slot; 24] = [
     Slot::ThreadData,
     Slot::Uploads,
     Slot::Sandbox,
     Slot::DanglingToolCall,
     Slot::Guardrail,
     Slot::ToolErrorHandling,
+    Slot::DynamicContext,
+    Slot::SkillActivation,
     Slot::Summarization,
     Slot::Todo,
     Slot::TokenUsage,
     Slot::Title,
     Slot::Memory,
     Slot::ViewImage,
+    Slot::DeferredTools,
     Slot::SystemMessageCoalescing,
     Slot::SubagentLimit,
     Slot::LoopDetection,

@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::agent_api::{EventSink, RunOptions, StopReason};
 use crate::config::AppConfig;
@@ -50,6 +51,9 @@ pub struct RunContext {
     /// The configuration this run uses: the live config, or a request-scoped override that
     /// sub-agents inherit (DeerFlow's ContextVar override, made explicit).
     pub config: Arc<AppConfig>,
+    /// Where work that outlives the run goes (the generated title): owned by whoever owns the
+    /// runs, stopped and waited for when it shuts down.
+    pub background: BackgroundTasks,
     /// Why a middleware capped the run (`LoopCapped`, `TokenCapped`), reported when it ends.
     cap: Mutex<Option<StopReason>>,
 }
@@ -71,6 +75,7 @@ impl RunContext {
             cancel: CancellationToken::new(),
             events: EventSink::disabled(),
             config,
+            background: BackgroundTasks::new(),
             cap: Mutex::new(None),
         }
     }
@@ -83,6 +88,43 @@ impl RunContext {
 
     pub fn stop_reason(&self) -> Option<StopReason> {
         *self.cap.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Work a run leaves behind when it ends (a title the model is still writing), owned by whoever
+/// owns the runs: the harness stops it after the runs drained, so nothing it does lands in the
+/// store after the final flush. Clones share the owner.
+#[derive(Clone, Debug, Default)]
+pub struct BackgroundTasks {
+    tracker: TaskTracker,
+    stop: CancellationToken,
+}
+
+impl BackgroundTasks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs `work` until it ends or the owner stops; once stopped, new work is dropped unrun.
+    pub fn spawn<F>(&self, work: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let stop = self.stop.clone();
+        self.tracker.spawn(async move {
+            tokio::select! {
+                biased;
+                _ = stop.cancelled() => {}
+                _ = work => {}
+            }
+        });
+    }
+
+    /// Stops the work in flight (it is dropped at its next await) and waits until it is gone.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
     }
 }
 

@@ -7,8 +7,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use antler_store::messages::{Message, ToolCall, ToolMessage};
-use antler_store::state::ThreadState;
+use crate::agent_api::task::{CapReason, TaskEnd};
+use antler_store::messages::{Message, ToolCall, ToolMessage, Usage};
+use antler_store::state::{ThreadState, Todo};
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
@@ -37,7 +38,32 @@ pub enum RunEvent {
     ToolFinished {
         result: ToolMessage,
     },
-    /// Middleware- or tool-defined progress (todos, sub-agent events, …).
+    /// The plan changed (`write_todos`): the whole new list.
+    TodosUpdated {
+        todos: Vec<Todo>,
+    },
+    /// Older messages were summarized; what the summary call cost, metered like the run's own.
+    Summarized {
+        model: String,
+        usage: Usage,
+    },
+    /// A sub-agent started on a task the lead delegated.
+    TaskStarted {
+        task_id: String,
+        description: String,
+        subagent_type: String,
+        prompt: String,
+    },
+    /// A sub-agent wrote its `message_index`-th AI message.
+    TaskRunning {
+        task_id: String,
+        message: Message,
+        message_index: usize,
+    },
+    /// A sub-agent's task ended (boxed: it is the largest event and the rarest).
+    TaskEnded(Box<TaskEnd>),
+    /// Progress an extension defines, under a name of its own; the built-in progress has the
+    /// typed variants above.
     Custom {
         name: String,
         data: Value,
@@ -112,6 +138,18 @@ impl StopReason {
                 | StopReason::TokenCapped
                 | StopReason::SubagentLimitCapped
         )
+    }
+}
+
+impl CapReason {
+    /// The cap a sub-agent's run hit, from how it stopped.
+    pub fn of(stop: StopReason) -> Option<Self> {
+        match stop {
+            StopReason::TokenCapped => Some(CapReason::TokenCapped),
+            StopReason::RecursionLimit => Some(CapReason::TurnCapped),
+            StopReason::LoopCapped => Some(CapReason::LoopCapped),
+            _ => None,
+        }
     }
 }
 

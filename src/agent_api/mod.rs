@@ -11,10 +11,13 @@ mod dropped;
 mod events;
 mod middleware;
 mod options;
+pub mod progress;
+pub mod shared;
+mod task;
 mod tool;
 pub mod tool_schema;
 
-pub use context::{RunContext, RunUsers, ToolContext};
+pub use context::{BackgroundTasks, RunContext, RunUsers, ToolContext};
 pub use dropped::DroppedMessagesSink;
 pub use events::{ErrorCode, EventSink, RunEvent, RunEvents, StopReason};
 pub use middleware::{
@@ -22,6 +25,7 @@ pub use middleware::{
     ToolResult,
 };
 pub use options::RunOptions;
+pub use task::{CapReason, TaskEnd, TaskStatus};
 pub use tool::{
     MemoSpec, Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for,
 };

@@ -1,12 +1,7 @@
 //! The plan and sub-task board of a status message: the todo list (☐ pending, ▶ in progress,
 //! ☑ done) and each sub-task with its short description and state, kept from run events.
 
-use serde_json::Value;
-
-use crate::middleware::todo::TODOS_UPDATED;
-use crate::subagents::report::{
-    TASK_CANCELLED, TASK_COMPLETED, TASK_FAILED, TASK_RUNNING, TASK_STARTED, TASK_TIMED_OUT,
-};
+use crate::agent_api::{RunEvent, TaskStatus};
 use antler_store::state::{Todo, TodoStatus};
 
 #[derive(Debug, Default)]
@@ -20,46 +15,57 @@ struct SubTask {
     id: String,
     description: String,
     state: &'static str,
-    messages: u64,
+    messages: usize,
 }
 
 impl Board {
-    /// Takes in a custom run event; `true` when the board changed.
-    pub(crate) fn apply(&mut self, name: &str, data: &Value) -> bool {
-        if name == TODOS_UPDATED {
-            return match serde_json::from_value::<Vec<Todo>>(data["todos"].clone()) {
-                Ok(todos) => {
-                    self.todos = todos;
-                    true
+    /// Takes in a run event (the plan and sub-task progress; others are ignored); `true` when
+    /// the board changed.
+    pub(crate) fn apply(&mut self, event: &RunEvent) -> bool {
+        match event {
+            RunEvent::TodosUpdated { todos } => {
+                self.todos = todos.clone();
+                true
+            }
+            RunEvent::TaskStarted {
+                task_id,
+                description,
+                ..
+            } => {
+                self.tasks.push(SubTask {
+                    id: task_id.clone(),
+                    description: description.trim().chars().take(60).collect(),
+                    state: "running",
+                    messages: 0,
+                });
+                true
+            }
+            RunEvent::TaskRunning {
+                task_id,
+                message_index,
+                ..
+            } => self.update(task_id, |task| task.messages = *message_index),
+            RunEvent::TaskEnded(end) => self.update(&end.task_id, |task| {
+                task.state = match end.status {
+                    TaskStatus::Completed => "done",
+                    TaskStatus::Failed => "failed",
+                    TaskStatus::TimedOut => "timed out",
+                    TaskStatus::Cancelled => "cancelled",
                 }
-                Err(_) => false,
-            };
+            }),
+            _ => false,
         }
-        let Some(id) = data["task_id"].as_str() else {
-            return false;
-        };
-        if name == TASK_STARTED {
-            let description = data["description"].as_str().unwrap_or("sub-task").trim();
-            self.tasks.push(SubTask {
-                id: id.to_string(),
-                description: description.chars().take(60).collect(),
-                state: "running",
-                messages: 0,
-            });
-            return true;
+    }
+
+    /// Changes the sub-task `id`; `false` for one the board never saw start.
+    fn update(&mut self, id: &str, change: impl FnOnce(&mut SubTask)) -> bool {
+        match self.tasks.iter_mut().find(|t| t.id == id) {
+            Some(task) => {
+                change(task);
+                true
+            }
+            None => false,
         }
-        let Some(task) = self.tasks.iter_mut().find(|t| t.id == id) else {
-            return false;
-        };
-        match name {
-            TASK_RUNNING => task.messages = data["message_index"].as_u64().unwrap_or(0),
-            TASK_COMPLETED => task.state = "done",
-            TASK_FAILED => task.state = "failed",
-            TASK_TIMED_OUT => task.state = "timed out",
-            TASK_CANCELLED => task.state = "cancelled",
-            _ => return false,
-        }
-        true
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -94,29 +100,65 @@ impl Board {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::agent_api::TaskEnd;
+    use antler_store::messages::Message;
+
+    fn todo(content: &str, status: TodoStatus, active_form: Option<&str>) -> Todo {
+        Todo {
+            content: content.into(),
+            status,
+            active_form: active_form.map(str::to_string),
+        }
+    }
+
+    fn started(task_id: &str, description: &str) -> RunEvent {
+        RunEvent::TaskStarted {
+            task_id: task_id.into(),
+            description: description.into(),
+            subagent_type: "general-purpose".into(),
+            prompt: String::new(),
+        }
+    }
+
+    fn ended(task_id: &str, status: TaskStatus) -> RunEvent {
+        RunEvent::TaskEnded(Box::new(TaskEnd {
+            task_id: task_id.into(),
+            subagent_type: "general-purpose".into(),
+            status,
+            stop_reason: None,
+            model: None,
+            token_usage: Default::default(),
+            usage_by_model: Default::default(),
+            result: None,
+            error: None,
+        }))
+    }
 
     #[test]
     fn shows_todos_and_sub_tasks_as_they_change() {
         let mut board = Board::default();
         assert!(board.is_empty());
-        let todos = json!({"todos": [
-            {"content": "Read the data", "status": "completed"},
-            {"content": "Plot it", "status": "in_progress", "activeForm": "Plotting it"},
-            {"content": "Write it up", "status": "pending"},
-        ]});
-        assert!(board.apply(TODOS_UPDATED, &todos));
-        assert!(board.apply(
-            TASK_STARTED,
-            &json!({"task_id": "c1", "description": "Scan logs"})
-        ));
-        assert!(board.apply(
-            TASK_STARTED,
-            &json!({"task_id": "c2", "description": "Run tests"})
-        ));
-        assert!(board.apply(TASK_RUNNING, &json!({"task_id": "c1", "message_index": 2})));
-        assert!(board.apply(TASK_FAILED, &json!({"task_id": "c2"})));
-        assert!(!board.apply(TASK_COMPLETED, &json!({"task_id": "unknown"})));
+        let todos = RunEvent::TodosUpdated {
+            todos: vec![
+                todo("Read the data", TodoStatus::Completed, None),
+                todo("Plot it", TodoStatus::InProgress, Some("Plotting it")),
+                todo("Write it up", TodoStatus::Pending, None),
+            ],
+        };
+        assert!(board.apply(&todos));
+        assert!(board.apply(&started("c1", "Scan logs")));
+        assert!(board.apply(&started("c2", "Run tests")));
+        assert!(board.apply(&RunEvent::TaskRunning {
+            task_id: "c1".into(),
+            message: Message::ai("looking"),
+            message_index: 2,
+        }));
+        assert!(board.apply(&ended("c2", TaskStatus::Failed)));
+        assert!(!board.apply(&ended("unknown", TaskStatus::Completed)));
+        assert!(!board.apply(&RunEvent::Custom {
+            name: "task_completed".into(),
+            data: serde_json::json!({"task_id": "c1"}),
+        }));
         assert_eq!(
             board.render(),
             "☑ Read the data\n▶ Plotting it\n☐ Write it up\n⏳ Scan logs (running, step 2)\n✗ Run tests (failed)"

@@ -10,6 +10,7 @@ use std::time::Duration;
 use antler_channel::{ChannelError, ChatKey};
 use tokio::time::Instant;
 
+use crate::agent_api::RunEvent;
 use crate::channels::board::Board;
 use crate::channels::deliver::secs;
 use crate::channels::markdown::{FileFate, for_chat};
@@ -76,9 +77,9 @@ impl<'a> StatusStream<'a> {
         }
     }
 
-    /// A custom run event: todo lists and sub-task progress update the board.
-    pub(crate) fn apply_custom(&mut self, name: &str, data: &serde_json::Value) {
-        self.board.apply(name, data);
+    /// A run event: todo lists and sub-task progress update the board.
+    pub(crate) fn apply_progress(&mut self, event: &RunEvent) {
+        self.board.apply(event);
     }
 
     /// The text the answer has reached so far.

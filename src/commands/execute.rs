@@ -36,248 +36,298 @@ pub enum CommandOutcome {
     },
 }
 
-/// Runs `command` for `surface`.
+/// Runs `command` for `surface`: the surface may refuse it first (a group's `/new` by someone
+/// other than its starter); each command then has a step of its own below.
 pub async fn execute(
     command: Command,
     surface: &dyn CommandSurface,
     ctx: &CommandContext<'_>,
 ) -> Result<CommandOutcome, CommandError> {
-    let reply = |text: String| Ok(CommandOutcome::Reply(text));
     if let Some(refusal) = surface.refuse(&command).await? {
-        return reply(refusal);
+        return Ok(CommandOutcome::Reply(refusal));
     }
     let config = ctx.config;
     let user_id = surface.user_id().to_string();
-    match command {
-        Command::Start => reply(WELCOME_TEXT.into()),
-        Command::Help => reply(surface.help()),
+    let text = match command {
+        Command::Start => WELCOME_TEXT.into(),
+        Command::Help => surface.help(),
         Command::New => {
             surface.new_conversation(AgentChoice::Keep).await?;
-            reply(NEW_CONVERSATION.into())
+            NEW_CONVERSATION.into()
         }
-        Command::Status => {
-            let Some(conversation) = surface.conversation().await? else {
-                return reply("No active conversation.".into());
-            };
-            let Some(thread_id) = conversation.thread_id else {
-                return reply("No active conversation.".into());
-            };
-            let running = ctx.harness.active_run(&thread_id).is_some();
-            let title = ctx
-                .harness
-                .threads()
-                .get(&thread_id)?
-                .and_then(|thread| thread.title)
-                .unwrap_or_else(|| "(untitled)".into());
-            let agent = match &conversation.bootstrap {
-                Some(bootstrap) => format!(
-                    "{} (being set up: /bootstrap)",
-                    bootstrap.agent.as_deref().unwrap_or("a new agent")
-                ),
-                None => conversation.agent.unwrap_or_else(|| "default".into()),
-            };
-            let model = conversation
-                .model
-                .or_else(|| config.default_model().map(|m| m.name.clone()))
-                .unwrap_or_else(|| "none configured".into());
-            reply(format!(
-                "Active thread: {thread_id}\nTitle: {title}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
-                on_off(conversation.plan_mode),
-                if running { "yes" } else { "no" },
-            ))
-        }
-        Command::Models => {
-            if config.models.is_empty() {
-                return reply("No models configured.".into());
-            }
-            let lines: Vec<String> = config
-                .models
-                .iter()
-                .enumerate()
-                .map(|(idx, m)| {
-                    let default = if idx == 0 { " (default)" } else { "" };
-                    format!("• {}{default}", m.name)
-                })
-                .collect();
-            reply(format!("Available models:\n{}", lines.join("\n")))
-        }
-        Command::Model(None) => {
-            let current = surface.conversation().await?.and_then(|c| c.model);
-            reply(match current {
-                Some(model) => format!("This chat uses {model}."),
-                None => "This chat uses the default model. Use /model NAME to change it.".into(),
-            })
-        }
-        Command::Model(Some(name)) => {
-            let model = if name.eq_ignore_ascii_case("default") {
-                None
-            } else if config.model(&name).is_some() {
-                Some(name.clone())
-            } else {
-                return reply(format!("Unknown model {name}. Use /models to list them."));
-            };
-            surface.change(SettingChange::Model(model.clone())).await?;
-            reply(match model {
-                Some(model) => format!("This chat now uses {model}."),
-                None => "This chat now uses the default model.".into(),
-            })
-        }
-        Command::Agent(None) => {
-            let agents = ctx.harness.agents().list(&user_id).unwrap_or_default();
-            if agents.is_empty() {
-                return reply("You have no agents yet. Use /bootstrap to create one.".into());
-            }
-            let names: Vec<String> = agents.iter().map(|a| format!("• {}", a.name)).collect();
-            reply(format!(
-                "Your agents:\n{}\nUse /agent NAME to switch.",
-                names.join("\n")
-            ))
-        }
-        Command::Agent(Some(name)) => {
-            let agent = if name.eq_ignore_ascii_case("default") {
-                None
-            } else {
-                match ctx.harness.agents().get(&user_id, &name) {
-                    Ok(Some(agent)) => Some(agent.config.name),
-                    _ => {
-                        return reply(format!(
-                            "You have no agent named {name}. Use /agent to list yours."
-                        ));
-                    }
-                }
-            };
-            // A thread stays with the agent it started with, so switching starts a new one.
-            surface
-                .new_conversation(AgentChoice::Switch(agent.clone()))
-                .await?;
-            reply(match agent {
-                Some(agent) => format!("Switched to {agent}. New conversation started."),
-                None => "Switched to the default agent. New conversation started.".into(),
-            })
-        }
+        Command::Status => status(surface, ctx).await?,
+        Command::Models => models(config),
+        Command::Model(None) => current_model(surface).await?,
+        Command::Model(Some(name)) => switch_model(surface, config, &name).await?,
+        Command::Agent(None) => agents(ctx, &user_id),
+        Command::Agent(Some(name)) => switch_agent(surface, ctx, &user_id, &name).await?,
         Command::Bootstrap { name, purpose } => {
-            let mut target = SetupTarget::of(name.as_deref());
-            if let SetupTarget::Named(name) = &target {
-                let Ok(normalized) = normalize_agent_name(name) else {
-                    return reply(format!(
-                        "\"{name}\" cannot be an agent's name: use 1 to 64 letters, digits \
-                         and '-', e.g. /bootstrap release-helper what it is for. Or send \
-                         /bootstrap alone and choose the name in the conversation."
-                    ));
-                };
-                if let Ok(Some(_)) = ctx.harness.agents().get(&user_id, &normalized) {
-                    return reply(format!(
-                        "You already have an agent named {normalized}: /agent {normalized} \
-                         talks to it. Choose another name to set up a new one."
-                    ));
-                }
-                target = SetupTarget::Named(normalized);
-            }
-            // The factory enforces the same rule; asking first gives the user a clear answer
-            // instead of a failed run.
-            if let Err(denied) = check_bootstrap(config, &user_id, &target) {
-                return reply(format!("Sorry, {denied}. Your user id is {user_id}."));
-            }
-            let agent = match &target {
-                SetupTarget::Named(name) => Some(name.clone()),
-                SetupTarget::Unnamed => None,
-                SetupTarget::DefaultAgent => Some(DEFAULT_AGENT_KEYWORD.to_string()),
-            };
-            // A setup conversation of its own: the turns run the bootstrap until the agent
-            // exists, then go on with it.
-            surface
-                .new_conversation(AgentChoice::Bootstrap(BootstrapSession { agent }))
-                .await?;
-            Ok(CommandOutcome::Turn {
-                text: opening_text(&target, purpose.as_deref()),
-                bootstrap: true,
-            })
+            return bootstrap(surface, ctx, &user_id, name.as_deref(), purpose.as_deref()).await;
         }
         Command::Plan(None) => {
             let on = surface.conversation().await?.is_some_and(|c| c.plan_mode);
-            reply(format!("Plan mode is {}.", on_off(on)))
+            format!("Plan mode is {}.", on_off(on))
         }
         Command::Plan(Some(on)) => {
             surface.change(SettingChange::PlanMode(on)).await?;
-            reply(format!("Plan mode {}.", on_off(on)))
+            format!("Plan mode {}.", on_off(on))
         }
-        Command::Cancel => {
-            let thread = surface.conversation().await?.and_then(|c| c.thread_id);
-            let cancelled = thread.is_some_and(|thread_id| {
-                ctx.harness
-                    .active_run(&thread_id)
-                    .is_some_and(|run_id| ctx.harness.cancel_run(&thread_id, &run_id))
-            });
-            reply(if cancelled {
-                "Cancelled.".into()
-            } else {
-                "Nothing is running in this chat.".into()
-            })
-        }
+        Command::Cancel => cancel(surface, ctx).await?,
         Command::Memory { .. }
         | Command::MemoryHistory
         | Command::MemoryRevert(_)
-        | Command::Forget(_)
-            if !config.memory.enabled =>
-        {
-            reply("Long-term memory is turned off (memory.enabled).".into())
-        }
-        Command::Memory { facts } => {
-            let Some(memory) = ctx.harness.memory() else {
-                return reply(MEMORY_UNAVAILABLE.into());
-            };
-            let agent = surface.conversation().await?.and_then(|c| c.agent);
-            let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
-            let doc = memory.repo.load(&scope)?;
-            reply(if facts {
-                memory_chat::facts_reply(&doc)
-            } else {
-                memory_chat::summary_reply(&doc)
-            })
-        }
-        Command::Forget(_) | Command::MemoryHistory | Command::MemoryRevert(_) => {
-            let Some(memory) = ctx.harness.memory() else {
-                return reply(MEMORY_UNAVAILABLE.into());
-            };
-            let agent = surface.conversation().await?.and_then(|c| c.agent);
-            let scope = MemoryScope::new(user_id.clone(), agent.as_deref());
-            let repo = &memory.repo;
-            reply(match command {
-                Command::Forget(argument) => memory_chat::forget_reply(repo, &scope, &argument),
-                Command::MemoryRevert(argument) => {
-                    memory_chat::revert_reply(repo, &scope, &argument)
-                }
-                _ => memory_chat::history_reply(repo, &scope),
-            })
-        }
-        Command::Skills => {
-            let agent = surface.conversation().await?.and_then(|c| c.agent);
-            let allowed = match &agent {
-                Some(name) => ctx
-                    .harness
-                    .agents()
-                    .get(&user_id, name)
-                    .ok()
-                    .flatten()
-                    .and_then(|agent| agent.config.skills),
-                None => None,
-            };
-            let owner = surface.owner().await?;
-            let catalog = ctx.harness.skills(config);
-            match skills_reply(&catalog, &owner, allowed.as_deref()) {
-                Ok(text) => reply(text),
-                Err(error) => {
-                    tracing::warn!(%error, "Cannot list skills for /skills");
-                    reply(format!("Cannot list the skills right now: {error}"))
-                }
-            }
-        }
+        | Command::Forget(_) => memory(command, surface, ctx, &user_id).await?,
+        Command::Skills => skills(surface, ctx, &user_id).await?,
         Command::Usage => {
             let usage = UsageStore::new(ctx.harness.threads().store().clone());
             let admin = is_admin(config, &user_id);
-            reply(usage_text(&usage, config, &user_id, admin)?)
+            usage_text(&usage, config, &user_id, admin)?
         }
+    };
+    Ok(CommandOutcome::Reply(text))
+}
+
+/// `/status`: the chat's thread, its title, agent, model and whether a run is going on.
+async fn status(
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+) -> Result<String, CommandError> {
+    let Some(conversation) = surface.conversation().await? else {
+        return Ok("No active conversation.".into());
+    };
+    let Some(thread_id) = conversation.thread_id else {
+        return Ok("No active conversation.".into());
+    };
+    let running = ctx.harness.active_run(&thread_id).is_some();
+    let title = ctx
+        .harness
+        .threads()
+        .get(&thread_id)?
+        .and_then(|thread| thread.title)
+        .unwrap_or_else(|| "(untitled)".into());
+    let agent = match &conversation.bootstrap {
+        Some(bootstrap) => format!(
+            "{} (being set up: /bootstrap)",
+            bootstrap.agent.as_deref().unwrap_or("a new agent")
+        ),
+        None => conversation.agent.unwrap_or_else(|| "default".into()),
+    };
+    let model = conversation
+        .model
+        .or_else(|| ctx.config.default_model().map(|m| m.name.clone()))
+        .unwrap_or_else(|| "none configured".into());
+    Ok(format!(
+        "Active thread: {thread_id}\nTitle: {title}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
+        on_off(conversation.plan_mode),
+        if running { "yes" } else { "no" },
+    ))
+}
+
+/// `/models`: the configured models, the first being the default.
+fn models(config: &AppConfig) -> String {
+    if config.models.is_empty() {
+        return "No models configured.".into();
     }
+    let lines: Vec<String> = config
+        .models
+        .iter()
+        .enumerate()
+        .map(|(idx, m)| {
+            let default = if idx == 0 { " (default)" } else { "" };
+            format!("• {}{default}", m.name)
+        })
+        .collect();
+    format!("Available models:\n{}", lines.join("\n"))
+}
+
+/// `/model`: the model this chat uses.
+async fn current_model(surface: &dyn CommandSurface) -> Result<String, CommandError> {
+    let current = surface.conversation().await?.and_then(|c| c.model);
+    Ok(match current {
+        Some(model) => format!("This chat uses {model}."),
+        None => "This chat uses the default model. Use /model NAME to change it.".into(),
+    })
+}
+
+/// `/model NAME`: a configured model, or `default`; anything else is refused with the way to
+/// list them.
+async fn switch_model(
+    surface: &dyn CommandSurface,
+    config: &AppConfig,
+    name: &str,
+) -> Result<String, CommandError> {
+    let model = if name.eq_ignore_ascii_case("default") {
+        None
+    } else if config.model(name).is_some() {
+        Some(name.to_string())
+    } else {
+        return Ok(format!("Unknown model {name}. Use /models to list them."));
+    };
+    surface.change(SettingChange::Model(model.clone())).await?;
+    Ok(match model {
+        Some(model) => format!("This chat now uses {model}."),
+        None => "This chat now uses the default model.".into(),
+    })
+}
+
+/// `/agent`: the sender's custom agents.
+fn agents(ctx: &CommandContext<'_>, user_id: &str) -> String {
+    let agents = ctx.harness.agents().list(user_id).unwrap_or_default();
+    if agents.is_empty() {
+        return "You have no agents yet. Use /bootstrap to create one.".into();
+    }
+    let names: Vec<String> = agents.iter().map(|a| format!("• {}", a.name)).collect();
+    format!(
+        "Your agents:\n{}\nUse /agent NAME to switch.",
+        names.join("\n")
+    )
+}
+
+/// `/agent NAME`: one of the sender's agents, or `default`. A thread stays with the agent it
+/// started with, so switching starts a new conversation.
+async fn switch_agent(
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+    user_id: &str,
+    name: &str,
+) -> Result<String, CommandError> {
+    let agent = if name.eq_ignore_ascii_case("default") {
+        None
+    } else {
+        match ctx.harness.agents().get(user_id, name) {
+            Ok(Some(agent)) => Some(agent.config.name),
+            _ => {
+                return Ok(format!(
+                    "You have no agent named {name}. Use /agent to list yours."
+                ));
+            }
+        }
+    };
+    surface
+        .new_conversation(AgentChoice::Switch(agent.clone()))
+        .await?;
+    Ok(match agent {
+        Some(agent) => format!("Switched to {agent}. New conversation started."),
+        None => "Switched to the default agent. New conversation started.".into(),
+    })
+}
+
+/// `/bootstrap [NAME [what it is for]]`: a setup conversation of its own, whose turns run the
+/// bootstrap until the agent exists and then go on with it. A bad or taken name and a user who
+/// may not set up that agent are answered at once instead of with a failed run.
+async fn bootstrap(
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+    user_id: &str,
+    name: Option<&str>,
+    purpose: Option<&str>,
+) -> Result<CommandOutcome, CommandError> {
+    let reply = |text: String| Ok(CommandOutcome::Reply(text));
+    let mut target = SetupTarget::of(name);
+    if let SetupTarget::Named(name) = &target {
+        let Ok(normalized) = normalize_agent_name(name) else {
+            return reply(format!(
+                "\"{name}\" cannot be an agent's name: use 1 to 64 letters, digits \
+                 and '-', e.g. /bootstrap release-helper what it is for. Or send \
+                 /bootstrap alone and choose the name in the conversation."
+            ));
+        };
+        if let Ok(Some(_)) = ctx.harness.agents().get(user_id, &normalized) {
+            return reply(format!(
+                "You already have an agent named {normalized}: /agent {normalized} \
+                 talks to it. Choose another name to set up a new one."
+            ));
+        }
+        target = SetupTarget::Named(normalized);
+    }
+    // The factory enforces the same rule; asking first gives the user a clear answer.
+    if let Err(denied) = check_bootstrap(ctx.config, user_id, &target) {
+        return reply(format!("Sorry, {denied}. Your user id is {user_id}."));
+    }
+    let agent = match &target {
+        SetupTarget::Named(name) => Some(name.clone()),
+        SetupTarget::Unnamed => None,
+        SetupTarget::DefaultAgent => Some(DEFAULT_AGENT_KEYWORD.to_string()),
+    };
+    surface
+        .new_conversation(AgentChoice::Bootstrap(BootstrapSession { agent }))
+        .await?;
+    Ok(CommandOutcome::Turn {
+        text: opening_text(&target, purpose),
+        bootstrap: true,
+    })
+}
+
+/// `/cancel`: the chat's run in flight, if any.
+async fn cancel(
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+) -> Result<String, CommandError> {
+    let thread = surface.conversation().await?.and_then(|c| c.thread_id);
+    let cancelled = thread.is_some_and(|thread_id| {
+        ctx.harness
+            .active_run(&thread_id)
+            .is_some_and(|run_id| ctx.harness.cancel_run(&thread_id, &run_id))
+    });
+    Ok(if cancelled {
+        "Cancelled.".into()
+    } else {
+        "Nothing is running in this chat.".into()
+    })
+}
+
+/// `/memory [facts]`, `/memory history`, `/memory revert`, `/forget`: the sender's memory with
+/// the chat's agent.
+async fn memory(
+    command: Command,
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+    user_id: &str,
+) -> Result<String, CommandError> {
+    if !ctx.config.memory.enabled {
+        return Ok("Long-term memory is turned off (memory.enabled).".into());
+    }
+    let Some(memory) = ctx.harness.memory() else {
+        return Ok(MEMORY_UNAVAILABLE.into());
+    };
+    let agent = surface.conversation().await?.and_then(|c| c.agent);
+    let scope = MemoryScope::new(user_id.to_string(), agent.as_deref());
+    let repo = &memory.repo;
+    Ok(match command {
+        Command::Memory { facts: true } => memory_chat::facts_reply(&repo.load(&scope)?),
+        Command::Memory { facts: false } => memory_chat::summary_reply(&repo.load(&scope)?),
+        Command::Forget(argument) => memory_chat::forget_reply(repo, &scope, &argument),
+        Command::MemoryRevert(argument) => memory_chat::revert_reply(repo, &scope, &argument),
+        _ => memory_chat::history_reply(repo, &scope),
+    })
+}
+
+/// `/skills`: the skills the chat's agent may use, with their state.
+async fn skills(
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+    user_id: &str,
+) -> Result<String, CommandError> {
+    let agent = surface.conversation().await?.and_then(|c| c.agent);
+    let allowed = match &agent {
+        Some(name) => ctx
+            .harness
+            .agents()
+            .get(user_id, name)
+            .ok()
+            .flatten()
+            .and_then(|agent| agent.config.skills),
+        None => None,
+    };
+    let owner = surface.owner().await?;
+    let catalog = ctx.harness.skills(ctx.config);
+    Ok(match skills_reply(&catalog, &owner, allowed.as_deref()) {
+        Ok(text) => text,
+        Err(error) => {
+            tracing::warn!(%error, "Cannot list skills for /skills");
+            format!("Cannot list the skills right now: {error}")
+        }
+    })
 }
 
 fn on_off(on: bool) -> &'static str {

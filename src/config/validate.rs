@@ -7,6 +7,10 @@ use std::net::SocketAddr;
 use crate::config::problem::ConfigProblem;
 use crate::config::{AppConfig, CONFIG_CHANGELOG, CONFIG_VERSION, ModelConfig};
 
+mod limits;
+
+use limits::check_limits;
+
 /// Levels accepted as a bare `log_level`; anything with `=` or `,` is a full `tracing` filter.
 const LOG_LEVELS: &[&str] = &["off", "error", "warn", "info", "debug", "trace"];
 
@@ -69,7 +73,7 @@ pub fn version_warnings(declared: Option<u32>) -> Vec<String> {
 }
 
 #[derive(Default)]
-struct Problems(Vec<ConfigProblem>);
+pub(super) struct Problems(Vec<ConfigProblem>);
 
 impl Problems {
     fn push(&mut self, path: impl Into<String>, message: impl Into<String>) {
@@ -77,7 +81,12 @@ impl Problems {
     }
 
     /// Records `message` at `path` unless `ok`.
-    fn require(&mut self, ok: bool, path: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn require(
+        &mut self,
+        ok: bool,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) {
         if !ok {
             self.push(path, message);
         }
@@ -160,7 +169,7 @@ fn check_models(models: &[ModelConfig], problems: &mut Problems) {
     }
 }
 
-fn is_http_url(text: &str) -> bool {
+pub(super) fn is_http_url(text: &str) -> bool {
     reqwest::Url::parse(text)
         .is_ok_and(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
 }
@@ -224,138 +233,6 @@ fn cycle_through(
         current = next;
     }
     None
-}
-
-fn check_limits(config: &AppConfig, problems: &mut Problems) {
-    problems.require(
-        config.max_recursion_limit >= 1,
-        "max_recursion_limit",
-        "must be at least 1",
-    );
-    problems.require(
-        (1..=config.max_recursion_limit.max(1)).contains(&config.recursion_limit),
-        "recursion_limit",
-        format!(
-            "must be between 1 and max_recursion_limit ({})",
-            config.max_recursion_limit
-        ),
-    );
-    problems.require(
-        config.llm_call.retry_max_attempts >= 1,
-        "llm_call.retry_max_attempts",
-        "must be at least 1 (it counts the first attempt)",
-    );
-
-    let loops = &config.loop_detection;
-    problems.require(
-        loops.hard_limit >= loops.warn_threshold,
-        "loop_detection.hard_limit",
-        format!("must be at least warn_threshold ({})", loops.warn_threshold),
-    );
-    problems.require(
-        loops.tool_freq_hard_limit >= loops.tool_freq_warn,
-        "loop_detection.tool_freq_hard_limit",
-        format!("must be at least tool_freq_warn ({})", loops.tool_freq_warn),
-    );
-    for (tool, limits) in &loops.tool_freq_overrides {
-        problems.require(
-            limits.hard_limit >= limits.warn,
-            format!("loop_detection.tool_freq_overrides.{tool}.hard_limit"),
-            format!("must be at least warn ({})", limits.warn),
-        );
-    }
-
-    let budget = &config.token_budget;
-    problems.require(
-        budget.max_tokens >= 1000,
-        "token_budget.max_tokens",
-        "must be at least 1000",
-    );
-    problems.require(
-        budget.warn_threshold > 0.0,
-        "token_budget.warn_threshold",
-        "must be greater than 0 (a fraction of the budget, e.g. 0.8)",
-    );
-    problems.require(
-        budget.hard_stop_threshold >= budget.warn_threshold,
-        "token_budget.hard_stop_threshold",
-        format!(
-            "must be at least warn_threshold ({})",
-            budget.warn_threshold
-        ),
-    );
-
-    let title = &config.title;
-    problems.require(
-        (1..=20).contains(&title.max_words),
-        "title.max_words",
-        "must be between 1 and 20",
-    );
-    problems.require(
-        (10..=200).contains(&title.max_chars),
-        "title.max_chars",
-        "must be between 10 and 200",
-    );
-    if let Some(name) = &title.model_name {
-        problems.require(
-            config.model(name).is_some(),
-            "title.model_name",
-            format!("names no model `{name}`; use a `name` from models or remove the key"),
-        );
-    }
-
-    check_memory(config, problems);
-    let summarization = &config.summarization;
-    if let Some(name) = &summarization.model_name {
-        problems.require(
-            config.model(name).is_some(),
-            "summarization.model_name",
-            format!("names no model `{name}`; use a `name` from models or remove the key"),
-        );
-    }
-    problems.require(
-        summarization.trigger.iter().all(|t| t.value > 0.0),
-        "summarization.trigger",
-        "every trigger value must be greater than 0 (tokens, messages, or a fraction like 0.8)",
-    );
-    problems.require(
-        summarization.keep.measure != crate::config::summarization::ContextMeasure::Fraction
-            && summarization.keep.value >= 1.0,
-        "summarization.keep",
-        "must be `{type: messages, value: N}` or `{type: tokens, value: N}` with N ≥ 1",
-    );
-    for (key, price) in &config.pricing {
-        problems.require(
-            price.input_per_million >= 0.0 && price.output_per_million >= 0.0,
-            format!("pricing.{key}"),
-            "prices must not be negative (USD per million tokens)",
-        );
-    }
-
-    if let Some(url) = &config.guardrails.policy_url {
-        problems.require(
-            is_http_url(url),
-            "guardrails.policy_url",
-            "must be an http:// or https:// URL of the policy service, or be removed",
-        );
-    }
-
-    let uploads = &config.uploads;
-    problems.require(
-        uploads.max_files > 0,
-        "uploads.max_files",
-        "must be greater than 0",
-    );
-    problems.require(
-        uploads.max_file_size > 0,
-        "uploads.max_file_size",
-        "must be greater than 0 (bytes)",
-    );
-    problems.require(
-        uploads.max_total_size > 0,
-        "uploads.max_total_size",
-        "must be greater than 0 (bytes)",
-    );
 }
 
 fn check_channels(config: &AppConfig, problems: &mut Problems) {
@@ -459,7 +336,7 @@ fn check_sandbox(config: &AppConfig, problems: &mut Problems) {
 /// Smallest quota accepted (MiB).
 const MIN_QUOTA_MB: u64 = 16;
 
-fn check_memory(config: &AppConfig, problems: &mut Problems) {
+pub(super) fn check_memory(config: &AppConfig, problems: &mut Problems) {
     let memory = &config.memory;
     problems.require(
         (1..=300).contains(&memory.debounce_seconds),

@@ -9,6 +9,7 @@ mod errors;
 pub(crate) mod memory;
 mod registries;
 mod request;
+mod run_task;
 mod sandbox_slot;
 pub mod testing;
 
@@ -24,7 +25,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent_api::{EventSink, RunContext, RunEvent, RunEvents, StopReason};
+use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
 use crate::agents::AgentStore;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
@@ -35,7 +36,7 @@ use crate::model::ModelRegistry;
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
 use crate::skills::SkillCatalog;
 use crate::tools::registry::ToolRegistry;
-use crate::usage::{RunMeter, UsageStore, budget_notice};
+use crate::usage::{UsageStore, budget_notice};
 use antler_convert::Converter;
 use antler_store::STORE_DIR;
 use antler_store::state::ThreadState;
@@ -73,6 +74,8 @@ struct Inner {
     /// Runs ended since start: lets the daemon see activity without a hook per run.
     runs_finished: AtomicU64,
     tracker: TaskTracker,
+    /// What runs leave behind (generated titles): stopped once the runs have drained.
+    background: BackgroundTasks,
     accepting: AtomicBool,
     /// Long-term memory (`None` when the harness was built outside a runtime).
     memory: Option<MemoryService>,
@@ -165,6 +168,7 @@ impl Harness {
                 runs: Mutex::new(HashMap::new()),
                 runs_finished: AtomicU64::new(0),
                 tracker: TaskTracker::new(),
+                background: BackgroundTasks::new(),
                 accepting: AtomicBool::new(true),
                 mcp: McpManager::new(
                     extensions_path(&ProcessEnv, None, &snapshot.data_dir()),
@@ -246,63 +250,16 @@ impl Harness {
             want_values,
             ..
         } = request;
-        admission::overload_check(&config)?;
-        let record = self.owned_or_created(&users.owner, &thread_id)?;
-        let usage = UsageStore::new(self.inner.threads.store().clone());
-        // The speaker's budget: in a shared conversation each person pays for their own turns.
-        if let Some(notice) =
-            budget_notice(&usage, &config, &users.speaker).map_err(ThreadError::Store)?
-        {
-            return Err(RunError::BudgetSpent { notice });
-        }
+        let record = self.admit(&config, &users, &thread_id)?;
         let run_id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
         let mut guard = self.register(&thread_id, &run_id, &cancel)?;
+        let lead = self
+            .build_lead(&options, &config, &users, &mut guard)
+            .await?;
+        let state = self.check_out(&thread_id, &record, lead.agent_name.as_deref())?;
 
-        let models = self.models(&config)?;
-        let checkpointer: Arc<dyn Checkpointer> = Arc::new(self.inner.threads.clone());
-        let (sandbox, lease) = self.inner.sandbox.lease(&config).await?;
-        guard.sandbox = Some(lease);
-        let mcp = self.inner.mcp.tools().await;
-        let tools = self.tools(&config, &sandbox, &mcp)?;
-        let lead = make_lead_agent(
-            &options,
-            &config,
-            LeadAgentDeps {
-                models: &models,
-                tools: Some(&tools),
-                sandbox: Some(sandbox),
-                checkpointer: Some(checkpointer.clone()),
-                users: users.clone(),
-                agents: Some(self.inner.agents.clone()),
-                cache: Some(&self.inner.lead_cache),
-                memory: self.inner.memory.as_ref(),
-                skills: Some(self.skills(&config)),
-            },
-        )?;
-        if lead.agent_name.is_some() && record.agent_name != lead.agent_name {
-            // The thread remembers the agent it last ran with, for listings and surfaces.
-            let agent_name = lead.agent_name.clone();
-            self.inner
-                .threads
-                .update(&thread_id, |r| r.agent_name = agent_name)?;
-        }
-        // Checked out, so the run appends to a long history without copying it; checked in
-        // below, once the run is over.
-        let state = self
-            .inner
-            .threads
-            .checkout(&thread_id)
-            .map_err(RunError::Thread)?
-            .unwrap_or_default();
-        self.inner
-            .threads
-            .set_status(&thread_id, ThreadStatus::Busy)?;
-
-        // The agent writes into `events`; a relay forwards to the caller but holds `Finished`
-        // back until the thread's final status is stored, so a client that sees the end of a
-        // run never reads a stale `busy` status.
-        let (events, mut agent_events) = EventSink::channel(want_values);
+        let (events, agent_events) = EventSink::channel(want_values);
         let (caller_events, receiver) = RunEvents::channel();
         let mut ctx = RunContext::new(thread_id.clone(), users.owner.clone(), config);
         ctx.users = users;
@@ -311,46 +268,20 @@ impl Harness {
         ctx.options = lead.options;
         ctx.cancel = cancel.clone();
         ctx.events = events;
-        let threads = self.inner.threads.clone();
-        let agent = lead.agent;
-        let subagents = lead.subagent_tasks;
-        let model_name = agent.model.name().to_string();
-        let outcome = self.inner.tracker.spawn(async move {
-            let mut meter = RunMeter::default();
-            let relay = async {
-                while let Some(event) = agent_events.recv_boxed().await {
-                    meter.observe(&event, &model_name);
-                    if matches!(*event, RunEvent::Finished { .. }) {
-                        return Some(event);
-                    }
-                    let _ = caller_events.send(event);
-                }
-                None
-            };
-            let (outcome, finished) = tokio::join!(agent.run(state, input, &ctx), relay);
-            threads.checkin(&ctx.thread_id);
-            if let Some(subagents) = subagents {
-                // Sub-agents of a cancelled run wind down after it; what they report (their
-                // end, their tokens) still belongs to this run.
-                subagents.wait().await;
-                while let Some(event) = agent_events.try_recv() {
-                    meter.observe(&event, &model_name);
-                    let _ = caller_events.send(Box::new(event));
-                }
-            }
-            meter.save(&usage, &ctx.users.speaker);
-            let status = match outcome.stop {
-                reason if reason.is_answered() => ThreadStatus::Idle,
-                StopReason::Cancelled => ThreadStatus::Interrupted,
-                _ => ThreadStatus::Error,
-            };
-            finish_run(threads, ctx.thread_id.clone(), status).await;
-            drop(guard);
-            if let Some(finished) = finished {
-                let _ = caller_events.send(finished);
-            }
-            outcome
-        });
+        ctx.background = self.inner.background.clone();
+        let task = run_task::RunTask {
+            agent: lead.agent,
+            subagents: lead.subagent_tasks,
+            ctx,
+            state,
+            input,
+            agent_events,
+            caller_events,
+            threads: self.inner.threads.clone(),
+            usage: UsageStore::new(self.inner.threads.store().clone()),
+            guard,
+        };
+        let outcome = self.inner.tracker.spawn(task.run());
         Ok(RunHandle {
             run_id,
             thread_id,
@@ -358,6 +289,85 @@ impl Harness {
             cancel,
             outcome,
         })
+    }
+
+    /// Takes the thread for the run: remembers the agent it runs with (for listings and
+    /// surfaces), checks its state out (so the run appends to a long history without copying
+    /// it; the run task checks it in once the run is over) and marks it busy.
+    fn check_out(
+        &self,
+        thread_id: &str,
+        record: &ThreadRecord,
+        agent_name: Option<&str>,
+    ) -> Result<ThreadState, RunError> {
+        if agent_name.is_some() && record.agent_name.as_deref() != agent_name {
+            let agent_name = agent_name.map(str::to_string);
+            self.inner
+                .threads
+                .update(thread_id, |r| r.agent_name = agent_name)?;
+        }
+        let state = self
+            .inner
+            .threads
+            .checkout(thread_id)
+            .map_err(RunError::Thread)?
+            .unwrap_or_default();
+        self.inner
+            .threads
+            .set_status(thread_id, ThreadStatus::Busy)?;
+        Ok(state)
+    }
+
+    /// Whether this run may start: the process has memory to spare, the thread is the owner's
+    /// (created for them if new), and the speaker has budget left today (in a shared
+    /// conversation each person pays for their own turns).
+    fn admit(
+        &self,
+        config: &AppConfig,
+        users: &RunUsers,
+        thread_id: &str,
+    ) -> Result<ThreadRecord, RunError> {
+        admission::overload_check(config)?;
+        let record = self.owned_or_created(&users.owner, thread_id)?;
+        let usage = UsageStore::new(self.inner.threads.store().clone());
+        if let Some(notice) =
+            budget_notice(&usage, config, &users.speaker).map_err(ThreadError::Store)?
+        {
+            return Err(RunError::BudgetSpent { notice });
+        }
+        Ok(record)
+    }
+
+    /// The lead agent for this run, on the models, sandbox (leased for the run's life), MCP
+    /// tools and tools of `config`.
+    async fn build_lead(
+        &self,
+        options: &crate::agent_api::RunOptions,
+        config: &Arc<AppConfig>,
+        users: &RunUsers,
+        guard: &mut RunGuard,
+    ) -> Result<crate::lead_agent::LeadAgent, RunError> {
+        let models = self.models(config)?;
+        let checkpointer: Arc<dyn Checkpointer> = Arc::new(self.inner.threads.clone());
+        let (sandbox, lease) = self.inner.sandbox.lease(config).await?;
+        guard.sandbox = Some(lease);
+        let mcp = self.inner.mcp.tools().await;
+        let tools = self.tools(config, &sandbox, &mcp)?;
+        Ok(make_lead_agent(
+            options,
+            config,
+            LeadAgentDeps {
+                models: &models,
+                tools: Some(&tools),
+                sandbox: Some(sandbox),
+                checkpointer: Some(checkpointer),
+                users: users.clone(),
+                agents: Some(self.inner.agents.clone()),
+                cache: Some(&self.inner.lead_cache),
+                memory: self.inner.memory.as_ref(),
+                skills: Some(self.skills(config)),
+            },
+        )?)
     }
 
     /// (runs in flight now, runs ended since the harness opened however they ended).
@@ -471,6 +481,9 @@ impl Harness {
                 }
             }
         }
+        // Titles still being written are dropped (each thread keeps its first-message title):
+        // nothing a run started writes after this point.
+        self.inner.background.shutdown().await;
         if let Some(memory) = &self.inner.memory {
             memory.queue.shutdown(memory::MEMORY_FLUSH_DEADLINE).await;
         }
@@ -542,18 +555,6 @@ fn lock_runs(inner: &Inner) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
     }
-}
-
-/// Records the thread's final status. Durability comes from the store's group-commit flusher
-/// (a few milliseconds later) instead of an fsync per run: under load one flush covers many runs,
-/// and a crash in that window only loses the status change, which `reset_busy` repairs at start.
-/// Written inline: a record write takes microseconds, and a blocking-pool hop per run made a
-/// burst of runs spawn hundreds of threads (each with its own allocator arena).
-async fn finish_run(threads: ThreadStore, thread_id: String, status: ThreadStatus) {
-    if let Err(error) = threads.set_status(&thread_id, status) {
-        tracing::warn!(%error, "Could not record the end of a run");
-    }
-    threads.flush_soon();
 }
 
 /// Frees the thread for the next run when the run task ends, however it ends.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::agent_api::RunOptions;
+use crate::agent_api::{RunEvent, RunOptions, StopReason};
 use crate::config::ModelConfig;
 use crate::model::{ScriptedModel, ScriptedTurn};
 use antler_store::MemoryStore;
@@ -270,8 +270,8 @@ async fn cancelling_a_run_cancels_its_sub_agents_before_it_reports_its_end() {
     let mut handle = f.harness.start_run(run).await.unwrap();
     let mut names = Vec::new();
     while let Some(event) = handle.events.recv().await {
-        if let RunEvent::Custom { name, .. } = &event {
-            names.push(name.clone());
+        if let Some((name, _)) = event.custom_wire() {
+            names.push(name.to_string());
             if name == "task_started" {
                 break;
             }
@@ -284,9 +284,9 @@ async fn cancelling_a_run_cancels_its_sub_agents_before_it_reports_its_end() {
         .unwrap();
     assert_eq!(outcome.stop, StopReason::Cancelled);
     while let Some(event) = handle.events.recv().await {
-        match event {
-            RunEvent::Custom { name, .. } => names.push(name),
-            RunEvent::Finished { .. } => names.push("finished".into()),
+        match (&event, event.custom_wire()) {
+            (_, Some((name, _))) => names.push(name.to_string()),
+            (RunEvent::Finished { .. }, None) => names.push("finished".into()),
             _ => {}
         }
     }
@@ -295,5 +295,81 @@ async fn cancelling_a_run_cancels_its_sub_agents_before_it_reports_its_end() {
     assert!(
         cancelled.is_some() && cancelled < finished,
         "task_cancelled reaches the caller before the end: {names:?}"
+    );
+}
+
+/// A title model that answers only once the test opens its gate, and shows whether a call is
+/// still alive (its future not yet dropped).
+struct GatedTitler {
+    entered: tokio::sync::Notify,
+    gate: tokio::sync::Notify,
+    alive: Arc<()>,
+}
+
+#[async_trait::async_trait]
+impl crate::model::ChatModel for GatedTitler {
+    fn name(&self) -> &str {
+        "titler"
+    }
+
+    async fn stream(
+        &self,
+        _request: &crate::model::ModelRequest,
+    ) -> Result<crate::model::ModelStream, crate::model::ModelError> {
+        let _alive = self.alive.clone();
+        self.entered.notify_one();
+        self.gate.notified().await;
+        let antler_store::messages::Message::Ai(title) = Message::ai("Late title") else {
+            unreachable!("Message::ai builds an AI message")
+        };
+        let done = crate::model::ModelEvent::Completed(title);
+        Ok(Box::pin(futures::stream::iter([Ok(done)])))
+    }
+}
+
+#[tokio::test]
+async fn a_title_still_being_written_at_shutdown_is_dropped_not_written_after_the_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = AppConfig {
+        data_dir: Some(dir.path().to_path_buf()),
+        ..AppConfig::default()
+    };
+    config.title.model_name = Some("titler".into());
+    let titler = Arc::new(GatedTitler {
+        entered: tokio::sync::Notify::new(),
+        gate: tokio::sync::Notify::new(),
+        alive: Arc::new(()),
+    });
+    let models = ModelRegistry::new()
+        .with_model(
+            "scripted",
+            Arc::new(ScriptedModel::new("scripted", [answer("hello")])),
+            ModelConfig::default(),
+        )
+        .with_model("titler", titler.clone(), ModelConfig::default());
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let harness = Harness::with_parts(ConfigHandle::fixed(config), store, Some(models)).unwrap();
+    let handle = harness
+        .start_run(request("alice", "t1", "hi"))
+        .await
+        .unwrap();
+    assert_eq!(handle.outcome.await.unwrap().stop, StopReason::Completed);
+    tokio::time::timeout(Duration::from_secs(60), titler.entered.notified())
+        .await
+        .expect("the title model is asked once the answer is complete");
+
+    harness.shutdown(Duration::from_secs(5)).await.unwrap();
+    // The title call was dropped by the drain: no future is left that could rename the thread.
+    assert_eq!(
+        Arc::strong_count(&titler.alive),
+        1,
+        "the title task outlived the drain"
+    );
+    titler.gate.notify_waiters();
+    let record = harness.get_thread("alice", "t1").unwrap().unwrap();
+    assert_eq!(
+        record.title.as_deref(),
+        Some("hi"),
+        "the first-message title stands"
     );
 }

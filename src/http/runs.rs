@@ -184,7 +184,15 @@ fn sse_event(event: &RunEvent, run_id: &str, thread_id: &str) -> Event {
         RunEvent::ToolFinished { result } => {
             ("custom", json!({"type": "tool_finished", "result": result}))
         }
-        RunEvent::Custom { name, data } => ("custom", json!({"type": name, "data": data})),
+        RunEvent::TodosUpdated { .. }
+        | RunEvent::Summarized { .. }
+        | RunEvent::TaskStarted { .. }
+        | RunEvent::TaskRunning { .. }
+        | RunEvent::TaskEnded(_)
+        | RunEvent::Custom { .. } => match event.custom_wire() {
+            Some((name, data)) => ("custom", json!({"type": name, "data": data})),
+            None => return Event::default().comment("progress"),
+        },
         RunEvent::Error { code, message } => ("error", json!({"code": code, "message": message})),
         RunEvent::Finished { stop_reason } => ("end", json!({"stop_reason": stop_reason})),
     };

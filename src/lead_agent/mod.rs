@@ -11,14 +11,14 @@
 
 pub mod access;
 mod cache;
+mod chain;
 mod model_settings;
 mod prompt_inputs;
 mod resolve;
 
 use std::sync::Arc;
 
-use crate::agent::{Agent, AgentBuildError, AgentOptions, Feature, RuntimeFeatures, create_agent};
-use crate::agent_api::DroppedMessagesSink;
+use crate::agent::{Agent, AgentBuildError, AgentOptions, create_agent};
 use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::RunUsers;
@@ -26,17 +26,17 @@ use crate::agent_api::ToolRef;
 use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
 use crate::agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
-    SetupTarget, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
+    SetupTarget, SkillSummary, StoredAgent, UpdateAgentTool, apply_prompt_template,
+    normalize_agent_name,
 };
 use crate::config::AppConfig;
 use crate::config::subagents::clamp_total;
-use crate::mcp::{DeferredCatalog, DeferredToolsMiddleware};
-use crate::memory::inject::{MemoryInjector, TurnMemoryMiddleware};
-use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
-use crate::middleware::DynamicContextMiddleware;
-use crate::middleware::sender_names::SenderNamesMiddleware;
+use crate::lead_agent::chain::ChainParts;
+use crate::lead_agent::resolve::ResolvedModel;
+use crate::mcp::DeferredCatalog;
+use crate::memory::MemoryService;
 use crate::middleware::subagent_limit::clamp_concurrency;
-use crate::model::{ChatModel, ModelRegistry};
+use crate::model::ModelRegistry;
 use crate::sandbox::SandboxProvider;
 use crate::skills::SkillCatalog;
 use crate::subagents::{SubagentRegistry, SubagentRunner, SubagentTasks, TaskTool};
@@ -145,12 +145,146 @@ pub fn make_lead_agent(
     config: &Arc<AppConfig>,
     deps: LeadAgentDeps<'_>,
 ) -> Result<LeadAgent, LeadAgentError> {
-    let mut options = options.clone();
-    let mut warnings = Vec::new();
     let store = deps
         .agents
         .clone()
         .unwrap_or_else(|| Arc::new(AgentStore::new(config.data_dir())));
+    let mut warnings = Vec::new();
+    let mut run = resolve_branch(options, config, &deps, &store)?;
+    let agent_config = run.custom.as_ref().map(|agent| &agent.config);
+    let model = resolve_run_model(&mut run.options, config, &deps, agent_config, &mut warnings)?;
+
+    let RunTools {
+        tools,
+        deferred,
+        skills,
+        skill_activation,
+        facts,
+        subagent_tasks,
+    } = run_tools(&deps, config, &run, &store, &model, &mut warnings);
+    let system_prompt = system_prompt(
+        &deps,
+        config,
+        &run,
+        &store,
+        PromptParts {
+            skills: &skills,
+            deferred: deferred.as_deref(),
+            facts: &facts,
+            subagents: subagent_tasks.is_some(),
+        },
+    );
+    let chain = chain::chain_options(
+        &deps,
+        config,
+        ChainParts {
+            model: &model,
+            agent_config,
+            deferred,
+            skill_activation,
+            subagents: subagent_tasks.is_some(),
+        },
+    );
+    let agent = create_agent(
+        model.model,
+        tools,
+        AgentOptions {
+            system_prompt: Some(system_prompt),
+            plan_mode: run.options.is_plan_mode,
+            checkpointer: deps.checkpointer,
+            sandbox_provider: deps.sandbox,
+            name: Some(LEAD_AGENT_NAME.to_string()),
+            recursion_limit: Some(config.recursion_limit_for(run.options.recursion_limit)),
+            config: Some(config.clone()),
+            ..chain
+        },
+    )?;
+    Ok(LeadAgent {
+        agent,
+        options: run.options,
+        branch: run.branch,
+        agent_name: run.agent_name,
+        skill_names: skills.iter().map(|s| s.name.clone()).collect(),
+        warnings,
+        subagent_tasks,
+    })
+}
+
+/// The run's tools and what depends on them: the deferred MCP tools, the skills the prompt
+/// lists (and the `/skill` activation over them), the prompt's facts, and the sub-agents.
+struct RunTools {
+    tools: Vec<ToolRef>,
+    deferred: Option<Arc<DeferredCatalog>>,
+    skills: Vec<SkillSummary>,
+    skill_activation: MiddlewareRef,
+    facts: prompt_inputs::PromptFacts,
+    subagent_tasks: Option<SubagentTasks>,
+}
+
+/// The branch's tools (the configured ones its agent may use, plus its own agent tool), then
+/// what is chosen from them; the lead's `task` tool joins last, after the prompt's facts were
+/// taken from the configured tools.
+fn run_tools(
+    deps: &LeadAgentDeps<'_>,
+    config: &AppConfig,
+    run: &RunBranch,
+    store: &Arc<AgentStore>,
+    model: &ResolvedModel,
+    warnings: &mut Vec<String>,
+) -> RunTools {
+    let agent_config = run.custom.as_ref().map(|agent| &agent.config);
+    let catalog = skill_catalog(deps, config);
+    let mut tools = select_tools(
+        deps,
+        run.branch,
+        agent_config,
+        (&run.options, run.setup_target.as_ref()),
+        (store, &catalog),
+        model.supports_vision,
+    );
+    let deferred = deferred_catalog(deps, config, &tools);
+    let (skills, skill_activation) = prompt_inputs::select_skills(
+        deps,
+        (config, &catalog),
+        (run.branch, agent_config),
+        &tools,
+        warnings,
+    );
+    let facts = prompt_inputs::prompt_facts(deps, config, &run.options, &tools);
+    let subagent_tasks = run
+        .options
+        .subagent_enabled
+        .then(|| add_task_tool(&mut tools, deps, config, model, &skills));
+    RunTools {
+        tools,
+        deferred,
+        skills,
+        skill_activation: Arc::new(skill_activation),
+        facts,
+        subagent_tasks,
+    }
+}
+
+/// Which agent a run is for, as the request and the user's agents decide.
+struct RunBranch {
+    /// The request's options with the agent name normalised (none for the default agent).
+    options: RunOptions,
+    branch: Branch,
+    agent_name: Option<String>,
+    setup_target: Option<SetupTarget>,
+    custom: Option<StoredAgent>,
+}
+
+/// Picks the branch: a bootstrap (checked against who may set up what), one of the speaker's
+/// custom agents (it must exist), or the default agent. The agent name is validated first, so
+/// a malformed one is refused before anything is read.
+fn resolve_branch(
+    options: &RunOptions,
+    config: &AppConfig,
+    deps: &LeadAgentDeps<'_>,
+    store: &AgentStore,
+) -> Result<RunBranch, LeadAgentError> {
+    let mut options = options.clone();
     let mut agent_name = options
         .agent_name
         .as_deref()
@@ -166,7 +300,6 @@ pub fn make_lead_agent(
         agent_name = None;
     }
     options.agent_name = agent_name.clone();
-
     let (branch, custom) = if let Some(target) = &setup_target {
         access::check_bootstrap(config, &deps.users.speaker, target)?;
         (Branch::Bootstrap, None)
@@ -182,9 +315,24 @@ pub fn make_lead_agent(
     } else {
         (Branch::Default, None)
     };
-    let agent_config = custom.as_ref().map(|agent| &agent.config);
+    Ok(RunBranch {
+        options,
+        branch,
+        agent_name,
+        setup_target,
+        custom,
+    })
+}
 
-    // Request options win; the agent's preferences fill what the request left open.
+/// The run's model: the request's options win, the agent's preferences fill what the request
+/// left open, and what the model cannot do is downgraded with a warning.
+fn resolve_run_model(
+    options: &mut RunOptions,
+    config: &AppConfig,
+    deps: &LeadAgentDeps<'_>,
+    agent_config: Option<&AgentConfig>,
+    warnings: &mut Vec<String>,
+) -> Result<ResolvedModel, LeadAgentError> {
     if let Some(agent) = agent_config {
         options.thinking_enabled = options.thinking_enabled.or(agent.thinking_enabled);
         if options.reasoning_effort.is_none() {
@@ -196,60 +344,71 @@ pub fn make_lead_agent(
         config,
         options.model_name.as_deref(),
         agent_config.and_then(|agent| agent.model.as_deref()),
-        &mut warnings,
+        warnings,
     )?;
-    resolve::downgrade_thinking(&mut options, &model, &mut warnings);
+    resolve::downgrade_thinking(options, &model, warnings);
     options.model_name = Some(model.name.clone());
+    Ok(model)
+}
 
-    let catalog = skill_catalog(&deps, config);
-    let mut tools = select_tools(
-        &deps,
-        branch,
-        agent_config,
-        (&options, setup_target.as_ref()),
-        (&store, &catalog),
-        model.supports_vision,
-    );
-    let deferred = deferred_catalog(&deps, config, &tools);
-    let deferred_names = deferred.as_ref().map(|c| c.names()).unwrap_or_default();
-    let (skills, skill_activation) = prompt_inputs::select_skills(
-        &deps,
-        (config, &catalog),
-        (branch, agent_config),
-        &tools,
-        &mut warnings,
-    );
-    let facts = prompt_inputs::prompt_facts(&deps, config, &options, &tools);
-    let subagent_tasks = options.subagent_enabled.then(|| {
-        // Sub-agents get the lead's tools, not the tool of its branch (creating or updating
-        // an agent is the lead conversation's business).
-        let inheritable: Vec<ToolRef> = tools
-            .iter()
-            .filter(|t| !matches!(t.name(), "setup_agent" | "update_agent"))
-            .cloned()
-            .collect();
-        let runner = Arc::new(SubagentRunner::new(
-            SubagentRegistry::from_config(&config.subagents),
-            model.model.clone(),
-            deps.models.clone(),
-            inheritable,
-            skills.clone(),
-            deps.sandbox.clone(),
-        ));
-        let tasks = runner.tasks();
-        tools.push(Arc::new(TaskTool::new(runner)));
-        tasks
-    });
-    let soul = match &custom {
+/// Adds the `task` tool; its sub-agents get the lead's tools, not the tool of its branch
+/// (creating or updating an agent is the lead conversation's business). The tasks are the
+/// run's to wait for.
+fn add_task_tool(
+    tools: &mut Vec<ToolRef>,
+    deps: &LeadAgentDeps<'_>,
+    config: &AppConfig,
+    model: &ResolvedModel,
+    skills: &[SkillSummary],
+) -> SubagentTasks {
+    let inheritable: Vec<ToolRef> = tools
+        .iter()
+        .filter(|t| !matches!(t.name(), "setup_agent" | "update_agent"))
+        .cloned()
+        .collect();
+    let runner = Arc::new(SubagentRunner::new(
+        SubagentRegistry::from_config(&config.subagents),
+        model.model.clone(),
+        deps.models.clone(),
+        inheritable,
+        skills.to_vec(),
+        deps.sandbox.clone(),
+    ));
+    let tasks = runner.tasks();
+    tools.push(Arc::new(TaskTool::new(runner)));
+    tasks
+}
+
+/// What the system prompt states besides the agent and the config.
+struct PromptParts<'a> {
+    skills: &'a [SkillSummary],
+    deferred: Option<&'a DeferredCatalog>,
+    facts: &'a prompt_inputs::PromptFacts,
+    subagents: bool,
+}
+
+/// The run's system prompt, from the cache when there is one (it depends only on its inputs,
+/// so every run of one agent with the same options shares it).
+fn system_prompt(
+    deps: &LeadAgentDeps<'_>,
+    config: &AppConfig,
+    run: &RunBranch,
+    store: &AgentStore,
+    parts: PromptParts<'_>,
+) -> Arc<str> {
+    let options = &run.options;
+    let soul = match &run.custom {
         Some(agent) => Some(agent.soul.clone()),
-        None => default_soul(&store),
+        None => default_soul(store),
     };
+    let deferred_names = parts.deferred.map(|c| c.names()).unwrap_or_default();
+    let facts = parts.facts;
     let prompt_options = PromptOptions {
         // Bootstrap speaks as the default agent: the new agent does not exist yet.
-        agent_name: custom.as_ref().map(|agent| agent.config.name.as_str()),
+        agent_name: run.custom.as_ref().map(|agent| agent.config.name.as_str()),
         soul: soul.as_deref(),
-        is_custom_agent: branch == Branch::Custom,
-        subagent_enabled: subagent_tasks.is_some(),
+        is_custom_agent: run.branch == Branch::Custom,
+        subagent_enabled: parts.subagents,
         max_concurrent_subagents: clamp_concurrency(
             options
                 .max_concurrent_subagents
@@ -260,153 +419,20 @@ pub fn make_lead_agent(
             .map(clamp_total)
             .unwrap_or_else(|| config.subagents.max_total()),
         plan_mode: options.is_plan_mode,
-        skills: &skills,
+        skills: parts.skills,
         deferred_tools: &deferred_names,
         mounts: &facts.mounts,
         tools: &facts.tools,
         sandbox_network: facts.sandbox_network,
         converted_uploads: facts.converted_uploads,
         chat: facts.chat,
-        bootstrap: setup_target.as_ref(),
+        bootstrap: run.setup_target.as_ref(),
         memory: deps.memory.is_some() && config.memory.enabled,
     };
-    let system_prompt = match deps.cache {
+    match deps.cache {
         Some(cache) => cache.prompt(&prompt_options),
         None => apply_prompt_template(&prompt_options).into(),
-    };
-
-    let memory = deps.memory.filter(|_| config.memory.enabled);
-    let injector = memory.map(|memory| {
-        Arc::new(MemoryInjector::new(
-            memory.repo.clone(),
-            config.memory.max_injection_tokens,
-        ))
-    });
-    // A thread of one person keeps its memory block in the history from its first turn on; a
-    // shared one never does (the next speaker would read it), and gets the speaker's memory
-    // for their own turn only, when `memory.inject_in_groups` allows it at all.
-    let dynamic_context = match &injector {
-        Some(injector) if !deps.users.shared => {
-            DynamicContextMiddleware::new().with_memory(injector.clone())
-        }
-        _ => DynamicContextMiddleware::new(),
-    };
-    let mut extra_middleware: Vec<MiddlewareRef> =
-        vec![Arc::new(dynamic_context), Arc::new(skill_activation)];
-    if deps.users.shared {
-        extra_middleware.push(Arc::new(SenderNamesMiddleware));
-        if let Some(injector) = injector.filter(|_| config.memory.inject_in_groups) {
-            extra_middleware.push(Arc::new(TurnMemoryMiddleware::new(injector)));
-        }
     }
-    if let Some(catalog) = deferred {
-        extra_middleware.push(Arc::new(DeferredToolsMiddleware::new(catalog)));
-    }
-    if let Some(agent) = agent_config
-        && !agent.model_settings.is_empty()
-    {
-        extra_middleware.push(Arc::new(model_settings::AgentModelSettingsMiddleware::new(
-            agent.model_settings.clone(),
-        )));
-    }
-    let features = RuntimeFeatures {
-        auto_title: Feature::BuiltIn,
-        vision: if model.supports_vision {
-            Feature::BuiltIn
-        } else {
-            Feature::Off
-        },
-        guardrail: if config.guardrails.enabled {
-            Feature::BuiltIn
-        } else {
-            Feature::Off
-        },
-        // Built only while `token_budget.enabled` (and `loop_detection.enabled`) are on.
-        token_budget: Feature::BuiltIn,
-        memory: match memory {
-            Some(memory) => Feature::Custom(Arc::new(MemoryMiddleware::new(memory.queue.clone()))),
-            None => Feature::Off,
-        },
-        summarization: if config.summarization.enabled {
-            Feature::BuiltIn
-        } else {
-            Feature::Off
-        },
-        subagent: if subagent_tasks.is_some() {
-            Feature::BuiltIn
-        } else {
-            Feature::Off
-        },
-        ..RuntimeFeatures::default()
-    };
-    let title_model = title_model(
-        deps.models,
-        config,
-        &model.model,
-        deps.checkpointer.is_some(),
-    );
-    let summary_model = config
-        .summarization
-        .model_name
-        .as_deref()
-        .and_then(|name| deps.models.get(name));
-    let context_window = model.context_window;
-    // What summarization drops goes to memory first.
-    let dropped_messages = memory.map(|memory| {
-        Arc::new(DroppedToMemory::new(memory.queue.clone())) as Arc<dyn DroppedMessagesSink>
-    });
-    let agent = create_agent(
-        model.model,
-        tools,
-        AgentOptions {
-            system_prompt: Some(system_prompt),
-            features: Some(features),
-            extra_middleware,
-            plan_mode: options.is_plan_mode,
-            checkpointer: deps.checkpointer,
-            sandbox_provider: deps.sandbox,
-            name: Some(LEAD_AGENT_NAME.to_string()),
-            recursion_limit: Some(config.recursion_limit_for(options.recursion_limit)),
-            config: Some(config.clone()),
-            title_model,
-            summary_model,
-            context_window,
-            dropped_messages,
-            ..Default::default()
-        },
-    )?;
-    Ok(LeadAgent {
-        agent,
-        options,
-        branch,
-        agent_name,
-        skill_names: skills.iter().map(|s| s.name.clone()).collect(),
-        warnings,
-        subagent_tasks,
-    })
-}
-
-/// The model named by `title.model_name`, else the run's model. The loader already rejects a
-/// name that is not among `models`; a registry built by hand may still lack it, and then titles
-/// fall back to the first message. The run's model only titles a persisted thread: there the
-/// title is asked in the background, and without a checkpointer the answer would wait for it.
-fn title_model(
-    models: &ModelRegistry,
-    config: &AppConfig,
-    run_model: &Arc<dyn ChatModel>,
-    persisted: bool,
-) -> Option<Arc<dyn ChatModel>> {
-    let Some(name) = config.title.model_name.as_deref() else {
-        return persisted.then(|| run_model.clone());
-    };
-    let model = models.get(name);
-    if model.is_none() {
-        tracing::warn!(
-            model = name,
-            "title.model_name names no configured model; titles use the first message"
-        );
-    }
-    model
 }
 
 /// Configured tools (filtered by the agent's groups), minus vision tools for a model without

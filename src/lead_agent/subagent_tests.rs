@@ -122,10 +122,7 @@ impl Lead {
     fn custom_names(&self) -> Vec<String> {
         self.events
             .iter()
-            .filter_map(|e| match e {
-                RunEvent::Custom { name, .. } => Some(name.clone()),
-                _ => None,
-            })
+            .filter_map(|e| e.custom_wire().map(|(name, _)| name.to_string()))
             .collect()
     }
 }

@@ -552,3 +552,5 @@ fn a_bootstrap_tells_the_model_which_agent_it_sets_up() {
 
 #[path = "schema_tests.rs"]
 mod schema;
+
+mod chain_order;

@@ -300,6 +300,8 @@ pub fn merge_servers(existing: &[u8], servers: Value) -> Result<Vec<u8>, McpConf
     Ok(text)
 }
 
+/// One entry of `mcpServers`: every problem is collected (name, shape, transport, timeout,
+/// command or URL) and reported with its key, so one pass over the file lists them all.
 fn parse_server(
     name: &str,
     value: &Value,
@@ -307,16 +309,7 @@ fn parse_server(
 ) -> Result<ServerConfig, Vec<String>> {
     let key = format!("{MCP_SERVERS}.{name}");
     let mut problems = Vec::new();
-    if name.is_empty()
-        || name.len() > 32
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        problems.push(format!(
-            "{key}: a server name must be 1-32 characters of A-Z, a-z, 0-9, '_' or '-' (it prefixes tool names)"
-        ));
-    }
+    check_server_name(name, &key, &mut problems);
     let raw: RawServer = match serde_path_to_error::deserialize(value) {
         Ok(raw) => raw,
         Err(error) => {
@@ -331,84 +324,12 @@ fn parse_server(
         }
     };
     let resolve = |text: &str| resolve_env(text, env);
-    let kind = match raw.kind.as_deref().map(str::to_ascii_lowercase).as_deref() {
-        Some("stdio") => TransportKind::Stdio,
-        Some("sse") => TransportKind::Sse,
-        Some("http" | "streamable_http" | "streamable-http" | "streamablehttp") => {
-            TransportKind::Http
-        }
-        Some(other) => {
-            problems.push(format!(
-                "{key}.type: unknown transport `{other}`; use stdio, sse or http"
-            ));
-            TransportKind::Stdio
-        }
-        None if raw.url.is_some() && raw.command.is_none() => TransportKind::Http,
-        None => TransportKind::Stdio,
-    };
-    let timeout = match raw.tool_call_timeout {
-        None => DEFAULT_TOOL_CALL_TIMEOUT,
-        Some(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 => {
-            Duration::from_secs_f64(seconds)
-        }
-        Some(_) => {
-            problems.push(format!(
-                "{key}.tool_call_timeout: must be a number of seconds between 0 and 86400"
-            ));
-            DEFAULT_TOOL_CALL_TIMEOUT
-        }
-    };
+    let kind = transport_kind(&raw, &key, &mut problems);
+    let timeout = tool_call_timeout(raw.tool_call_timeout, &key, &mut problems);
     let transport = match kind {
-        TransportKind::Stdio => {
-            let command = raw.command.as_deref().map(resolve).unwrap_or_default();
-            if command.trim().is_empty() {
-                problems.push(format!(
-                    "{key}.command: a stdio server needs the command that starts it (e.g. \"npx\")"
-                ));
-            }
-            if raw.oauth.is_some() {
-                problems.push(format!(
-                    "{key}.oauth: only sse and http servers take oauth; remove it or set type"
-                ));
-            }
-            Transport::Stdio {
-                command,
-                args: raw.args.iter().map(|a| resolve(a)).collect(),
-                env: raw
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Secret::new(resolve(v))))
-                    .collect(),
-            }
-        }
+        TransportKind::Stdio => stdio_transport(&raw, &key, &resolve, &mut problems),
         TransportKind::Sse | TransportKind::Http => {
-            let url = raw.url.as_deref().map(resolve).unwrap_or_default();
-            match url::Url::parse(&url) {
-                Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
-                _ => problems.push(format!(
-                    "{key}.url: a {} server needs an http(s) URL (got {:?})",
-                    kind.as_str(),
-                    raw.url.as_deref().unwrap_or("")
-                )),
-            }
-            let mut headers = BTreeMap::new();
-            for (header, value) in &raw.headers {
-                if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
-                    problems.push(format!("{key}.headers.{header}: not a valid header name"));
-                }
-                headers.insert(header.clone(), Secret::new(resolve(value)));
-            }
-            let oauth = raw
-                .oauth
-                .as_ref()
-                .filter(|o| o.enabled)
-                .map(|o| parse_oauth(&key, o, &resolve, &mut problems));
-            Transport::Remote {
-                kind,
-                url,
-                headers,
-                oauth,
-            }
+            remote_transport(kind, &raw, &key, &resolve, &mut problems)
         }
     };
     if !problems.is_empty() {
@@ -422,6 +343,124 @@ fn parse_server(
         tool_name_prefix: raw.tool_name_prefix,
         tool_call_timeout: timeout,
     })
+}
+
+/// The name prefixes the server's tool names, so it must fit in one.
+fn check_server_name(name: &str, key: &str, problems: &mut Vec<String>) {
+    if name.is_empty()
+        || name.len() > 32
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        problems.push(format!(
+            "{key}: a server name must be 1-32 characters of A-Z, a-z, 0-9, '_' or '-' (it prefixes tool names)"
+        ));
+    }
+}
+
+/// `type` as written (the spellings other MCP clients accept too); without one, a `url` and no
+/// `command` means HTTP, as in those clients' files.
+fn transport_kind(raw: &RawServer, key: &str, problems: &mut Vec<String>) -> TransportKind {
+    match raw.kind.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        Some("stdio") => TransportKind::Stdio,
+        Some("sse") => TransportKind::Sse,
+        Some("http" | "streamable_http" | "streamable-http" | "streamablehttp") => {
+            TransportKind::Http
+        }
+        Some(other) => {
+            problems.push(format!(
+                "{key}.type: unknown transport `{other}`; use stdio, sse or http"
+            ));
+            TransportKind::Stdio
+        }
+        None if raw.url.is_some() && raw.command.is_none() => TransportKind::Http,
+        None => TransportKind::Stdio,
+    }
+}
+
+/// Seconds, at most a day: a tool call that may take longer is a job, not a call.
+fn tool_call_timeout(seconds: Option<f64>, key: &str, problems: &mut Vec<String>) -> Duration {
+    match seconds {
+        None => DEFAULT_TOOL_CALL_TIMEOUT,
+        Some(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 => {
+            Duration::from_secs_f64(seconds)
+        }
+        Some(_) => {
+            problems.push(format!(
+                "{key}.tool_call_timeout: must be a number of seconds between 0 and 86400"
+            ));
+            DEFAULT_TOOL_CALL_TIMEOUT
+        }
+    }
+}
+
+/// A child process: its command (required), arguments and environment, `$VAR`s resolved; the
+/// environment values are secrets (they often carry tokens).
+fn stdio_transport(
+    raw: &RawServer,
+    key: &str,
+    resolve: &dyn Fn(&str) -> String,
+    problems: &mut Vec<String>,
+) -> Transport {
+    let command = raw.command.as_deref().map(resolve).unwrap_or_default();
+    if command.trim().is_empty() {
+        problems.push(format!(
+            "{key}.command: a stdio server needs the command that starts it (e.g. \"npx\")"
+        ));
+    }
+    if raw.oauth.is_some() {
+        problems.push(format!(
+            "{key}.oauth: only sse and http servers take oauth; remove it or set type"
+        ));
+    }
+    Transport::Stdio {
+        command,
+        args: raw.args.iter().map(|a| resolve(a)).collect(),
+        env: raw
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), Secret::new(resolve(v))))
+            .collect(),
+    }
+}
+
+/// An SSE or streamable-HTTP server: an http(s) URL, valid header names (their values are
+/// secrets) and OAuth when enabled.
+fn remote_transport(
+    kind: TransportKind,
+    raw: &RawServer,
+    key: &str,
+    resolve: &dyn Fn(&str) -> String,
+    problems: &mut Vec<String>,
+) -> Transport {
+    let url = raw.url.as_deref().map(resolve).unwrap_or_default();
+    match url::Url::parse(&url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
+        _ => problems.push(format!(
+            "{key}.url: a {} server needs an http(s) URL (got {:?})",
+            kind.as_str(),
+            raw.url.as_deref().unwrap_or("")
+        )),
+    }
+    let mut headers = BTreeMap::new();
+    for (header, value) in &raw.headers {
+        if reqwest::header::HeaderName::from_bytes(header.as_bytes()).is_err() {
+            problems.push(format!("{key}.headers.{header}: not a valid header name"));
+        }
+        headers.insert(header.clone(), Secret::new(resolve(value)));
+    }
+    let oauth = raw
+        .oauth
+        .as_ref()
+        .filter(|o| o.enabled)
+        .map(|o| parse_oauth(key, o, resolve, problems));
+    Transport::Remote {
+        kind,
+        url,
+        headers,
+        oauth,
+    }
 }
 
 fn parse_oauth(

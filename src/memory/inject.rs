@@ -11,10 +11,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::OnceCell;
 
+use crate::agent_api::shared::{MEMORY_LOAD_TIMEOUT, MemorySource};
 use crate::agent_api::{Middleware, ModelNext, RunContext};
 use crate::memory::document::{Fact, FactCategory, MemoryDocument};
 use crate::memory::repo::{MemoryRepo, MemoryScope};
-use crate::middleware::dynamic_context::{MEMORY_LOAD_TIMEOUT, MemorySource};
 use crate::model::{ModelError, ModelRequest};
 use antler_store::messages::{AiMessage, Message, sender_label};
 use antler_store::state::ThreadState;

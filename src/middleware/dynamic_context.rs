@@ -21,13 +21,13 @@
 //! what it summarizes ([`is_dynamic_context`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{Local, NaiveDate};
 use serde_json::{Map, Value};
 
 use crate::agent_api::RunContext;
+pub use crate::agent_api::shared::{MEMORY_LOAD_TIMEOUT, MemorySource};
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use antler_store::messages::{Message, MessageMeta, SystemMessage};
 use antler_store::state::{StateUpdate, ThreadState};
@@ -36,8 +36,6 @@ use antler_store::state::{StateUpdate, ThreadState};
 pub const REMINDER_DATE_KEY: &str = "reminder_date";
 /// Marker in `meta.extra` of every message this middleware injects.
 pub const DYNAMIC_CONTEXT_MARKER: &str = "dynamic_context_reminder";
-/// How long memory may take to load before the turn goes on without it.
-pub const MEMORY_LOAD_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Today's local date; injectable so midnight crossings are testable.
 pub trait Clock: Send + Sync {
@@ -51,22 +49,6 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn today(&self) -> NaiveDate {
         Local::now().date_naive()
-    }
-}
-
-/// Supplies the memory text injected on a thread's first turn (`None` or blank: no memory).
-#[async_trait]
-pub trait MemorySource: Send + Sync {
-    async fn memory_for(&self, user_id: &str, agent_name: Option<&str>) -> Option<String>;
-}
-
-#[async_trait]
-impl<F> MemorySource for F
-where
-    F: Fn(&str, Option<&str>) -> Option<String> + Send + Sync,
-{
-    async fn memory_for(&self, user_id: &str, agent_name: Option<&str>) -> Option<String> {
-        self(user_id, agent_name)
     }
 }
 

@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use serde_json::json;
 
 use crate::agent_api::{
     DroppedMessagesSink, HookResult, Middleware, MiddlewareError, RunContext, RunEvent,
@@ -27,8 +26,6 @@ use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
 use antler_store::messages::{Message, sender_label};
 use antler_store::state::{StateUpdate, ThreadState};
 
-/// The custom event carrying the summary call's `{model, usage}`.
-pub const SUMMARIZATION_EVENT: &str = "summarization";
 /// The `name` of the summary message.
 pub const SUMMARY_NAME: &str = "summary";
 pub const SUMMARY_PREFIX: &str = "Here is a summary of the conversation to date:\n\n";
@@ -104,7 +101,7 @@ impl SummarizationMiddleware {
     }
 
     /// The summary, and what writing it cost (shown to the run's event stream as a
-    /// `summarization` custom event, so the harness meters it like the run's own calls).
+    /// `Summarized` event, so the harness meters it like the run's own calls).
     async fn summarize(&self, older: &[Message], ctx: &RunContext) -> Result<String, ModelError> {
         let request = ModelRequest {
             messages: vec![Message::human(summary_prompt(
@@ -118,9 +115,9 @@ impl SummarizationMiddleware {
         while let Some(event) = stream.next().await {
             if let ModelEvent::Completed(message) = event? {
                 if let Some(usage) = message.usage {
-                    ctx.events.emit(RunEvent::Custom {
-                        name: SUMMARIZATION_EVENT.into(),
-                        data: json!({"model": self.model.name(), "usage": usage}),
+                    ctx.events.emit(RunEvent::Summarized {
+                        model: self.model.name().to_string(),
+                        usage,
                     });
                 }
                 return Ok(message.content.trim().to_string());

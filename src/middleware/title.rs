@@ -16,11 +16,11 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use crate::agent_api::RunContext;
+use crate::agent_api::shared::truncate_chars;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use crate::config::schema::TitleConfig;
 use crate::model::background::TITLE_PROMPT_START;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
-use crate::tools::builtin::truncate_chars;
 use antler_store::Checkpointer;
 use antler_store::messages::Message;
 use antler_store::state::{StateUpdate, ThreadState};
@@ -228,8 +228,9 @@ impl Middleware for TitleMiddleware {
                 let (model, sink, config) = (model.clone(), sink.clone(), self.config.clone());
                 let (user, answer) = (first.to_string(), answer.to_string());
                 let thread_id = ctx.thread_id.clone();
-                // Not owned by anyone: bounded by `TITLE_TIMEOUT`, and it only renames a record.
-                tokio::spawn(async move {
+                // Owned by whoever owns the runs: a title still being written at shutdown is
+                // dropped (the first-message title stands) rather than written after the flush.
+                ctx.background.spawn(async move {
                     let Some(title) =
                         model_title(model.as_ref(), &config, &user, &answer, &thread_id).await
                     else {

@@ -22,8 +22,6 @@ use antler_store::state::{StateUpdate, ThreadState, Todo, TodoStatus};
 pub const WRITE_TODOS: &str = "write_todos";
 pub const TODO_REMINDER_NAME: &str = "todo_reminder";
 pub const TODO_CONTINUE_NAME: &str = "todo_continue";
-/// The run event carrying the new list (`{"todos": [...]}`).
-pub const TODOS_UPDATED: &str = "todos_updated";
 /// `state.extra` key holding the run id that already got the "keep going" nudge.
 const CONTINUE_KEY: &str = "todo_continue_run";
 
@@ -230,9 +228,8 @@ impl Tool for WriteTodosTool {
                 active_form: t.active_form,
             })
             .collect();
-        ctx.run.events.emit(RunEvent::Custom {
-            name: TODOS_UPDATED.into(),
-            data: json!({"todos": todos}),
+        ctx.run.events.emit(RunEvent::TodosUpdated {
+            todos: todos.clone(),
         });
         Ok(ToolOutput {
             content: format!("Updated todo list:\n{}", format_todos(&todos)),
@@ -362,11 +359,10 @@ mod tests {
         let args =
             json!({"todos": [{"content": "a", "status": "in_progress", "activeForm": "Doing a"}]});
         WriteTodosTool.call(args, &ctx).await.unwrap();
-        let Some(RunEvent::Custom { name, data }) = rx.recv().await else {
-            panic!("a custom event")
+        let Some(RunEvent::TodosUpdated { todos }) = rx.recv().await else {
+            panic!("a todos event")
         };
-        assert_eq!(name, TODOS_UPDATED);
-        assert_eq!(data["todos"][0]["activeForm"], "Doing a");
+        assert_eq!(todos[0].active_form.as_deref(), Some("Doing a"));
         assert!(WRITE_TODOS_DESCRIPTION.contains("fewer than 3 steps"));
     }
 

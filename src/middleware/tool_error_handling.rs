@@ -5,9 +5,9 @@
 
 use async_trait::async_trait;
 
+use crate::agent_api::shared::truncate_chars;
 use crate::agent_api::{Middleware, ToolNext, ToolResult};
 use crate::agent_api::{ToolContext, ToolError};
-use crate::tools::builtin::truncate_chars;
 use antler_store::messages::{ToolCall, ToolMessage};
 
 /// Longest error detail shown to the model; tracebacks beyond this only waste context.

@@ -11,10 +11,10 @@ use async_trait::async_trait;
 use base64::Engine;
 
 use crate::agent_api::RunContext;
+use crate::agent_api::shared::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image};
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext};
 use crate::middleware::support::hidden_human;
 use crate::model::{ModelError, ModelRequest};
-use crate::tools::builtin::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image};
 use antler_store::messages::{AiMessage, ImageData, Message};
 use antler_store::state::{StateUpdate, ThreadState};
 

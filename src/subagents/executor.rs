@@ -19,7 +19,7 @@ use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::skills::fit::fits;
 use crate::subagents::registry::{ModelChoice, SubagentRegistry, SubagentSpec};
-use crate::subagents::report::{CapReason, TASK_RUNNING, TASK_STARTED, TaskReport, TaskStatus};
+use crate::subagents::report::{CapReason, TaskReport, TaskStatus};
 use antler_store::messages::{Message, Usage};
 use antler_store::state::ThreadState;
 
@@ -133,14 +133,11 @@ impl SubagentRunner {
         let cancel = ctx.cancel.clone();
         // A lead run whose tool step is abandoned (cancelled) takes its sub-agents with it.
         let _cancel_on_drop = cancel.clone().drop_guard();
-        parent.events.emit(RunEvent::Custom {
-            name: TASK_STARTED.into(),
-            data: serde_json::json!({
-                "task_id": request.task_id,
-                "description": request.description,
-                "subagent_type": spec.name,
-                "prompt": request.prompt,
-            }),
+        parent.events.emit(RunEvent::TaskStarted {
+            task_id: request.task_id.clone(),
+            description: request.description.clone(),
+            subagent_type: spec.name.clone(),
+            prompt: request.prompt.clone(),
         });
         let input_state = ThreadState {
             sandbox: state.sandbox.clone(),
@@ -289,6 +286,7 @@ fn child_context(parent: &RunContext, agent: &Agent, events: EventSink) -> RunCo
     };
     ctx.cancel = parent.cancel.child_token();
     ctx.events = events;
+    ctx.background = parent.background.clone();
     ctx
 }
 
@@ -322,14 +320,10 @@ impl Watch {
                             .map_or_else(|| self.model.clone(), str::to_string);
                         watched.usage.entry(model).or_default().add(usage);
                     }
-                    self.parent.emit(RunEvent::Custom {
-                        name: TASK_RUNNING.into(),
-                        data: serde_json::json!({
-                            "task_id": self.task_id,
-                            "message": Message::Ai(ai),
-                            "message_index": watched.messages,
-                            "total_messages": watched.messages,
-                        }),
+                    self.parent.emit(RunEvent::TaskRunning {
+                        task_id: self.task_id.clone(),
+                        message: Message::Ai(ai),
+                        message_index: watched.messages,
                     });
                 }
                 RunEvent::Finished { .. } => break,

@@ -3,70 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::agent_api::{RunEvent, StopReason};
+pub use crate::agent_api::{CapReason, TaskStatus};
+use crate::agent_api::{RunEvent, TaskEnd};
 use antler_store::messages::Usage;
 
-pub const TASK_STARTED: &str = "task_started";
-pub const TASK_RUNNING: &str = "task_running";
-pub const TASK_COMPLETED: &str = "task_completed";
-pub const TASK_FAILED: &str = "task_failed";
-pub const TASK_TIMED_OUT: &str = "task_timed_out";
-pub const TASK_CANCELLED: &str = "task_cancelled";
 /// The brief of a result kept in the metadata (the tool message has all of it).
 const BRIEF_CHARS: usize = 2000;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    Completed,
-    Failed,
-    Cancelled,
-    TimedOut,
-}
-
-impl TaskStatus {
-    /// The `task_*` event announcing this end.
-    pub fn event_name(self) -> &'static str {
-        match self {
-            TaskStatus::Completed => TASK_COMPLETED,
-            TaskStatus::Failed => TASK_FAILED,
-            TaskStatus::Cancelled => TASK_CANCELLED,
-            TaskStatus::TimedOut => TASK_TIMED_OUT,
-        }
-    }
-}
-
-/// Why a sub-agent stopped short of a plain answer (DeerFlow's `subagent_stop_reason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CapReason {
-    TokenCapped,
-    TurnCapped,
-    LoopCapped,
-}
-
-impl CapReason {
-    pub fn of(stop: StopReason) -> Option<Self> {
-        match stop {
-            StopReason::TokenCapped => Some(CapReason::TokenCapped),
-            StopReason::RecursionLimit => Some(CapReason::TurnCapped),
-            StopReason::LoopCapped => Some(CapReason::LoopCapped),
-            _ => None,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            CapReason::TokenCapped => "token budget",
-            CapReason::TurnCapped => "turn budget",
-            CapReason::LoopCapped => "repeated tool-call loop",
-        }
-    }
-}
 
 /// The end of one sub-agent run.
 #[derive(Clone, Debug, PartialEq)]
@@ -144,27 +89,21 @@ impl TaskReport {
         })
     }
 
-    /// The `task_completed` / `task_failed` / … event. Its `usage_by_model` is what the harness
-    /// meters for the user: sub-agent tokens count like the lead's.
+    /// The `task_completed` / `task_failed` / … event: the answer when it completed, the text
+    /// the lead reads otherwise, and the tokens by model the harness meters for the user.
     pub fn event(&self) -> RunEvent {
-        let mut data = json!({
-            "task_id": self.task_id,
-            "subagent_type": self.subagent_type,
-            "status": self.status,
-            "stop_reason": self.cap,
-            "model": self.model,
-            "token_usage": self.total_usage(),
-        });
-        // `usage::USAGE_BY_MODEL` (named here, not imported: `usage` sits above the agent modules).
-        data["usage_by_model"] = json!(self.usage);
-        match self.status {
-            TaskStatus::Completed => data["result"] = json!(self.result),
-            _ => data["error"] = json!(self.text()),
-        }
-        RunEvent::Custom {
-            name: self.status.event_name().to_string(),
-            data,
-        }
+        let completed = self.status == TaskStatus::Completed;
+        RunEvent::TaskEnded(Box::new(TaskEnd {
+            task_id: self.task_id.clone(),
+            subagent_type: self.subagent_type.clone(),
+            status: self.status,
+            stop_reason: self.cap,
+            model: self.model.clone(),
+            token_usage: self.total_usage(),
+            usage_by_model: self.usage.clone(),
+            result: completed.then(|| self.result.clone()).flatten(),
+            error: (!completed).then(|| self.text()),
+        }))
     }
 }
 
@@ -227,10 +166,13 @@ mod tests {
         assert_eq!(meta["subagent_status"], "completed");
         assert_eq!(meta["subagent_model_name"], "m");
         assert_eq!(meta["subagent_token_usage"]["total_tokens"], 7);
-        let RunEvent::Custom { name, data } = done.event() else {
-            panic!("a custom event")
+        let event = done.event();
+        let RunEvent::TaskEnded(end) = &event else {
+            panic!("a task end")
         };
-        assert_eq!(name, TASK_COMPLETED);
+        assert_eq!(end.usage_by_model["m"].total_tokens, 7);
+        let (name, data) = event.custom_wire().unwrap();
+        assert_eq!(name, crate::agent_api::progress::TASK_COMPLETED);
         assert_eq!(data["result"], "42");
         assert_eq!(data["usage_by_model"]["m"]["total_tokens"], 7);
     }

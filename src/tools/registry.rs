@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::agent_api::{MemoSpec, ToolRef, dedupe_tools};
+use crate::config::sandbox::SandboxConfig;
 use crate::config::{AppConfig, ToolConfig};
 use crate::sandbox::SandboxProvider;
 use crate::tools::builtin::{
@@ -299,6 +300,40 @@ fn build_tool(
     config: &AppConfig,
     converter: &Converter,
 ) -> Result<ToolRef, RegistryError> {
+    let kind = checked_kind(index, entry)?;
+    let params = Params { index, entry };
+    let meta = ToolMeta::new(entry.name.clone(), entry.group.as_deref());
+    let access = access.clone();
+    match kind {
+        "bash" | "ls" | "read_file" | "write_file" => {
+            file_tool(kind, meta, access, &params, &config.sandbox)
+        }
+        "str_replace" => Ok(Arc::new(StrReplaceTool::new(meta, access))),
+        "glob" => Ok(Arc::new(GlobTool::new(meta, access))),
+        "grep" => Ok(Arc::new(GrepTool::new(meta, access))),
+        "view_image" => Ok(Arc::new(ViewImageTool::new(
+            meta,
+            access,
+            HostLayout::from_config(config),
+        ))),
+        "web_search" => Ok(Arc::new(
+            WebSearchTool::from_params(
+                meta,
+                params.get("provider")?,
+                params.get("api_key")?,
+                params.get("max_results")?,
+                params.get("base_url")?,
+                params.get("timeout_seconds")?,
+            )
+            .map_err(|detail| params.invalid("provider", detail))?,
+        )),
+        _ => web_fetch_tool(meta, &params, config, converter),
+    }
+}
+
+/// The entry's kind, when it is a built-in one and every parameter is one that kind takes: a
+/// typo fails the load instead of being ignored.
+fn checked_kind(index: usize, entry: &ToolConfig) -> Result<&'static str, RegistryError> {
     let Some((kind, accepted)) = BUILTIN_KINDS
         .iter()
         .find(|(kind, _)| *kind == entry.use_kind)
@@ -331,11 +366,18 @@ fn build_tool(
             },
         });
     }
-    let params = Params { index, entry };
-    let meta = ToolMeta::new(entry.name.clone(), entry.group.as_deref());
-    let access = access.clone();
-    let sandbox = &config.sandbox;
-    let tool: ToolRef = match *kind {
+    Ok(kind)
+}
+
+/// The sandbox tools with an output cap (and `bash` a timeout), defaulting to `sandbox:`'s.
+fn file_tool(
+    kind: &str,
+    meta: ToolMeta,
+    access: SandboxAccess,
+    params: &Params<'_>,
+    sandbox: &SandboxConfig,
+) -> Result<ToolRef, RegistryError> {
+    let tool: ToolRef = match kind {
         "bash" => {
             let seconds = params.get::<u64>("timeout_seconds")?;
             Arc::new(BashTool::new(
@@ -361,47 +403,37 @@ fn build_tool(
                 .get("max_output_chars")?
                 .unwrap_or(sandbox.read_file_output_max_chars),
         )),
-        "write_file" => Arc::new(WriteFileTool::new(
+        _ => Arc::new(WriteFileTool::new(
             meta,
             access,
             params
                 .get("max_bytes")?
                 .unwrap_or(sandbox.write_file_max_bytes),
         )),
-        "str_replace" => Arc::new(StrReplaceTool::new(meta, access)),
-        "glob" => Arc::new(GlobTool::new(meta, access)),
-        "grep" => Arc::new(GrepTool::new(meta, access)),
-        "view_image" => Arc::new(ViewImageTool::new(
-            meta,
-            access,
-            HostLayout::from_config(config),
-        )),
-        "web_search" => Arc::new(
-            WebSearchTool::from_params(
-                meta,
-                params.get("provider")?,
-                params.get("api_key")?,
-                params.get("max_results")?,
-                params.get("base_url")?,
-                params.get("timeout_seconds")?,
-            )
-            .map_err(|detail| params.invalid("provider", detail))?,
-        ),
-        _ => Arc::new(
-            WebFetchTool::new(
-                meta,
-                params.get("max_chars")?,
-                params.get("timeout_seconds")?,
-                params
-                    .get::<bool>("allow_private_networks")?
-                    .unwrap_or(false),
-                converter.clone(),
-                Limits::from_config(&config.conversion),
-            )
-            .map_err(|detail| params.invalid("timeout_seconds", detail))?,
-        ),
     };
     Ok(tool)
+}
+
+/// `web_fetch`: its own limits, and the conversion limits for the pages it turns into text.
+fn web_fetch_tool(
+    meta: ToolMeta,
+    params: &Params<'_>,
+    config: &AppConfig,
+    converter: &Converter,
+) -> Result<ToolRef, RegistryError> {
+    Ok(Arc::new(
+        WebFetchTool::new(
+            meta,
+            params.get("max_chars")?,
+            params.get("timeout_seconds")?,
+            params
+                .get::<bool>("allow_private_networks")?
+                .unwrap_or(false),
+            converter.clone(),
+            Limits::from_config(&config.conversion),
+        )
+        .map_err(|detail| params.invalid("timeout_seconds", detail))?,
+    ))
 }
 
 struct Params<'a> {

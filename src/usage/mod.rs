@@ -13,17 +13,13 @@ use std::collections::BTreeMap;
 use chrono::{NaiveDate, Utc};
 
 use crate::agent_api::RunEvent;
+use crate::agent_api::shared::group_thousands;
 use crate::config::AppConfig;
-use crate::middleware::summarization::SUMMARIZATION_EVENT;
 use antler_store::StoreError;
 use antler_store::messages::{Message, Usage};
 
 pub use crate::config::budgets::{BudgetsConfig, ModelPrice, PricingConfig};
 pub use store::{UsageRow, UsageStore, UsageTotals, today};
-
-/// The key of a custom event's data that carries tokens spent for the run by other agents
-/// (`{model: usage}`), e.g. a sub-agent's `task_completed`.
-pub const USAGE_BY_MODEL: &str = "usage_by_model";
 
 /// The usage of one run, by model, from its events.
 #[derive(Debug, Default)]
@@ -34,7 +30,7 @@ pub struct RunMeter {
 impl RunMeter {
     /// Counts an AI message's usage under the model that wrote it (`fallback_model` when the
     /// provider did not say).
-    /// Summary calls count too (their `summarization` event).
+    /// Summary calls count too (their `Summarized` event), and so do sub-agents (their end).
     pub fn observe(&mut self, event: &RunEvent, fallback_model: &str) {
         let (model, usage) = match event {
             RunEvent::Message {
@@ -43,19 +39,11 @@ impl RunMeter {
                 Some(usage) => (ai.model.as_deref().unwrap_or(fallback_model), usage),
                 None => return,
             },
-            RunEvent::Custom { name, data } if name == SUMMARIZATION_EVENT => {
-                let usage = serde_json::from_value::<Usage>(data["usage"].clone());
-                match (data["model"].as_str(), usage) {
-                    (Some(model), Ok(usage)) => (model, usage),
-                    _ => return,
-                }
-            }
+            RunEvent::Summarized { model, usage } => (model.as_str(), *usage),
             // Work done on the run's behalf (a sub-agent's end) reports its tokens by model.
-            RunEvent::Custom { data, .. } if data.get(USAGE_BY_MODEL).is_some() => {
-                let by_model =
-                    serde_json::from_value::<BTreeMap<String, Usage>>(data[USAGE_BY_MODEL].clone());
-                for (model, usage) in by_model.into_iter().flatten() {
-                    self.by_model.entry(model).or_default().add(&usage);
+            RunEvent::TaskEnded(end) => {
+                for (model, usage) in &end.usage_by_model {
+                    self.by_model.entry(model.clone()).or_default().add(usage);
                 }
                 return;
             }
@@ -126,11 +114,6 @@ pub fn budget_notice(
         group_thousands(used),
         group_thousands(budget),
     )))
-}
-
-/// `1234567` → `"1,234,567"`.
-fn group_thousands(n: u64) -> String {
-    crate::middleware::token_budget::group_thousands(n)
 }
 
 /// What `/usage` answers: today's usage of everyone for an admin; for anyone else their own,
@@ -251,9 +234,13 @@ mod tests {
         meter.observe(&ai(Some("gpt"), 60), "main");
         meter.observe(&ai(None, 30), "main");
         meter.observe(
-            &RunEvent::Custom {
-                name: SUMMARIZATION_EVENT.into(),
-                data: serde_json::json!({"model": "main", "usage": {"input_tokens": 9, "output_tokens": 1, "total_tokens": 10}}),
+            &RunEvent::Summarized {
+                model: "main".into(),
+                usage: Usage {
+                    input_tokens: 9,
+                    output_tokens: 1,
+                    total_tokens: 10,
+                },
             },
             "main",
         );
@@ -268,6 +255,41 @@ mod tests {
         let rows = usage.rows(Some("u"), Some(today())).unwrap();
         let models: Vec<&str> = rows.iter().map(|r| r.model.as_str()).collect();
         assert_eq!(models, ["gpt", "main"]);
+    }
+
+    /// A sub-agent's tokens count for the user of the run that delegated, under each model.
+    #[test]
+    fn a_sub_agents_end_is_metered_by_model() {
+        let usage = UsageStore::new(Arc::new(MemoryStore::new()));
+        let spent = |total| Usage {
+            input_tokens: total - 1,
+            output_tokens: 1,
+            total_tokens: total,
+        };
+        let end = crate::agent_api::TaskEnd {
+            task_id: "call_1".into(),
+            subagent_type: "general-purpose".into(),
+            status: crate::agent_api::TaskStatus::Completed,
+            stop_reason: None,
+            model: Some("small".into()),
+            token_usage: spent(50),
+            usage_by_model: BTreeMap::from([
+                ("small".to_string(), spent(20)),
+                ("main".to_string(), spent(30)),
+            ]),
+            result: Some("done".into()),
+            error: None,
+        };
+        let mut meter = RunMeter::default();
+        meter.observe(&ai(None, 5), "main");
+        meter.observe(&RunEvent::TaskEnded(Box::new(end)), "main");
+        meter.save(&usage, "u");
+        let rows = usage.rows(Some("u"), Some(today())).unwrap();
+        let totals: Vec<(&str, u64)> = rows
+            .iter()
+            .map(|r| (r.model.as_str(), r.totals.total_tokens))
+            .collect();
+        assert_eq!(totals, [("main", 35), ("small", 20)]);
     }
 
     #[test]

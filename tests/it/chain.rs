@@ -269,6 +269,8 @@ fn full_feature_set_follows_the_seed_order() {
         guardrail: Feature::Custom(named("GuardrailMiddleware")),
         loop_detection: Feature::BuiltIn,
         token_budget: Feature::BuiltIn,
+        dynamic_context: Feature::BuiltIn,
+        ..RuntimeFeatures::default()
     };
     let mut config = antler::config::AppConfig::default();
     config.token_budget.enabled = true;
@@ -289,6 +291,7 @@ fn full_feature_set_follows_the_seed_order() {
             "DanglingToolCallMiddleware",
             "GuardrailMiddleware",
             "ToolErrorHandlingMiddleware",
+            "DynamicContextMiddleware",
             "SummarizationMiddleware",
             "TodoMiddleware",
             "TokenUsageMiddleware",
@@ -328,7 +331,7 @@ fn full_feature_set_follows_the_seed_order() {
         .filter(|n| seed.contains(&n.as_str()))
         .collect();
     assert_eq!(filtered, seed);
-    assert_eq!(CHAIN_ORDER.len(), 21);
+    assert_eq!(CHAIN_ORDER.len(), 24);
 }
 
 #[test]

@@ -73,9 +73,8 @@ pub(super) async fn stream(
                 Some(RunEvent::TextDelta { message_id, delta }) => status.push_text(&message_id, &delta),
                 Some(RunEvent::ToolStarted { call }) => status.set_progress(Some(format!("· {}", call.name))),
                 Some(RunEvent::ToolFinished { .. }) => status.set_progress(None),
-                Some(RunEvent::Custom { name, data }) => status.apply_custom(&name, &data),
                 Some(RunEvent::Error { message, .. }) => error = Some(message),
-                Some(_) => {}
+                Some(event) => status.apply_progress(&event),
             },
             _ = ticker.tick() => {
                 typing.tick().await;

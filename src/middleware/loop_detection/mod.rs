@@ -7,7 +7,7 @@
 
 mod key;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -17,6 +17,7 @@ use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext, StopR
 use crate::config::schema::LoopDetectionConfig;
 use crate::middleware::support::{forced_final, hidden_human, replace_ai};
 use crate::model::{ModelError, ModelRequest};
+use antler_store::lru::Lru;
 use antler_store::messages::{AiMessage, Message};
 use antler_store::state::ThreadState;
 
@@ -29,14 +30,17 @@ pub const FORCED_STOP_SUFFIX: &str = "\n\n[FORCED STOP] Repeated tool calls exce
 
 pub struct LoopDetectionMiddleware {
     config: LoopDetectionConfig,
-    threads: Mutex<ThreadTable>,
+    /// Per-thread tracks, bounded by `max_tracked_threads`: the least recently used thread is
+    /// forgotten first.
+    threads: Mutex<Lru<String, ThreadTrack>>,
 }
 
 impl LoopDetectionMiddleware {
     pub fn new(config: LoopDetectionConfig) -> Self {
+        let capacity = config.max_tracked_threads.max(1);
         Self {
             config,
-            threads: Mutex::new(ThreadTable::default()),
+            threads: Mutex::new(Lru::new(capacity)),
         }
     }
 
@@ -70,8 +74,11 @@ impl LoopDetectionMiddleware {
     fn observe(&self, thread_id: &str, ai: &AiMessage) -> Option<String> {
         let hash = calls_hash(&ai.tool_calls);
         let name_window = self.name_window();
-        let mut table = self.threads.lock().unwrap_or_else(|e| e.into_inner());
-        let track = table.touch(thread_id, self.config.max_tracked_threads.max(1));
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        if threads.get(thread_id).is_none() {
+            threads.insert(thread_id.to_string(), ThreadTrack::default(), 1);
+        }
+        let track = threads.get_mut(thread_id)?;
 
         track.hashes.push_back(hash.clone());
         while track.hashes.len() > self.config.window_size.max(1) {
@@ -126,9 +133,9 @@ impl LoopDetectionMiddleware {
     }
 
     fn take_pending(&self, thread_id: &str) -> Vec<String> {
-        let mut table = self.threads.lock().unwrap_or_else(|e| e.into_inner());
-        match table.threads.get_mut(thread_id) {
-            Some((_, track)) => std::mem::take(&mut track.pending),
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        match threads.get_mut(thread_id) {
+            Some(track) => std::mem::take(&mut track.pending),
             None => Vec::new(),
         }
     }
@@ -194,38 +201,6 @@ struct ThreadTrack {
     names: VecDeque<String>,
     warned_names: HashSet<String>,
     pending: Vec<String>,
-}
-
-/// Per-thread tracks, bounded: the least recently used thread is forgotten first.
-#[derive(Default)]
-struct ThreadTable {
-    tick: u64,
-    threads: HashMap<String, (u64, ThreadTrack)>,
-}
-
-impl ThreadTable {
-    fn touch(&mut self, thread_id: &str, capacity: usize) -> &mut ThreadTrack {
-        self.tick += 1;
-        if !self.threads.contains_key(thread_id) {
-            while self.threads.len() >= capacity {
-                let oldest = self
-                    .threads
-                    .iter()
-                    .min_by_key(|(_, (tick, _))| *tick)
-                    .map(|(id, _)| id.clone());
-                match oldest {
-                    Some(id) => self.threads.remove(&id),
-                    None => break,
-                };
-            }
-        }
-        let entry = self
-            .threads
-            .entry(thread_id.to_string())
-            .or_insert_with(|| (0, ThreadTrack::default()));
-        entry.0 = self.tick;
-        &mut entry.1
-    }
 }
 
 #[cfg(test)]

@@ -71,9 +71,9 @@ fn threads_are_tracked_separately_and_bounded() {
     }
     mw.observe("b", &ai);
     mw.observe("c", &ai); // evicts "a", the least recently used
-    let table = mw.threads.lock().unwrap();
-    assert_eq!(table.threads.len(), 2);
-    assert!(!table.threads.contains_key("a"));
+    let mut threads = mw.threads.lock().unwrap();
+    assert_eq!(threads.len(), 2);
+    assert!(threads.get("a").is_none());
 }
 
 #[tokio::test]

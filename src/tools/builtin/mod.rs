@@ -28,6 +28,7 @@ use crate::agent_api::{ToolContext, ToolError};
 use crate::sandbox::{Sandbox, SandboxError, SandboxProvider};
 use antler_store::state::{SandboxState, StateUpdate};
 
+pub use crate::agent_api::shared::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image, truncate_chars};
 pub use bash::BashTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -35,7 +36,7 @@ pub use ls::LsTool;
 pub use present_files::PresentFilesTool;
 pub use read_file::ReadFileTool;
 pub use str_replace::StrReplaceTool;
-pub use view_image::{HostLayout, MAX_IMAGE_BYTES, VIEW_IMAGE, ViewImageTool, sniff_image};
+pub use view_image::{HostLayout, ViewImageTool};
 pub use web_fetch::WebFetchTool;
 pub use web_search::{
     SearchProvider, SearchResult, WebSearchTool, format_results, parse_duckduckgo,
@@ -122,14 +123,6 @@ impl SandboxAccess {
 /// The model-facing text of a sandbox error.
 pub(crate) fn error_text(error: &SandboxError) -> String {
     format!("Error: {error}")
-}
-
-/// The first `max` characters of `text` (never splits a UTF-8 character).
-pub fn truncate_chars(text: &str, max: usize) -> &str {
-    match text.char_indices().nth(max) {
-        Some((idx, _)) => &text[..idx],
-        None => text,
-    }
 }
 
 /// Keeps `max_chars` characters: half from the head, half from the tail, with the exact number

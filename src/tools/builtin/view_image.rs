@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::shared::{MAX_IMAGE_BYTES, sniff_image};
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::config::{AppConfig, SandboxMountConfig};
 use crate::paths::ThreadPaths;
@@ -18,12 +19,6 @@ use crate::tools::builtin::{
     SandboxAccess, ToolMeta, error_text, normalise_virtual_key, sha256_hex,
 };
 use antler_store::state::ViewedImage;
-
-/// The built-in tool's name; the view-image middleware looks for its results.
-pub const VIEW_IMAGE: &str = "view_image";
-
-/// Largest image the model is shown; providers reject bigger inline images anyway.
-pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 
 /// Where copies of viewed images go when the sandbox's file has no host path (inside the
 /// thread's directory but outside `user-data`, so the model never sees them).
@@ -75,21 +70,6 @@ impl HostLayout {
 impl ViewImageTool {
     pub fn new(meta: ToolMeta, access: SandboxAccess, host: HostLayout) -> Self {
         Self { meta, access, host }
-    }
-}
-
-/// The image type of `bytes` by its magic number.
-pub fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("image/png")
-    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some("image/jpeg")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("image/gif")
-    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("image/webp")
-    } else {
-        None
     }
 }
 

@@ -64,16 +64,6 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// Imports against the layers that exist today, (from, to, why it is to go).
 const KNOWN_VIOLATIONS: &[(&str, &str, &str)] = &[
     (
-        "memory",
-        "middleware",
-        "reads a middleware's custom run event by name: a typed event in agent_api",
-    ),
-    (
-        "usage",
-        "middleware",
-        "reads a middleware's custom run event by name: a typed event in agent_api",
-    ),
-    (
         "usage",
         "daemon_client",
         "`antler usage` (usage::cli) belongs with the other commands",

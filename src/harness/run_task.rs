@@ -1,0 +1,100 @@
+//! One run's task, from the agent's first step to the thread's final status: the events relayed
+//! to the caller and metered, the sub-agents waited for, the usage and the status stored, and
+//! only then the run's end reported.
+
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::agent::{Agent, RunOutcome};
+use crate::agent_api::{RunContext, RunEvent, RunEvents, StopReason};
+use crate::harness::RunGuard;
+use crate::subagents::SubagentTasks;
+use crate::usage::{RunMeter, UsageStore};
+use antler_store::messages::Message;
+use antler_store::state::ThreadState;
+use antler_store::{ThreadStatus, ThreadStore};
+
+/// Everything the run task owns.
+pub(super) struct RunTask {
+    pub(super) agent: Agent,
+    pub(super) subagents: Option<SubagentTasks>,
+    pub(super) ctx: RunContext,
+    pub(super) state: ThreadState,
+    pub(super) input: Vec<Message>,
+    /// What the agent emits.
+    pub(super) agent_events: RunEvents,
+    /// What the caller reads ([`crate::harness::RunHandle::events`]).
+    pub(super) caller_events: UnboundedSender<Box<RunEvent>>,
+    pub(super) threads: ThreadStore,
+    pub(super) usage: UsageStore,
+    /// Frees the thread for the next run when dropped.
+    pub(super) guard: RunGuard,
+}
+
+impl RunTask {
+    /// Runs the agent to its end. `Finished` is held back until the thread's final status is
+    /// stored, so a client that sees the end of a run never reads a stale `busy` status.
+    pub(super) async fn run(mut self) -> RunOutcome {
+        let mut meter = RunMeter::default();
+        let model_name = self.agent.model.name().to_string();
+        let relay = relay(
+            &mut self.agent_events,
+            &self.caller_events,
+            &mut meter,
+            &model_name,
+        );
+        let (outcome, finished) =
+            tokio::join!(self.agent.run(self.state, self.input, &self.ctx), relay);
+        self.threads.checkin(&self.ctx.thread_id);
+        if let Some(subagents) = &self.subagents {
+            // Sub-agents of a cancelled run wind down after it; what they report (their end,
+            // their tokens) still belongs to this run.
+            subagents.wait().await;
+            while let Some(event) = self.agent_events.try_recv() {
+                meter.observe(&event, &model_name);
+                let _ = self.caller_events.send(Box::new(event));
+            }
+        }
+        meter.save(&self.usage, &self.ctx.users.speaker);
+        finish_run(&self.threads, &self.ctx.thread_id, outcome.stop);
+        drop(self.guard);
+        if let Some(finished) = finished {
+            let _ = self.caller_events.send(finished);
+        }
+        outcome
+    }
+}
+
+/// Forwards the agent's events to the caller, metering each, until `Finished`, which it returns
+/// instead of forwarding.
+async fn relay(
+    agent_events: &mut RunEvents,
+    caller_events: &UnboundedSender<Box<RunEvent>>,
+    meter: &mut RunMeter,
+    model_name: &str,
+) -> Option<Box<RunEvent>> {
+    while let Some(event) = agent_events.recv_boxed().await {
+        meter.observe(&event, model_name);
+        if matches!(*event, RunEvent::Finished { .. }) {
+            return Some(event);
+        }
+        let _ = caller_events.send(event);
+    }
+    None
+}
+
+/// Records the thread's final status. Durability comes from the store's group-commit flusher
+/// (a few milliseconds later) instead of an fsync per run: under load one flush covers many runs,
+/// and a crash in that window only loses the status change, which `reset_busy` repairs at start.
+/// Written inline: a record write takes microseconds, and a blocking-pool hop per run made a
+/// burst of runs spawn hundreds of threads (each with its own allocator arena).
+fn finish_run(threads: &ThreadStore, thread_id: &str, stop: StopReason) {
+    let status = match stop {
+        reason if reason.is_answered() => ThreadStatus::Idle,
+        StopReason::Cancelled => ThreadStatus::Interrupted,
+        _ => ThreadStatus::Error,
+    };
+    if let Err(error) = threads.set_status(thread_id, status) {
+        tracing::warn!(%error, "Could not record the end of a run");
+    }
+    threads.flush_soon();
+}
