@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::config::{ConfigError, ConfigOrigin, EnvSource, LoadedConfig, Locator, load_config};
 use crate::daemon_client::{DaemonClient, DaemonClientError};
 use crate::local_socket::socket_path;
-use crate::runtime_file::{DaemonRecord, live_records, runtime_dir};
+use crate::runtime_file::{DaemonRecord, canonical, live_records, runtime_dir};
 use crate::store::STORE_DIR;
 
 /// What a command works on.
@@ -228,11 +228,6 @@ async fn answering(record: &DaemonRecord) -> Option<FoundDaemon> {
         data_dir: record.data_dir.clone(),
         record: Some(record.clone()),
     })
-}
-
-/// `path` with symlinks and `..` resolved, so two spellings of one file compare equal.
-pub fn canonical(path: &Path) -> PathBuf {
-    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 #[cfg(test)]

@@ -267,7 +267,7 @@ fn publish_record(
         config: options
             .config_path
             .as_deref()
-            .map(crate::cli_locate::canonical),
+            .map(crate::runtime_file::canonical),
         listen: bound.to_string(),
     };
     match crate::runtime_file::publish(options.env.as_ref(), &record) {
@@ -336,7 +336,7 @@ fn serve_local_socket(
     };
     let app = app
         .clone()
-        .layer(axum::Extension(crate::local_socket::LocalOperator));
+        .layer(axum::Extension(crate::http::peer::LocalOperator));
     let stop = stop.clone();
     tasks.spawn(async move {
         if let Err(error) = axum::serve(listener, app)

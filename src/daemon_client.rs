@@ -14,7 +14,7 @@ use futures::stream::BoxStream;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::local_socket::USER_HEADER;
+use crate::http::peer::USER_HEADER;
 
 /// How long a daemon gets to answer the first `/healthz` before it counts as not answering.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);

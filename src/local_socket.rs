@@ -4,8 +4,8 @@
 //! so `antler chat`, `agents` and `status` work next to a running daemon (which holds the
 //! store's lock). The socket is mode 0600: whoever can open it can read the data dir anyway, so
 //! its requests are trusted as the local operator, with no token; they act as the user named in
-//! the [`USER_HEADER`] header, else as [`LOCAL_OPERATOR`]. Requests over TCP never get this
-//! trust: the header is ignored there.
+//! the [`USER_HEADER`](crate::http::peer::USER_HEADER) header, else as [`LOCAL_OPERATOR`].
+//! Requests over TCP never get this trust: the header is ignored there.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -14,14 +14,6 @@ pub use crate::lead_agent::access::LOCAL_OPERATOR;
 
 /// The socket's file name in the data dir.
 pub const SOCKET_FILE: &str = "antler.sock";
-
-/// The header naming the user a socket request acts as (absent: [`LOCAL_OPERATOR`]).
-pub const USER_HEADER: &str = "x-antler-user";
-
-/// Marks a request that arrived over the local socket (set by the daemon on that listener
-/// only, so a TCP client cannot claim it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LocalOperator;
 
 /// Where the daemon of `data_dir` listens locally.
 pub fn socket_path(data_dir: &Path) -> PathBuf {

@@ -20,7 +20,7 @@ use subtle::ConstantTimeEq;
 use crate::config::ApiToken;
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::local_socket::{LocalOperator, USER_HEADER};
+use crate::http::peer::{LocalOperator, USER_HEADER};
 
 /// The user id every request acts as when no API tokens are configured.
 pub const LOCAL_USER: &str = "local";

@@ -31,7 +31,7 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
 use crate::config::GatewayConfig;
-pub use slots::ClientKey;
+use crate::http::peer::ClientKey;
 use slots::{Activity, Refusal, Slots};
 use sniff::Protocol;
 

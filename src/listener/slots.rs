@@ -8,7 +8,6 @@
 //! (over its client's cap: waiting would let one client queue up everyone's slots).
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -16,38 +15,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::http::peer::ClientKey;
+
 /// Slots at most kept for loopback clients (an eighth of a smaller cap).
 const LOOPBACK_RESERVE: usize = 8;
-
-/// One client, as the caps count them: an IPv4 address, or an IPv6 /64 (what one host is
-/// usually given, so a client cannot multiply itself by changing the low bits).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ClientKey(IpAddr);
-
-impl ClientKey {
-    pub fn of(ip: IpAddr) -> Self {
-        match ip.to_canonical() {
-            IpAddr::V6(v6) if !v6.is_loopback() => {
-                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                Self(IpAddr::V6(prefix.into()))
-            }
-            v4 => Self(v4),
-        }
-    }
-
-    pub fn is_loopback(self) -> bool {
-        self.0.is_loopback()
-    }
-}
-
-impl std::fmt::Display for ClientKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            IpAddr::V6(v6) if !v6.is_loopback() => write!(f, "{v6}/64"),
-            ip => write!(f, "{ip}"),
-        }
-    }
-}
 
 /// Wakes connections waiting for a slot: when a slot is given back, or when a connection goes
 /// idle (it may then be closed for them).
