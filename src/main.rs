@@ -9,8 +9,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use antler::chat::log::ChatLog;
-use antler::cli_locate::{Target, TargetError};
+use antler::cli::chat::log::ChatLog;
+use antler::cli::locate::{Target, TargetError};
 use antler::config::{
     ConfigHandle, EXIT_CONFIG_INVALID, LoadedConfig, LogFormat, ProcessEnv, RuntimeConfig,
     load_config, run_check,
@@ -54,7 +54,7 @@ enum Command {
         #[arg(long, global = true, value_name = "ID", value_parser = parse_user_id)]
         user: Option<String>,
         #[command(subcommand)]
-        command: antler::agents_cli::AgentsCommand,
+        command: antler::cli::agents::AgentsCommand,
     },
     /// Manage skills: list, enable, disable, install archives, remove (through the daemon when
     /// one owns the data dir).
@@ -63,28 +63,28 @@ enum Command {
         #[arg(long, global = true, value_name = "ID", value_parser = parse_user_id)]
         user: Option<String>,
         #[command(subcommand)]
-        command: antler::skills_cli::SkillsCommand,
+        command: antler::cli::skills::SkillsCommand,
     },
     /// MCP servers of extensions_config.json (through the daemon when one owns the data dir).
     Mcp {
         #[command(subcommand)]
-        command: antler::mcp_cli::McpCommand,
+        command: antler::cli::mcp::McpCommand,
     },
     /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
-    Usage(antler::usage::cli::UsageArgs),
+    Usage(antler::cli::usage::UsageArgs),
     /// Inspect or compact the store on the data dir (the daemon must be stopped).
     Store {
         #[command(subcommand)]
-        command: antler::store_cli::StoreCommand,
+        command: antler::cli::store::StoreCommand,
     },
     /// Measure the harness (figures are printed, nothing is asserted).
     Bench {
         #[command(subcommand)]
         command: BenchCommand,
     },
-    /// Hidden: the children this binary starts itself as (`antler::internal_cli`).
+    /// Hidden: the children this binary starts itself as (`antler::cli::internal`).
     #[command(flatten)]
-    Internal(antler::internal_cli::InternalCommand),
+    Internal(antler::cli::internal::InternalCommand),
 }
 
 #[derive(Subcommand)]
@@ -214,7 +214,7 @@ fn main() -> ExitCode {
     block_on(runtime, dispatch(cli, loaded, cwd))
 }
 
-/// Commands that talk to a running daemon when there is one (see `antler::cli_locate`).
+/// Commands that talk to a running daemon when there is one (see `antler::cli::locate`).
 fn is_client_command(command: &Command) -> bool {
     use Command::*;
     match command {
@@ -264,14 +264,14 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig, cwd: PathBuf) -> anyhow::Resul
         Some(Command::Bench {
             command: BenchCommand::Turn { iterations },
         }) => {
-            let report = antler::bench::turn(iterations).await?;
+            let report = antler::cli::bench::turn(iterations).await?;
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench {
             command: BenchCommand::Agent { iterations },
         }) => {
-            let report = antler::bench::factory(iterations).await?;
+            let report = antler::cli::bench::factory(iterations).await?;
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
@@ -284,7 +284,8 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig, cwd: PathBuf) -> anyhow::Resul
                 },
         }) => {
             let binary = bench_binary(binary)?;
-            let report = antler::bench_daemon::store::run(&binary, turns, message_bytes).await?;
+            let report =
+                antler::cli::bench::daemon::store::run(&binary, turns, message_bytes).await?;
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
@@ -302,7 +303,7 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig, cwd: PathBuf) -> anyhow::Resul
                 },
         }) => {
             let binary = bench_binary(binary)?;
-            let options = antler::bench_daemon::soak::SoakOptions {
+            let options = antler::cli::bench::daemon::soak::SoakOptions {
                 turns,
                 threads,
                 clients,
@@ -311,7 +312,7 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig, cwd: PathBuf) -> anyhow::Resul
                 model_delay: std::time::Duration::from_millis(model_delay_ms),
                 settle: std::time::Duration::from_secs(settle_seconds),
             };
-            let report = antler::bench_daemon::soak::run(&binary, options).await?;
+            let report = antler::cli::bench::daemon::soak::run(&binary, options).await?;
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
@@ -325,7 +326,7 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig, cwd: PathBuf) -> anyhow::Resul
                 },
         }) => {
             let binary = bench_binary(binary)?;
-            let report = antler::bench_daemon::run(
+            let report = antler::cli::bench::daemon::run(
                 &binary,
                 clients.max(1),
                 std::time::Duration::from_secs(seconds.max(1)),
@@ -349,7 +350,7 @@ async fn dispatch(cli: Cli, loaded: LoadedConfig, cwd: PathBuf) -> anyhow::Resul
             let config = loaded.config.clone();
             eprintln!("antler: using the data dir {}", config.data_dir().display());
             tokio::task::spawn_blocking(move || {
-                antler::store_cli::run(&config, &command, &mut std::io::stdout())
+                antler::cli::store::run(&config, &command, &mut std::io::stdout())
             })
             .await
             .context("the store command did not finish")??;
@@ -373,10 +374,10 @@ async fn client_command(
     }
     let locator = antler::config::read_locator(flag, &ProcessEnv, &cwd);
     if let Command::Status = command {
-        let ready = antler::status::run(&locator, &ProcessEnv, &mut std::io::stdout()).await?;
+        let ready = antler::cli::status::run(&locator, &ProcessEnv, &mut std::io::stdout()).await?;
         return Ok(ExitCode::from(if ready { 0 } else { 1 }));
     }
-    let target = match antler::cli_locate::target(&locator, flag, &ProcessEnv, &cwd).await {
+    let target = match antler::cli::locate::target(&locator, flag, &ProcessEnv, &cwd).await {
         Ok(target) => target,
         Err(e @ TargetError::Config(_)) => {
             eprintln!("error: {e}");
@@ -396,11 +397,11 @@ async fn client_command(
         Command::Skills { user, command } => skills(&target, user, command).await,
         Command::Mcp { command } => {
             let file = target.loaded.origin.file();
-            antler::mcp_cli::run(config, file, daemon, command, &mut stdout).await?;
+            antler::cli::mcp::run(config, file, daemon, command, &mut stdout).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Usage(args) => {
-            antler::usage::cli::run(config, daemon, &args, &mut stdout).await?;
+            antler::cli::usage::run(config, daemon, &args, &mut stdout).await?;
             Ok(ExitCode::SUCCESS)
         }
         _ => Ok(ExitCode::SUCCESS),
@@ -523,19 +524,19 @@ fn parse_user_id(value: &str) -> Result<String, String> {
 }
 
 async fn chat(target: Target, thread: Option<String>, log: ChatLog) -> anyhow::Result<ExitCode> {
-    use antler::chat::ChatBackend;
+    use antler::cli::chat::ChatBackend;
     use std::io::IsTerminal;
     let grace = std::time::Duration::from_secs(target.loaded.config.gateway.shutdown_grace_seconds);
     let backend =
         ChatBackend::for_target(target, &log).context("cannot open the data directory")?;
-    let options = antler::chat::ChatOptions {
+    let options = antler::cli::chat::ChatOptions {
         thread_id: thread,
         interactive: std::io::stdin().is_terminal(),
         run_options: Default::default(),
     };
     let stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut stdout = std::io::stdout();
-    let result = antler::chat::run_repl(&backend, stdin, &mut stdout, options).await;
+    let result = antler::cli::chat::run_repl(&backend, stdin, &mut stdout, options).await;
     if let ChatBackend::Embedded(client) = &backend {
         client.shutdown(grace).await?;
     }
@@ -546,10 +547,10 @@ async fn chat(target: Target, thread: Option<String>, log: ChatLog) -> anyhow::R
 async fn skills(
     target: &Target,
     user: Option<String>,
-    command: antler::skills_cli::SkillsCommand,
+    command: antler::cli::skills::SkillsCommand,
 ) -> anyhow::Result<ExitCode> {
     let config = &target.loaded.config;
-    let user = match antler::agents_cli::resolve_user(config, user.as_deref()) {
+    let user = match antler::cli::agents::resolve_user(config, user.as_deref()) {
         Ok(user) => user,
         Err(e) => {
             eprintln!("error: {e}");
@@ -557,20 +558,20 @@ async fn skills(
         }
     };
     let mut stdout = std::io::stdout();
-    antler::skills_cli::run(config, target.daemon.as_ref(), &user, command, &mut stdout).await?;
+    antler::cli::skills::run(config, target.daemon.as_ref(), &user, command, &mut stdout).await?;
     Ok(ExitCode::SUCCESS)
 }
 
 async fn agents(
     target: &Target,
     user: Option<String>,
-    command: antler::agents_cli::AgentsCommand,
+    command: antler::cli::agents::AgentsCommand,
 ) -> anyhow::Result<ExitCode> {
     let config = &target.loaded.config;
     let result = async {
-        let user = antler::agents_cli::resolve_user(config, user.as_deref())?;
+        let user = antler::cli::agents::resolve_user(config, user.as_deref())?;
         let mut stdout = std::io::stdout();
-        antler::agents_cli::run(config, target.daemon.as_ref(), &user, command, &mut stdout).await
+        antler::cli::agents::run(config, target.daemon.as_ref(), &user, command, &mut stdout).await
     }
     .await;
     match result {

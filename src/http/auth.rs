@@ -5,9 +5,10 @@
 //! means the API is *locked*: the daemon still starts (a container must be reachable for its
 //! probes and channel webhooks), but everything except those answers 401 until a token is added.
 //!
-//! Requests over the daemon's Unix socket (see [`crate::local_socket`]) are the local operator,
-//! locked or not: no token, they act as the user named by the `x-antler-user` header (default
-//! `local`) and may manage any user's agents, as the `antler agents` CLI may on the data dir.
+//! Requests over the daemon's Unix socket (`daemon::local_socket` marks them with
+//! [`LocalOperator`]) are the local operator, locked or not: no token, they act as the user
+//! named by the `x-antler-user` header (default `local`) and may manage any user's agents, as
+//! the `antler agents` CLI may on the data dir.
 
 use std::sync::Arc;
 

@@ -23,13 +23,13 @@ use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::RunUsers;
 use crate::agent_api::ToolRef;
-use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
-use crate::agents::{
+use crate::config::AppConfig;
+use crate::config::subagents::clamp_total;
+use crate::custom_agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
+use crate::custom_agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
     SetupTarget, UpdateAgentTool, apply_prompt_template, normalize_agent_name,
 };
-use crate::config::AppConfig;
-use crate::config::subagents::clamp_total;
 use crate::mcp::{DeferredCatalog, DeferredToolsMiddleware};
 use crate::memory::inject::{MemoryInjector, TurnMemoryMiddleware};
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};

@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Middleware, ModelNext};
+use crate::files::uploads::convert::{CONVERSION_ERROR, MARKDOWN_PATH};
 use crate::messages::{AiMessage, Message};
 use crate::model::{ModelError, ModelRequest};
 use crate::paths::VIRTUAL_UPLOADS;
 use crate::state::ThreadState;
-use crate::uploads::convert::{CONVERSION_ERROR, MARKDOWN_PATH};
 
 /// Files listed per message; more are summarised as a count.
 pub const MAX_LISTED_UPLOADS: usize = 10;

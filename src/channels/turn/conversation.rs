@@ -12,11 +12,11 @@ use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::channels::runtime::ChannelRuntime;
 use crate::config::AppConfig;
+use crate::files::uploads::convert::convert_listed_uploads;
 use crate::harness::{RunRequest, Speaker};
 use crate::identity::channel_user_id;
 use crate::messages::{HumanMessage, Message, SENDER_NAME};
 use crate::paths::ThreadPaths;
-use crate::uploads::convert::convert_listed_uploads;
 
 /// Marks the human message of an inbound platform message with its journal key.
 const INBOUND_KEY: &str = "inbound_key";

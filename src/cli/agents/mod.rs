@@ -13,11 +13,11 @@ use clap::{ArgGroup, Subcommand};
 mod backend;
 mod error;
 
-use crate::agents::{AgentConfig, AgentStore, AgentStoreError, AgentUpdate, VersionInfo};
-use crate::agents_cli::backend::Backend;
-pub use crate::agents_cli::error::AgentsCliError;
+use crate::cli::agents::backend::Backend;
+pub use crate::cli::agents::error::AgentsCliError;
+use crate::cli::daemon_client::DaemonClient;
 use crate::config::AppConfig;
-use crate::daemon_client::DaemonClient;
+use crate::custom_agents::{AgentConfig, AgentStore, AgentStoreError, AgentUpdate, VersionInfo};
 
 /// The user `--user` defaults to on an install without API tokens: the local operator.
 pub const DEFAULT_CLI_USER: &str = "local";

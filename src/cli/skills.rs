@@ -10,8 +10,8 @@ use clap::Subcommand;
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::config::AppConfig;
-use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::skills::{Skill, SkillCatalog, SkillError, SkillSource, SkillsLoader};
 use crate::store::{STORE_DIR, SledStore, StoreError};
 

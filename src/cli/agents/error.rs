@@ -1,7 +1,7 @@
 //! What can go wrong in `antler agents`, and how it ends the process (a usage mistake exits 2).
 
-use crate::agents::{AgentStoreError, UnknownCapabilities};
-use crate::daemon_client::DaemonClientError;
+use crate::cli::daemon_client::DaemonClientError;
+use crate::custom_agents::{AgentStoreError, UnknownCapabilities};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentsCliError {

@@ -7,9 +7,9 @@
 
 use std::fmt::Write as _;
 
-use crate::agents::bootstrap::SetupTarget;
-use crate::agents::prompt_sections as s;
-use crate::agents::surface::ChatSurface;
+use crate::custom_agents::bootstrap::SetupTarget;
+use crate::custom_agents::prompt_sections as s;
+use crate::custom_agents::surface::ChatSurface;
 
 /// The name the default agent introduces itself with.
 pub const DEFAULT_AGENT_NAME: &str = "Antler";

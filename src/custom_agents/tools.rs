@@ -14,11 +14,11 @@ use serde_json::Value;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
-use crate::agents::bootstrap::{DEFAULT_AGENT_KEYWORD, SetupTarget};
-use crate::agents::capabilities::{KnownCapabilities, UnknownCapabilities};
-use crate::agents::config::AgentConfig;
-use crate::agents::store::{AgentStore, AgentStoreError, AgentUpdate};
-use crate::agents::{AgentNameError, normalize_agent_name};
+use crate::custom_agents::bootstrap::{DEFAULT_AGENT_KEYWORD, SetupTarget};
+use crate::custom_agents::capabilities::{KnownCapabilities, UnknownCapabilities};
+use crate::custom_agents::config::AgentConfig;
+use crate::custom_agents::store::{AgentStore, AgentStoreError, AgentUpdate};
+use crate::custom_agents::{AgentNameError, normalize_agent_name};
 use crate::skills::SkillCatalog;
 use crate::state::StateUpdate;
 

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use clap::Subcommand;
 use reqwest::Method;
 
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError};
 use crate::config::{AppConfig, ProcessEnv};
-use crate::daemon_client::{DaemonClient, DaemonClientError};
 use crate::mcp::{McpManager, ServerReport, ServerStatus, extensions_path};
 
 #[derive(Debug, Subcommand)]

@@ -5,6 +5,8 @@
 //! checkpoint after every step — so the figure is what Antler adds on top of the model.
 //! `factory` measures building the lead agent per run (DeerFlow estimates tens of milliseconds).
 
+pub mod daemon;
+
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,8 +18,8 @@ use crate::agent::features::Feature;
 use crate::agent::{AgentOptions, RuntimeFeatures, create_agent};
 use crate::agent_api::{RunContext, RunOptions, RunUsers};
 use crate::agent_api::{ToolOutput, ToolRef};
-use crate::agents::{AgentConfig, AgentStore};
 use crate::config::{AppConfig, ModelConfig};
+use crate::custom_agents::{AgentConfig, AgentStore};
 use crate::lead_agent::access::LOCAL_OPERATOR;
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::messages::Message;

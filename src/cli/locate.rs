@@ -1,7 +1,7 @@
 //! How every CLI command finds what it works on: a running daemon, or the data dir itself.
 //!
 //! One order for all (`status`, `chat`, `agents`, `skills`, `mcp`, `usage`): the socket in the
-//! config's data dir; then this user's running daemons ([`crate::runtime_file`]): the one
+//! config's data dir; then this user's running daemons ([`crate::daemon::runtime_file`]): the one
 //! started with this config file, or, when the data dir is only the implicit `./.antler` of the
 //! working directory and holds no store, the one daemon that runs (several are listed, not
 //! guessed between); else the data dir, unless a process holds its store without answering.
@@ -10,10 +10,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError};
 use crate::config::{ConfigError, ConfigOrigin, EnvSource, LoadedConfig, Locator, load_config};
-use crate::daemon_client::{DaemonClient, DaemonClientError};
-use crate::local_socket::socket_path;
-use crate::runtime_file::{DaemonRecord, canonical, live_records, runtime_dir};
+use crate::daemon::local_socket::socket_path;
+use crate::daemon::runtime_file::{DaemonRecord, canonical, live_records, runtime_dir};
 use crate::store::STORE_DIR;
 
 /// What a command works on.
@@ -234,12 +234,12 @@ async fn answering(record: &DaemonRecord) -> Option<FoundDaemon> {
 mod tests {
     use super::*;
     use crate::config::{MapEnv, read_locator};
-    use crate::runtime_file::publish;
+    use crate::daemon::runtime_file::publish;
 
     /// A daemon's socket answering `/healthz` as the daemon does, served until dropped.
     async fn fake_daemon(data_dir: &Path) -> tokio::task::JoinHandle<()> {
         std::fs::create_dir_all(data_dir).unwrap();
-        let (listener, file) = crate::local_socket::bind(data_dir).unwrap();
+        let (listener, file) = crate::daemon::local_socket::bind(data_dir).unwrap();
         let app = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
         tokio::spawn(async move {
             let _file = file;

@@ -10,13 +10,13 @@ use std::sync::{Mutex, MutexGuard};
 
 use chrono::Utc;
 
-use crate::agents::cache::{AgentCache, DEFAULT_CACHED_AGENTS, stamp};
-use crate::agents::config::{AgentConfig, AgentConfigError, ModelSettings, ReasoningEffort};
-use crate::agents::history::{History, is_version_id, read_optional, write_atomic};
-use crate::agents::{AgentNameError, normalize_agent_name};
+use crate::custom_agents::cache::{AgentCache, DEFAULT_CACHED_AGENTS, stamp};
+use crate::custom_agents::config::{AgentConfig, AgentConfigError, ModelSettings, ReasoningEffort};
+use crate::custom_agents::history::{History, is_version_id, read_optional, write_atomic};
+use crate::custom_agents::{AgentNameError, normalize_agent_name};
 use crate::paths::{PathError, validate_id};
 
-pub use crate::agents::history::VersionInfo;
+pub use crate::custom_agents::history::VersionInfo;
 
 pub const SOUL_FILE: &str = "SOUL.md";
 pub const CONFIG_FILE: &str = "config.yaml";

@@ -17,9 +17,9 @@ use futures::StreamExt;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::agent_api::RunOptions;
+use crate::cli::daemon_client::DaemonClientError;
 use crate::client::ClientError;
 use crate::commands::{Command, CommandAnswer, Conversation, parse_command};
-use crate::daemon_client::DaemonClientError;
 use crate::paths::PathError;
 
 pub use backend::{ChatBackend, ThreadOpened};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use reqwest::Method;
 
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::config::AppConfig;
-use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::store::{STORE_DIR, SledStore, StoreError};
 use crate::usage::{MAX_DAYS, UsageStore, report, today, window_rows};
 

@@ -12,8 +12,8 @@ use std::fmt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::bench_daemon::DaemonBenchError;
-use crate::bench_daemon::spawn::{self, Daemon, ModelBehaviour, percentile};
+use crate::cli::bench::daemon::DaemonBenchError;
+use crate::cli::bench::daemon::spawn::{self, Daemon, ModelBehaviour, percentile};
 
 /// Messages a thread has after `turns` turns: a human and an AI message each, plus the date
 /// reminder the first turn adds.

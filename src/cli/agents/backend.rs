@@ -7,12 +7,12 @@ use reqwest::Method;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::agents::{
+use crate::cli::agents::error::AgentsCliError;
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
+use crate::config::AppConfig;
+use crate::custom_agents::{
     AgentConfig, AgentStore, AgentUpdate, KnownCapabilities, StoredAgent, VersionInfo,
 };
-use crate::agents_cli::error::AgentsCliError;
-use crate::config::AppConfig;
-use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::skills::SkillCatalog;
 use crate::store::MemoryStore;
 
@@ -65,9 +65,9 @@ impl<'a> Backend<'a> {
                 match daemon.send(Method::GET, &agent_path(name, ""), None).await {
                     Ok(body) => Ok(Some(stored(&body)?)),
                     Err(e) => match agent_error(name)(e) {
-                        AgentsCliError::Store(crate::agents::AgentStoreError::NotFound {
-                            ..
-                        }) => Ok(None),
+                        AgentsCliError::Store(
+                            crate::custom_agents::AgentStoreError::NotFound { .. },
+                        ) => Ok(None),
                         other => Err(other),
                     },
                 }
@@ -253,7 +253,7 @@ fn agent_error(name: &str) -> impl FnOnce(DaemonClientError) -> AgentsCliError +
         DaemonClientError::Api {
             status: 404, code, ..
         } if code == "agent_not_found" => {
-            AgentsCliError::Store(crate::agents::AgentStoreError::NotFound {
+            AgentsCliError::Store(crate::custom_agents::AgentStoreError::NotFound {
                 name: name.to_ascii_lowercase(),
             })
         }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::agent_api::RunEvent;
-use crate::daemon_client::SseFrame;
+use crate::cli::daemon_client::SseFrame;
 use crate::messages::Message;
 
 /// What the console shows of a run, whichever backend produced it.

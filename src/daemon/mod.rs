@@ -4,6 +4,12 @@
 //! flight finish up to `gateway.shutdown_grace_seconds` → cancel what is left (their threads end
 //! `Interrupted`) → flush the store. A second signal skips the grace period.
 
+pub mod heap_trim;
+pub mod listener;
+pub mod local_socket;
+pub mod runtime_file;
+pub mod service_manager;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::channels::{ChannelHub, Channels};
 use crate::config::{ConfigHandle, ConfigWatcher, EnvSource, PollOutcome, ReloadPhase};
+use crate::daemon::service_manager::ServiceManager;
 use crate::harness::{Harness, HarnessError};
 use crate::http::{AppState, router};
-use crate::service_manager::ServiceManager;
 
 /// Tells systemd about a SIGHUP reload: RELOADING while it runs, READY with what happened.
 fn reload_hook(manager: ServiceManager) -> crate::config::ReloadHook {
@@ -41,7 +47,7 @@ const HTTP_CLOSE_GRACE: Duration = Duration::from_secs(5);
 pub(crate) fn longest_stop(grace: Duration) -> Duration {
     grace
         + crate::harness::CANCEL_GRACE
-        + crate::harness::memory::MEMORY_FLUSH_DEADLINE
+        + crate::harness::memory_queue::MEMORY_FLUSH_DEADLINE
         + HTTP_CLOSE_GRACE
         + HTTP_CLOSE_GRACE
 }
@@ -127,11 +133,12 @@ pub async fn run(
     // Probed now, as config.yaml promises: a sandbox that cannot start fails here, loudly,
     // rather than on some user's first run.
     harness.prepare_sandbox().await?;
-    let limits = crate::listener::ListenerLimits::from_config(&snapshot.gateway);
-    let listener = crate::listener::bind(addr, limits.backlog).map_err(|e| DaemonError::Bind {
-        addr,
-        detail: e.to_string(),
-    })?;
+    let limits = crate::daemon::listener::ListenerLimits::from_config(&snapshot.gateway);
+    let listener =
+        crate::daemon::listener::bind(addr, limits.backlog).map_err(|e| DaemonError::Bind {
+            addr,
+            detail: e.to_string(),
+        })?;
     let bound = listener.local_addr().map_err(|e| DaemonError::Bind {
         addr,
         detail: e.to_string(),
@@ -156,7 +163,7 @@ pub async fn run(
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
     let socket_file = serve_local_socket(&snapshot.data_dir(), &app, &tasks, &stop_accepting);
-    let server = tasks.spawn(crate::listener::serve(
+    let server = tasks.spawn(crate::daemon::listener::serve(
         listener,
         app,
         limits,
@@ -165,7 +172,7 @@ pub async fn run(
     spawn_retention(&harness, &snapshot, &tasks, &watcher_stop);
     let failures_stop = watcher_stop.clone();
     tasks.spawn(async move { auth_failures.log_every_minute(failures_stop).await });
-    tasks.spawn(crate::memory_release::run(
+    tasks.spawn(crate::daemon::heap_trim::run(
         (*harness).clone(),
         watcher_stop.clone(),
     ));
@@ -252,25 +259,25 @@ pub async fn run(
     Ok(())
 }
 
-/// Records this daemon for the CLI of its user (see [`crate::runtime_file`]); without it the CLI
+/// Records this daemon for the CLI of its user (see [`crate::daemon::runtime_file`]); without it the CLI
 /// still finds the daemon through its config's data dir.
 fn publish_record(
     options: &DaemonOptions,
     socket: &std::path::Path,
     config: &crate::config::AppConfig,
     bound: SocketAddr,
-) -> Option<crate::runtime_file::RecordFile> {
-    let record = crate::runtime_file::DaemonRecord {
+) -> Option<crate::daemon::runtime_file::RecordFile> {
+    let record = crate::daemon::runtime_file::DaemonRecord {
         pid: std::process::id(),
         socket: socket.to_path_buf(),
         data_dir: config.data_dir(),
         config: options
             .config_path
             .as_deref()
-            .map(crate::runtime_file::canonical),
+            .map(crate::daemon::runtime_file::canonical),
         listen: bound.to_string(),
     };
-    match crate::runtime_file::publish(options.env.as_ref(), &record) {
+    match crate::daemon::runtime_file::publish(options.env.as_ref(), &record) {
         Ok(file) => file,
         Err(error) => {
             tracing::warn!(%error, "Could not record this daemon for the CLI; commands run from elsewhere may not find it");
@@ -319,15 +326,15 @@ fn spawn_retention(
 }
 
 /// Serves `app` on the data dir's Unix socket as the local operator (see
-/// [`crate::local_socket`]), owned by `tasks` and stopped with the TCP server. Without the
+/// [`crate::daemon::local_socket`]), owned by `tasks` and stopped with the TCP server. Without the
 /// socket the daemon still serves HTTP; the CLI then cannot reach it, which the log says.
 fn serve_local_socket(
     data_dir: &std::path::Path,
     app: &axum::Router,
     tasks: &tokio_util::task::TaskTracker,
     stop: &CancellationToken,
-) -> Option<crate::local_socket::SocketFile> {
-    let (listener, file) = match crate::local_socket::bind(data_dir) {
+) -> Option<crate::daemon::local_socket::SocketFile> {
+    let (listener, file) = match crate::daemon::local_socket::bind(data_dir) {
         Ok(bound) => bound,
         Err(error) => {
             tracing::error!(%error, "No local socket: antler chat, agents and status cannot reach this daemon");
@@ -418,7 +425,7 @@ mod tests {
     fn the_unit_and_compose_stop_timeouts_cover_the_longest_clean_stop() {
         let grace = Duration::from_secs(AppConfig::default().gateway.shutdown_grace_seconds);
         let longest = longest_stop(grace).as_secs();
-        let unit = include_str!("../systemd/antler.service");
+        let unit = include_str!("../../systemd/antler.service");
         let unit_timeout: u64 = unit
             .lines()
             .find_map(|line| line.strip_prefix("TimeoutStopSec="))
@@ -426,7 +433,7 @@ mod tests {
             .trim()
             .parse()
             .unwrap();
-        let compose = include_str!("../docker-compose.yml");
+        let compose = include_str!("../../docker-compose.yml");
         let compose_timeout: u64 = compose
             .lines()
             .find_map(|line| line.trim().strip_prefix("stop_grace_period:"))

@@ -10,14 +10,14 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::agent_api::RunOptions;
-use crate::chat::ChatError;
-use crate::chat::events::{ChatEvent, from_run_event, from_sse};
-use crate::chat::log::ChatLog;
-use crate::cli_locate::Target;
+use crate::cli::chat::ChatError;
+use crate::cli::chat::events::{ChatEvent, from_run_event, from_sse};
+use crate::cli::chat::log::ChatLog;
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
+use crate::cli::locate::Target;
 use crate::client::{Client, ClientError, LOCAL_USER_ID};
 use crate::commands::{CommandAnswer, Conversation, run_for_session};
 use crate::config::ProcessEnv;
-use crate::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::mcp::extensions_path;
 use crate::paths::{ThreadPaths, VIRTUAL_ROOT, validate_id};
 
@@ -45,7 +45,7 @@ impl ChatBackend {
         if let Some(daemon) = target.daemon {
             return Ok(ChatBackend::Daemon(
                 daemon,
-                crate::chat::web_address(&loaded.config.gateway.listen),
+                crate::cli::chat::web_address(&loaded.config.gateway.listen),
             ));
         }
         let data_dir = loaded.config.data_dir();
@@ -190,7 +190,7 @@ impl ChatBackend {
 
     /// The agent the thread's bootstrap created (`setup_agent`'s `created_agent_name`).
     pub async fn created_agent(&self, thread_id: &str) -> Result<Option<String>, ChatError> {
-        let key = crate::agents::tools::CREATED_AGENT_NAME_KEY;
+        let key = crate::custom_agents::tools::CREATED_AGENT_NAME_KEY;
         match self {
             ChatBackend::Embedded(client) => Ok(client
                 .state(thread_id)

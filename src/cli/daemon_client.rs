@@ -2,7 +2,7 @@
 //!
 //! Every command finds its daemon first (`cli_locate`, which builds on this). A daemon that
 //! answers on the socket is used through the ordinary HTTP API, as the local operator (see
-//! [`crate::local_socket`]); with no daemon the CLI opens the data dir itself; a data dir whose
+//! [`crate::daemon::local_socket`]); with no daemon the CLI opens the data dir itself; a data dir whose
 //! store is locked by a process that does not answer is an error saying so, never a hang or a
 //! sled error.
 

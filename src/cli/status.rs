@@ -1,6 +1,6 @@
 //! `antler status`: asks the running daemon whether it is ready and prints readiness, the
 //! default model's reachability, the sandbox, each channel, and which config file and data dir
-//! it runs on. The daemon is found as every command finds it ([`crate::cli_locate`]), with only
+//! it runs on. The daemon is found as every command finds it ([`crate::cli::locate`]), with only
 //! the locating parts of the config read, so a shell without the service's secrets, or a config
 //! edit the daemon rejected, does not make a working daemon look broken (it is Docker's health
 //! check). Without a local socket it asks `gateway.listen` over TCP.
@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::cli_locate::{Located, locate};
+use crate::cli::daemon_client::DaemonClient;
+use crate::cli::locate::{Located, locate};
 use crate::config::{EnvSource, Locator};
-use crate::daemon_client::DaemonClient;
 
 /// Longer than the daemon's model probe (3 s), which `/readyz` may wait for.
 const TCP_TIMEOUT: Duration = Duration::from_secs(8);
@@ -37,7 +37,7 @@ pub async fn run(
             no_daemon,
         }) => format!(
             "{} ({no_daemon})",
-            crate::local_socket::socket_path(&data_dir).display()
+            crate::daemon::local_socket::socket_path(&data_dir).display()
         ),
         Err(error) => error.to_string(),
     };

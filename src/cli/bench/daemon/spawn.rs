@@ -12,7 +12,7 @@ use axum::Router;
 use axum::routing::post;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::bench_daemon::DaemonBenchError;
+use crate::cli::bench::daemon::DaemonBenchError;
 
 /// How the in-process model answers every call.
 #[derive(Clone, Debug)]
@@ -206,7 +206,7 @@ impl Daemon {
             }
         }
         if nanos == 0 {
-            return crate::bench::cpu_time_of(&self.pid.to_string());
+            return crate::cli::bench::cpu_time_of(&self.pid.to_string());
         }
         Duration::from_nanos(nanos)
     }

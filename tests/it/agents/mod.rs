@@ -11,11 +11,11 @@ use sha2::{Digest, Sha256};
 
 use antler::agent_api::RunContext;
 use antler::agent_api::{Tool, ToolContext, ToolError, ToolOutput};
-use antler::agents::{
+use antler::config::{AppConfig, ModelConfig};
+use antler::custom_agents::{
     AgentConfig, AgentStore, AgentStoreError, AgentUpdate, PromptOptions, SetupAgentTool,
     UpdateAgentTool, apply_prompt_template,
 };
-use antler::config::{AppConfig, ModelConfig};
 use antler::skills::SkillCatalog;
 use antler::state::ThreadState;
 

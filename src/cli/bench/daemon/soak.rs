@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::bench_daemon::DaemonBenchError;
-use crate::bench_daemon::spawn::{self, Daemon, ModelBehaviour, mib, percentile};
+use crate::cli::bench::daemon::DaemonBenchError;
+use crate::cli::bench::daemon::spawn::{self, Daemon, ModelBehaviour, mib, percentile};
 
 /// What to run.
 #[derive(Clone, Debug)]

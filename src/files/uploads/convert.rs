@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::config::AppConfig;
 use crate::converter::{ConvertError, Converter, Input, Kind, Limits};
+use crate::files::uploads::{split_extension, store_upload};
 use crate::paths::VIRTUAL_UPLOADS;
-use crate::uploads::{split_extension, store_upload};
 
 /// Largest document read for conversion; bigger uploads are kept without a `.md`.
 pub const MAX_DOCUMENT_BYTES: u64 = 50 * 1024 * 1024;
