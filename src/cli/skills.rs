@@ -11,9 +11,11 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
+use crate::cli::locate::Target;
 use crate::config::AppConfig;
 use crate::skills::{Skill, SkillCatalog, SkillError, SkillSource, SkillsLoader};
 use crate::store::{STORE_DIR, SledStore, StoreError};
+use std::process::ExitCode;
 
 #[derive(Debug, Subcommand)]
 pub enum SkillsCommand {
@@ -265,6 +267,26 @@ fn print_rows(
         )?;
     }
     Ok(())
+}
+
+/// `antler skills`: resolves whose skills (a bad `--user` is a usage error, exit 2), then runs
+/// `command` through the daemon of `target` or on its data dir.
+pub async fn execute(
+    target: &Target,
+    user: Option<String>,
+    command: SkillsCommand,
+) -> anyhow::Result<ExitCode> {
+    let config = &target.loaded.config;
+    let user = match crate::cli::agents::resolve_user(config, user.as_deref()) {
+        Ok(user) => user,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let mut stdout = std::io::stdout();
+    run(config, target.daemon.as_ref(), &user, command, &mut stdout).await?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]

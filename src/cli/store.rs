@@ -6,10 +6,12 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::config::AppConfig;
+use crate::config::LoadedConfig;
 use crate::store::maintenance::size;
 use crate::store::sled_store::{self, SledStore};
 use crate::store::threads::ThreadError;
 use crate::store::{STORE_DIR, StoreError, ThreadStore};
+use anyhow::Context;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum StoreCommand {
@@ -85,5 +87,16 @@ pub fn run(
             )?;
         }
     }
+    Ok(())
+}
+
+/// `antler store`: runs `command` on the data dir of `loaded` (off the async workers: the store
+/// is synchronous), saying which data dir on stderr.
+pub async fn execute(loaded: LoadedConfig, command: StoreCommand) -> anyhow::Result<()> {
+    let config = loaded.config;
+    eprintln!("antler: using the data dir {}", config.data_dir().display());
+    tokio::task::spawn_blocking(move || run(&config, &command, &mut std::io::stdout()))
+        .await
+        .context("the store command did not finish")??;
     Ok(())
 }

@@ -16,8 +16,10 @@ mod error;
 use crate::cli::agents::backend::Backend;
 pub use crate::cli::agents::error::AgentsCliError;
 use crate::cli::daemon_client::DaemonClient;
+use crate::cli::locate::Target;
 use crate::config::AppConfig;
 use crate::custom_agents::{AgentConfig, AgentStore, AgentStoreError, AgentUpdate, VersionInfo};
+use std::process::ExitCode;
 
 /// The user `--user` defaults to on an install without API tokens: the local operator.
 pub const DEFAULT_CLI_USER: &str = "local";
@@ -308,6 +310,30 @@ fn read_soul(path: &Path) -> Result<String, AgentsCliError> {
         return Ok(soul);
     }
     std::fs::read_to_string(path).map_err(error)
+}
+
+/// `antler agents`: resolves whose agents, then runs `command` through the daemon of `target`
+/// or on its data dir; usage errors exit 2.
+pub async fn execute(
+    target: &Target,
+    user: Option<String>,
+    command: AgentsCommand,
+) -> anyhow::Result<ExitCode> {
+    let config = &target.loaded.config;
+    let result = async {
+        let user = resolve_user(config, user.as_deref())?;
+        let mut stdout = std::io::stdout();
+        run(config, target.daemon.as_ref(), &user, command, &mut stdout).await
+    }
+    .await;
+    match result {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) if e.is_usage() => {
+            eprintln!("error: {e}");
+            Ok(ExitCode::from(2))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! checkpoint after every step — so the figure is what Antler adds on top of the model.
 //! `factory` measures building the lead agent per run (DeerFlow estimates tens of milliseconds).
 
+pub mod command;
 pub mod daemon;
 
 use std::fmt;

@@ -17,10 +17,14 @@ use futures::StreamExt;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::agent_api::RunOptions;
+use crate::cli::chat::log::ChatLog;
 use crate::cli::daemon_client::DaemonClientError;
+use crate::cli::locate::Target;
 use crate::client::ClientError;
 use crate::commands::{Command, CommandAnswer, Conversation, parse_command};
 use crate::paths::PathError;
+use anyhow::Context;
+use std::process::ExitCode;
 
 pub use backend::{ChatBackend, ThreadOpened};
 pub use events::ChatEvent;
@@ -324,6 +328,32 @@ async fn show_files<W: Write>(
         }
     }
     Ok(())
+}
+
+/// `antler chat`: the console chat against `target` until end of input; an embedded harness is
+/// shut down within the configured grace period.
+pub async fn execute(
+    target: Target,
+    thread: Option<String>,
+    log: ChatLog,
+) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let grace = std::time::Duration::from_secs(target.loaded.config.gateway.shutdown_grace_seconds);
+    let backend =
+        ChatBackend::for_target(target, &log).context("cannot open the data directory")?;
+    let options = ChatOptions {
+        thread_id: thread,
+        interactive: std::io::stdin().is_terminal(),
+        run_options: Default::default(),
+    };
+    let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut stdout = std::io::stdout();
+    let result = run_repl(&backend, stdin, &mut stdout, options).await;
+    if let ChatBackend::Embedded(client) = &backend {
+        client.shutdown(grace).await?;
+    }
+    result?;
+    Ok(ExitCode::SUCCESS)
 }
 
 #[cfg(test)]
