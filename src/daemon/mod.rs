@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::channels::{ChannelHub, Channels};
 use crate::config::{ConfigHandle, ConfigWatcher, EnvSource, PollOutcome, ReloadPhase};
+use crate::daemon::listener::ListenerLimits;
 use crate::daemon::service_manager::ServiceManager;
 use crate::harness::{Harness, HarnessError};
 use crate::http::{AppState, router};
@@ -119,30 +120,19 @@ pub async fn run(
         Some(path) => crate::config::ConfigOrigin::File(path.clone()),
         None => crate::config::ConfigOrigin::Embedded,
     });
-    crate::metrics::install();
-    crate::metrics::register_known(&known_labels(&snapshot));
-    let harness = Arc::new(Harness::open(config.clone())?);
-    if let Some(program) = options.converter.clone() {
-        harness.converter().set_program(program);
-    }
-    harness.mcp().set_path(crate::mcp::extensions_path(
+    let extensions = crate::mcp::extensions_path(
         options.env.as_ref(),
         options.config_path.as_deref(),
         &snapshot.data_dir(),
-    ));
-    // Probed now, as config.yaml promises: a sandbox that cannot start fails here, loudly,
-    // rather than on some user's first run.
-    harness.prepare_sandbox().await?;
-    let limits = crate::daemon::listener::ListenerLimits::from_config(&snapshot.gateway);
-    let listener =
-        crate::daemon::listener::bind(addr, limits.backlog).map_err(|e| DaemonError::Bind {
-            addr,
-            detail: e.to_string(),
-        })?;
-    let bound = listener.local_addr().map_err(|e| DaemonError::Bind {
+    );
+    let harness = open_harness(&config, &snapshot, options.converter.clone(), extensions).await?;
+    let limits = ListenerLimits::from_config(&snapshot.gateway);
+    let bind_error = |e: std::io::Error| DaemonError::Bind {
         addr,
         detail: e.to_string(),
-    })?;
+    };
+    let listener = crate::daemon::listener::bind(addr, limits.backlog).map_err(bind_error)?;
+    let bound = listener.local_addr().map_err(bind_error)?;
 
     let tasks = tokio_util::task::TaskTracker::new();
     let stop_accepting = CancellationToken::new();
@@ -169,14 +159,75 @@ pub async fn run(
         limits,
         stop_accepting.clone(),
     ));
-    spawn_retention(&harness, &snapshot, &tasks, &watcher_stop);
     let failures_stop = watcher_stop.clone();
     tasks.spawn(async move { auth_failures.log_every_minute(failures_stop).await });
-    tasks.spawn(crate::daemon::heap_trim::run(
-        (*harness).clone(),
-        watcher_stop.clone(),
-    ));
     let manager = ServiceManager::default();
+    spawn_upkeep(&harness, &config, &options, &manager, &tasks, &watcher_stop);
+    let channels = Channels::start(harness.clone(), config.clone(), hub);
+    tasks.close();
+    log_default_model(&snapshot);
+    warn_about_default_model(&snapshot, &model_probe).await;
+    let record = socket_file
+        .as_ref()
+        .and_then(|file| publish_record(&options, file.path(), &snapshot, bound));
+    announce_ready(&config, options, socket_file.as_ref(), bound, &manager);
+
+    shutdown.graceful.cancelled().await;
+    manager.stopping();
+    stop_accepting.cancel();
+    watcher_stop.cancel();
+    channels.stop_intake();
+    drain(&config, &harness, &shutdown).await?;
+    channels.wait(HTTP_CLOSE_GRACE).await;
+    if tokio::time::timeout(HTTP_CLOSE_GRACE, tasks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("HTTP connections still open after the drain; closing anyway");
+    } else if let Err(e) = server.await {
+        return Err(DaemonError::Serve(e.to_string()));
+    }
+    drop(record);
+    drop(socket_file);
+    tracing::info!("Antler stopped cleanly");
+    Ok(())
+}
+
+/// Opens the harness (the store's lock, models, MCP servers of `extensions`) and probes the
+/// sandbox, as config.yaml promises: a sandbox that cannot start fails here, loudly, rather
+/// than on some user's first run.
+async fn open_harness(
+    config: &ConfigHandle,
+    snapshot: &crate::config::AppConfig,
+    converter: Option<crate::converter::Program>,
+    extensions: PathBuf,
+) -> Result<Arc<Harness>, DaemonError> {
+    crate::metrics::install();
+    crate::metrics::register_known(&known_labels(snapshot));
+    let harness = Arc::new(Harness::open(config.clone())?);
+    if let Some(program) = converter {
+        harness.converter().set_program(program);
+    }
+    harness.mcp().set_path(extensions);
+    harness.prepare_sandbox().await?;
+    Ok(harness)
+}
+
+/// The daemon's housekeeping, stopped by `stop`: store retention, heap trimming, the config
+/// watcher (with SIGHUP reloads told to systemd), systemd's watchdog and rollback reports.
+fn spawn_upkeep(
+    harness: &Arc<Harness>,
+    config: &ConfigHandle,
+    options: &DaemonOptions,
+    manager: &ServiceManager,
+    tasks: &tokio_util::task::TaskTracker,
+    stop: &CancellationToken,
+) {
+    spawn_retention(harness, &config.current(), tasks, stop);
+    tasks.spawn(crate::daemon::heap_trim::run(
+        (**harness).clone(),
+        stop.clone(),
+    ));
     let watcher = match options.config_path.clone() {
         Some(path) => Some(ConfigWatcher::new(
             path,
@@ -194,26 +245,31 @@ pub async fn run(
         if let Some(signal) = options.reload_signal.clone() {
             watcher = watcher.with_reload_signal(signal, reload_hook(manager.clone()));
         }
-        tasks.spawn(watcher.spawn(watcher_stop.clone()));
+        tasks.spawn(watcher.spawn(stop.clone()));
     }
-    if let Some(watchdog) = manager.spawn_watchdog(harness.clone(), watcher_stop.clone()) {
+    if let Some(watchdog) = manager.spawn_watchdog(harness.clone(), stop.clone()) {
         tasks.spawn(watchdog);
     }
     tasks.spawn(
         manager
             .clone()
-            .report_rollbacks(config.clone(), watcher_stop.clone()),
+            .report_rollbacks(config.clone(), stop.clone()),
     );
-    let channels = Channels::start(harness.clone(), config.clone(), hub);
-    tasks.close();
-    log_default_model(&snapshot);
-    warn_about_default_model(&snapshot, &model_probe).await;
-    let socket = socket_file.as_ref().map_or("(none)".to_string(), |file| {
+}
+
+/// Says the daemon is ready: the log line, the caller's `on_ready` (scripts read the bound
+/// address) and systemd's READY.
+fn announce_ready(
+    config: &ConfigHandle,
+    options: DaemonOptions,
+    socket_file: Option<&crate::daemon::local_socket::SocketFile>,
+    bound: SocketAddr,
+    manager: &ServiceManager,
+) {
+    let snapshot = config.current();
+    let socket = socket_file.map_or("(none)".to_string(), |file| {
         file.path().display().to_string()
     });
-    let record = socket_file
-        .as_ref()
-        .and_then(|file| publish_record(&options, file.path(), &snapshot, bound));
     let origin = config.origin();
     tracing::info!(%bound, %socket, data_dir = %snapshot.data_dir().display(), config = %origin, "Antler is ready");
     if let (crate::config::ConfigOrigin::Embedded, Some(first)) =
@@ -225,18 +281,21 @@ pub async fn run(
         on_ready(bound);
     }
     manager.ready(&format!("serving on {bound}"));
+}
 
-    shutdown.graceful.cancelled().await;
+/// Lets runs in flight finish within `gateway.shutdown_grace_seconds` (read now: a reload may
+/// have changed it), or cancels them at once on a second signal.
+async fn drain(
+    config: &ConfigHandle,
+    harness: &Harness,
+    shutdown: &Shutdown,
+) -> Result<(), DaemonError> {
     let grace = Duration::from_secs(config.current().gateway.shutdown_grace_seconds);
     tracing::info!(
         ?grace,
         at_most = ?longest_stop(grace),
         "Shutting down: finishing runs in flight"
     );
-    manager.stopping();
-    stop_accepting.cancel();
-    watcher_stop.cancel();
-    channels.stop_intake();
     tokio::select! {
         result = harness.shutdown(grace) => result?,
         _ = shutdown.force.cancelled() => {
@@ -244,18 +303,6 @@ pub async fn run(
             harness.shutdown(Duration::ZERO).await?;
         }
     }
-    channels.wait(HTTP_CLOSE_GRACE).await;
-    if tokio::time::timeout(HTTP_CLOSE_GRACE, tasks.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("HTTP connections still open after the drain; closing anyway");
-    } else if let Err(e) = server.await {
-        return Err(DaemonError::Serve(e.to_string()));
-    }
-    drop(record);
-    drop(socket_file);
-    tracing::info!("Antler stopped cleanly");
     Ok(())
 }
 

@@ -7,19 +7,19 @@
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use clap::{ArgGroup, Subcommand};
 
 mod backend;
+mod commands;
 mod error;
 
-use crate::cli::agents::backend::Backend;
 pub use crate::cli::agents::error::AgentsCliError;
 use crate::cli::daemon_client::DaemonClient;
 use crate::cli::locate::Target;
 use crate::config::AppConfig;
-use crate::custom_agents::{AgentConfig, AgentStore, AgentStoreError, AgentUpdate, VersionInfo};
-use std::process::ExitCode;
+use crate::custom_agents::AgentStoreError;
 
 /// The user `--user` defaults to on an install without API tokens: the local operator.
 pub const DEFAULT_CLI_USER: &str = "local";
@@ -135,7 +135,7 @@ pub async fn run(
         | AgentsCommand::Revert { name, .. } => Some(name.clone()),
     };
     // One message for a missing agent, whichever backend and command noticed it.
-    run_command(config, daemon, user, command, out)
+    commands::run(config, daemon, user, command, out)
         .await
         .map_err(|error| match (error, name) {
             (AgentsCliError::Store(AgentStoreError::NotFound { .. }), Some(name)) => {
@@ -146,157 +146,6 @@ pub async fn run(
             }
             (error, _) => error,
         })
-}
-
-async fn run_command(
-    config: &AppConfig,
-    daemon: Option<&DaemonClient>,
-    user: &str,
-    command: AgentsCommand,
-    out: &mut dyn Write,
-) -> Result<(), AgentsCliError> {
-    let agents = Backend::new(config, daemon, user);
-    let not_found = |name: &str| AgentsCliError::NotFound {
-        name: name.to_string(),
-        user: user.to_string(),
-    };
-    match command {
-        AgentsCommand::List => {
-            let list = agents.list(user).await?;
-            if list.is_empty() {
-                writeln!(out, "no agents for user '{user}'")?;
-            }
-            for agent in list {
-                let model = agent.model.as_deref().unwrap_or("(default model)");
-                writeln!(
-                    out,
-                    "{:<24} {:<20} {}",
-                    agent.name, model, agent.description
-                )?;
-            }
-        }
-        AgentsCommand::Show { name } => {
-            let agent = agents
-                .get(user, &name)
-                .await?
-                .ok_or_else(|| not_found(&name))?;
-            let yaml = agent
-                .config
-                .to_yaml()
-                .map_err(|source| AgentStoreError::Config {
-                    name: name.clone(),
-                    source,
-                })?;
-            writeln!(out, "# config.yaml\n{}", yaml.trim_end())?;
-            writeln!(out, "\n# SOUL.md\n{}", agent.soul.trim_end())?;
-        }
-        AgentsCommand::Create {
-            name,
-            description,
-            soul_file,
-            model,
-            tool_groups,
-            skills,
-        } => {
-            let soul = read_soul(&soul_file)?;
-            let mut agent = AgentConfig::new(name.clone(), description.trim());
-            agent.model = model;
-            agent.tool_groups = tool_groups.map(|l| l.0);
-            agent.skills = skills.map(|l| l.0);
-            let created = agents.create(user, &agent, &soul).await?;
-            writeln!(
-                out,
-                "created agent '{}' for user '{user}' in {}",
-                created.config.name,
-                AgentStore::new(config.data_dir())
-                    .agent_dir(user, &name)?
-                    .display()
-            )?;
-        }
-        AgentsCommand::Update {
-            name,
-            description,
-            soul_file,
-            model,
-            tool_groups,
-            skills,
-        } => {
-            let update = AgentUpdate {
-                soul: soul_file.as_deref().map(read_soul).transpose()?,
-                description: description.map(|d| d.trim().to_string()),
-                model,
-                tool_groups: tool_groups.map(|l| l.0),
-                skills: skills.map(|l| l.0),
-                ..Default::default()
-            };
-            if update == AgentUpdate::default() {
-                return Err(AgentsCliError::NothingToUpdate);
-            }
-            let outcome = agents.update(user, &name, update).await?;
-            let name = name.to_ascii_lowercase();
-            if outcome.fields.is_empty() {
-                writeln!(
-                    out,
-                    "agent '{name}' of user '{user}' already has these values; nothing changed"
-                )?;
-            } else {
-                write!(
-                    out,
-                    "updated agent '{name}' of user '{user}': {}",
-                    outcome.fields.join(", ")
-                )?;
-                match outcome.archived_version {
-                    Some(id) => writeln!(out, "; the replaced files are kept as version {id}")?,
-                    None => writeln!(out)?,
-                }
-            }
-        }
-        AgentsCommand::Delete { name } => {
-            agents.delete(user, &name).await?;
-            writeln!(
-                out,
-                "deleted agent '{}' of user '{user}'",
-                name.to_ascii_lowercase()
-            )?;
-        }
-        AgentsCommand::History { name } => {
-            let versions = agents.history(user, &name).await?;
-            if versions.is_empty() {
-                writeln!(out, "agent '{name}' has no earlier versions")?;
-            }
-            for version in versions {
-                writeln!(out, "{}", history_line(&version))?;
-            }
-        }
-        AgentsCommand::Revert { name, version } => {
-            let archived = agents.revert(user, &name, &version).await?;
-            write!(
-                out,
-                "agent '{}' reverted to version {version}",
-                name.to_ascii_lowercase()
-            )?;
-            match archived {
-                Some(id) => writeln!(out, "; the replaced files are kept as version {id}")?,
-                None => writeln!(out)?,
-            }
-        }
-    }
-    Ok(())
-}
-
-fn history_line(version: &VersionInfo) -> String {
-    let short = |hash: &Option<String>| {
-        hash.as_deref()
-            .map(|h| h.chars().take(12).collect::<String>())
-            .unwrap_or_else(|| "-".to_string())
-    };
-    format!(
-        "{}  {}  soul {}  config {}",
-        version.id,
-        version.created_at.format("%Y-%m-%d %H:%M:%S UTC"),
-        short(&version.soul_sha256),
-        short(&version.config_sha256)
-    )
 }
 
 fn read_soul(path: &Path) -> Result<String, AgentsCliError> {

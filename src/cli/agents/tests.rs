@@ -4,6 +4,7 @@ use clap::Parser;
 
 use super::*;
 use crate::config::{ApiToken, ModelConfig, Secret};
+use crate::custom_agents::{AgentStore, AgentUpdate};
 
 async fn run_ok(config: &AppConfig, user: &str, command: AgentsCommand) -> String {
     let mut out = Vec::new();

@@ -2,6 +2,7 @@
 //! answer of a chosen size after a chosen delay) and the daemon binary on a scratch data dir,
 //! plus readers of the daemon's RSS, CPU time and write counters from `/proc`.
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::routing::post;
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::task::JoinHandle;
 
 use crate::cli::bench::daemon::DaemonBenchError;
 
@@ -63,11 +65,51 @@ pub async fn start(
     extra_config: &str,
     clients: usize,
 ) -> Result<Daemon, DaemonBenchError> {
-    let setup = |e: std::io::Error| DaemonBenchError::Setup(e.to_string());
+    let (model_addr, network, model_server) = serve_model(model).await?;
+    let dir = std::env::temp_dir().join(format!(
+        "antler-bench-daemon-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let config = write_config(&dir, model_addr, extra_config)?;
+    let started = Instant::now();
+    let (child, base) = spawn_daemon(binary, &config, &dir).await?;
+    let pid = child.id().unwrap_or_default();
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(clients)
+        // Clients that go quiet hang up, as people's do: idle connections would otherwise
+        // stay open on the daemon and count in its RSS after a burst.
+        .pool_idle_timeout(Duration::from_secs(1))
+        .timeout(Duration::from_secs(300))
+        .build()
+        .map_err(|e| DaemonBenchError::Setup(e.to_string()))?;
+    wait_healthy(&http, &base, started).await?;
+    Ok(Daemon {
+        child,
+        pid,
+        base,
+        http,
+        ready: started.elapsed(),
+        dir,
+        network,
+        model_server,
+    })
+}
+
+fn setup_error(error: std::io::Error) -> DaemonBenchError {
+    DaemonBenchError::Setup(error.to_string())
+}
+
+/// The in-process model: every chat completion streams `model.answer` after `model.delay`.
+/// Returns its address, the request bytes it received, and its task (aborted with the
+/// [`Daemon`]).
+async fn serve_model(
+    model: ModelBehaviour,
+) -> Result<(SocketAddr, Arc<AtomicU64>, JoinHandle<()>), DaemonBenchError> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(setup)?;
-    let model_addr = listener.local_addr().map_err(setup)?;
+        .map_err(setup_error)?;
+    let model_addr = listener.local_addr().map_err(setup_error)?;
     let body: Arc<str> = completion_body(&model.answer).into();
     let delay = model.delay;
     let network = Arc::new(AtomicU64::new(0));
@@ -89,11 +131,17 @@ pub async fn start(
         );
         let _ = axum::serve(listener, app).await;
     });
-    let dir = std::env::temp_dir().join(format!(
-        "antler-bench-daemon-{}",
-        uuid::Uuid::new_v4().simple()
-    ));
-    std::fs::create_dir_all(&dir).map_err(setup)?;
+    Ok((model_addr, network, model_server))
+}
+
+/// Writes `dir/config.yaml`: the in-process model, a port of the kernel's choosing, the local
+/// sandbox, then `extra_config`.
+fn write_config(
+    dir: &Path,
+    model_addr: SocketAddr,
+    extra_config: &str,
+) -> Result<PathBuf, DaemonBenchError> {
+    std::fs::create_dir_all(dir).map_err(setup_error)?;
     let config = dir.join("config.yaml");
     // Every client of the load generator shares one address: the per-client cap would refuse
     // a burst's runs past it, so it is as high as the cap on all connections.
@@ -101,46 +149,52 @@ pub async fn start(
         "data_dir: {data}\nmodels:\n  - name: instant\n    model: instant\n    base_url: http://{model_addr}/v1\n    timeout: 120\ngateway:\n  listen: 127.0.0.1:0\n  max_connections_per_ip: 2048\nsandbox:\n  provider: local\n{extra_config}",
         data = dir.join("data").display()
     );
-    std::fs::write(&config, yaml).map_err(setup)?;
-    let started = Instant::now();
+    std::fs::write(&config, yaml).map_err(setup_error)?;
+    Ok(config)
+}
+
+/// Starts `binary` on `config` and reads the address it prints once it listens.
+async fn spawn_daemon(
+    binary: &Path,
+    config: &Path,
+    dir: &Path,
+) -> Result<(tokio::process::Child, String), DaemonBenchError> {
     let mut child = tokio::process::Command::new(binary)
         .arg("--config")
-        .arg(&config)
+        .arg(config)
         .arg("run")
         // Its runtime record stays with the bench's files, not in the user's runtime dir.
-        .env("XDG_RUNTIME_DIR", &dir)
+        .env("XDG_RUNTIME_DIR", dir)
         .env("RUST_LOG", "error")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(setup)?;
-    let pid = child.id().unwrap_or_default();
+        .map_err(setup_error)?;
     let stdout = child
         .stdout
         .take()
         .ok_or_else(|| DaemonBenchError::Setup("no stdout".into()))?;
     let mut lines = BufReader::new(stdout).lines();
-    let base = loop {
+    loop {
         match lines.next_line().await {
             Ok(Some(line)) => {
                 if let Some(url) = line.strip_prefix("antler listening on ") {
-                    break url.trim().to_string();
+                    return Ok((child, url.trim().to_string()));
                 }
             }
             _ => return Err(DaemonBenchError::NotReady("the daemon exited".into())),
         }
-    };
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(clients)
-        // Clients that go quiet hang up, as people's do: idle connections would otherwise
-        // stay open on the daemon and count in its RSS after a burst.
-        .pool_idle_timeout(Duration::from_secs(1))
-        .timeout(Duration::from_secs(300))
-        .build()
-        .map_err(|e| DaemonBenchError::Setup(e.to_string()))?;
+    }
+}
+
+/// Polls `/healthz` until it answers 2xx, at most 10 s after `started`.
+async fn wait_healthy(
+    http: &reqwest::Client,
+    base: &str,
+    started: Instant,
+) -> Result<(), DaemonBenchError> {
     loop {
         if http
             .get(format!("{base}/healthz"))
@@ -148,7 +202,7 @@ pub async fn start(
             .await
             .is_ok_and(|r| r.status().is_success())
         {
-            break;
+            return Ok(());
         }
         if started.elapsed() > Duration::from_secs(10) {
             return Err(DaemonBenchError::NotReady(
@@ -157,16 +211,6 @@ pub async fn start(
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    Ok(Daemon {
-        child,
-        pid,
-        base,
-        http,
-        ready: started.elapsed(),
-        dir,
-        network,
-        model_server,
-    })
 }
 
 impl Daemon {
