@@ -12,9 +12,9 @@ use serde_json::{Value, json};
 
 use crate::channels::runtime::ChannelRuntime;
 use crate::config::UploadsConfig;
+use crate::files::uploads::limits::{LimitError, UploadBudget};
+use crate::files::uploads::{store_upload, total_size};
 use crate::paths::ThreadPaths;
-use crate::uploads::limits::{LimitError, UploadBudget};
-use crate::uploads::{store_upload, total_size};
 
 /// The result of fetching a message's files.
 #[derive(Debug, Default)]

@@ -1,13 +1,13 @@
 //! What each command does, against a [`CommandSurface`] and the harness. Replies are plain
 //! text; `/bootstrap` becomes a turn the surface runs.
 
-use crate::agents::bootstrap::opening_text;
-use crate::agents::{DEFAULT_AGENT_KEYWORD, SetupTarget, normalize_agent_name};
 use crate::commands::parse::Command;
 use crate::commands::surface::{
     AgentChoice, BootstrapSession, CommandError, CommandSurface, SettingChange,
 };
 use crate::config::AppConfig;
+use crate::custom_agents::bootstrap::opening_text;
+use crate::custom_agents::{DEFAULT_AGENT_KEYWORD, SetupTarget, normalize_agent_name};
 use crate::harness::Harness;
 use crate::lead_agent::access::{check_bootstrap, is_admin};
 use crate::memory::MemoryScope;

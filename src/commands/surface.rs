@@ -47,7 +47,7 @@ impl Conversation {
             return false;
         };
         self.bootstrap = None;
-        self.agent = (!created.eq_ignore_ascii_case(crate::agents::DEFAULT_AGENT_KEYWORD))
+        self.agent = (!created.eq_ignore_ascii_case(crate::custom_agents::DEFAULT_AGENT_KEYWORD))
             .then(|| created.to_string());
         true
     }

@@ -6,7 +6,7 @@
 
 mod admission;
 mod errors;
-pub(crate) mod memory;
+pub(crate) mod memory_queue;
 mod registries;
 mod request;
 mod run_task;
@@ -26,9 +26,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
-use crate::agents::AgentStore;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
+use crate::custom_agents::AgentStore;
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::mcp::{McpManager, McpToolSet, extensions_path};
 use crate::memory::MemoryService;
@@ -157,7 +157,7 @@ impl Harness {
         }));
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
-                memory: memory::start(weak.clone(), store, &config),
+                memory: memory_queue::start(weak.clone(), store, &config),
                 config,
                 threads,
                 models,
@@ -485,7 +485,10 @@ impl Harness {
         // nothing a run started writes after this point.
         self.inner.background.shutdown().await;
         if let Some(memory) = &self.inner.memory {
-            memory.queue.shutdown(memory::MEMORY_FLUSH_DEADLINE).await;
+            memory
+                .queue
+                .shutdown(memory_queue::MEMORY_FLUSH_DEADLINE)
+                .await;
         }
         self.inner.sandbox.shutdown().await;
         self.inner.mcp.shutdown().await;

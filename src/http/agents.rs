@@ -12,11 +12,11 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::agents::{
+use crate::config::AppConfig;
+use crate::custom_agents::{
     AgentConfig, AgentStoreError, AgentUpdate, KnownCapabilities, ModelSettings, ReasoningEffort,
     StoredAgent,
 };
-use crate::config::AppConfig;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::AccessDenied;
 use crate::lead_agent::access::{check_manage, check_read};

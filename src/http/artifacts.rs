@@ -14,7 +14,7 @@ use serde::Deserialize;
 use tower::ServiceExt;
 use tower_http::services::ServeFile;
 
-use crate::artifacts::{ARTIFACT_CSP, content_disposition, must_download, resolve_artifact};
+use crate::files::artifacts::{ARTIFACT_CSP, content_disposition, must_download, resolve_artifact};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::ThreadPaths;

@@ -5,9 +5,10 @@
 //! means the API is *locked*: the daemon still starts (a container must be reachable for its
 //! probes and channel webhooks), but everything except those answers 401 until a token is added.
 //!
-//! Requests over the daemon's Unix socket (see [`crate::local_socket`]) are the local operator,
-//! locked or not: no token, they act as the user named by the `x-antler-user` header (default
-//! `local`) and may manage any user's agents, as the `antler agents` CLI may on the data dir.
+//! Requests over the daemon's Unix socket (`daemon::local_socket` marks them with
+//! [`LocalOperator`]) are the local operator, locked or not: no token, they act as the user
+//! named by the `x-antler-user` header (default `local`) and may manage any user's agents, as
+//! the `antler agents` CLI may on the data dir.
 
 use std::sync::Arc;
 
@@ -20,7 +21,7 @@ use subtle::ConstantTimeEq;
 use crate::config::ApiToken;
 use crate::http::AppState;
 use crate::http::error::ApiError;
-use crate::local_socket::{LocalOperator, USER_HEADER};
+use crate::http::peer::{LocalOperator, USER_HEADER};
 
 /// The user id every request acts as when no API tokens are configured.
 pub const LOCAL_USER: &str = "local";

@@ -11,7 +11,7 @@ use governor::clock::Clock;
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio_util::sync::CancellationToken;
 
-use crate::listener::ClientKey;
+use crate::http::peer::ClientKey;
 
 /// Wrong tokens a client may send at once before it is slowed down; it then earns one more try
 /// every 60 / this many seconds.

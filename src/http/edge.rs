@@ -22,9 +22,8 @@ use axum::response::{IntoResponse, Response};
 
 use crate::http::auth::{bearer, open_while_locked, token_user};
 use crate::http::origin::{cross_site, is_own_host};
+use crate::http::peer::{ClientKey, LocalOperator};
 use crate::http::{ApiError, AppState};
-use crate::listener::ClientKey;
-use crate::local_socket::LocalOperator;
 
 /// Layer applying the gate (see the module's doc).
 pub(crate) async fn edge_gate(

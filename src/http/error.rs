@@ -88,9 +88,9 @@ impl From<crate::paths::PathError> for ApiError {
     }
 }
 
-impl From<crate::uploads::UploadError> for ApiError {
-    fn from(e: crate::uploads::UploadError) -> Self {
-        use crate::uploads::UploadError as E;
+impl From<crate::files::uploads::UploadError> for ApiError {
+    fn from(e: crate::files::uploads::UploadError) -> Self {
+        use crate::files::uploads::UploadError as E;
         match e {
             E::NotFound(_) => {
                 ApiError::new(StatusCode::NOT_FOUND, "upload_not_found", e.to_string())
@@ -107,9 +107,9 @@ impl From<crate::uploads::UploadError> for ApiError {
     }
 }
 
-impl From<crate::artifacts::ArtifactError> for ApiError {
-    fn from(e: crate::artifacts::ArtifactError) -> Self {
-        use crate::artifacts::ArtifactError as E;
+impl From<crate::files::artifacts::ArtifactError> for ApiError {
+    fn from(e: crate::files::artifacts::ArtifactError) -> Self {
+        use crate::files::artifacts::ArtifactError as E;
         match e {
             E::Forbidden => ApiError::new(
                 StatusCode::BAD_REQUEST,

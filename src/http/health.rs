@@ -8,7 +8,7 @@ use axum::{Extension, Json};
 use serde_json::{Value, json};
 
 use crate::http::AppState;
-use crate::local_socket::LocalOperator;
+use crate::http::peer::LocalOperator;
 
 /// The process is up and serving HTTP.
 pub(crate) async fn healthz() -> &'static str {

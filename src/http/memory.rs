@@ -63,7 +63,7 @@ pub(crate) fn repo(state: &AppState) -> Result<&MemoryRepo, ApiError> {
 pub(crate) fn scope(user: &AuthUser, query: &AgentQuery) -> Result<MemoryScope, ApiError> {
     let agent = match query.agent.as_deref() {
         Some(name) => Some(
-            crate::agents::normalize_agent_name(name)
+            crate::custom_agents::normalize_agent_name(name)
                 .map_err(|e| ApiError::bad_request(e.to_string()))?,
         ),
         None => None,

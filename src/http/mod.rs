@@ -19,6 +19,7 @@ mod memory_history;
 mod metrics;
 mod models;
 mod origin;
+pub mod peer;
 mod runs;
 mod skills;
 mod threads;

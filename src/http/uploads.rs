@@ -8,14 +8,14 @@ use axum::extract::{Multipart, Path, State};
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::files::uploads;
+use crate::files::uploads::convert::{MARKDOWN_PATH, conversion_notices, convert_listed_uploads};
+use crate::files::uploads::limits::{LimitError, UploadBudget};
 use crate::http::artifacts::artifact_url;
 use crate::http::json_errors::UPLOAD_TOO_LARGE;
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::paths::ThreadPaths;
-use crate::uploads;
-use crate::uploads::convert::{MARKDOWN_PATH, conversion_notices, convert_listed_uploads};
-use crate::uploads::limits::{LimitError, UploadBudget};
 
 fn thread_paths(
     state: &AppState,

@@ -8,8 +8,8 @@
 //! caller is the single local user, the operator, who therefore counts as an admin; so does the
 //! operator whose token is the only one (`ANTLER_API_TOKEN`, the container's one variable).
 
-use crate::agents::SetupTarget;
 use crate::config::AppConfig;
+use crate::custom_agents::SetupTarget;
 use crate::identity::is_channel_admin;
 
 /// The user id of the operator on an install without API tokens (HTTP and the embedded client).

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
-use crate::agents::{PromptOptions, apply_prompt_template};
+use crate::custom_agents::{PromptOptions, apply_prompt_template};
 use crate::skills::SkillsLoader;
 use antler_store::lru::Lru;
 
@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn every_field_is_part_of_the_key() {
-        let skill = [crate::agents::SkillSummary {
+        let skill = [crate::custom_agents::SkillSummary {
             name: "pdf".into(),
             description: "Reads \"PDF\" files\nwell".into(),
             path: "/mnt/skills/public/pdf/SKILL.md".into(),
@@ -176,7 +176,7 @@ mod tests {
                 ..base.clone()
             },
             PromptOptions {
-                chat: crate::agents::surface::ChatSurface::for_channel(Some("slack")),
+                chat: crate::custom_agents::surface::ChatSurface::for_channel(Some("slack")),
                 ..base.clone()
             },
         ];

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::agent::{AgentOptions, Feature, RuntimeFeatures};
 use crate::agent_api::{DroppedMessagesSink, MiddlewareRef};
-use crate::agents::AgentConfig;
 use crate::config::AppConfig;
+use crate::custom_agents::AgentConfig;
 use crate::lead_agent::LeadAgentDeps;
 use crate::lead_agent::model_settings::AgentModelSettingsMiddleware;
 use crate::lead_agent::resolve::ResolvedModel;

@@ -23,14 +23,14 @@ use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::RunUsers;
 use crate::agent_api::ToolRef;
-use crate::agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
-use crate::agents::{
+use crate::config::AppConfig;
+use crate::config::subagents::clamp_total;
+use crate::custom_agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
+use crate::custom_agents::{
     AgentConfig, AgentNameError, AgentStore, AgentStoreError, PromptOptions, SetupAgentTool,
     SetupTarget, SkillSummary, StoredAgent, UpdateAgentTool, apply_prompt_template,
     normalize_agent_name,
 };
-use crate::config::AppConfig;
-use crate::config::subagents::clamp_total;
 use crate::lead_agent::chain::ChainParts;
 use crate::lead_agent::resolve::ResolvedModel;
 use crate::mcp::DeferredCatalog;

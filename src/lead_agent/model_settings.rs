@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Middleware, ModelNext};
-use crate::agents::ModelSettings;
+use crate::custom_agents::ModelSettings;
 use crate::model::{ModelError, ModelRequest};
 use antler_store::messages::AiMessage;
 use antler_store::state::ThreadState;

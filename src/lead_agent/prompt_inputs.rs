@@ -3,9 +3,9 @@
 //! prompt states (`agents::prompt`).
 
 use crate::agent_api::{RunOptions, ToolRef};
-use crate::agents::surface::ChatSurface;
-use crate::agents::{AgentConfig, SkillSummary};
 use crate::config::AppConfig;
+use crate::custom_agents::surface::ChatSurface;
+use crate::custom_agents::{AgentConfig, SkillSummary};
 use crate::lead_agent::{Branch, LeadAgentDeps};
 use crate::sandbox::SandboxInfo;
 use crate::skills::fit::missing_tools;

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use crate::agent::Agent;
 use crate::agent_api::{RunContext, RunOptions, RunUsers};
-use crate::agents::{AgentConfig, AgentStore};
 use crate::config::{AppConfig, ModelConfig};
+use crate::custom_agents::{AgentConfig, AgentStore};
 use crate::lead_agent::{LeadAgent, LeadAgentCache, LeadAgentDeps, make_lead_agent};
 use crate::middleware::DynamicContextMiddleware;
 use crate::middleware::dynamic_context::Clock;

@@ -364,7 +364,7 @@ async fn an_unknown_type_fails_listing_the_available_ones() {
 
 #[test]
 fn a_sub_agent_lists_only_the_skills_whose_tools_it_has() {
-    let skill = |name: &str, tools: &[&str]| crate::agents::SkillSummary {
+    let skill = |name: &str, tools: &[&str]| crate::custom_agents::SkillSummary {
         name: name.into(),
         description: format!("the {name} skill"),
         path: format!("/mnt/skills/{name}/SKILL.md"),

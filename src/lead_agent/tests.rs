@@ -1,8 +1,8 @@
 use std::path::Path;
 
 use super::*;
-use crate::agents::{AgentUpdate, ModelSettings, ReasoningEffort};
 use crate::config::ModelConfig;
+use crate::custom_agents::{AgentUpdate, ModelSettings, ReasoningEffort};
 use crate::model::ScriptedModel;
 use crate::sandbox::{ExecMode, HostSandboxProvider, ProviderSettings, SandboxProvider};
 
@@ -182,8 +182,8 @@ fn each_branch_builds_its_own_tool_and_skill_set() {
     assert!(prompt.contains("<self_update>"));
 }
 
-const SETUP_AGENT_NAME: &str = crate::agents::SETUP_AGENT;
-const UPDATE_AGENT_NAME: &str = crate::agents::UPDATE_AGENT;
+const SETUP_AGENT_NAME: &str = crate::custom_agents::SETUP_AGENT;
+const UPDATE_AGENT_NAME: &str = crate::custom_agents::UPDATE_AGENT;
 
 #[test]
 fn a_custom_agents_skill_list_filters_and_an_empty_list_disables() {

@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Middleware, ModelNext};
+use crate::files::uploads::convert::{CONVERSION_ERROR, MARKDOWN_PATH};
 use crate::model::{ModelError, ModelRequest};
 use crate::paths::VIRTUAL_UPLOADS;
-use crate::uploads::convert::{CONVERSION_ERROR, MARKDOWN_PATH};
 use antler_store::messages::{AiMessage, Message};
 use antler_store::state::ThreadState;
 

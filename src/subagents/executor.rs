@@ -14,7 +14,7 @@ use crate::agent::{Agent, AgentOptions, Feature, RunOutcome, RuntimeFeatures, cr
 use crate::agent_api::{
     EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };
-use crate::agents::SkillSummary;
+use crate::custom_agents::SkillSummary;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::skills::fit::fits;

@@ -5,7 +5,6 @@
 //! [`budget_notice`] whether the user still has budget today, and refuses the run (no model
 //! call) with that notice when not. `/usage` and `antler usage` print [`report`].
 
-pub mod cli;
 pub mod store;
 
 use std::collections::BTreeMap;

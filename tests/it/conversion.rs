@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use antler::config::AppConfig;
-use antler::uploads::convert::{UploadConvertError, convert_listed_uploads, convert_upload};
+use antler::files::uploads::convert::{UploadConvertError, convert_listed_uploads, convert_upload};
 use antler_convert::{ConvertError, Converter, Input, Kind, Limits, Program};
 use antler_test_support::documents::{docx, docx_bomb, xlsx_bomb, zip_of};
 

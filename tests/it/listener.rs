@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use antler::listener::{ListenerLimits, bind, serve};
+use antler::daemon::listener::{ListenerLimits, bind, serve};
 use axum::Router;
 use axum::routing::get;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

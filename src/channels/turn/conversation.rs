@@ -12,10 +12,10 @@ use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::channels::runtime::ChannelRuntime;
 use crate::config::AppConfig;
+use crate::files::uploads::convert::convert_listed_uploads;
 use crate::harness::{RunRequest, Speaker};
 use crate::identity::channel_user_id;
 use crate::paths::ThreadPaths;
-use crate::uploads::convert::convert_listed_uploads;
 use antler_store::messages::{HumanMessage, Message, SENDER_NAME};
 
 /// Marks the human message of an inbound platform message with its journal key.

@@ -12,7 +12,6 @@ mod run;
 use antler_channel::{ChatKey, InboundMessage};
 
 use crate::agent_api::StopReason;
-use crate::agents::tools::CREATED_AGENT_NAME_KEY;
 use crate::channels::actions::run_command;
 use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
@@ -22,6 +21,7 @@ use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::stream::WORKING_TEXT;
 use crate::commands::{CommandOutcome, Conversation, parse_command};
+use crate::custom_agents::tools::CREATED_AGENT_NAME_KEY;
 use crate::harness::RunError;
 use crate::lead_agent::LeadAgentError;
 use antler_store::state::ThreadState;

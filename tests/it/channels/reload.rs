@@ -142,7 +142,7 @@ async fn a_channel_that_cannot_connect_in_time_rolls_the_reload_back() {
         "{detail}"
     );
     let mut status = Vec::new();
-    antler::status::print_readiness(&ready, &mut status).expect("print");
+    antler::cli::status::print_readiness(&ready, &mut status).expect("print");
     let status = String::from_utf8(status).expect("utf-8");
     assert!(status.contains("reload    rolled_back 20"), "{status}");
 

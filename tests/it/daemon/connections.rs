@@ -111,17 +111,17 @@ async fn one_byte_clients_cost_no_cpu_and_are_closed_after_the_sniff_timeout() {
     // While all 2,000 wait inside the sniff: the daemon sleeps (a 2 ms re-peek loop kept half a
     // core busy here). Measured over a window well inside the 5 s sniff timeout.
     let pid = daemon.child.id().to_string();
-    let before = antler::bench::cpu_time_of(&pid);
+    let before = antler::cli::bench::cpu_time_of(&pid);
     let window = Instant::now();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let used = antler::bench::cpu_time_of(&pid) - before;
+    let used = antler::cli::bench::cpu_time_of(&pid) - before;
     let share = used.as_secs_f64() / window.elapsed().as_secs_f64();
     assert!(
         share < 0.10,
         "the daemon used {used:?} of CPU ({share:.2} of a core)"
     );
     // Then each is closed: 5 s after its byte, with a margin for a loaded machine.
-    let deadline = sent + antler::listener::SNIFF_TIMEOUT + Duration::from_secs(60);
+    let deadline = sent + antler::daemon::listener::SNIFF_TIMEOUT + Duration::from_secs(60);
     closed_by(&mut clients, 2_000, deadline).await;
-    assert!(sent.elapsed() >= antler::listener::SNIFF_TIMEOUT);
+    assert!(sent.elapsed() >= antler::daemon::listener::SNIFF_TIMEOUT);
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use antler::agent_api::{RunOptions, StopReason};
-use antler::agents::AgentConfig;
 use antler::config::schema::TitleConfig;
 use antler::config::{AppConfig, ConfigHandle, MemoryConfig, ModelConfig};
+use antler::custom_agents::AgentConfig;
 use antler::harness::{Harness, RunRequest, Speaker};
 use antler::memory::{Fact, FactCategory, MemoryScope};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};

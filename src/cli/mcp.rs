@@ -1,0 +1,112 @@
+//! `antler mcp list`: the MCP servers of `extensions_config.json`, their status and tools, from
+//! the running daemon (`GET /api/mcp/servers` over its socket, as the operator) or, with no
+//! daemon, by connecting to them here and closing them again.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use clap::Subcommand;
+use reqwest::Method;
+
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError};
+use crate::config::{AppConfig, ProcessEnv};
+use crate::mcp::{McpManager, ServerReport, ServerStatus, extensions_path};
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// List the configured servers with their status and tools (connects to each).
+    List,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum McpCliError {
+    #[error(transparent)]
+    Daemon(#[from] DaemonClientError),
+    #[error("{0}")]
+    Config(String),
+    #[error("could not write the output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// Runs `command` through `daemon` when one runs, else here; `config_file` is where
+/// `config.yaml` was loaded from (`None`: the embedded default), which decides where an older
+/// install's `extensions_config.json` is.
+pub async fn run(
+    config: &AppConfig,
+    config_file: Option<&Path>,
+    daemon: Option<&DaemonClient>,
+    command: McpCommand,
+    out: &mut dyn Write,
+) -> Result<(), McpCliError> {
+    let McpCommand::List = command;
+    let (path, servers) = match daemon {
+        Some(client) => {
+            let body = client.send(Method::GET, "/api/mcp/servers", None).await?;
+            let servers: Vec<Listed> = serde_json::from_value(body["servers"].clone())
+                .map_err(|e| DaemonClientError::Protocol(e.to_string()))?;
+            (body["path"].as_str().unwrap_or("").to_string(), servers)
+        }
+        None => {
+            let path = extensions_path(&ProcessEnv, config_file, &config.data_dir());
+            let manager = McpManager::new(path.clone(), Arc::new(ProcessEnv));
+            manager.tools().await;
+            let reports = manager.servers().await.map_err(McpCliError::Config);
+            manager.shutdown().await;
+            (
+                path.display().to_string(),
+                reports?.into_iter().map(Listed::from).collect(),
+            )
+        }
+    };
+    write_listing(out, &path, &servers)?;
+    Ok(())
+}
+
+/// A server as listed (the daemon's JSON or a local report).
+#[derive(serde::Deserialize)]
+struct Listed {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+    enabled: bool,
+    status: ServerStatus,
+    tools: Vec<String>,
+}
+
+impl From<ServerReport> for Listed {
+    fn from(report: ServerReport) -> Self {
+        Self {
+            name: report.name,
+            kind: report.kind.to_string(),
+            enabled: report.enabled,
+            status: report.status,
+            tools: report.tools,
+        }
+    }
+}
+
+fn write_listing(out: &mut dyn Write, path: &str, servers: &[Listed]) -> std::io::Result<()> {
+    if servers.is_empty() {
+        writeln!(
+            out,
+            "No MCP servers configured (in {path}); see extensions_config.example.json"
+        )?;
+        return Ok(());
+    }
+    writeln!(out, "MCP servers in {path}:")?;
+    let width = servers.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    for server in servers {
+        let status = match (&server.status, server.enabled) {
+            (_, false) | (ServerStatus::Disabled, _) => "disabled".to_string(),
+            (ServerStatus::Pending, _) => "not connected yet".to_string(),
+            (ServerStatus::Connected, _) => format!("connected, {} tools", server.tools.len()),
+            (ServerStatus::Failed { error }, _) => format!("failed: {error}"),
+        };
+        writeln!(out, "  {:width$}  {:5}  {status}", server.name, server.kind)?;
+        if !server.tools.is_empty() {
+            writeln!(out, "  {:width$}         {}", "", server.tools.join(", "))?;
+        }
+    }
+    Ok(())
+}
