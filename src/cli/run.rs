@@ -52,11 +52,14 @@ fn spawn_signal_handler(
     let mut term = signal(SignalKind::terminate()).context("cannot listen for SIGTERM")?;
     let mut int = signal(SignalKind::interrupt()).context("cannot listen for SIGINT")?;
     let mut hup = signal(SignalKind::hangup()).context("cannot listen for SIGHUP")?;
+    // The signal handlers live as long as the process: nothing outlives them to wait for.
+    #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
             reload.notify_one();
         }
     });
+    #[allow(clippy::disallowed_methods)]
     tokio::spawn(async move {
         let mut seen = 0;
         loop {

@@ -203,7 +203,9 @@ impl ConfigWatcher {
         outcome
     }
 
-    /// Runs the polling loop until `cancel` fires.
+    /// Runs the polling loop until `cancel` fires. The caller owns the task: it keeps the handle
+    /// and awaits it after cancelling.
+    #[allow(clippy::disallowed_methods)]
     pub fn spawn(mut self, cancel: CancellationToken) -> JoinHandle<()> {
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(self.interval);

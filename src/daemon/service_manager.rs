@@ -81,6 +81,8 @@ impl ServiceManager {
     /// With `WatchdogSec=` set, pings at half the interval while [`healthy`] holds; a daemon
     /// whose store stopped answering or whose runtime is stuck stops pinging and systemd
     /// restarts it. Returns `None` when no watchdog is asked for.
+    // The caller owns the task: it awaits the handle on its tracker, and `stop` ends it.
+    #[allow(clippy::disallowed_methods)]
     pub fn spawn_watchdog(
         &self,
         harness: Arc<Harness>,

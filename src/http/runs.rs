@@ -3,6 +3,7 @@
 //! SSE event names follow LangGraph's so DeerFlow clients work: `metadata`, `messages`
 //! (`[chunk, metadata]` tuples of AI text deltas), `values`, `custom`, `error`, `end`.
 
+use tokio_util::task::AbortOnDropHandle;
 use std::convert::Infallible;
 use std::sync::Arc;
 
@@ -233,9 +234,11 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let (tx, rx) = tokio::sync::mpsc::channel(256);
-    tokio::spawn(produce(tx));
-    futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|event| (Ok(event), rx))
+    // The stream owns its producer: a client that goes away drops the stream, which aborts it.
+    #[allow(clippy::disallowed_methods)]
+    let producer = AbortOnDropHandle::new(tokio::spawn(produce(tx)));
+    futures::stream::unfold((rx, producer), |(mut rx, producer)| async move {
+        rx.recv().await.map(|event| (Ok(event), (rx, producer)))
     })
 }
 

@@ -101,6 +101,8 @@ async fn open(
                     command: command.clone(),
                     source,
                 })?;
+            // Owned by the session (`_stderr`): aborted when the session is dropped.
+            #[allow(clippy::disallowed_methods)]
             let stderr = stderr.map(|stderr| {
                 let name = server.name.clone();
                 AbortOnDropHandle::new(tokio::spawn(async move {

@@ -95,6 +95,8 @@ impl SseTransport {
             }
         };
         let (sender, incoming) = mpsc::channel(QUEUE);
+        // Owned by the transport (`_reader`, an AbortOnDropHandle): aborted when it is dropped.
+        #[allow(clippy::disallowed_methods)]
         let reader = tokio::spawn(async move {
             while let Some(event) = events.next().await {
                 let event = match event {

@@ -211,7 +211,10 @@ impl MemoryQueue {
             }),
         };
         let worker = queue.clone();
-        *queue.inner.lock_task() = Some(tokio::spawn(async move { worker.run().await }));
+        // Owned by the queue: `shutdown` stops the worker and awaits this handle.
+        #[allow(clippy::disallowed_methods)]
+        let task = tokio::spawn(async move { worker.run().await });
+        *queue.inner.lock_task() = Some(task);
         Ok(queue)
     }
 

@@ -20,13 +20,46 @@ pub struct BashOverhead {
     pub ratio: f64,
 }
 
+/// What `antler bench sandbox` prints: the direct spawn's median, each provider's, and why a
+/// provider was left out.
+#[derive(Clone, Debug)]
+pub struct BashBench {
+    pub iterations: usize,
+    pub baseline_median: Duration,
+    pub providers: Vec<BashOverhead>,
+    /// Why bwrap was not measured, when it cannot run here.
+    pub bwrap_skipped: Option<String>,
+}
+
+impl std::fmt::Display for BashBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let iterations = self.iterations;
+        writeln!(
+            f,
+            "sh -c true (direct): median {:?} over {iterations} runs",
+            self.baseline_median
+        )?;
+        if let Some(reason) = &self.bwrap_skipped {
+            writeln!(f, "bwrap: skipped ({reason})")?;
+        }
+        for row in &self.providers {
+            writeln!(
+                f,
+                "{}: median {:?} over {iterations} runs, {:.2}x direct spawn",
+                row.provider, row.median, row.ratio
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Runs `true` `iterations` times directly (`sh -c true`), through the local provider and,
-/// when it works, through bwrap; prints and returns the medians. `data_dir` receives a scratch
-/// thread directory.
+/// when it works, through bwrap, and returns the medians. `data_dir` receives a scratch thread
+/// directory.
 pub async fn bench_bash_overhead(
     data_dir: &Path,
     iterations: usize,
-) -> Result<Vec<BashOverhead>, SandboxError> {
+) -> Result<BashBench, SandboxError> {
     let iterations = iterations.max(1);
     let mut baseline = Vec::with_capacity(iterations);
     for _ in 0..iterations {
@@ -39,7 +72,7 @@ pub async fn bench_bash_overhead(
         baseline.push(started.elapsed());
     }
     let baseline_median = median(&mut baseline);
-    println!("sh -c true (direct): median {baseline_median:?} over {iterations} runs");
+    let mut bwrap_skipped = None;
 
     let mut modes = vec![("local", ExecMode::Local { allow_bash: true })];
     match bwrap_available().await {
@@ -50,7 +83,7 @@ pub async fn bench_bash_overhead(
                 drop_to_uid: true,
             },
         )),
-        Err(reason) => println!("bwrap: skipped ({reason})"),
+        Err(reason) => bwrap_skipped = Some(reason.to_string()),
     }
     let mut results = Vec::new();
     for (name, mode) in modes {
@@ -72,7 +105,6 @@ pub async fn bench_bash_overhead(
         }
         let median = median(&mut samples);
         let ratio = median.as_secs_f64() / baseline_median.as_secs_f64().max(1e-9);
-        println!("{name}: median {median:?} over {iterations} runs, {ratio:.2}x direct spawn");
         results.push(BashOverhead {
             provider: name,
             median,
@@ -81,7 +113,12 @@ pub async fn bench_bash_overhead(
         });
         provider.shutdown().await;
     }
-    Ok(results)
+    Ok(BashBench {
+        iterations,
+        baseline_median,
+        providers: results,
+        bwrap_skipped,
+    })
 }
 
 async fn time_true(sandbox: &dyn Sandbox) -> Result<Duration, SandboxError> {

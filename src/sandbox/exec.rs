@@ -201,7 +201,10 @@ pub(crate) async fn run(
         ))
     })?;
     let pid = child.id();
+    // Owned here: both readers are awaited below once the child has ended or been killed.
+    #[allow(clippy::disallowed_methods)]
     let stdout = tokio::spawn(read_capped(child.stdout.take()));
+    #[allow(clippy::disallowed_methods)]
     let stderr = tokio::spawn(read_capped(child.stderr.take()));
     let ended = tokio::select! {
         status = child.wait() => Ended::Exited(status),

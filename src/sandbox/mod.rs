@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-pub use bench::{BashOverhead, bench_bash_overhead};
+pub use bench::{BashBench, BashOverhead, bench_bash_overhead};
 pub use docker::{DockerSandboxProvider, PoolTiming};
 pub use exec::scrub_env;
 pub use fs::{GrepMatch, GrepOptions, slice_lines};

@@ -1,5 +1,9 @@
 //! The one integration-test binary (each extra test binary links the whole daemon again).
 
+// Tests: a setup that cannot work fails the test (unwrap), and the test runtime owns every
+// task it spawns, ending them with the test.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
 mod agents;
 mod architecture;
 mod chain;

@@ -129,19 +129,17 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 .await?
                 .to_string()
         }
-        // The sandbox bench prints its own table as it goes.
-        BenchCommand::Sandbox { iterations } => return sandbox(iterations).await,
+        BenchCommand::Sandbox { iterations } => sandbox(iterations).await?,
     };
     println!("{report}");
     Ok(())
 }
 
-async fn sandbox(iterations: usize) -> anyhow::Result<()> {
+async fn sandbox(iterations: usize) -> anyhow::Result<String> {
     let scratch = std::env::temp_dir().join(format!("antler-bench-sandbox-{}", std::process::id()));
     let result = crate::sandbox::bench_bash_overhead(&scratch, iterations.max(1)).await;
     let _ = std::fs::remove_dir_all(&scratch);
-    result?;
-    Ok(())
+    Ok(result?.to_string().trim_end().to_string())
 }
 
 /// The daemon binary a benchmark measures: the given one, else this one.

@@ -133,6 +133,8 @@ impl DockerSandboxProvider {
         });
         inner.adopt_orphans().await?;
         let cancel = CancellationToken::new();
+        // Owned by the provider: `cancel` stops the sweeper and `shutdown` awaits its handle.
+        #[allow(clippy::disallowed_methods)]
         let sweeper = (!timing.idle_timeout.is_zero())
             .then(|| tokio::spawn(sweep_idle(inner.clone(), cancel.clone())));
         Ok(Self {

@@ -250,9 +250,10 @@ async fn auto_selection_prefers_bwrap_and_local_keeps_bash_off() {
 #[tokio::test]
 async fn bench_reports_the_overhead_of_each_provider() {
     let tmp = tempfile::tempdir().unwrap();
-    let results = antler::sandbox::bench_bash_overhead(tmp.path(), 3)
+    let bench = antler::sandbox::bench_bash_overhead(tmp.path(), 3)
         .await
         .unwrap();
+    let results = &bench.providers;
     let names: Vec<&str> = results.iter().map(|r| r.provider).collect();
     let expected: &[&str] = if bwrap_usable().await {
         &["local", "bwrap"]
@@ -260,10 +261,16 @@ async fn bench_reports_the_overhead_of_each_provider() {
         &["local"]
     };
     assert_eq!(names, expected);
-    for result in &results {
+    for result in results {
         assert!(
             result.median > Duration::ZERO && result.ratio > 0.0,
             "{result:?}"
         );
+    }
+    // What `antler bench sandbox` prints: a line for the direct spawn and one per provider.
+    let printed = bench.to_string();
+    assert!(printed.starts_with("sh -c true (direct): median "), "{printed}");
+    for name in expected {
+        assert!(printed.contains(&format!("\n{name}: median ")), "{printed}");
     }
 }

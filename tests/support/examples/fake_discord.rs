@@ -3,6 +3,10 @@
 //! <path to antler> <work dir>`. Writes `<work dir>/config.yaml`, starts `antler run`, sends a
 //! DM, a channel mention and a follow-up in the thread it starts, and prints what the bot did.
 
+// A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
+// live as long as its runtime.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::disallowed_methods)]
+
 use std::time::Duration;
 
 use antler_test_support::{FAKE_DISCORD_TOKEN, FakeDiscord, FakeOpenAi, Reply};

@@ -4,6 +4,10 @@
 //! the Request URL like Feishu does, sends a p2p message, a group mention with a reply in its
 //! topic, a file, and a forged push, and prints what the bot did.
 
+// A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
+// live as long as its runtime.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::disallowed_methods)]
+
 use std::time::Duration;
 
 use antler_test_support::{

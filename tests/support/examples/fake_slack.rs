@@ -3,6 +3,10 @@
 //! <path to antler> <work dir>`. Writes `<work dir>/config.yaml`, starts `antler run`, sends a
 //! DM and a channel mention, and prints what the bot posted.
 
+// A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
+// live as long as its runtime.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::disallowed_methods)]
+
 use std::time::Duration;
 
 use antler_test_support::{

@@ -5,6 +5,10 @@
 //! `--stream-ms N` (how long the model streams each answer), `--png PATH` (soak: the RSS plot),
 //! `--channels telegram,slack|all|none` (idle: which channels to connect).
 
+// A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
+// live as long as its runtime.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::disallowed_methods)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

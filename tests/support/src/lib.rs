@@ -31,6 +31,10 @@
 //!
 //! This crate must not depend on `antler`: it only knows the wire formats.
 
+// Test support: a fake that cannot start fails the test that needs it (unwrap), and its server
+// tasks live as long as the test runtime that spawned them.
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -117,6 +117,8 @@ pub async fn run(binary: &Path, options: SoakOptions) -> Result<SoakReport, Daem
     for client in 0..clients {
         let (daemon, done, failures) = (daemon.clone(), done.clone(), failures.clone());
         let (threads, total) = (options.threads.max(1), options.turns);
+        // Every client is awaited below before the figures are read.
+        #[allow(clippy::disallowed_methods)]
         tasks.push(tokio::spawn(async move {
             // Round robin over the threads this client owns, one turn each per round.
             for _round in 0..per_thread {
@@ -195,6 +197,8 @@ async fn bursts(
 async fn one_burst(daemon: &Arc<Daemon>, burst: usize, options: &SoakOptions) -> BurstReport {
     let before_rss_kib = daemon.rss_kib();
     let running = Arc::new(AtomicBool::new(true));
+    // The sampler and the burst's runs are awaited below before the figures are read.
+    #[allow(clippy::disallowed_methods)]
     let sampler = {
         let (daemon, running) = (daemon.clone(), running.clone());
         tokio::spawn(async move {
@@ -207,6 +211,7 @@ async fn one_burst(daemon: &Arc<Daemon>, burst: usize, options: &SoakOptions) ->
         })
     };
     let started = Instant::now();
+    #[allow(clippy::disallowed_methods)]
     let runs: Vec<_> = (0..options.burst_runs)
         .map(|i| {
             let daemon = daemon.clone();

@@ -114,6 +114,8 @@ async fn serve_model(
     let delay = model.delay;
     let network = Arc::new(AtomicU64::new(0));
     let counted = network.clone();
+    // Owned by the bench's `Daemon`, which aborts it when the measurement ends.
+    #[allow(clippy::disallowed_methods)]
     let model_server = tokio::spawn(async move {
         let app = Router::new().route(
             "/v1/chat/completions",
