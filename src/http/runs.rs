@@ -3,9 +3,9 @@
 //! SSE event names follow LangGraph's so DeerFlow clients work: `metadata`, `messages`
 //! (`[chunk, metadata]` tuples of AI text deltas), `values`, `custom`, `error`, `end`.
 
-use tokio_util::task::AbortOnDropHandle;
 use std::convert::Infallible;
 use std::sync::Arc;
+use tokio_util::task::AbortOnDropHandle;
 
 use axum::Json;
 use axum::extract::{Path, State};

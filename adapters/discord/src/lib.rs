@@ -6,6 +6,9 @@
 //! sends goes through [`api`], a small REST client that keeps Discord's per-route rate limits
 //! (`send`, `files`), and Discord threads are created on the first reply ([`threads`]).
 
+// Tests own their tasks through the test runtime, which ends them with the test.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 mod api;
 mod commands;
 mod config;

@@ -10,6 +10,9 @@
 //! from stdout and tells why a child stopped from its exit status. [`html::parse`] is also what `web_search`
 //! reads its result page with, in-process: its nesting is bounded, so it is linear.
 
+// Tests own their tasks through the test runtime, which ends them with the test.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 pub mod child;
 mod config;
 mod documents;

@@ -2,6 +2,9 @@
 //! with (set between fork and exec) and SIGKILL to its whole process group. Shared by the
 //! sandbox's shell commands and the document converter, the two places that run untrusted work.
 
+// Tests own their tasks through the test runtime, which ends them with the test.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 use tokio::process::Command;
 
 /// One resource limit a child starts with (soft and hard alike).

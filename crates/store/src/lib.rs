@@ -13,6 +13,9 @@
 //! [`threads`] (records and the per-user index), [`log`] (the checkpoint log format),
 //! [`checkpoints`] (saving and folding), [`migrate`] and [`maintenance`].
 
+// Tests own their tasks through the test runtime, which ends them with the test.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 mod checkpoints;
 #[cfg(test)]
 mod checkpoints_tests;

@@ -269,7 +269,10 @@ async fn bench_reports_the_overhead_of_each_provider() {
     }
     // What `antler bench sandbox` prints: a line for the direct spawn and one per provider.
     let printed = bench.to_string();
-    assert!(printed.starts_with("sh -c true (direct): median "), "{printed}");
+    assert!(
+        printed.starts_with("sh -c true (direct): median "),
+        "{printed}"
+    );
     for name in expected {
         assert!(printed.contains(&format!("\n{name}: median ")), "{printed}");
     }
