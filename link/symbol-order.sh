@@ -22,14 +22,16 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 # The channels: ops_bench starts the daemon (here under callgrind) against the fakes and lets it
-# settle; what ran is dumped to channels.out.1 before ops_bench stops it.
+# settle; what ran is dumped to channels.out.1 before ops_bench stops it. Under callgrind the
+# start-up takes a minute or two: the dump comes 150 s + idle after the start, the stop 200 s +
+# idle after ready.
 cat >"$work/under-callgrind" <<WRAPPER
 #!/bin/sh
 exec valgrind --tool=callgrind --demangle=no --callgrind-out-file=$work/channels.out $bin "\$@"
 WRAPPER
 chmod +x "$work/under-callgrind"
-(sleep "$((idle + 30))" && callgrind_control -d "$bin" >/dev/null) &
-"$target/debug/examples/ops_bench" idle --binary "$work/under-callgrind" --settle-s "$((idle + 40))" >/dev/null
+(sleep "$((idle + 150))" && callgrind_control -d "$bin" >/dev/null) &
+ANTLER_BENCH_READY_S=600 "$target/debug/examples/ops_bench" idle --binary "$work/under-callgrind" --settle-s "$((idle + 200))" >/dev/null
 wait
 # The embedded defaults in an empty directory; nothing calls the model while it idles.
 model_url="${ANTLER_MODEL_URL:-}"
@@ -37,7 +39,7 @@ model_url="${ANTLER_MODEL_URL:-}"
   timeout -s TERM "$((idle + 300))" valgrind --tool=callgrind --demangle=no \
   --callgrind-out-file="$work/callgrind.out" "$bin" >"$work/daemon.log" 2>&1) &
 runner=$!
-for _ in $(seq 1 120); do
+for _ in $(seq 1 300); do
   grep -q "listening" "$work/daemon.log" 2>/dev/null && break
   sleep 1
 done
