@@ -139,10 +139,7 @@ fn the_quick_start_says_how_long_the_first_build_takes() {
         .nth(1)
         .and_then(|rest| rest.split("\n## ").next())
         .unwrap_or_default();
-    assert!(
-        quick_start.contains("minutes on 2 cores"),
-        "{quick_start}"
-    );
+    assert!(quick_start.contains("minutes on 2 cores"), "{quick_start}");
 }
 
 /// hadolint when it is installed (`.ci/run` installs it and lints the Dockerfile itself).
