@@ -8,9 +8,9 @@
 use base64::Engine;
 use serde_json::Value;
 
+use crate::agent_api::shared::MAX_IMAGE_BYTES;
 use crate::agent_api::{ToolContext, ToolError, ToolOutput};
 use crate::paths::{ThreadPaths, VIRTUAL_OUTPUTS};
-use crate::tools::builtin::MAX_IMAGE_BYTES;
 
 /// The directory under the thread's outputs files from MCP results go to.
 const MCP_OUTPUTS: &str = "mcp";

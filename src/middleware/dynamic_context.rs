@@ -27,7 +27,7 @@ use chrono::{Local, NaiveDate};
 use serde_json::{Map, Value};
 
 use crate::agent_api::RunContext;
-pub use crate::agent_api::shared::{MEMORY_LOAD_TIMEOUT, MemorySource};
+use crate::agent_api::shared::{MEMORY_LOAD_TIMEOUT, MemorySource};
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
 use antler_store::messages::{Message, MessageMeta, SystemMessage};
 use antler_store::state::{StateUpdate, ThreadState};

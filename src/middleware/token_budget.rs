@@ -61,7 +61,7 @@ impl TokenBudgetMiddleware {
     }
 }
 
-pub use crate::agent_api::shared::group_thousands;
+use crate::agent_api::shared::group_thousands;
 
 #[async_trait]
 impl Middleware for TokenBudgetMiddleware {

@@ -11,6 +11,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::agent::{Agent, AgentOptions, Feature, RunOutcome, RuntimeFeatures, create_agent};
+use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::{
     EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };
@@ -19,7 +20,7 @@ use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::skills::fit::fits;
 use crate::subagents::registry::{ModelChoice, SubagentRegistry, SubagentSpec};
-use crate::subagents::report::{CapReason, TaskReport, TaskStatus};
+use crate::subagents::report::TaskReport;
 use antler_store::messages::{Message, Usage};
 use antler_store::state::ThreadState;
 

@@ -16,5 +16,5 @@ pub mod task_tool;
 
 pub use executor::{SubagentRunner, SubagentTasks, TaskRequest};
 pub use registry::{SubagentRegistry, SubagentSpec};
-pub use report::{TaskReport, TaskStatus};
+pub use report::TaskReport;
 pub use task_tool::TaskTool;

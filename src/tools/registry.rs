@@ -162,7 +162,7 @@ impl ToolRegistry {
         }
         tools.push(Arc::new(PresentFilesTool::new(config.data_dir())) as ToolRef);
         vision.push(Arc::new(ViewImageTool::new(
-            ToolMeta::new(crate::tools::builtin::VIEW_IMAGE, None),
+            ToolMeta::new(crate::agent_api::shared::VIEW_IMAGE, None),
             access,
             HostLayout::from_config(config),
         )));

@@ -28,7 +28,6 @@ use crate::agent_api::{ToolContext, ToolError};
 use crate::sandbox::{Sandbox, SandboxError, SandboxProvider};
 use antler_store::state::{SandboxState, StateUpdate};
 
-pub use crate::agent_api::shared::{MAX_IMAGE_BYTES, VIEW_IMAGE, sniff_image, truncate_chars};
 pub use bash::BashTool;
 pub use glob::GlobTool;
 pub use grep::GrepTool;
@@ -242,12 +241,6 @@ pub(crate) async fn current_content(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn truncates_on_char_boundaries() {
-        assert_eq!(truncate_chars("héllo", 2), "hé");
-        assert_eq!(truncate_chars("hi", 5), "hi");
-    }
 
     #[test]
     fn middle_truncation_keeps_head_and_tail_with_exact_count() {

@@ -11,10 +11,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::agent_api::shared::truncate_chars;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::config::Secret;
 use crate::tools::builtin::ToolMeta;
-use crate::tools::builtin::truncate_chars;
 use crate::tools::builtin::web::{
     self, DEFAULT_TIMEOUT, WebError, attr, find_all, has_class, request_error, tag,
 };
