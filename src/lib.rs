@@ -13,6 +13,7 @@ pub mod body_buffers;
 pub mod channels;
 pub mod cli;
 pub mod client;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod custom_agents;

@@ -138,6 +138,18 @@ fn describe() {
         "antler_process_resident_bytes",
         "Resident set size of the daemon"
     );
+    describe_gauge!(
+        "antler_leases_held",
+        "Leases this instance holds (its own name, transports, chats, jobs)"
+    );
+    describe_counter!(
+        "antler_lease_takeovers_total",
+        "Leases taken from an instance that stopped renewing them, by kind"
+    );
+    describe_counter!(
+        "antler_claim_conflicts_total",
+        "Attempts to take a lease another instance held, by kind"
+    );
 }
 
 /// Label values that exist before anything happens: with them every series a dashboard or an
@@ -315,6 +327,18 @@ pub fn channel_health(channel: &str, healthy: bool) {
     } else {
         0.0
     });
+}
+
+pub fn leases_held(count: usize) {
+    gauge!("antler_leases_held").set(count as f64);
+}
+
+pub fn lease_takeover(kind: &str) {
+    counter!("antler_lease_takeovers_total", "kind" => kind.to_owned()).increment(1);
+}
+
+pub fn claim_conflict(kind: &str) {
+    counter!("antler_claim_conflicts_total", "kind" => kind.to_owned()).increment(1);
 }
 
 /// Counts `count` entries dropped from `cache` (`thread_states`) for `reason` (`idle`).

@@ -4,6 +4,7 @@
 pub mod budgets;
 pub mod channels;
 pub mod check;
+pub mod cluster;
 mod decode;
 pub mod env;
 mod gateway_checks;
@@ -26,6 +27,7 @@ pub mod watch;
 pub use antler_channel::{GroupPolicy, Secret, SessionConfig};
 pub use channels::{ChannelsConfig, StreamConfig};
 pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
+pub use cluster::ClusterConfig;
 pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::{ConfigHandle, ReloadRecord};
 pub use load::{

@@ -92,6 +92,8 @@ pub struct AppConfig {
     pub store: crate::config::StoreConfig,
     /// Bounds of the in-memory caches (thread states, agents, prompts).
     pub cache: crate::config::CacheConfig,
+    /// Several daemons on one store: this daemon's instance id and the lease length.
+    pub cluster: crate::config::ClusterConfig,
     /// Long-term memory per user and agent.
     pub memory: crate::config::MemoryConfig,
     /// Condensing long threads into a summary (off by default).
@@ -135,6 +137,7 @@ impl Default for AppConfig {
             runtime: Default::default(),
             store: Default::default(),
             cache: Default::default(),
+            cluster: Default::default(),
             memory: Default::default(),
             summarization: Default::default(),
             budgets: Default::default(),
@@ -535,6 +538,7 @@ impl AppConfig {
             .problems()
             .into_iter()
             .chain(conversion)
+            .chain(self.cluster.problems())
             .collect()
     }
 

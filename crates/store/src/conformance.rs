@@ -10,6 +10,7 @@ use std::any::Any;
 
 use crate::{BatchOp, Expect, StoreRef};
 
+pub mod leases;
 pub mod threads;
 
 /// A fresh, empty store for one story, and what must outlive it.
@@ -100,6 +101,14 @@ pub const STORIES: &[(&str, Story)] = &[
         "a_thread_larger_than_the_whole_cache_is_kept_alone",
         threads::a_thread_larger_than_the_whole_cache_is_kept_alone,
     ),
+    (
+        "a_lease_has_one_holder_until_it_expires",
+        leases::a_lease_has_one_holder_until_it_expires,
+    ),
+    (
+        "racing_holders_elect_exactly_one",
+        leases::racing_holders_elect_exactly_one,
+    ),
 ];
 
 /// Runs every story, each on a store of its own from `make`.
@@ -131,7 +140,9 @@ macro_rules! store_conformance_tests {
             deleting_a_thread_removes_its_head_and_log,
             retention_drops_only_records_the_state_no_longer_needs,
             evicted_threads_read_back_identical_and_the_cache_stays_bounded,
-            a_thread_larger_than_the_whole_cache_is_kept_alone
+            a_thread_larger_than_the_whole_cache_is_kept_alone,
+            a_lease_has_one_holder_until_it_expires,
+            racing_holders_elect_exactly_one
         );
     };
     (@stories $make:expr; $($story:ident),* $(,)?) => {

@@ -25,6 +25,7 @@ mod checkpoints_tests;
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 pub mod conformance;
 mod flusher;
+pub mod lease;
 pub mod log;
 pub mod lru;
 pub mod maintenance;
