@@ -11,6 +11,7 @@ mod registries;
 mod request;
 mod run_task;
 mod sandbox_slot;
+mod shutdown;
 pub mod testing;
 
 pub use errors::{HarnessError, RunError};
@@ -26,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
+use crate::cluster::{Cluster, SystemWallClock};
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::custom_agents::AgentStore;
@@ -42,9 +44,7 @@ use antler_store::STORE_DIR;
 use antler_store::state::ThreadState;
 use antler_store::threads::ThreadError;
 use antler_store::threads::ThreadStoreOptions;
-use antler_store::{
-    Checkpointer, SledStore, StoreError, StoreRef, ThreadRecord, ThreadStatus, ThreadStore,
-};
+use antler_store::{Checkpointer, SledStore, StoreRef, ThreadRecord, ThreadStatus, ThreadStore};
 
 use sandbox_slot::{SandboxLease, SandboxSlot};
 
@@ -83,6 +83,8 @@ struct Inner {
     mcp: McpManager,
     /// The bounded child processes documents and fetched pages are converted in.
     converter: Converter,
+    /// This daemon among the daemons sharing the store: its leases (see [`crate::cluster`]).
+    cluster: Cluster,
 }
 
 /// A tool registry and what it was built for.
@@ -155,9 +157,17 @@ impl Harness {
                 skills_loader.clone(),
             )) as Arc<dyn crate::sandbox::SkillMounts>
         }));
+        let cluster = Cluster::new(
+            store.clone(),
+            snapshot.cluster.effective_instance_id(),
+            Duration::from_secs(snapshot.cluster.lease_seconds),
+            backend_label(&snapshot),
+            Arc::new(SystemWallClock),
+        );
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
                 memory: memory_queue::start(weak.clone(), store, &config),
+                cluster,
                 config,
                 threads,
                 models,
@@ -194,6 +204,11 @@ impl Harness {
 
     pub fn threads(&self) -> &ThreadStore {
         &self.inner.threads
+    }
+
+    /// This daemon's leases and the instances sharing its store.
+    pub fn cluster(&self) -> &Cluster {
+        &self.inner.cluster
     }
 
     pub fn memory(&self) -> Option<&MemoryService> {
@@ -445,60 +460,6 @@ impl Harness {
         Ok(())
     }
 
-    /// Stops accepting runs, waits up to `grace` for the ones in flight, cancels the rest
-    /// (their threads end `Interrupted`) and flushes the store.
-    pub async fn shutdown(&self, grace: Duration) -> Result<(), HarnessError> {
-        self.inner.accepting.store(false, Ordering::SeqCst);
-        self.inner.tracker.close();
-        if tokio::time::timeout(grace, self.inner.tracker.wait())
-            .await
-            .is_err()
-        {
-            let remaining: Vec<(String, CancellationToken)> = self
-                .runs()
-                .iter()
-                .map(|(thread_id, active)| (thread_id.clone(), active.cancel.clone()))
-                .collect();
-            tracing::warn!(
-                threads = ?remaining.iter().map(|(t, _)| t).collect::<Vec<_>>(),
-                "Runs still in flight after the shutdown grace period; cancelling them"
-            );
-            for (_, cancel) in &remaining {
-                cancel.cancel();
-            }
-            if tokio::time::timeout(CANCEL_GRACE, self.inner.tracker.wait())
-                .await
-                .is_err()
-            {
-                for (thread_id, _) in &remaining {
-                    if let Err(error) = self
-                        .inner
-                        .threads
-                        .set_status(thread_id, ThreadStatus::Interrupted)
-                    {
-                        tracing::warn!(%error, thread_id, "Could not mark a stuck run's thread interrupted");
-                    }
-                }
-            }
-        }
-        // Titles still being written are dropped (each thread keeps its first-message title):
-        // nothing a run started writes after this point.
-        self.inner.background.shutdown().await;
-        if let Some(memory) = &self.inner.memory {
-            memory
-                .queue
-                .shutdown(memory_queue::MEMORY_FLUSH_DEADLINE)
-                .await;
-        }
-        self.inner.sandbox.shutdown().await;
-        self.inner.mcp.shutdown().await;
-        let threads = self.inner.threads.clone();
-        tokio::task::spawn_blocking(move || threads.flush())
-            .await
-            .map_err(|e| StoreError::Io(format!("the final flush did not finish: {e}")))??;
-        Ok(())
-    }
-
     fn owned_or_created(&self, user_id: &str, thread_id: &str) -> Result<ThreadRecord, RunError> {
         let not_found = || RunError::NotFound {
             thread_id: thread_id.to_string(),
@@ -585,3 +546,8 @@ impl Drop for RunGuard {
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+/// The store backend's name for `/readyz` and `antler status`.
+fn backend_label(_config: &AppConfig) -> &'static str {
+    "sled"
+}
