@@ -57,6 +57,10 @@ pub const STORIES: &[(&str, Story)] = &[
     ),
     ("batches_apply_every_op", batches_apply_every_op),
     (
+        "trees_and_pages_enumerate_every_entry",
+        trees_and_pages_enumerate_every_entry,
+    ),
+    (
         "conditional_batches_apply_all_or_nothing",
         conditional_batches_apply_all_or_nothing,
     ),
@@ -100,6 +104,10 @@ pub const STORIES: &[(&str, Story)] = &[
         "a_thread_larger_than_the_whole_cache_is_kept_alone",
         threads::a_thread_larger_than_the_whole_cache_is_kept_alone,
     ),
+    (
+        "thread_stores_sharing_a_store_never_serve_a_stale_thread",
+        threads::thread_stores_sharing_a_store_never_serve_a_stale_thread,
+    ),
 ];
 
 /// Runs every story, each on a store of its own from `make`.
@@ -121,6 +129,7 @@ macro_rules! store_conformance_tests {
             trees_are_independent,
             scan_prefix_is_ordered_and_bounded,
             batches_apply_every_op,
+            trees_and_pages_enumerate_every_entry,
             conditional_batches_apply_all_or_nothing,
             append_fold_and_head_only_read,
             replaced_removed_and_moved_messages_fold_exactly,
@@ -131,7 +140,8 @@ macro_rules! store_conformance_tests {
             deleting_a_thread_removes_its_head_and_log,
             retention_drops_only_records_the_state_no_longer_needs,
             evicted_threads_read_back_identical_and_the_cache_stays_bounded,
-            a_thread_larger_than_the_whole_cache_is_kept_alone
+            a_thread_larger_than_the_whole_cache_is_kept_alone,
+            thread_stores_sharing_a_store_never_serve_a_stale_thread
         );
     };
     (@stories $make:expr; $($story:ident),* $(,)?) => {
@@ -244,6 +254,39 @@ pub fn batches_apply_every_op(make: &dyn Fn() -> Fresh) {
         Some(&b"3"[..])
     );
     store.apply_batch(Vec::new()).unwrap();
+}
+
+pub fn trees_and_pages_enumerate_every_entry(make: &dyn Fn() -> Fresh) {
+    let fresh = make();
+    let (name, store) = (fresh.name, &*fresh.store);
+    assert!(store.trees().unwrap().is_empty(), "{name}");
+    for i in 0..7u8 {
+        store.put("pages", &[b'k', i], &[i]).unwrap();
+    }
+    // Keys ending in 0xff and a tree whose name is a prefix of another.
+    store.put("pages", b"k\xff\xff", b"last").unwrap();
+    store.put("page", b"\xff", b"x").unwrap();
+    store.put("pages2", b"", b"empty key").unwrap();
+    store.put("gone", b"k", b"v").unwrap();
+    store.delete("gone", b"k").unwrap();
+    assert_eq!(store.trees().unwrap(), ["page", "pages", "pages2"], "{name}");
+    let mut all = Vec::new();
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = store.scan_page("pages", after.as_deref(), 3).unwrap();
+        assert!(page.len() <= 3, "{name}");
+        let Some((last, _)) = page.last() else { break };
+        after = Some(last.clone());
+        all.extend(page);
+    }
+    assert_eq!(all, store.scan_prefix("pages", b"").unwrap(), "{name}");
+    assert_eq!(all.len(), 8, "{name}");
+    assert_eq!(
+        store.scan_page("pages2", None, 10).unwrap(),
+        [(Vec::new(), b"empty key".to_vec())],
+        "{name}"
+    );
+    assert!(store.scan_page("missing", None, 10).unwrap().is_empty());
 }
 
 pub fn conditional_batches_apply_all_or_nothing(make: &dyn Fn() -> Fresh) {

@@ -89,6 +89,9 @@ pub(crate) struct Inner {
     records: Mutex<()>,
     pub(crate) flusher: Flusher,
     pub(crate) cache: StateCache,
+    /// Other processes write the store too: cached states are checked against the stored head
+    /// before they are served (see `ThreadStore::state`).
+    pub(crate) shared: bool,
 }
 
 /// Sizes of what a [`ThreadStore`] keeps in memory.
@@ -99,6 +102,9 @@ pub struct ThreadStoreOptions {
     /// Threads with fewer saved messages leave the cache when their run ends, and reads do
     /// not add them (see `StateCache::keeps`); 0 keeps every thread.
     pub cache_from_messages: usize,
+    /// Check every cached thread against its stored head before serving it, as on a store
+    /// several daemons share; implied by [`Store::is_shared`](crate::Store::is_shared).
+    pub shared: bool,
 }
 
 impl Default for ThreadStoreOptions {
@@ -106,6 +112,7 @@ impl Default for ThreadStoreOptions {
         Self {
             state_cache_bytes: DEFAULT_STATE_CACHE_MB * 1024 * 1024,
             cache_from_messages: DEFAULT_CACHE_FROM_MESSAGES,
+            shared: false,
         }
     }
 }
@@ -120,8 +127,10 @@ impl ThreadStore {
     pub fn with_options(store: StoreRef, options: ThreadStoreOptions) -> Result<Self, ThreadError> {
         migrate::run(store.as_ref())?;
         let flusher = Flusher::start(store.clone());
+        let shared = options.shared || store.is_shared();
         Ok(Self {
             inner: Arc::new(Inner {
+                shared,
                 store,
                 records: Mutex::new(()),
                 flusher,
