@@ -301,7 +301,7 @@ impl Harness {
             let agent_name = agent_name.map(str::to_string);
             self.inner
                 .threads
-                .update(thread_id, |r| r.agent_name = agent_name)?;
+                .update(thread_id, |r| r.agent_name.clone_from(&agent_name))?;
         }
         let state = self
             .inner

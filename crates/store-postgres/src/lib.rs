@@ -117,6 +117,13 @@ impl WriteCounters {
     }
 }
 
+/// Rows of `kv` inserted, updated or deleted, and WAL bytes written, since the server started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DatabaseActivity {
+    pub rows_written: u64,
+    pub wal_bytes: u64,
+}
+
 pub struct PgStore {
     pool: Pool,
     written: Arc<WriteCounters>,
@@ -160,6 +167,31 @@ impl PgStore {
         self.bridge.run(async move {
             let client = pool.get().await.map_err(PgError::pool)?;
             schema::current_version(&**client).await
+        })
+    }
+
+    /// What the whole database has done to the `kv` table and its WAL so far, by every client:
+    /// what `antler bench store` reads before and after its turns. PostgreSQL's table counters
+    /// lag: a server process reports them when idle, within about ten seconds.
+    pub fn activity(&self) -> Result<DatabaseActivity, PgError> {
+        let pool = self.pool.clone();
+        self.bridge.run(async move {
+            let client = pool.get().await.map_err(PgError::pool)?;
+            let row = client
+                .query_one(
+                    "SELECT \
+                         (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint \
+                          FROM pg_stat_user_tables WHERE relname = 'kv'), \
+                         pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint",
+                    &[],
+                )
+                .await
+                .map_err(|e| PgError::query(&e))?;
+            let field = |index| row.try_get::<_, i64>(index).map_err(|e| PgError::query(&e));
+            Ok(DatabaseActivity {
+                rows_written: u64::try_from(field(0)?).unwrap_or(0),
+                wal_bytes: u64::try_from(field(1)?).unwrap_or(0),
+            })
         })
     }
 
@@ -246,29 +278,31 @@ async fn write_once(
         }
         return Ok(true);
     };
-    let lock = client.prepare_cached(sql::LOCK_KEY).await?;
-    let get = client.prepare_cached(sql::GET).await?;
-    let write = client.prepare_cached(sql::WRITE).await?;
-    let transaction = client.transaction().await?;
-    transaction
-        .execute(&lock, &[&sql::lock_id(expect.tree, &expect.key)])
-        .await?;
-    // Read after the lock, in a statement of its own: its snapshot sees every batch on this
-    // key that committed before the lock was granted.
-    let current: Option<Vec<u8>> = transaction
-        .query_opt(&get, &[&expect.tree, &expect.key])
-        .await?
-        .map(|row| row.try_get(0))
-        .transpose()?;
-    if current != expect.value {
-        transaction.rollback().await?;
-        return Ok(false);
-    }
-    if !folded.is_empty() {
-        transaction.execute(&write, &write_params(folded)).await?;
-    }
-    transaction.commit().await?;
-    Ok(true)
+    let write_if = client.prepare_cached(sql::WRITE_IF).await?;
+    let [puts_tree, puts_key, puts_value, deletes_tree, deletes_key] = write_params(folded);
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+        puts_tree,
+        puts_key,
+        puts_value,
+        deletes_tree,
+        deletes_key,
+        &expect.tree,
+        &expect.key,
+        &expect.value,
+    ];
+    // One round trip: the three requests are pipelined (tokio-postgres sends them in the order
+    // they are first polled, before any answer). A failure in the first two leaves the
+    // transaction aborted, and the COMMIT then rolls it back.
+    let begin = sql::begin_locked(sql::lock_id(expect.tree, &expect.key));
+    let (begun, applied, committed) = tokio::join!(
+        client.batch_execute(&begin),
+        client.query_one(&write_if, &params),
+        client.batch_execute("COMMIT"),
+    );
+    begun?;
+    let applied: bool = applied?.try_get(0)?;
+    committed?;
+    Ok(applied)
 }
 
 fn write_params(folded: &Folded) -> [&(dyn tokio_postgres::types::ToSql + Sync); 5] {

@@ -35,9 +35,28 @@ pub(crate) const WRITE: &str = "WITH deleted AS ( \
      INSERT INTO kv (tree, key, value) \
      SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]) \
      ON CONFLICT (tree, key) DO UPDATE SET value = EXCLUDED.value";
-/// Held by a conditional batch until it commits, on a hash of the expected key: the key may
-/// not exist yet, and a row that does not exist cannot be locked `FOR UPDATE`.
-pub(crate) const LOCK_KEY: &str = "SELECT pg_advisory_xact_lock($1)";
+/// A batch applied only if the expected key (`$6`, `$7`) holds `$8` (NULL: absent); answers
+/// whether it was. Run after [`begin_locked`] in the same transaction: its snapshot, taken
+/// when it starts, then sees every conditional batch on the key that committed before.
+pub(crate) const WRITE_IF: &str = "WITH ok AS ( \
+         SELECT 1 WHERE (SELECT value FROM kv WHERE tree = $6 AND key = $7) \
+             IS NOT DISTINCT FROM $8::bytea \
+     ), deleted AS ( \
+         DELETE FROM kv USING unnest($4::text[], $5::bytea[]) AS d(tree, key) \
+         WHERE kv.tree = d.tree AND kv.key = d.key AND EXISTS (SELECT 1 FROM ok) \
+     ), written AS ( \
+         INSERT INTO kv (tree, key, value) \
+         SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[]) \
+         WHERE EXISTS (SELECT 1 FROM ok) \
+         ON CONFLICT (tree, key) DO UPDATE SET value = EXCLUDED.value \
+     ) SELECT EXISTS (SELECT 1 FROM ok)";
+
+/// Opens a conditional batch's transaction and takes the advisory lock of its expected key
+/// (held until the commit): the key may not exist yet, and a row that does not exist cannot be
+/// locked `FOR UPDATE`. A simple query (no parameters): the lock id is a number.
+pub(crate) fn begin_locked(lock_id: i64) -> String {
+    format!("BEGIN; SELECT pg_advisory_xact_lock({lock_id})")
+}
 
 /// A batch as the arguments of [`WRITE`], in key order (so two batches lock shared rows in the
 /// same order and cannot deadlock each other).

@@ -264,21 +264,36 @@ impl ThreadStore {
     }
 
     /// Changes a record in place (title, metadata, agent name, …) and bumps `updated_at`.
+    /// A compare-and-set of the record's bytes: another daemon on a shared store changing the
+    /// record meanwhile makes this read it again and apply `change` to its version.
     pub fn update(
         &self,
         thread_id: &str,
-        change: impl FnOnce(&mut ThreadRecord),
+        mut change: impl FnMut(&mut ThreadRecord),
     ) -> Result<ThreadRecord, ThreadError> {
         let _guard = self.lock();
-        let mut record = self
-            .read_record(thread_id)?
-            .ok_or_else(|| ThreadError::NotFound {
-                thread_id: thread_id.to_string(),
-            })?;
-        change(&mut record);
-        record.updated_at = Utc::now();
-        self.inner.store.apply_batch(vec![put_record(&record)?])?;
-        Ok(record)
+        loop {
+            let Some(bytes) = self.inner.store.get(THREADS, thread_id.as_bytes())? else {
+                return Err(ThreadError::NotFound {
+                    thread_id: thread_id.to_string(),
+                });
+            };
+            let mut record: ThreadRecord = decode(thread_id.as_bytes(), &bytes)?;
+            change(&mut record);
+            record.updated_at = Utc::now();
+            let expect = crate::Expect {
+                tree: THREADS,
+                key: thread_id.as_bytes().to_vec(),
+                value: Some(bytes),
+            };
+            if self
+                .inner
+                .store
+                .apply_batch_if(&expect, vec![put_record(&record)?])?
+            {
+                return Ok(record);
+            }
+        }
     }
 
     /// Marks threads left `Busy` by a crash as `Interrupted`; returns their ids.
