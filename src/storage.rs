@@ -61,8 +61,10 @@ mod tests {
     #[test]
     fn sled_is_opened_in_the_data_dir() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = AppConfig::default();
-        config.data_dir = Some(dir.path().to_path_buf());
+        let config = AppConfig {
+            data_dir: Some(dir.path().to_path_buf()),
+            ..AppConfig::default()
+        };
         let store = open_store(&config).unwrap();
         store.put("t", b"k", b"v").unwrap();
         assert!(dir.path().join(STORE_DIR).is_dir());
@@ -72,8 +74,10 @@ mod tests {
     #[test]
     fn postgres_without_a_url_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = AppConfig::default();
-        config.data_dir = Some(dir.path().to_path_buf());
+        let mut config = AppConfig {
+            data_dir: Some(dir.path().to_path_buf()),
+            ..AppConfig::default()
+        };
         config.store.backend = StoreBackend::Postgres;
         let Err(err) = open_store(&config) else {
             panic!("no URL, no store");

@@ -219,10 +219,8 @@ impl<'a> Cursor<'a> {
     }
 
     fn next(&mut self) -> Result<Option<Entry>, StoreError> {
-        Ok(match self.peek()? {
-            Some(_) => Some(self.take()),
-            None => None,
-        })
+        let found = self.peek()?.is_some();
+        Ok(found.then(|| self.take()))
     }
 }
 

@@ -8,6 +8,9 @@
 //! synchronous: [`bridge`] says how a call waits for its query without stalling the caller's
 //! runtime.
 
+// Tests own their tasks through the test runtime, which ends them with the test.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 mod bridge;
 mod connect;
 mod schema;

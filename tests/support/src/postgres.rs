@@ -24,6 +24,8 @@ pub struct TestDatabase {
 
 /// The test cluster's admin URL; `None` (after printing why the test skips) without one,
 /// a panic when [`REQUIRE_VAR`] asks for PostgreSQL.
+// A skipped test says why on stdout, which the test runner shows with the test's output.
+#[allow(clippy::print_stdout)]
 pub fn admin_url() -> Option<String> {
     match std::env::var(URL_VAR) {
         Ok(url) if !url.trim().is_empty() => Some(url),
