@@ -239,3 +239,44 @@ async fn measure(
         }),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(label: &str, database: Option<(f64, u64)>) -> StoreRow {
+        StoreRow {
+            label: label.into(),
+            history: 999,
+            turns: 20,
+            write_per_turn: 512,
+            disk_per_turn: 0,
+            network_per_turn: 2048,
+            cpu_per_turn: Duration::from_micros(1_250),
+            p50: Duration::from_millis(3),
+            database,
+        }
+    }
+
+    #[test]
+    fn the_database_columns_show_only_on_postgres() {
+        let sled = StoreReport {
+            message_bytes: 512,
+            backend: "sled",
+            rows: vec![row("history 1000", None)],
+        }
+        .to_string();
+        assert!(sled.contains("on sled"), "{sled}");
+        assert!(!sled.contains("rows/turn"), "{sled}");
+        let postgres = StoreReport {
+            message_bytes: 512,
+            backend: "postgres",
+            rows: vec![row("history 1000", Some((8.0, 3_584)))],
+        }
+        .to_string();
+        assert!(postgres.contains("rows/turn"), "{postgres}");
+        let line = postgres.lines().last().unwrap();
+        assert!(line.contains("8.0") && line.contains("3.5 K"), "{line}");
+        assert!(line.contains("1.250 ms"), "{line}");
+    }
+}
