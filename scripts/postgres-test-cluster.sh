@@ -6,7 +6,9 @@
 #   scripts/postgres-test-cluster.sh stop "$ANTLER_TEST_POSTGRES_DIR"
 #
 # The tests that need PostgreSQL create a database of their own from ANTLER_TEST_DATABASE_URL.
-# Trust authentication, fsync off: nothing here is meant to outlive the test run.
+# Trust authentication, fsync off: nothing here is meant to outlive the test run. With openssl
+# the server also accepts TLS, its certificate (for localhost and 127.0.0.1) signed by a CA made
+# here, whose certificate ANTLER_TEST_POSTGRES_CA names (the TLS test verifies against it).
 set -euo pipefail
 
 bin_dir() {
@@ -37,6 +39,20 @@ as_owner() {
   fi
 }
 
+# A throwaway CA and a server certificate it signed, for localhost and 127.0.0.1.
+make_certificates() {
+  local dir="$1"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=antler test CA" \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" >/dev/null 2>&1
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" \
+    -keyout "$dir/server.key" -out "$dir/server.csr" >/dev/null 2>&1
+  printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n' \
+    >"$dir/server.ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+    -CAcreateserial -days 2 -extfile "$dir/server.ext" -out "$dir/server.pem" >/dev/null 2>&1
+  chmod 600 "$dir/server.key"
+}
+
 free_port() {
   local port
   for _ in $(seq 1 50); do
@@ -55,18 +71,25 @@ start() {
   bin=$(bin_dir)
   dir=$(mktemp -d "${TMPDIR:-/tmp}/antler-pg.XXXXXX")
   chmod 755 "$dir"
+  local tls_options=""
+  if command -v openssl >/dev/null 2>&1 && make_certificates "$dir"; then
+    tls_options="-c ssl=on -c ssl_cert_file=$dir/server.pem -c ssl_key_file=$dir/server.key"
+  fi
   if [ "$(id -u)" -eq 0 ]; then
     ensure_owner
-    chown postgres: "$dir"
+    chown -R postgres: "$dir"
   fi
   as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust --encoding=UTF8 --no-locale >"$dir/initdb.log" 2>&1 \
     || { cat "$dir/initdb.log" >&2; exit 1; }
   port=$(free_port)
   as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 $tls_options" \
     start >/dev/null || { cat "$dir/server.log" >&2; exit 1; }
   echo "export ANTLER_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:$port/postgres"
   echo "export ANTLER_TEST_POSTGRES_DIR=$dir"
+  if [ -n "$tls_options" ]; then
+    echo "export ANTLER_TEST_POSTGRES_CA=$dir/ca.pem"
+  fi
 }
 
 stop() {

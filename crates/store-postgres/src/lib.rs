@@ -74,7 +74,7 @@ impl PgError {
 
     fn pool(error: deadpool_postgres::PoolError) -> Self {
         Self::Query {
-            detail: error.to_string(),
+            detail: error_chain(&error),
         }
     }
 
@@ -86,6 +86,21 @@ impl PgError {
                 || *code == SqlState::T_R_SERIALIZATION_FAILURE
         )
     }
+}
+
+/// An error with its causes (a TLS handshake's says why the certificate was refused).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 impl From<PgError> for StoreError {
@@ -153,7 +168,7 @@ impl PgStore {
         bridge.run(async move {
             let mut client = migrating.get().await.map_err(|e| PgError::Connect {
                 target,
-                detail: e.to_string(),
+                detail: error_chain(&e),
             })?;
             schema::migrate(&mut client, version.min(LATEST_VERSION)).await
         })?;
@@ -418,3 +433,5 @@ impl Store for PgStore {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tls_tests;

@@ -13,6 +13,10 @@ pub const URL_VAR: &str = "ANTLER_TEST_DATABASE_URL";
 /// Set to `1` where PostgreSQL must be there (CI): a test that would skip fails instead.
 pub const REQUIRE_VAR: &str = "ANTLER_REQUIRE_POSTGRES";
 
+/// The CA that signed the test cluster's TLS certificate (for localhost and 127.0.0.1), set by
+/// `scripts/postgres-test-cluster.sh` when openssl was there.
+pub const CA_VAR: &str = "ANTLER_TEST_POSTGRES_CA";
+
 /// A database of one test, dropped (connections and all) when this is.
 #[derive(Debug)]
 pub struct TestDatabase {
@@ -38,6 +42,23 @@ pub fn admin_url() -> Option<String> {
                 "skipped: {URL_VAR} is not set (eval \"$(scripts/postgres-test-cluster.sh start)\" \
                  runs a throwaway PostgreSQL)"
             );
+            None
+        }
+    }
+}
+
+/// The test cluster's CA certificate (a PEM file); `None` (after saying why) when the cluster
+/// has no TLS, a panic when [`REQUIRE_VAR`] asks for PostgreSQL.
+#[allow(clippy::print_stdout)]
+pub fn test_ca() -> Option<String> {
+    match std::env::var(CA_VAR) {
+        Ok(path) if !path.trim().is_empty() => Some(path),
+        _ if std::env::var(REQUIRE_VAR).as_deref() == Ok("1") => panic!(
+            "{CA_VAR} is not set but {REQUIRE_VAR}=1: start the test cluster with \
+             scripts/postgres-test-cluster.sh where openssl is installed"
+        ),
+        _ => {
+            println!("skipped: {CA_VAR} is not set (the test cluster has no TLS without openssl)");
             None
         }
     }
