@@ -252,11 +252,13 @@ impl Renewer {
     async fn run(self) {
         let inner = &self.cluster.inner;
         let ttl_ms = ttl_ms(inner.ttl);
+        let mut wait = inner.ttl / 3;
         loop {
             tokio::select! {
                 () = self.stop.cancelled() => break,
-                () = tokio::time::sleep(inner.ttl / 3) => {}
+                () = tokio::time::sleep(wait) => {}
             }
+            wait = inner.ttl / 3;
             let held = lock(&self.current).clone();
             match inner.leases.renew(&held, ttl_ms, self.cluster.now_ms()) {
                 Ok(Some(renewed)) => {
@@ -268,9 +270,12 @@ impl Renewer {
                     self.lose(&held);
                     return;
                 }
-                // The store is unreachable: keep trying while the lease lasts.
+                // The store is unreachable: keep trying while the lease lasts, and stop the
+                // work at its deadline, when another instance may take it over.
                 Err(e) if held.is_live(self.cluster.now_ms()) => {
                     tracing::warn!(lease = %held.name, error = %e, "Could not renew a lease; trying again");
+                    let left = held.expires_at_ms.saturating_sub(self.cluster.now_ms());
+                    wait = wait.min(Duration::from_millis(left));
                 }
                 Err(e) => {
                     tracing::warn!(lease = %held.name, error = %e, "A lease expired while the store was unreachable; stopping its work");
