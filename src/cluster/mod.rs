@@ -150,6 +150,21 @@ impl Cluster {
         self.try_hold(&format!("{INSTANCE_PREFIX}{}", self.instance_id()))
     }
 
+    /// Releases every live lease in the store, and says how many; called at start, before
+    /// this instance holds any. Only for a store one process opens at a time (sled): whatever
+    /// it holds was left by a daemon that is gone, and waiting for those leases to expire
+    /// would keep a restarted daemon's bot silent for a lease.
+    pub fn release_leftovers(&self) -> Result<usize, StoreError> {
+        let now = self.now_ms();
+        let mut released = 0;
+        for lease in self.inner.leases.list("")? {
+            if lease.is_live(now) && self.inner.leases.release(&lease)? {
+                released += 1;
+            }
+        }
+        Ok(released)
+    }
+
     /// The names of the leases this instance holds now.
     pub fn held_names(&self) -> Vec<String> {
         lock(&self.inner.held).keys().cloned().collect()

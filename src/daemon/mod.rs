@@ -7,6 +7,7 @@
 pub mod heap_trim;
 pub mod listener;
 pub mod local_socket;
+mod membership;
 pub mod runtime_file;
 pub mod service_manager;
 
@@ -67,6 +68,13 @@ pub enum DaemonError {
     Harness(#[from] HarnessError),
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
+    #[error("could not join the cluster: {0}; check that the store (store.backend) answers")]
+    Cluster(String),
+    #[error(
+        "another daemon named {0:?} keeps its lease in this store: give every daemon its own \
+         cluster.instance_id (or leave it empty for hostname-pid)"
+    )]
+    InstanceTaken(String),
     #[error("the HTTP server failed: {0}")]
     Serve(String),
 }
@@ -126,6 +134,8 @@ pub async fn run(
         &snapshot.data_dir(),
     );
     let harness = open_harness(&config, &snapshot, options.converter.clone(), extensions).await?;
+    // Held for the daemon's life; the harness's shutdown releases it with the other leases.
+    let _member = membership::join(harness.cluster()).await?;
     let limits = ListenerLimits::from_config(&snapshot.gateway);
     let bind_error = |e: std::io::Error| DaemonError::Bind {
         addr,
