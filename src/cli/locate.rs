@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::daemon_client::{DaemonClient, DaemonClientError};
 use crate::config::{ConfigError, ConfigOrigin, EnvSource, LoadedConfig, Locator, load_config};
-use crate::daemon::local_socket::socket_path;
+use crate::daemon::local_socket::{instance_sockets, socket_path};
 use crate::daemon::runtime_file::{DaemonRecord, canonical, live_records, runtime_dir};
 use antler_store::STORE_DIR;
 
@@ -148,6 +148,16 @@ pub async fn locate(locator: &Locator, env: &dyn EnvSource) -> Result<Located, L
                 }));
             }
             Err(detail) => no_daemon = detail,
+        }
+        // Several instances sharing the data dir: the one on this host answers.
+        for socket in instance_sockets(data_dir) {
+            if let Ok(client) = DaemonClient::connect(&socket).await {
+                return Ok(Located::Daemon(FoundDaemon {
+                    client,
+                    data_dir: data_dir.clone(),
+                    record: None,
+                }));
+            }
         }
     }
     let records = runtime_dir(env)

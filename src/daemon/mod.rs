@@ -162,7 +162,13 @@ pub async fn run(
         auth_failures: auth_failures.clone(),
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
-    let socket_file = serve_local_socket(&snapshot.data_dir(), &app, &tasks, &stop_accepting);
+    let socket_file = serve_local_socket(
+        &snapshot.data_dir(),
+        harness.cluster(),
+        &app,
+        &tasks,
+        &stop_accepting,
+    );
     let server = tasks.spawn(crate::daemon::listener::serve(
         listener,
         app,
@@ -387,11 +393,19 @@ fn spawn_retention(
 /// socket the daemon still serves HTTP; the CLI then cannot reach it, which the log says.
 fn serve_local_socket(
     data_dir: &std::path::Path,
+    cluster: &crate::cluster::Cluster,
     app: &axum::Router,
     tasks: &tokio_util::task::TaskTracker,
     stop: &CancellationToken,
 ) -> Option<crate::daemon::local_socket::SocketFile> {
-    let (listener, file) = match crate::daemon::local_socket::bind(data_dir) {
+    // A store one process opens (sled) means one daemon per data dir; a shared one may mean
+    // several daemons on one shared data dir, each with its own socket.
+    let bound = if cluster.backend() == "sled" {
+        crate::daemon::local_socket::bind(data_dir)
+    } else {
+        crate::daemon::local_socket::bind_instance(data_dir, cluster.instance_id())
+    };
+    let (listener, file) = match bound {
         Ok(bound) => bound,
         Err(error) => {
             tracing::error!(%error, "No local socket: antler chat, agents and status cannot reach this daemon");
