@@ -149,16 +149,6 @@ pub async fn locate(locator: &Locator, env: &dyn EnvSource) -> Result<Located, L
             }
             Err(detail) => no_daemon = detail,
         }
-        // Several instances sharing the data dir: the one on this host answers.
-        for socket in instance_sockets(data_dir) {
-            if let Ok(client) = DaemonClient::connect(&socket).await {
-                return Ok(Located::Daemon(FoundDaemon {
-                    client,
-                    data_dir: data_dir.clone(),
-                    record: None,
-                }));
-            }
-        }
     }
     let records = runtime_dir(env)
         .map(|dir| live_records(&dir))
@@ -207,6 +197,23 @@ pub async fn locate(locator: &Locator, env: &dyn EnvSource) -> Result<Located, L
         }
         if let Some(daemon) = found.pop() {
             return Ok(Located::Daemon(daemon));
+        }
+    }
+    // Several instances sharing the data dir, none recorded for this user: one that answers
+    // (after the records, which name this host's own daemon).
+    for socket in locator
+        .data_dir
+        .iter()
+        .flat_map(|dir| instance_sockets(dir))
+    {
+        if let (Ok(client), Some(data_dir)) =
+            (DaemonClient::connect(&socket).await, &locator.data_dir)
+        {
+            return Ok(Located::Daemon(FoundDaemon {
+                client,
+                data_dir: data_dir.clone(),
+                record: None,
+            }));
         }
     }
     let Some(data_dir) = &locator.data_dir else {
