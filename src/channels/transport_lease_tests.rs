@@ -126,6 +126,20 @@ struct Daemon {
 }
 
 fn start(store: &Arc<Cuttable>, name: &'static str, platform: &Arc<Platform>) -> Daemon {
+    let poller = Arc::new(Poller {
+        daemon: name,
+        platform: platform.clone(),
+    });
+    start_with(store, name, poller, Arc::new(NullSink), LEASE)
+}
+
+fn start_with(
+    store: &Arc<Cuttable>,
+    name: &'static str,
+    transport: Arc<dyn Transport>,
+    sink: Arc<dyn InboundSink>,
+    lease_for: Duration,
+) -> Daemon {
     let connection = Arc::new(Connection {
         shared: store.clone(),
         down: AtomicBool::new(false),
@@ -133,7 +147,7 @@ fn start(store: &Arc<Cuttable>, name: &'static str, platform: &Arc<Platform>) ->
     let cluster = Cluster::new(
         connection.clone() as StoreRef,
         name,
-        LEASE,
+        lease_for,
         "memory",
         Arc::new(TokioWallClock::new()),
     );
@@ -142,18 +156,14 @@ fn start(store: &Arc<Cuttable>, name: &'static str, platform: &Arc<Platform>) ->
     let lease = lease_name("telegram", Some(&Secret::new("123:token")));
     let task = {
         let (cluster, health, stop) = (cluster.clone(), health.clone(), stop.clone());
-        let poller = Arc::new(Poller {
-            daemon: name,
-            platform: platform.clone(),
-        });
         tokio::spawn(async move {
             let phase: PhaseReport = Arc::new(|_| {});
             LeasedTransport {
                 cluster: &cluster,
                 lease: &lease,
                 channel: "telegram",
-                transport: poller,
-                sink: Arc::new(NullSink),
+                transport,
+                sink,
                 health: &health,
                 phase: &phase,
             }
@@ -300,4 +310,97 @@ async fn a_conflict_from_a_poller_outside_the_cluster_stays_fatal() {
         "{result:?}"
     );
     a.cluster.shutdown().await;
+}
+
+/// Keeps the text of every message a daemon's transport journalled.
+#[derive(Default)]
+struct Journal(Mutex<Vec<String>>);
+
+#[async_trait]
+impl InboundSink for Journal {
+    async fn accept(&self, messages: Vec<InboundMessage>) -> Result<(), SinkError> {
+        let mut texts = self.0.lock().expect("journal");
+        texts.extend(messages.into_iter().map(|m| m.text));
+        Ok(())
+    }
+}
+
+/// The real Telegram poller (teloxide) against the fake Bot API, which answers a concurrent
+/// `getUpdates` with 409: one poller at a time, and the other one takes over when the first
+/// is cut off from the store, in real time with a one-second lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_telegram_pollers_on_one_token_never_poll_at_once() {
+    use antler_channel::ChannelConfig;
+    use antler_test_support::{FAKE_BOT_TOKEN, FakeTelegram, private_chat};
+
+    const SHORT: Duration = Duration::from_secs(1);
+    let telegram = FakeTelegram::start().await;
+    telegram.refuse_concurrent_polls();
+    let config: antler_telegram::TelegramConfig = serde_json::from_value(serde_json::json!({
+        "enabled": true, "bot_token": FAKE_BOT_TOKEN, "api_url": telegram.api_url(),
+        "poll_timeout": 1,
+    }))
+    .expect("config");
+    let store = shared_store();
+    let mut daemons = Vec::new();
+    let mut journals = Vec::new();
+    for name in ["a", "b"] {
+        let connection = config.adapter().connect().await.expect("connect");
+        let transport = connection.transport.expect("polling has a transport");
+        let journal = Arc::new(Journal::default());
+        daemons.push(start_with(&store, name, transport, journal.clone(), SHORT));
+        journals.push(journal);
+    }
+    let deadline = tokio::time::Instant::now() + SHORT * 10;
+    let running = |d: &Daemon| d.health.get("telegram") == Some(ChannelHealth::Running);
+    let poller = loop {
+        match (running(&daemons[0]), running(&daemons[1])) {
+            (true, false) => break 0,
+            (false, true) => break 1,
+            _ => assert!(tokio::time::Instant::now() < deadline, "nobody polls"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let survivor = 1 - poller;
+    assert_eq!(
+        daemons[survivor].health.get("telegram"),
+        Some(ChannelHealth::Standby)
+    );
+    telegram.send_text(private_chat(1), 1, "first");
+    telegram
+        .wait_for(SHORT * 10, "three lease lengths of polls", |t| {
+            t.calls_of("getupdates").len() >= 6
+        })
+        .await;
+    let journalled = |i: usize| journals[i].0.lock().expect("journal").clone();
+    assert_eq!(journalled(poller), ["first"]);
+    assert_eq!(telegram.overlaps(), 0);
+
+    // The poller is cut off from the store: it stops at its lease's deadline and the other
+    // polls within two leases.
+    daemons[poller]
+        .connection
+        .down
+        .store(true, Ordering::SeqCst);
+    let cut = tokio::time::Instant::now();
+    while !running(&daemons[survivor]) {
+        assert!(cut.elapsed() <= SHORT * 2, "no takeover within two leases");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    telegram.send_text(private_chat(1), 1, "second");
+    let deadline = tokio::time::Instant::now() + SHORT * 10;
+    while journalled(survivor).is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the survivor never got it"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(journalled(survivor).contains(&"second".to_string()));
+    assert_eq!(telegram.overlaps(), 0, "never two getUpdates at once");
+    for daemon in daemons {
+        daemon.stop.cancel();
+        assert!(daemon.task.await.expect("join").is_ok());
+        daemon.cluster.shutdown().await;
+    }
 }
