@@ -72,6 +72,13 @@ impl Cluster {
         self.inner.backend
     }
 
+    /// Whether the store admits one process only (sled): then this daemon is the only one,
+    /// every lease in the store was left by a previous run, and what it keeps in the data dir
+    /// needs no instance name.
+    pub fn store_is_exclusive(&self) -> bool {
+        self.inner.backend == "sled"
+    }
+
     pub fn lease_duration(&self) -> Duration {
         self.inner.ttl
     }

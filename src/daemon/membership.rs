@@ -11,7 +11,7 @@ use crate::daemon::DaemonError;
 /// refused if someone keeps renewing it: two daemons with one name would share every lease.
 pub(crate) async fn join(cluster: &Cluster) -> Result<HeldLease, DaemonError> {
     let store_error = |e: antler_store::StoreError| DaemonError::Cluster(e.to_string());
-    if cluster.backend() == "sled" {
+    if cluster.store_is_exclusive() {
         let released = cluster.release_leftovers().map_err(store_error)?;
         if released > 0 {
             tracing::info!(

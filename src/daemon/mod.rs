@@ -400,7 +400,7 @@ fn serve_local_socket(
 ) -> Option<crate::daemon::local_socket::SocketFile> {
     // A store one process opens (sled) means one daemon per data dir; a shared one may mean
     // several daemons on one shared data dir, each with its own socket.
-    let bound = if cluster.backend() == "sled" {
+    let bound = if cluster.store_is_exclusive() {
         crate::daemon::local_socket::bind(data_dir)
     } else {
         crate::daemon::local_socket::bind_instance(data_dir, cluster.instance_id())

@@ -158,7 +158,7 @@ impl Harness {
             Arc::new(SystemWallClock),
         );
         // A store one process opens (sled) means one daemon: its containers keep their names.
-        let instance = (cluster.backend() != "sled").then(|| cluster.instance_id().to_string());
+        let instance = (!cluster.store_is_exclusive()).then(|| cluster.instance_id().to_string());
         let sandbox = SandboxSlot::new()
             .with_instance(instance)
             .with_skill_mounts(Arc::new(move |config: &AppConfig| {
