@@ -3,3 +3,4 @@
 //! PostgreSQL database poll one bot token one at a time and fail over.
 
 mod polling;
+mod polling_postgres;
