@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use antler_test_support::postgres::{TestDatabase, fresh_database};
 use antler_test_support::{FAKE_BOT_TOKEN, FakeOpenAi, FakeTelegram, Reply, private_chat};
 use serde_json::Value;
 
@@ -23,16 +24,12 @@ fn config(fake: &FakeTelegram, instance: &str) -> String {
     )
 }
 
-/// The database both daemons share: an empty one named by `ANTLER_TEST_DATABASE_URL`. Once
-/// the PostgreSQL backend is merged this is test-support's `postgres::fresh_database()`.
-fn database_url() -> Option<String> {
-    std::env::var("ANTLER_TEST_DATABASE_URL")
-        .ok()
-        .filter(|url| !url.trim().is_empty())
-}
-
-fn start(config: &Path, database_url: &str) -> Daemon {
-    Daemon::spawn(config, &[("ANTLER_DATABASE_URL", database_url)], None)
+fn start(config: &Path, database: &TestDatabase) -> Daemon {
+    Daemon::spawn(
+        config,
+        &[("ANTLER_DATABASE_URL", database.url.as_str())],
+        None,
+    )
 }
 
 fn telegram_state(ready: &Value) -> String {
@@ -47,10 +44,8 @@ fn answers(telegram: &FakeTelegram, text: &str) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the PostgreSQL backend (store.backend: postgres)"]
 async fn two_daemons_poll_one_bot_one_at_a_time_and_the_survivor_takes_over() {
-    let Some(database) = database_url() else {
-        println!("skipped: ANTLER_TEST_DATABASE_URL is not set");
+    let Some(database) = fresh_database() else {
         return;
     };
     let telegram = FakeTelegram::start().await;
