@@ -214,6 +214,24 @@ fn the_cluster_compose_file_runs_two_instances_on_postgres_behind_a_balancer() {
     assert_eq!(config["store"]["backend"], "postgres");
     assert_eq!(config["store"]["postgres"]["url"], "$ANTLER_DATABASE_URL");
     assert_eq!(config["cluster"]["instance_id"], "${ANTLER_INSTANCE_ID:-}");
+    let home = tempfile::tempdir().expect("tempdir");
+    let check = Command::new(env!("CARGO_BIN_EXE_antler"))
+        .arg("--config")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/cluster/config.yaml"))
+        .args(["config", "check"])
+        .env("ANTLER_HOME", home.path())
+        .env(
+            "ANTLER_DATABASE_URL",
+            "postgres://antler@postgres:5432/antler",
+        )
+        .env("ANTLER_INSTANCE_ID", "antler-a")
+        .output()
+        .expect("antler config check");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     let readme = read("README.md");
     assert!(readme.contains("## Running several instances"));
     assert!(readme.contains("antler store copy --to"));
