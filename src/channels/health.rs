@@ -10,6 +10,9 @@ use serde::Serialize;
 pub enum ChannelHealth {
     Starting,
     Running,
+    /// Connected (replies go out, webhooks are served) while another instance sharing the
+    /// store runs the long-lived transport; this one takes over if that one stops.
+    Standby,
     /// Retrying after a transient failure.
     Degraded {
         reason: String,
@@ -27,7 +30,10 @@ pub struct HealthBoard(Arc<Mutex<BTreeMap<String, ChannelHealth>>>);
 
 impl HealthBoard {
     pub fn set(&self, channel: &str, health: ChannelHealth) {
-        crate::metrics::channel_health(channel, matches!(health, ChannelHealth::Running));
+        crate::metrics::channel_health(
+            channel,
+            matches!(health, ChannelHealth::Running | ChannelHealth::Standby),
+        );
         self.lock().insert(channel.to_string(), health);
     }
 

@@ -3,7 +3,8 @@
 //! good only by a fatal error (until the settings change) or shutdown.
 //!
 //! A session: connect (retried with backoff) → register with the manager → answer what the
-//! last run left pending → mount the webhook and/or run the transport under supervision.
+//! last run left pending → mount the webhook and/or run the transport under supervision (under
+//! the transport's lease, see [`crate::channels::transport_lease`]).
 
 use std::sync::Arc;
 
@@ -15,7 +16,9 @@ use crate::channels::health::ChannelHealth;
 use crate::channels::manager::ChannelManager;
 use crate::channels::reload::SessionPhase;
 use crate::channels::runtime::ChannelRuntime;
-use crate::channels::supervise::{PhaseReport, backoff, mark_fatal, supervise};
+use crate::channels::supervise::{PhaseReport, backoff, mark_fatal};
+use crate::channels::transport_lease::{LeasedTransport, lease_name};
+use crate::cluster::Cluster;
 use crate::config::{AppConfig, ConfigHandle};
 
 /// What the lifecycle task of one channel needs.
@@ -24,6 +27,8 @@ pub(crate) struct Lifecycle {
     pub(crate) manager: ChannelManager,
     pub(crate) hub: ChannelHub,
     pub(crate) config: ConfigHandle,
+    /// Decides which daemon sharing the store runs the transport.
+    pub(crate) cluster: Cluster,
 }
 
 /// How a session ended.
@@ -38,7 +43,7 @@ impl Lifecycle {
         let mut changes = self.config.subscribe();
         loop {
             let config = self.config.current();
-            let Some((key, adapter)) = enabled(&config, self.name) else {
+            let Some((key, adapter, lease)) = enabled(&config, self.name) else {
                 self.hub.health.remove(self.name);
                 tokio::select! {
                     _ = stop.cancelled() => return,
@@ -47,7 +52,7 @@ impl Lifecycle {
                 continue;
             };
             let session_stop = stop.child_token();
-            let session = self.session(key, adapter, session_stop.clone());
+            let session = self.session(key, adapter, &lease, session_stop.clone());
             tokio::pin!(session);
             let mut fatal = false;
             loop {
@@ -64,7 +69,7 @@ impl Lifecycle {
                             return;
                         }
                         let now = self.config.current();
-                        if enabled(&now, self.name).map(|(k, _)| k) == Some(key) {
+                        if enabled(&now, self.name).map(|(k, ..)| k) == Some(key) {
                             continue;
                         }
                         tracing::info!(channel = self.name, "The channel's connection settings changed; restarting it");
@@ -83,6 +88,7 @@ impl Lifecycle {
         &self,
         key: u64,
         adapter: Box<dyn ChannelAdapter>,
+        lease: &str,
         stop: CancellationToken,
     ) -> SessionEnd {
         let name = self.name;
@@ -146,8 +152,16 @@ impl Lifecycle {
         let end = match connection.transport {
             // Up once the transport says it is live (a token only its socket checks fails there).
             Some(transport) => {
-                let sink = self.manager.sink(name);
-                match supervise(name, transport, sink, health, &phase, &stop).await {
+                let leased = LeasedTransport {
+                    cluster: &self.cluster,
+                    lease,
+                    channel: name,
+                    transport,
+                    sink: self.manager.sink(name),
+                    health,
+                    phase: &phase,
+                };
+                match leased.run(&stop).await {
                     Ok(()) => SessionEnd::Stopped,
                     Err(error) => {
                         mark_fatal(health, name, &error);
@@ -171,10 +185,12 @@ impl Lifecycle {
     }
 }
 
-/// The connection key and a fresh adapter of `name`'s section, when it is enabled.
-fn enabled(config: &AppConfig, name: &str) -> Option<(u64, Box<dyn ChannelAdapter>)> {
+/// The connection key, a fresh adapter and the transport's lease name of `name`'s section,
+/// when it is enabled.
+fn enabled(config: &AppConfig, name: &str) -> Option<(u64, Box<dyn ChannelAdapter>, String)> {
     let section: &dyn ChannelConfig = config.channels.section(name)?;
-    section
-        .enabled()
-        .then(|| (section.connection_key(), section.adapter()))
+    section.enabled().then(|| {
+        let lease = lease_name(name, section.transport_identity().as_ref());
+        (section.connection_key(), section.adapter(), lease)
+    })
 }

@@ -31,6 +31,7 @@ mod reload;
 mod runtime;
 mod stream;
 pub mod supervise;
+mod transport_lease;
 mod turn;
 mod webhook;
 
@@ -94,6 +95,7 @@ impl Channels {
     /// Starts a lifecycle task for every adapter; enabled ones connect in the background and
     /// failures show in `hub.health`.
     pub fn start(harness: Arc<Harness>, config: ConfigHandle, hub: ChannelHub) -> Self {
+        let cluster = harness.cluster().clone();
         let manager = ChannelManager::new(harness, config.clone());
         let tasks = TaskTracker::new();
         let intake_stop = CancellationToken::new();
@@ -103,6 +105,7 @@ impl Channels {
                 manager: manager.clone(),
                 hub: hub.clone(),
                 config: config.clone(),
+                cluster: cluster.clone(),
             };
             tasks.spawn(lifecycle.run(intake_stop.clone()));
         }

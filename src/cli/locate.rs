@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::daemon_client::{DaemonClient, DaemonClientError};
 use crate::config::{ConfigError, ConfigOrigin, EnvSource, LoadedConfig, Locator, load_config};
-use crate::daemon::local_socket::socket_path;
+use crate::daemon::local_socket::{instance_sockets, socket_path};
 use crate::daemon::runtime_file::{DaemonRecord, canonical, live_records, runtime_dir};
 use antler_store::STORE_DIR;
 
@@ -197,6 +197,23 @@ pub async fn locate(locator: &Locator, env: &dyn EnvSource) -> Result<Located, L
         }
         if let Some(daemon) = found.pop() {
             return Ok(Located::Daemon(daemon));
+        }
+    }
+    // Several instances sharing the data dir, none recorded for this user: one that answers
+    // (after the records, which name this host's own daemon).
+    for socket in locator
+        .data_dir
+        .iter()
+        .flat_map(|dir| instance_sockets(dir))
+    {
+        if let (Ok(client), Some(data_dir)) =
+            (DaemonClient::connect(&socket).await, &locator.data_dir)
+        {
+            return Ok(Located::Daemon(FoundDaemon {
+                client,
+                data_dir: data_dir.clone(),
+                record: None,
+            }));
         }
     }
     let Some(data_dir) = &locator.data_dir else {

@@ -130,6 +130,12 @@ pub fn print_readiness(answer: &Value, out: &mut dyn Write) -> std::io::Result<(
             writeln!(out, "sandbox   {provider} ({})", details.join(", "))?;
         }
     }
+    if let Some(backend) = answer["store"]["backend"].as_str() {
+        writeln!(out, "store     {backend}")?;
+    }
+    if let Some(cluster) = answer.get("cluster").filter(|c| c.is_object()) {
+        print_cluster(cluster, out)?;
+    }
     if let Some(reload) = answer.get("reload").filter(|r| r.is_object()) {
         writeln!(out, "reload    {}", reload_line(reload))?;
     }
@@ -143,6 +149,48 @@ pub fn print_readiness(answer: &Value, out: &mut dyn Write) -> std::io::Result<(
         }
     }
     Ok(())
+}
+
+/// This instance with the leases it holds besides its own, then every instance sharing the
+/// store (from their `instance:` leases) with the time it joined.
+fn print_cluster(cluster: &Value, out: &mut dyn Write) -> std::io::Result<()> {
+    let me = cluster["instance"].as_str().unwrap_or("?");
+    let own = format!("{}{me}", crate::cluster::INSTANCE_PREFIX);
+    let work: Vec<&str> = cluster["leases"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|name| *name != own)
+        .collect();
+    if work.is_empty() {
+        writeln!(out, "instance  {me}")?;
+    } else {
+        writeln!(out, "instance  {me} (holds {})", work.join(", "))?;
+    }
+    if let Some(problem) = cluster["problem"].as_str() {
+        return writeln!(out, "cluster   unknown: {problem}");
+    }
+    let instances: Vec<String> = cluster["instances"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|instance| {
+            let id = instance["id"].as_str().unwrap_or("?");
+            let joined = instance["since_ms"]
+                .as_i64()
+                .and_then(chrono::DateTime::from_timestamp_millis)
+                .map(|at| at.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                .unwrap_or_else(|| "?".into());
+            let this = if id == me { "this one, " } else { "" };
+            format!("{id} ({this}joined {joined})")
+        })
+        .collect();
+    let count = match instances.len() {
+        1 => "1 instance".to_string(),
+        n => format!("{n} instances"),
+    };
+    writeln!(out, "cluster   {count}: {}", instances.join(", "))
 }
 
 /// `rolled_back 2026-12-01 02:41:07 UTC: restored the previous config: telegram: …`.
@@ -203,6 +251,31 @@ mod tests {
              model     default (openai qwen2.5:7b) at http://127.0.0.1:9/v1: unreachable: cannot connect: Connection refused\n\
              sandbox   bwrap (state: ok)\n\
              telegram  unhealthy: bad token\n"
+        );
+    }
+
+    #[test]
+    fn prints_the_store_and_the_cluster_from_its_lease_records() {
+        let text = printed(json!({
+            "status": "ready",
+            "store": {"backend": "postgres"},
+            "cluster": {
+                "instance": "web-1",
+                "leases": ["instance:web-1", "telegram:transport:0a1b2c3d4e5f6071"],
+                "instances": [
+                    {"id": "web-1", "since_ms": 1_796_000_000_000_i64, "expires_ms": 1},
+                    {"id": "web-2", "since_ms": 1_796_000_060_000_i64, "expires_ms": 1},
+                ],
+            },
+            "channels": {"telegram": {"state": "running"}},
+        }));
+        assert_eq!(
+            text,
+            "daemon    ready\n\
+             store     postgres\n\
+             instance  web-1 (holds telegram:transport:0a1b2c3d4e5f6071)\n\
+             cluster   2 instances: web-1 (this one, joined 2026-11-30 00:53:20 UTC), web-2 (joined 2026-11-30 00:54:20 UTC)\n\
+             telegram  running\n"
         );
     }
 

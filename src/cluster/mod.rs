@@ -72,6 +72,13 @@ impl Cluster {
         self.inner.backend
     }
 
+    /// Whether the store admits one process only (sled): then this daemon is the only one,
+    /// every lease in the store was left by a previous run, and what it keeps in the data dir
+    /// needs no instance name.
+    pub fn store_is_exclusive(&self) -> bool {
+        self.inner.backend == "sled"
+    }
+
     pub fn lease_duration(&self) -> Duration {
         self.inner.ttl
     }
@@ -148,6 +155,21 @@ impl Cluster {
     /// other instances see it.
     pub fn join(&self) -> Result<Option<HeldLease>, StoreError> {
         self.try_hold(&format!("{INSTANCE_PREFIX}{}", self.instance_id()))
+    }
+
+    /// Releases every live lease in the store, and says how many; called at start, before
+    /// this instance holds any. Only for a store one process opens at a time (sled): whatever
+    /// it holds was left by a daemon that is gone, and waiting for those leases to expire
+    /// would keep a restarted daemon's bot silent for a lease.
+    pub fn release_leftovers(&self) -> Result<usize, StoreError> {
+        let now = self.now_ms();
+        let mut released = 0;
+        for lease in self.inner.leases.list("")? {
+            if lease.is_live(now) && self.inner.leases.release(&lease)? {
+                released += 1;
+            }
+        }
+        Ok(released)
     }
 
     /// The names of the leases this instance holds now.
@@ -252,11 +274,13 @@ impl Renewer {
     async fn run(self) {
         let inner = &self.cluster.inner;
         let ttl_ms = ttl_ms(inner.ttl);
+        let mut wait = inner.ttl / 3;
         loop {
             tokio::select! {
                 () = self.stop.cancelled() => break,
-                () = tokio::time::sleep(inner.ttl / 3) => {}
+                () = tokio::time::sleep(wait) => {}
             }
+            wait = inner.ttl / 3;
             let held = lock(&self.current).clone();
             match inner.leases.renew(&held, ttl_ms, self.cluster.now_ms()) {
                 Ok(Some(renewed)) => {
@@ -268,9 +292,12 @@ impl Renewer {
                     self.lose(&held);
                     return;
                 }
-                // The store is unreachable: keep trying while the lease lasts.
+                // The store is unreachable: keep trying while the lease lasts, and stop the
+                // work at its deadline, when another instance may take it over.
                 Err(e) if held.is_live(self.cluster.now_ms()) => {
                     tracing::warn!(lease = %held.name, error = %e, "Could not renew a lease; trying again");
+                    let left = held.expires_at_ms.saturating_sub(self.cluster.now_ms());
+                    wait = wait.min(Duration::from_millis(left));
                 }
                 Err(e) => {
                     tracing::warn!(lease = %held.name, error = %e, "A lease expired while the store was unreachable; stopping its work");

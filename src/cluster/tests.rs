@@ -119,3 +119,28 @@ async fn instances_are_listed_from_their_leases() {
     drop(_a);
     a.shutdown().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn leftovers_of_a_previous_run_are_released() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let now = instance(&store, "now");
+    // A daemon that died holding a lease: the record stays live, nobody renews or releases it.
+    let gone = antler_store::lease::Leases::new(store.clone(), "gone");
+    let left = gone
+        .try_acquire("telegram:transport:x", 15_000, now.now_ms())
+        .unwrap();
+    assert!(matches!(left, Acquired::Held { .. }));
+    assert!(now.try_hold("telegram:transport:x").unwrap().is_none());
+    assert_eq!(now.release_leftovers().unwrap(), 1);
+    let taken = now
+        .try_hold("telegram:transport:x")
+        .unwrap()
+        .expect("free again");
+    assert_eq!(
+        taken.lease().epoch,
+        2,
+        "the next epoch, so the old one stays fenced"
+    );
+    drop(taken);
+    now.shutdown().await;
+}

@@ -6,6 +6,10 @@
 //! its requests are trusted as the local operator, with no token; they act as the user named in
 //! the [`USER_HEADER`](crate::http::peer::USER_HEADER) header, else as [`LOCAL_OPERATOR`].
 //! Requests over TCP never get this trust: the header is ignored there.
+//!
+//! Several daemons sharing one store (PostgreSQL) may share one data dir too (a shared
+//! volume); each then binds `{data_dir}/instances/{instance id}.sock` instead, so none takes
+//! another's socket away.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -15,9 +19,35 @@ pub use crate::lead_agent::access::LOCAL_OPERATOR;
 /// The socket's file name in the data dir.
 pub const SOCKET_FILE: &str = "antler.sock";
 
+/// Where the daemons sharing a data dir (several instances on one store) keep their sockets,
+/// one per instance: `{data_dir}/instances/{instance id}.sock`.
+pub const INSTANCES_DIR: &str = "instances";
+
 /// Where the daemon of `data_dir` listens locally.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
     data_dir.join(SOCKET_FILE)
+}
+
+/// Where instance `instance` of a cluster sharing `data_dir` listens locally.
+pub fn instance_socket_path(data_dir: &Path, instance: &str) -> PathBuf {
+    data_dir
+        .join(INSTANCES_DIR)
+        .join(format!("{instance}.sock"))
+}
+
+/// The instance sockets in `data_dir`, for the CLI to try: on a shared volume the other hosts'
+/// sockets are there too, but only a daemon on this host answers.
+pub fn instance_sockets(data_dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(data_dir.join(INSTANCES_DIR)) else {
+        return Vec::new();
+    };
+    let mut sockets: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_type().is_ok_and(|kind| kind.is_socket()))
+        .map(|entry| entry.path())
+        .collect();
+    sockets.sort();
+    sockets
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -65,9 +95,40 @@ impl Drop for SocketFile {
 /// (0700) directory, made 0600 and then renamed into place, so it is never reachable with
 /// looser permissions, whatever the umask.
 pub fn bind(data_dir: &Path) -> Result<(tokio::net::UnixListener, SocketFile), LocalSocketError> {
-    let path = socket_path(data_dir);
+    bind_at(socket_path(data_dir), std::process::id().to_string())
+}
+
+/// Binds instance `instance`'s socket in a data dir several daemons share. Call it only while
+/// holding the instance's lease: no other live daemon has this name, so an existing socket of
+/// that name is stale.
+pub fn bind_instance(
+    data_dir: &Path,
+    instance: &str,
+) -> Result<(tokio::net::UnixListener, SocketFile), LocalSocketError> {
+    let path = instance_socket_path(data_dir, instance);
+    if let Some(dir) = path.parent() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(dir)
+            .map_err(|source| LocalSocketError::Io {
+                action: "create",
+                path: dir.display().to_string(),
+                source,
+            })?;
+    }
+    // Named by the instance, not the pid: two containers on one volume may share a pid.
+    bind_at(path, instance.to_string())
+}
+
+fn bind_at(
+    path: PathBuf,
+    tag: String,
+) -> Result<(tokio::net::UnixListener, SocketFile), LocalSocketError> {
     remove_stale(&path)?;
-    let private = data_dir.join(format!(".sock-{}", std::process::id()));
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let private = dir.join(format!(".sock-{tag}"));
     let io = |action, at: &Path| {
         let at = at.display().to_string();
         move |source| LocalSocketError::Io {
@@ -152,6 +213,27 @@ mod tests {
         assert_eq!(names, vec![std::ffi::OsString::from(SOCKET_FILE)]);
         drop(file);
         assert!(!path.exists());
+    }
+
+    #[tokio::test]
+    async fn instances_sharing_a_data_dir_get_a_socket_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_a, a) = bind_instance(dir.path(), "web-1").unwrap();
+        let (_b, b) = bind_instance(dir.path(), "web-2").unwrap();
+        assert_eq!(a.path(), instance_socket_path(dir.path(), "web-1"));
+        assert_ne!(a.path(), b.path());
+        assert_eq!(
+            instance_sockets(dir.path()),
+            [a.path().to_path_buf(), b.path().to_path_buf()]
+        );
+        let meta = std::fs::symlink_metadata(dir.path().join(INSTANCES_DIR)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        assert!(
+            !socket_path(dir.path()).exists(),
+            "the single daemon's name stays free"
+        );
+        drop(a);
+        assert_eq!(instance_sockets(dir.path()), [b.path().to_path_buf()]);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 pub mod heap_trim;
 pub mod listener;
 pub mod local_socket;
+mod membership;
 pub mod runtime_file;
 pub mod service_manager;
 
@@ -67,6 +68,13 @@ pub enum DaemonError {
     Harness(#[from] HarnessError),
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
+    #[error("could not join the cluster: {0}; check that the store (store.backend) answers")]
+    Cluster(String),
+    #[error(
+        "another daemon named {0:?} keeps its lease in this store: give every daemon its own \
+         cluster.instance_id (or leave it empty for hostname-pid)"
+    )]
+    InstanceTaken(String),
     #[error("the HTTP server failed: {0}")]
     Serve(String),
 }
@@ -126,6 +134,8 @@ pub async fn run(
         &snapshot.data_dir(),
     );
     let harness = open_harness(&config, &snapshot, options.converter.clone(), extensions).await?;
+    // Held for the daemon's life; the harness's shutdown releases it with the other leases.
+    let _member = membership::join(harness.cluster()).await?;
     let limits = ListenerLimits::from_config(&snapshot.gateway);
     let bind_error = |e: std::io::Error| DaemonError::Bind {
         addr,
@@ -152,7 +162,13 @@ pub async fn run(
         auth_failures: auth_failures.clone(),
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
-    let socket_file = serve_local_socket(&snapshot.data_dir(), &app, &tasks, &stop_accepting);
+    let socket_file = serve_local_socket(
+        &snapshot.data_dir(),
+        harness.cluster(),
+        &app,
+        &tasks,
+        &stop_accepting,
+    );
     let server = tasks.spawn(crate::daemon::listener::serve(
         listener,
         app,
@@ -377,11 +393,19 @@ fn spawn_retention(
 /// socket the daemon still serves HTTP; the CLI then cannot reach it, which the log says.
 fn serve_local_socket(
     data_dir: &std::path::Path,
+    cluster: &crate::cluster::Cluster,
     app: &axum::Router,
     tasks: &tokio_util::task::TaskTracker,
     stop: &CancellationToken,
 ) -> Option<crate::daemon::local_socket::SocketFile> {
-    let (listener, file) = match crate::daemon::local_socket::bind(data_dir) {
+    // A store one process opens (sled) means one daemon per data dir; a shared one may mean
+    // several daemons on one shared data dir, each with its own socket.
+    let bound = if cluster.store_is_exclusive() {
+        crate::daemon::local_socket::bind(data_dir)
+    } else {
+        crate::daemon::local_socket::bind_instance(data_dir, cluster.instance_id())
+    };
+    let (listener, file) = match bound {
         Ok(bound) => bound,
         Err(error) => {
             tracing::error!(%error, "No local socket: antler chat, agents and status cannot reach this daemon");

@@ -149,13 +149,6 @@ impl Harness {
         let lead_cache = LeadAgentCache::with_capacity(snapshot.cache.prompts);
         let skill_store = store.clone();
         let skills_loader = lead_cache.skills_loader();
-        let sandbox = SandboxSlot::new().with_skill_mounts(Arc::new(move |config: &AppConfig| {
-            Arc::new(SkillCatalog::from_config(
-                config,
-                skill_store.clone(),
-                skills_loader.clone(),
-            )) as Arc<dyn crate::sandbox::SkillMounts>
-        }));
         let cluster = Cluster::new(
             store.clone(),
             snapshot.cluster.effective_instance_id(),
@@ -163,6 +156,17 @@ impl Harness {
             backend_label(&snapshot),
             Arc::new(SystemWallClock),
         );
+        // A store one process opens (sled) means one daemon: its containers keep their names.
+        let instance = (!cluster.store_is_exclusive()).then(|| cluster.instance_id().to_string());
+        let sandbox = SandboxSlot::new()
+            .with_instance(instance)
+            .with_skill_mounts(Arc::new(move |config: &AppConfig| {
+                Arc::new(SkillCatalog::from_config(
+                    config,
+                    skill_store.clone(),
+                    skills_loader.clone(),
+                )) as Arc<dyn crate::sandbox::SkillMounts>
+            }));
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
                 memory: memory_queue::start(weak.clone(), store, &config),

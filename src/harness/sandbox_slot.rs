@@ -45,6 +45,8 @@ pub(crate) struct SandboxSlot {
     select: Select,
     /// `None`: providers mount the whole skills directory.
     skill_mounts: Option<SkillMountsOf>,
+    /// This daemon's instance id when the store is shared (see `ProviderSettings::instance`).
+    instance: Option<String>,
     current: tokio::sync::Mutex<Option<Current>>,
     /// The provider in force, readable without waiting (for `/readyz`).
     info: Mutex<Option<SandboxInfo>>,
@@ -65,6 +67,7 @@ impl SandboxSlot {
         Self {
             select,
             skill_mounts: None,
+            instance: None,
             current: tokio::sync::Mutex::new(None),
             info: Mutex::new(None),
             last_key: Mutex::new(None),
@@ -74,6 +77,13 @@ impl SandboxSlot {
     /// Providers built from now on show each user's enabled skills only.
     pub(crate) fn with_skill_mounts(mut self, skill_mounts: SkillMountsOf) -> Self {
         self.skill_mounts = Some(skill_mounts);
+        self
+    }
+
+    /// Names what the sandbox creates outside the data dir after this instance (several
+    /// daemons on one store).
+    pub(crate) fn with_instance(mut self, instance: Option<String>) -> Self {
+        self.instance = instance;
         self
     }
 
@@ -154,6 +164,7 @@ impl SandboxSlot {
     async fn build(&self, config: &AppConfig) -> Result<Arc<dyn SandboxProvider>, SandboxError> {
         let mut settings = ProviderSettings::from_config(config, None);
         settings.skill_mounts = self.skill_mounts.as_ref().map(|of| of(config));
+        settings.instance = self.instance.clone();
         let result = (self.select)(settings).await;
         let mut info = self.info.lock().unwrap_or_else(PoisonError::into_inner);
         match &result {

@@ -21,6 +21,8 @@ pub(crate) async fn healthz() -> &'static str {
 /// unreachable model is reported, not a readiness failure: the daemon still serves. `sandbox`
 /// says which provider runs tools and whether shell commands work. `reload` is what the last
 /// config reload did (absent until one happened): a rollback shows here as well as in the log.
+/// `store` names the backend; `cluster` this instance, the leases it holds and the instances
+/// sharing the store (from their `instance:` leases).
 /// Over the local socket (the operator) it also names the config file and the data dir.
 pub(crate) async fn readyz(
     State(state): State<Arc<AppState>>,
@@ -39,6 +41,8 @@ pub(crate) async fn readyz(
             json!({"status": "not_ready", "problem": problem.to_string(), "channels": channels, "sandbox": sandbox}),
         ),
     };
+    body["store"] = json!({"backend": state.harness.cluster().backend()});
+    body["cluster"] = cluster_json(state.harness.cluster());
     if operator.is_some() {
         body["config"] = json!(state.config.origin().to_string());
         body["data_dir"] = json!(state.config.current().data_dir().display().to_string());
@@ -59,4 +63,31 @@ fn sandbox_json(state: &AppState) -> Value {
         Some(info) => json!({"provider": info.provider, "bash": info.bash, "reason": info.reason}),
         None => Value::Null,
     }
+}
+
+/// `{"instance": "web-1", "leases": ["instance:web-1", "telegram:transport:…"], "instances":
+/// [{"id": "web-1", "since_ms": …, "expires_ms": …}]}`; `instances` is replaced by `problem`
+/// when the store cannot list them.
+fn cluster_json(cluster: &crate::cluster::Cluster) -> Value {
+    let mut body = json!({
+        "instance": cluster.instance_id(),
+        "lease_seconds": cluster.lease_duration().as_secs(),
+        "leases": cluster.held_names(),
+    });
+    match cluster.instances() {
+        Ok(instances) => {
+            body["instances"] = instances
+                .iter()
+                .map(|lease| {
+                    json!({
+                        "id": lease.holder,
+                        "since_ms": lease.acquired_at_ms,
+                        "expires_ms": lease.expires_at_ms,
+                    })
+                })
+                .collect();
+        }
+        Err(problem) => body["problem"] = json!(problem.to_string()),
+    }
+    body
 }

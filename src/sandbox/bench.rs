@@ -93,6 +93,7 @@ pub async fn bench_bash_overhead(
             skill_mounts: None,
             sandbox: SandboxConfig::default(),
             host_env: std::env::vars().collect(),
+            instance: None,
         };
         let provider = HostSandboxProvider::new(settings, mode);
         let id = provider.acquire("bench", "bench").await?;

@@ -27,6 +27,10 @@ pub struct ProviderSettings {
     pub sandbox: SandboxConfig,
     /// The environment commands may inherit from (after scrubbing); normally the process env.
     pub host_env: Vec<(String, String)>,
+    /// This daemon's instance id when several daemons share the store (and maybe one Docker
+    /// host): what it creates outside the data dir (containers) carries it, so instances never
+    /// take over or remove each other's. `None` for a single daemon.
+    pub instance: Option<String>,
 }
 
 impl ProviderSettings {
@@ -39,6 +43,7 @@ impl ProviderSettings {
             skill_mounts: None,
             sandbox: config.sandbox.clone(),
             host_env: std::env::vars().collect(),
+            instance: None,
         }
     }
 }

@@ -13,6 +13,7 @@ fn provider() -> Arc<dyn SandboxProvider> {
             skill_mounts: None,
             sandbox: SandboxConfig::default(),
             host_env: Vec::new(),
+            instance: None,
         },
         ExecMode::Local { allow_bash: false },
     ))

@@ -2,7 +2,8 @@
 //! installs into directories it created, skills come from the binary (nobody copies them), one
 //! stop timeout everywhere, the README's `sudo -u antler` commands that open the data dir load
 //! the service's secrets, and the container is usable with one variable (compose passes
-//! `ANTLER_API_TOKEN` from `.env`, whose example names it; `.env` never enters the image).
+//! `ANTLER_API_TOKEN` from `.env`, whose example names it; `.env` never enters the image), and
+//! the cluster's compose file runs two instances on PostgreSQL behind a balancer.
 
 use std::path::Path;
 use std::process::Command;
@@ -157,4 +158,81 @@ fn the_dockerfile_lints_clean_where_hadolint_is_installed() {
         "{}",
         String::from_utf8_lossy(&output.stdout)
     );
+}
+
+/// The cluster's compose file: PostgreSQL, two instances on one shared data volume, each with
+/// its own name and a runtime dir of its own (so its health check asks itself), and a
+/// balancer that checks `/readyz` in front of both; its config selects PostgreSQL.
+#[test]
+fn the_cluster_compose_file_runs_two_instances_on_postgres_behind_a_balancer() {
+    let compose: serde_json::Value =
+        serde_saphyr::from_str(&read("deploy/cluster/docker-compose.yml")).expect("yaml");
+    let services = &compose["services"];
+    assert!(
+        services["postgres"]["image"]
+            .as_str()
+            .is_some_and(|image| image.starts_with("postgres:")),
+        "{services}"
+    );
+    let mut names = Vec::new();
+    for instance in ["antler-a", "antler-b"] {
+        let service = &services[instance];
+        let volumes = service["volumes"].to_string();
+        assert!(
+            volumes.contains("antler-data:/data"),
+            "{instance}: {volumes}"
+        );
+        let env = &service["environment"];
+        assert_eq!(env["ANTLER_INSTANCE_ID"], instance);
+        assert!(
+            env["ANTLER_DATABASE_URL"]
+                .as_str()
+                .is_some_and(|url| url.starts_with("postgres://"))
+        );
+        assert_eq!(env["XDG_RUNTIME_DIR"], "/run/antler");
+        assert!(service["tmpfs"].to_string().contains("/run/antler"));
+        assert_eq!(
+            service["stop_grace_period"],
+            services["antler-a"]["stop_grace_period"]
+        );
+        names.push(instance);
+    }
+    let balancer = &services["balancer"];
+    assert!(
+        balancer["ports"]
+            .to_string()
+            .contains("127.0.0.1:8787:8787")
+    );
+    let caddy = read("deploy/cluster/Caddyfile");
+    for name in &names {
+        assert!(caddy.contains(&format!("{name}:8787")), "{caddy}");
+    }
+    assert!(caddy.contains("health_uri /readyz"), "{caddy}");
+
+    let config: serde_json::Value =
+        serde_saphyr::from_str(&read("deploy/cluster/config.yaml")).expect("yaml");
+    assert_eq!(config["store"]["backend"], "postgres");
+    assert_eq!(config["store"]["postgres"]["url"], "$ANTLER_DATABASE_URL");
+    assert_eq!(config["cluster"]["instance_id"], "${ANTLER_INSTANCE_ID:-}");
+    let home = tempfile::tempdir().expect("tempdir");
+    let check = Command::new(env!("CARGO_BIN_EXE_antler"))
+        .arg("--config")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/cluster/config.yaml"))
+        .args(["config", "check"])
+        .env("ANTLER_HOME", home.path())
+        .env(
+            "ANTLER_DATABASE_URL",
+            "postgres://antler@postgres:5432/antler",
+        )
+        .env("ANTLER_INSTANCE_ID", "antler-a")
+        .output()
+        .expect("antler config check");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let readme = read("README.md");
+    assert!(readme.contains("## Running several instances"));
+    assert!(readme.contains("antler store copy --to"));
 }

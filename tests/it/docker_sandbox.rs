@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use antler::config::{DockerSandboxConfig, SandboxConfig, SandboxProviderKind};
-use antler::sandbox::docker::container_name;
+use antler::sandbox::docker::{container_name, container_name_in};
 use antler::sandbox::{
     DockerSandboxProvider, PoolTiming, ProviderSettings, SandboxProvider, select_provider,
 };
@@ -31,6 +31,7 @@ fn settings(fake_url: &str, tmp: &Path, replicas: usize) -> ProviderSettings {
             ..Default::default()
         },
         host_env: Vec::new(),
+        instance: None,
     }
 }
 
@@ -504,4 +505,44 @@ async fn select_provider_builds_docker_and_reports_an_unreachable_engine() {
         message.contains("choose another sandbox.provider"),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn instances_sharing_a_docker_host_leave_each_others_containers_alone() {
+    let fake = FakeDocker::start().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let as_instance = |name: &str| {
+        let mut settings = settings(&fake.url(), tmp.path(), 3);
+        settings.instance = Some(name.to_string());
+        settings
+    };
+    let a = DockerSandboxProvider::connect(as_instance("web-1"))
+        .await
+        .unwrap();
+    let id = a.acquire("alice", "t1").await.unwrap();
+    a.release(&id).await.unwrap();
+    let a_name = container_name_in(Some("web-1"), "alice", "t1");
+    assert_eq!(a.warm_containers(), std::slice::from_ref(&a_name));
+
+    // web-2 starts on the same Docker host: web-1's warm container is neither adopted nor
+    // removed, and the same thread gets a container of web-2's own.
+    let b = DockerSandboxProvider::connect(as_instance("web-2"))
+        .await
+        .unwrap();
+    assert!(b.warm_containers().is_empty());
+    assert!(fake.container(&a_name).is_some(), "web-1's container stays");
+    b.acquire("alice", "t1").await.unwrap();
+    let b_name = container_name_in(Some("web-2"), "alice", "t1");
+    assert_ne!(a_name, b_name);
+    assert!(fake.container(&b_name).is_some());
+    assert_eq!(a.warm_containers(), std::slice::from_ref(&a_name));
+
+    // web-1 restarted under its name finds its own container again.
+    let again = DockerSandboxProvider::connect(as_instance("web-1"))
+        .await
+        .unwrap();
+    assert_eq!(again.warm_containers(), std::slice::from_ref(&a_name));
+    assert!(fake.container(&b_name).is_some(), "web-2's container stays");
+    b.shutdown().await;
+    again.shutdown().await;
 }

@@ -15,6 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use crate::capabilities::ChannelError;
 use crate::channel::ChannelParts;
 use crate::profile::ChannelProfile;
+use crate::secret::Secret;
 use crate::transport::Transport;
 use crate::webhook::WebhookHandler;
 
@@ -40,6 +41,13 @@ pub trait ChannelConfig: Send + Sync + std::fmt::Debug {
     /// A digest of the settings that need a new connection when they change (credentials, mode,
     /// endpoints); the daemon restarts only this channel when it changes.
     fn connection_key(&self) -> u64;
+    /// The credential a second long-lived connection would clash with (a bot token Telegram
+    /// answers 409 for, a gateway's token); `None` when the channel has no such transport.
+    /// With several daemons on one store only the holder of a lease named by a digest of it
+    /// runs the transport; the value itself is never shown.
+    fn transport_identity(&self) -> Option<Secret> {
+        None
+    }
     /// What is wrong with the section: `(key below channels.<name>, what to do)`.
     fn problems(&self) -> Vec<(String, String)>;
     /// An adapter for these settings; nothing is contacted until [`ChannelAdapter::connect`].

@@ -244,6 +244,11 @@ impl ChannelConfig for DiscordConfig {
 
     /// `thread_mode` decides the chat keys the connection produces, and the emoji are the
     /// adapter's; both need a new connection.
+    /// One gateway session per bot token (a second one duplicates every event).
+    fn transport_identity(&self) -> Option<Secret> {
+        self.bot_token.clone()
+    }
+
     fn connection_key(&self) -> u64 {
         connection_key_of((
             &self.bot_token,

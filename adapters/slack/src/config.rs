@@ -148,6 +148,11 @@ impl ChannelConfig for SlackConfig {
     }
 
     /// `dm_threading` is here because it decides the chat keys the connection produces.
+    /// Socket Mode connects with the app-level token.
+    fn transport_identity(&self) -> Option<Secret> {
+        self.app_token.clone()
+    }
+
     fn connection_key(&self) -> u64 {
         connection_key_of((
             &self.bot_token,

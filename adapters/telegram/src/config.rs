@@ -102,6 +102,11 @@ impl ChannelConfig for TelegramConfig {
         self.reactions
     }
 
+    /// One long-polling `getUpdates` per bot token.
+    fn transport_identity(&self) -> Option<Secret> {
+        self.bot_token.clone()
+    }
+
     fn connection_key(&self) -> u64 {
         connection_key_of((
             &self.bot_token,

@@ -43,7 +43,7 @@ use crate::sandbox::{
 
 pub use container::DockerSandbox;
 use engine::Engine;
-pub use naming::{MANAGED_LABEL, container_name};
+pub use naming::{MANAGED_LABEL, container_name, container_name_in};
 
 /// Longest pause between idle sweeps (the reference checks every 60 s).
 const MAX_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
@@ -168,8 +168,12 @@ impl Inner {
 
     async fn adopt_orphans(&self) -> Result<(), SandboxError> {
         let _ops = self.ops.lock().await;
+        let instance = self.settings.instance.as_deref();
         for listed in self.engine.list_managed().await? {
-            let owner = naming::owner_of(&listed.name, &listed.labels)
+            if naming::made_by_another(instance, &listed.labels) {
+                continue;
+            }
+            let owner = naming::owner_of(instance, &listed.name, &listed.labels)
                 .filter(|_| listed.image == self.docker.image);
             let name = listed.name.trim_start_matches('/').to_string();
             match owner {
@@ -211,7 +215,8 @@ impl Inner {
         let mapper = self
             .settings
             .mapper(&paths, self.settings.skill_mounts_for(user_id));
-        let container = container_name(user_id, thread_id);
+        let container =
+            naming::container_name_in(self.settings.instance.as_deref(), user_id, thread_id);
         let warm = {
             let mut pool = self.pool();
             let index = pool.warm.iter().position(|w| w.sandbox_id == id);
@@ -384,7 +389,11 @@ impl Inner {
         ContainerCreateBody {
             image: Some(self.docker.image.clone()),
             cmd: Some(vec!["sleep".into(), "infinity".into()]),
-            labels: Some(naming::labels(user_id, thread_id)),
+            labels: Some(naming::labels(
+                self.settings.instance.as_deref(),
+                user_id,
+                thread_id,
+            )),
             working_dir: Some(VIRTUAL_WORKSPACE.into()),
             user,
             host_config: Some(HostConfig {

@@ -210,6 +210,7 @@ async fn auto_selection_prefers_bwrap_and_local_keeps_bash_off() {
             ..Default::default()
         },
         host_env: Vec::new(),
+        instance: None,
     };
     let local = select_host_provider(settings(antler::config::SandboxProviderKind::Local))
         .await

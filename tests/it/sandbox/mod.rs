@@ -126,6 +126,7 @@ impl Fixture {
                 skill_mounts: None,
                 sandbox,
                 host_env,
+                instance: None,
             },
             mode,
         ));

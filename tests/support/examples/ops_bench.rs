@@ -1,6 +1,7 @@
 //! The operational benchmarks, each printing a table:
 //! `cargo run --release -p antler-test-support --example ops_bench -- <name> --binary
-//! target/release/antler [options]` with `<name>` one of `concurrency`, `crash`, `soak`, `idle`.
+//! target/release/antler [options]` with `<name>` one of `concurrency`, `crash`, `soak`, `idle`,
+//! `failover` (`--database-url URL` of an empty PostgreSQL database, `--lease-seconds N`).
 //! Options: `--chats N`, `--turns N`, `--threads N`, `--kills N`, `--seed N`,
 //! `--stream-ms N` (how long the model streams each answer), `--png PATH` (soak: the RSS plot),
 //! `--channels telegram,slack|all|none` (idle: which channels to connect).
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use antler_test_support::bench::{
-    self, ConcurrencyOptions, CrashOptions, SoakOptions, rss_plot_png,
+    self, ConcurrencyOptions, CrashOptions, FailoverOptions, SoakOptions, rss_plot_png,
 };
 
 struct Args {
@@ -28,7 +29,7 @@ impl Args {
         let mut args = std::env::args().skip(1);
         let name = args
             .next()
-            .ok_or("name a benchmark: concurrency, crash, soak or idle")?;
+            .ok_or("name a benchmark: concurrency, crash, soak, idle or failover")?;
         let mut binary = None;
         let mut values = Vec::new();
         while let Some(flag) = args.next() {
@@ -128,8 +129,26 @@ async fn run(args: &Args) -> Result<bool, String> {
             println!("{report}");
             Ok(true)
         }
+        "failover" => {
+            let database_url = args
+                .text("database-url")
+                .map(str::to_string)
+                .or_else(|| std::env::var("ANTLER_DATABASE_URL").ok())
+                .ok_or("failover needs --database-url (an empty PostgreSQL database)")?;
+            let options = FailoverOptions {
+                database_url,
+                kills: args.number("kills", 5)?,
+                lease_seconds: args.number("lease-seconds", 3)?,
+                stream_over: Duration::from_millis(args.number("stream-ms", 300)?),
+            };
+            let report = bench::failover(&args.binary, options).await.map_err(err)?;
+            println!("{report}");
+            Ok(report.tally.lost.is_empty()
+                && report.tally.duplicated.is_empty()
+                && report.overlaps == 0)
+        }
         other => Err(format!(
-            "unknown benchmark {other:?}: use concurrency, crash, soak or idle"
+            "unknown benchmark {other:?}: use concurrency, crash, soak, idle or failover"
         )),
     }
 }

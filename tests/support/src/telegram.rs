@@ -55,6 +55,12 @@ struct FakeState {
     calls: Vec<BotCall>,
     failures: HashMap<String, VecDeque<BotFailure>>,
     always_conflict: bool,
+    /// Answer 409 to a `getUpdates` that arrives while another is in flight, as Telegram does.
+    one_poller: bool,
+    /// `getUpdates` requests being answered now.
+    polling: usize,
+    /// `getUpdates` requests refused because another was in flight.
+    overlaps: usize,
     chats: HashMap<i64, Value>,
     /// Current text of every message the bot sent, by `(chat, message id)`.
     texts: HashMap<(i64, i64), String>,
@@ -193,6 +199,17 @@ impl FakeTelegram {
     /// Every `getUpdates` answers 409 (another poller holds the token).
     pub fn set_conflict(&self, on: bool) {
         self.shared.lock().always_conflict = on;
+    }
+
+    /// From now on a `getUpdates` that arrives while another is being answered gets Telegram's
+    /// 409 ("terminated by other getUpdates request") and is counted in [`Self::overlaps`].
+    pub fn refuse_concurrent_polls(&self) {
+        self.shared.lock().one_poller = true;
+    }
+
+    /// How many `getUpdates` met another one in flight (see [`Self::refuse_concurrent_polls`]).
+    pub fn overlaps(&self) -> usize {
+        self.shared.lock().overlaps
     }
 
     pub fn calls(&self) -> Vec<BotCall> {
@@ -421,7 +438,26 @@ async fn method(
     }
 }
 
+/// Counts a `getUpdates` in flight until its answer is sent or its client goes away.
+struct InFlight(Shared);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.lock().polling -= 1;
+    }
+}
+
 async fn get_updates(shared: Shared, body: &Value) -> Response {
+    let _in_flight = {
+        let mut state = shared.lock();
+        if state.one_poller && state.polling > 0 {
+            state.overlaps += 1;
+            drop(state);
+            return failure_response(BotFailure::Conflict);
+        }
+        state.polling += 1;
+        InFlight(shared.clone())
+    };
     let offset = body["offset"].as_i64().unwrap_or(0);
     let timeout = body["timeout"].as_u64().unwrap_or(0);
     let wait = Duration::from_millis((timeout * 1000).min(250));

@@ -7,6 +7,7 @@
 mod concurrency;
 mod crash;
 mod drive;
+mod failover;
 mod fleet;
 mod font;
 mod idle;
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 pub use concurrency::{ConcurrencyOptions, ConcurrencyReport, concurrency};
 pub use crash::{CrashOptions, CrashReport, crash};
+pub use failover::{FailoverOptions, FailoverReport, failover};
 pub use fleet::Platform;
 pub use idle::{IdleReport, idle};
 pub use model::{EchoModel, answer_for, echo_model, marker_of};
