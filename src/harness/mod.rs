@@ -6,16 +6,20 @@
 
 mod admission;
 mod errors;
+mod jobs;
 pub(crate) mod memory_queue;
 mod registries;
 mod request;
+mod run_claims;
 mod run_task;
 mod sandbox_slot;
 mod shutdown;
 pub mod testing;
 
 pub use errors::{HarnessError, RunError};
+pub use jobs::JOBS_TREE;
 pub use request::{RunHandle, RunRequest, Speaker};
+pub use run_claims::{CANCELS_TREE, RUNS_TREE, RunRecord};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -85,6 +89,11 @@ struct Inner {
     converter: Converter,
     /// This daemon among the daemons sharing the store: its leases (see [`crate::cluster`]).
     cluster: Cluster,
+    /// Other daemons may share the store: runs also claim their thread there
+    /// (see [`run_claims`]).
+    shared: bool,
+    /// Periodic work claimed across instances (see [`jobs`]).
+    jobs: jobs::Jobs,
 }
 
 /// A tool registry and what it was built for.
@@ -128,6 +137,26 @@ impl Harness {
         models: Option<ModelRegistry>,
     ) -> Result<Self, HarnessError> {
         let snapshot = config.current();
+        let cluster = Cluster::new(
+            store.clone(),
+            snapshot.cluster.effective_instance_id(),
+            Duration::from_secs(snapshot.cluster.lease_seconds),
+            backend_label(&snapshot),
+            Arc::new(SystemWallClock),
+        );
+        Self::with_cluster(config, store, models, cluster)
+    }
+
+    /// Like [`Harness::with_parts`], as the instance `cluster` names (its id, lease length and
+    /// clock): several harnesses on one store in tests, or an embedder that runs its own.
+    pub fn with_cluster(
+        config: ConfigHandle,
+        store: StoreRef,
+        models: Option<ModelRegistry>,
+        cluster: Cluster,
+    ) -> Result<Self, HarnessError> {
+        let snapshot = config.current();
+        let shared = run_claims::is_shared(&cluster);
         let threads = ThreadStore::with_options(
             store.clone(),
             ThreadStoreOptions {
@@ -137,7 +166,7 @@ impl Harness {
                 ..ThreadStoreOptions::default()
             },
         )?;
-        let reset = threads.reset_busy()?;
+        let reset = run_claims::reset_at_open(&threads, &cluster, shared)?;
         if !reset.is_empty() {
             tracing::warn!(threads = ?reset, "Threads left busy by an unclean stop were marked interrupted");
         }
@@ -157,17 +186,12 @@ impl Harness {
                 skills_loader.clone(),
             )) as Arc<dyn crate::sandbox::SkillMounts>
         }));
-        let cluster = Cluster::new(
-            store.clone(),
-            snapshot.cluster.effective_instance_id(),
-            Duration::from_secs(snapshot.cluster.lease_seconds),
-            backend_label(&snapshot),
-            Arc::new(SystemWallClock),
-        );
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
                 memory: memory_queue::start(weak.clone(), store, &config),
                 cluster,
+                shared,
+                jobs: jobs::Jobs::default(),
                 config,
                 threads,
                 models,
@@ -391,24 +415,6 @@ impl Harness {
         (lock_runs(&self.inner).len(), finished)
     }
 
-    /// Cancels the run `run_id` of `thread_id`; `false` if no such run is active.
-    pub fn cancel_run(&self, thread_id: &str, run_id: &str) -> bool {
-        match self.runs().get(thread_id) {
-            Some(active) if active.run_id == run_id => {
-                active.cancel.cancel();
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// The id of the run in progress on a thread, if any.
-    pub fn active_run(&self, thread_id: &str) -> Option<String> {
-        self.runs()
-            .get(thread_id)
-            .map(|active| active.run_id.clone())
-    }
-
     /// The thread's state as of its last completed step. Callers check ownership first.
     pub async fn thread_state(&self, thread_id: &str) -> Result<Option<ThreadState>, HarnessError> {
         let latest = self.inner.threads.latest(thread_id).await?;
@@ -454,8 +460,11 @@ impl Harness {
                 thread_id: thread_id.to_string(),
             });
         }
-        // Holding the run registry keeps a new run from starting on the thread mid-delete.
+        // Holding the run registry (and, shared, the thread's run lease) keeps a new run from
+        // starting on the thread mid-delete, here or on another instance.
+        let held = self.hold_thread(thread_id)?;
         self.inner.threads.delete(thread_id)?;
+        drop(held);
         drop(runs);
         Ok(())
     }
@@ -494,6 +503,8 @@ impl Harness {
                 thread_id: thread_id.to_string(),
             });
         }
+        // Under the registry's lock: the orphan sweep checks the registry under it too.
+        let claim = self.claim_thread(thread_id, run_id, cancel)?;
         runs.insert(
             thread_id.to_string(),
             ActiveRun {
@@ -506,6 +517,7 @@ impl Harness {
             thread_id: thread_id.to_string(),
             run_id: run_id.to_string(),
             sandbox: None,
+            claim,
         })
     }
 
@@ -528,11 +540,16 @@ struct RunGuard {
     run_id: String,
     /// Keeps the run's sandbox provider from being shut down under it.
     sandbox: Option<SandboxLease>,
+    /// The thread's claim across instances (shared stores only).
+    claim: Option<run_claims::RunClaim>,
 }
 
 impl Drop for RunGuard {
     fn drop(&mut self) {
         self.inner.runs_finished.fetch_add(1, Ordering::Relaxed);
+        if let Some(claim) = self.claim.take() {
+            run_claims::release(claim, &self.thread_id);
+        }
         let mut runs = lock_runs(&self.inner);
         if runs
             .get(&self.thread_id)
@@ -546,6 +563,10 @@ impl Drop for RunGuard {
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod cluster_tests;
 
 /// The store backend's name for `/readyz` and `antler status`.
 fn backend_label(_config: &AppConfig) -> &'static str {
