@@ -188,7 +188,12 @@ impl Harness {
         }));
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
-                memory: memory_queue::start(weak.clone(), store, &config),
+                memory: memory_queue::start(
+                    weak.clone(),
+                    store,
+                    &config,
+                    shared.then(|| memory_queue::owner(&cluster)),
+                ),
                 cluster,
                 shared,
                 jobs: jobs::Jobs::default(),

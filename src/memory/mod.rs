@@ -13,6 +13,7 @@ pub mod history;
 pub mod inject;
 pub mod middleware;
 pub mod queue;
+pub mod queue_shared;
 
 pub mod repo;
 pub mod settings;

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::memory::MemoryError;
 use crate::memory::conversation::Author;
+use crate::memory::queue_shared::{self, QueueOwner};
 use crate::memory::repo::MemoryScope;
 use crate::memory::updater::{ConversationMessage, MemoryUpdater};
 use crate::model::ChatModel;
@@ -68,6 +69,10 @@ pub struct PendingConversation {
     /// Messages summarization dropped from the thread; kept across replacements.
     #[serde(default)]
     pub earlier: Vec<ConversationMessage>,
+    /// The instance whose update this is, on a store several daemons share (see
+    /// [`crate::memory::queue_shared`]); `None` on sled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl PendingConversation {
@@ -77,10 +82,11 @@ impl PendingConversation {
             thread_id,
             model_name,
             earlier: Vec::new(),
+            owner: None,
         }
     }
 
-    fn key(&self) -> Vec<u8> {
+    pub(crate) fn key(&self) -> Vec<u8> {
         let agent = self.scope.agent_name.as_deref().unwrap_or("");
         format!("{}\0{}\0{agent}", self.thread_id, self.scope.user_id).into_bytes()
     }
@@ -157,6 +163,8 @@ struct Inner {
     /// Entries taken off the queue and done with, whatever became of them: the daemon's
     /// memory release waits for these to stop too before it hands freed heap back.
     processed: std::sync::atomic::AtomicU64,
+    /// This instance, when other daemons share the store (see [`queue_shared`]).
+    owner: Option<QueueOwner>,
 }
 
 /// Cheap to clone; clones share the queue.
@@ -174,12 +182,37 @@ impl MemoryQueue {
         models: ModelResolver,
         conversations: ConversationLoader,
     ) -> Result<Self, MemoryError> {
+        Self::start_shared(store, updater, models, conversations, None)
+    }
+
+    /// Like [`MemoryQueue::start`], as `owner` among daemons sharing the store: only its own
+    /// conversations and those of stopped instances are loaded (see [`queue_shared`]).
+    pub fn start_shared(
+        store: StoreRef,
+        updater: MemoryUpdater,
+        models: ModelResolver,
+        conversations: ConversationLoader,
+        owner: Option<QueueOwner>,
+    ) -> Result<Self, MemoryError> {
         let due = Instant::now() + debounce(&updater);
         let mut pending = HashMap::new();
+        let live = match &owner {
+            Some(owner) => (owner.live)()?,
+            None => Default::default(),
+        };
         for (key, value) in store.scan_prefix(QUEUE_TREE, b"")? {
             match serde_json::from_slice::<PendingConversation>(&value) {
                 Ok(conversation) => {
-                    let record = value.to_vec();
+                    let (conversation, record) = match &owner {
+                        None => (conversation, value.to_vec()),
+                        Some(owner) if queue_shared::is_adoptable(owner, &conversation, &live) => {
+                            match queue_shared::adopt(&store, owner, &key, value, conversation)? {
+                                Some(adopted) => adopted,
+                                None => continue,
+                            }
+                        }
+                        Some(_) => continue,
+                    };
                     let entry = Entry {
                         conversation,
                         due,
@@ -208,6 +241,7 @@ impl MemoryQueue {
                 cancel: CancellationToken::new(),
                 task: Mutex::new(None),
                 processed: Default::default(),
+                owner,
             }),
         };
         let worker = queue.clone();
@@ -231,7 +265,8 @@ impl MemoryQueue {
             // The stored record already says all there is: the thread is read at update time.
             Some(previous)
                 if conversation.earlier.is_empty()
-                    && previous.conversation.model_name == conversation.model_name =>
+                    && previous.conversation.model_name == conversation.model_name
+                    && self.still_ours(&key, &previous.record) =>
             {
                 previous.due = due;
             }
@@ -329,6 +364,11 @@ impl MemoryQueue {
     }
 
     async fn run(&self) {
+        let mut adopt = self.inner.owner.as_ref().map(|owner| {
+            let mut every = tokio::time::interval(owner.adopt_every);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            every
+        });
         loop {
             let next = self.inner.lock_pending().values().map(|e| e.due).min();
             let sleep = async {
@@ -337,9 +377,19 @@ impl MemoryQueue {
                     None => std::future::pending().await,
                 }
             };
+            let adopt_tick = async {
+                match adopt.as_mut() {
+                    Some(every) => every.tick().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = self.inner.cancel.cancelled() => return,
                 _ = self.inner.wake.notified() => continue,
+                _ = adopt_tick => {
+                    self.adopt_orphans();
+                    continue;
+                }
                 _ = sleep => {}
             }
             let now = Instant::now();
@@ -385,6 +435,10 @@ impl MemoryQueue {
             return Outcome::Finished;
         };
         let _counted = Processed(&self.inner.processed);
+        if !self.still_ours(key, &entry.record) {
+            tracing::debug!(thread_id = %entry.conversation.thread_id, "Another instance took this memory update over; it runs there");
+            return Outcome::Finished;
+        }
         let conversation = entry.conversation.clone();
         let mut taken = Taken {
             queue: self,
@@ -460,6 +514,7 @@ impl MemoryQueue {
         conversation: &mut PendingConversation,
     ) -> Result<Vec<u8>, MemoryError> {
         bound(&mut conversation.earlier);
+        conversation.owner = self.inner.owner.as_ref().map(|o| o.instance_id.clone());
         let record = serde_json::to_vec(conversation)
             .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
         self.inner.store.put(QUEUE_TREE, key, &record)?;
@@ -515,6 +570,48 @@ impl MemoryQueue {
             Err(error) => tracing::warn!(%error, %thread_id, "Memory update failed"),
         }
         Ok(())
+    }
+}
+
+impl MemoryQueue {
+    /// Whether the stored record of `key` is still `record` (always, on a store this process
+    /// holds alone). A store error counts as ours: the update runs rather than being lost.
+    fn still_ours(&self, key: &[u8], record: &[u8]) -> bool {
+        if self.inner.owner.is_none() {
+            return true;
+        }
+        queue_shared::still_ours(&self.inner.store, key, record).unwrap_or_else(|error| {
+            tracing::warn!(%error, "Could not check who owns a memory update; running it here");
+            true
+        })
+    }
+
+    /// Adds the updates of stopped instances to this queue, due one debounce from now.
+    fn adopt_orphans(&self) {
+        let Some(owner) = &self.inner.owner else {
+            return;
+        };
+        let known = self.inner.lock_pending().keys().cloned().collect();
+        match queue_shared::adopt_orphans(&self.inner.store, owner, &known) {
+            Ok(adopted) if !adopted.is_empty() => {
+                let due = Instant::now() + debounce(&self.inner.updater);
+                let mut pending = self.inner.lock_pending();
+                for (key, conversation, record) in adopted {
+                    pending.entry(key).or_insert(Entry {
+                        conversation,
+                        due,
+                        record,
+                        failures: 0,
+                    });
+                }
+                drop(pending);
+                self.inner.wake.notify_one();
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "Could not look for memory updates of stopped instances")
+            }
+        }
     }
 }
 
