@@ -8,8 +8,8 @@ use crate::cluster::Cluster;
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, Inner};
 use crate::memory::conversation::{Author, recent_conversation_of};
+use crate::memory::queue::shared::QueueOwner;
 use crate::memory::queue::{ConversationLoader, MAX_MESSAGE_CHARS, MAX_MESSAGES, ModelResolver};
-use crate::memory::queue_shared::QueueOwner;
 use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, MemoryUpdater};
 use antler_store::StoreRef;
 

@@ -13,8 +13,6 @@ pub mod history;
 pub mod inject;
 pub mod middleware;
 pub mod queue;
-pub mod queue_shared;
-
 pub mod repo;
 pub mod settings;
 pub mod updater;

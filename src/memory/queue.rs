@@ -29,11 +29,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::memory::MemoryError;
 use crate::memory::conversation::Author;
-use crate::memory::queue_shared::{self, QueueOwner};
+
 use crate::memory::repo::MemoryScope;
 use crate::memory::updater::{ConversationMessage, MemoryUpdater};
 use crate::model::ChatModel;
 use antler_store::{BatchOp, Expect, StoreRef};
+
+#[path = "queue_shared.rs"]
+pub mod shared;
+
+use shared::QueueOwner;
 
 pub const QUEUE_TREE: &str = "memory_queue";
 /// Pending conversations beyond this are refused (logged): bounded memory and storage.
@@ -70,7 +75,7 @@ pub struct PendingConversation {
     #[serde(default)]
     pub earlier: Vec<ConversationMessage>,
     /// The instance whose update this is, on a store several daemons share (see
-    /// [`crate::memory::queue_shared`]); `None` on sled.
+    /// [`shared`]); `None` on sled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
 }
@@ -163,7 +168,7 @@ struct Inner {
     /// Entries taken off the queue and done with, whatever became of them: the daemon's
     /// memory release waits for these to stop too before it hands freed heap back.
     processed: std::sync::atomic::AtomicU64,
-    /// This instance, when other daemons share the store (see [`queue_shared`]).
+    /// This instance, when other daemons share the store (see [`shared`]).
     owner: Option<QueueOwner>,
 }
 
@@ -186,7 +191,7 @@ impl MemoryQueue {
     }
 
     /// Like [`MemoryQueue::start`], as `owner` among daemons sharing the store: only its own
-    /// conversations and those of stopped instances are loaded (see [`queue_shared`]).
+    /// conversations and those of stopped instances are loaded (see [`shared`]).
     pub fn start_shared(
         store: StoreRef,
         updater: MemoryUpdater,
@@ -203,15 +208,10 @@ impl MemoryQueue {
         for (key, value) in store.scan_prefix(QUEUE_TREE, b"")? {
             match serde_json::from_slice::<PendingConversation>(&value) {
                 Ok(conversation) => {
-                    let (conversation, record) = match &owner {
-                        None => (conversation, value.to_vec()),
-                        Some(owner) if queue_shared::is_adoptable(owner, &conversation, &live) => {
-                            match queue_shared::adopt(&store, owner, &key, value, conversation)? {
-                                Some(adopted) => adopted,
-                                None => continue,
-                            }
-                        }
-                        Some(_) => continue,
+                    let loaded =
+                        shared::load(&store, owner.as_ref(), &live, &key, value, conversation);
+                    let Some((conversation, record)) = loaded? else {
+                        continue;
                     };
                     let entry = Entry {
                         conversation,
@@ -570,48 +570,6 @@ impl MemoryQueue {
             Err(error) => tracing::warn!(%error, %thread_id, "Memory update failed"),
         }
         Ok(())
-    }
-}
-
-impl MemoryQueue {
-    /// Whether the stored record of `key` is still `record` (always, on a store this process
-    /// holds alone). A store error counts as ours: the update runs rather than being lost.
-    fn still_ours(&self, key: &[u8], record: &[u8]) -> bool {
-        if self.inner.owner.is_none() {
-            return true;
-        }
-        queue_shared::still_ours(&self.inner.store, key, record).unwrap_or_else(|error| {
-            tracing::warn!(%error, "Could not check who owns a memory update; running it here");
-            true
-        })
-    }
-
-    /// Adds the updates of stopped instances to this queue, due one debounce from now.
-    fn adopt_orphans(&self) {
-        let Some(owner) = &self.inner.owner else {
-            return;
-        };
-        let known = self.inner.lock_pending().keys().cloned().collect();
-        match queue_shared::adopt_orphans(&self.inner.store, owner, &known) {
-            Ok(adopted) if !adopted.is_empty() => {
-                let due = Instant::now() + debounce(&self.inner.updater);
-                let mut pending = self.inner.lock_pending();
-                for (key, conversation, record) in adopted {
-                    pending.entry(key).or_insert(Entry {
-                        conversation,
-                        due,
-                        record,
-                        failures: 0,
-                    });
-                }
-                drop(pending);
-                self.inner.wake.notify_one();
-            }
-            Ok(_) => {}
-            Err(error) => {
-                tracing::warn!(%error, "Could not look for memory updates of stopped instances")
-            }
-        }
     }
 }
 

@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use antler_store::{BatchOp, Expect, StoreError, StoreRef};
 
-use crate::memory::queue::{PendingConversation, QUEUE_TREE};
+use tokio::time::Instant;
+
+use super::{Entry, MemoryQueue, PendingConversation, QUEUE_TREE, debounce};
 
 /// The ids of the instances alive now.
 pub type LiveInstances = Arc<dyn Fn() -> Result<HashSet<String>, StoreError> + Send + Sync>;
@@ -41,6 +43,26 @@ pub(crate) fn is_adoptable(
         None => true,
         Some(id) if id == owner.instance_id => true,
         Some(id) => !live.contains(id),
+    }
+}
+
+/// A record found at start, as this instance takes it: as it is without an owner (sled),
+/// adopted when [`is_adoptable`], `None` when it belongs to a live instance or another one
+/// adopted it first.
+pub(super) fn load(
+    store: &StoreRef,
+    owner: Option<&QueueOwner>,
+    live: &HashSet<String>,
+    key: &[u8],
+    stored: Vec<u8>,
+    record: PendingConversation,
+) -> Result<Option<(PendingConversation, Vec<u8>)>, StoreError> {
+    match owner {
+        None => Ok(Some((record, stored))),
+        Some(owner) if is_adoptable(owner, &record, live) => {
+            adopt(store, owner, key, stored, record)
+        }
+        Some(_) => Ok(None),
     }
 }
 
@@ -110,4 +132,46 @@ pub(crate) fn adopt_orphans(
         );
     }
     Ok(adopted)
+}
+
+impl MemoryQueue {
+    /// Whether the stored record of `key` is still `record` (always, on a store this process
+    /// holds alone). A store error counts as ours: the update runs rather than being lost.
+    pub(super) fn still_ours(&self, key: &[u8], record: &[u8]) -> bool {
+        if self.inner.owner.is_none() {
+            return true;
+        }
+        still_ours(&self.inner.store, key, record).unwrap_or_else(|error| {
+            tracing::warn!(%error, "Could not check who owns a memory update; running it here");
+            true
+        })
+    }
+
+    /// Adds the updates of stopped instances to this queue, due one debounce from now.
+    pub(super) fn adopt_orphans(&self) {
+        let Some(owner) = &self.inner.owner else {
+            return;
+        };
+        let known = self.inner.lock_pending().keys().cloned().collect();
+        match adopt_orphans(&self.inner.store, owner, &known) {
+            Ok(adopted) if !adopted.is_empty() => {
+                let due = Instant::now() + debounce(&self.inner.updater);
+                let mut pending = self.inner.lock_pending();
+                for (key, conversation, record) in adopted {
+                    pending.entry(key).or_insert(Entry {
+                        conversation,
+                        due,
+                        record,
+                        failures: 0,
+                    });
+                }
+                drop(pending);
+                self.inner.wake.notify_one();
+            }
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, "Could not look for memory updates of stopped instances")
+            }
+        }
+    }
 }

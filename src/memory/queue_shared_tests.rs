@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use super::*;
-use crate::memory::queue_shared::QueueOwner;
+use crate::memory::queue::shared::QueueOwner;
 
 const ADOPT_EVERY: Duration = Duration::from_secs(15);
 
