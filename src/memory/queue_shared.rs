@@ -102,13 +102,16 @@ pub(crate) fn still_ours(store: &StoreRef, key: &[u8], record: &[u8]) -> Result<
     Ok(store.get(QUEUE_TREE, key)?.as_deref() == Some(record))
 }
 
+/// One adopted record: its key, the conversation and the bytes now stored.
+pub(crate) type Adopted = (Vec<u8>, PendingConversation, Vec<u8>);
+
 /// The records of stopped instances (and those without owner), adopted: what this instance
 /// adds to its queue. `known` are keys it already has.
 pub(crate) fn adopt_orphans(
     store: &StoreRef,
     owner: &QueueOwner,
     known: &HashSet<Vec<u8>>,
-) -> Result<Vec<(Vec<u8>, PendingConversation, Vec<u8>)>, StoreError> {
+) -> Result<Vec<Adopted>, StoreError> {
     let live = (owner.live)()?;
     let mut adopted = Vec::new();
     for (key, value) in store.scan_prefix(QUEUE_TREE, b"")? {
