@@ -307,7 +307,7 @@ async fn a_job_round_stops_when_its_lease_is_lost() {
 }
 
 #[tokio::test]
-async fn on_sled_a_run_writes_no_claim() {
+async fn on_sled_runs_and_jobs_write_no_claim() {
     let dir = tempfile::tempdir().unwrap();
     let store: StoreRef =
         Arc::new(antler_store::SledStore::open(dir.path().join("store")).unwrap());
@@ -324,8 +324,25 @@ async fn on_sled_a_run_writes_no_claim() {
         Harness::with_parts(ConfigHandle::fixed(config), store.clone(), Some(models)).unwrap();
     let run = harness.start_run(request("t1", "hi")).await.unwrap();
     assert_eq!(run.outcome.await.unwrap().stop, StopReason::Completed);
-    for tree in [LEASES_TREE, RUNS_TREE, CANCELS_TREE] {
+    harness.start_jobs();
+    assert!(harness.claim_job("prune").is_some());
+    tokio::task::yield_now().await;
+    for tree in [LEASES_TREE, RUNS_TREE, CANCELS_TREE, JOBS_TREE] {
         assert!(store.scan_prefix(tree, b"").unwrap().is_empty(), "{tree}");
     }
     harness.shutdown(Duration::ZERO).await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_one_off_job_is_claimed_by_one_instance_at_a_time() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let a = instance(&store, "a", vec![]);
+    let b = instance(&store, "b", vec![]);
+    let pruning = a.harness.claim_job("channel-journal-prune").expect("free");
+    assert!(b.harness.claim_job("channel-journal-prune").is_none());
+    drop(pruning);
+    tokio::task::yield_now().await;
+    assert!(b.harness.claim_job("channel-journal-prune").is_some());
+    a.harness.shutdown(Duration::ZERO).await.unwrap();
+    b.harness.shutdown(Duration::ZERO).await.unwrap();
 }

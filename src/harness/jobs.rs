@@ -6,7 +6,7 @@
 //! once a day per instance, and an instance that starts an hour after another does not run it
 //! again. A round whose lease is lost stops at once (a blocking pass already under way, such
 //! as retention's, finishes the batch it is writing; its deletes are idempotent). On sled the
-//! harness always wins the lease and runs each job at start and then every period, as before.
+//! harness runs each job at start and then every period, as before, with no lease or record.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -31,6 +31,11 @@ pub(crate) const RETENTION_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
 /// not recorded as a round.
 type Round = Pin<Box<dyn Future<Output = bool> + Send>>;
 pub(super) type Work = Arc<dyn Fn(Harness) -> Round + Send + Sync>;
+
+/// The right to run a one-off job now ([`Harness::claim_job`]); released when dropped.
+pub struct JobClaim {
+    _held: Option<HeldLease>,
+}
 
 /// The harness's job tasks and their stop signal.
 #[derive(Default)]
@@ -91,10 +96,14 @@ impl Harness {
 
     /// One attempt to take the one-off job `name` (pruning the channel journal when a channel
     /// starts): `None` while another instance runs it, or when the store cannot be reached
-    /// (logged; the job is skipped this time). Dropping the lease ends the claim.
-    pub fn claim_job(&self, name: &str) -> Option<HeldLease> {
+    /// (logged; the job is skipped this time). Dropping the claim ends it. On sled it is
+    /// always granted, without a lease.
+    pub fn claim_job(&self, name: &str) -> Option<JobClaim> {
+        if !self.inner.shared {
+            return Some(JobClaim { _held: None });
+        }
         match self.inner.cluster.try_hold(&format!("{JOB_PREFIX}{name}")) {
-            Ok(held) => held,
+            Ok(held) => held.map(|held| JobClaim { _held: Some(held) }),
             Err(error) => {
                 tracing::warn!(%error, job = name, "Could not claim a job; skipping it this time");
                 None
@@ -144,6 +153,11 @@ impl Job {
     async fn round(&self, harness: Harness) -> Duration {
         let cluster = harness.cluster().clone();
         let lease = cluster.lease_duration();
+        if !harness.inner.shared {
+            // sled: this process is the only one; no lease, no record, as before clusters.
+            (self.work)(harness).await;
+            return self.every;
+        }
         let held = match cluster.try_hold(&format!("{JOB_PREFIX}{}", self.name)) {
             Ok(Some(held)) => held,
             // Another instance is running it: look again once its round is likely over.
@@ -154,19 +168,17 @@ impl Job {
             }
         };
         let now = cluster.now_ms();
-        if harness.inner.shared {
-            match last_round(&cluster, self.name) {
-                Ok(Some(last)) => {
-                    let next = last.saturating_add(millis(self.every));
-                    if now < next {
-                        return Duration::from_millis(next - now);
-                    }
+        match last_round(&cluster, self.name) {
+            Ok(Some(last)) => {
+                let next = last.saturating_add(millis(self.every));
+                if now < next {
+                    return Duration::from_millis(next - now);
                 }
-                Ok(None) => {}
-                Err(error) => {
-                    tracing::warn!(%error, job = self.name, "Could not read when a job last ran; trying again");
-                    return lease;
-                }
+            }
+            Ok(None) => {}
+            Err(error) => {
+                tracing::warn!(%error, job = self.name, "Could not read when a job last ran; trying again");
+                return lease;
             }
         }
         let lost = held.lost();

@@ -17,7 +17,7 @@ mod shutdown;
 pub mod testing;
 
 pub use errors::{HarnessError, RunError};
-pub use jobs::JOBS_TREE;
+pub use jobs::{JOBS_TREE, JobClaim};
 pub use request::{RunHandle, RunRequest, Speaker};
 pub use run_claims::{CANCELS_TREE, RUNS_TREE, RunRecord};
 
