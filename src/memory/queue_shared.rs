@@ -113,6 +113,12 @@ pub(crate) fn adopt_orphans(
     known: &HashSet<Vec<u8>>,
 ) -> Result<Vec<Adopted>, StoreError> {
     let live = (owner.live)()?;
+    if !live.contains(&owner.instance_id) {
+        // This instance's own membership is not recorded (its daemon holds no `instance:`
+        // lease), so nobody's liveness can be told: taking records would only move them back
+        // and forth between instances; they stay where they are.
+        return Ok(Vec::new());
+    }
     let mut adopted = Vec::new();
     for (key, value) in store.scan_prefix(QUEUE_TREE, b"")? {
         if known.contains(&key) {

@@ -107,3 +107,22 @@ async fn without_an_owner_records_are_written_as_before() {
     assert!(!text.contains("owner"), "{text}");
     queue.shutdown(Duration::from_secs(5)).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn without_membership_records_stay_with_their_owner() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let nobody = live(&[]);
+    let threads = Threads::default();
+    let (a, a_model) = start_as(&store, "a", &nobody, &threads);
+    let (b, b_model) = start_as(&store, "b", &nobody, &threads);
+    a.enqueue(turn(&threads, "remember tea")).unwrap();
+    tokio::time::sleep(ADOPT_EVERY * 3).await;
+    assert_eq!(
+        (a.pending(), b.pending()),
+        (0, 0),
+        "a ran it, b never took it"
+    );
+    assert_eq!((a_model.requests().len(), b_model.requests().len()), (1, 0));
+    a.shutdown(Duration::from_secs(5)).await;
+    b.shutdown(Duration::from_secs(5)).await;
+}
