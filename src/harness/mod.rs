@@ -162,6 +162,7 @@ impl Harness {
                 state_cache_bytes: usize::try_from(snapshot.cache.thread_states_mb)
                     .unwrap_or(usize::MAX)
                     .saturating_mul(1024 * 1024),
+                shared,
                 ..ThreadStoreOptions::default()
             },
         )?;

@@ -55,10 +55,11 @@ pub(crate) fn run_lease(thread_id: &str) -> String {
     format!("{RUN_PREFIX}{thread_id}")
 }
 
-/// Whether other daemons may share this store: every backend but sled, which one process holds
-/// exclusively (a second one cannot open its directory).
+/// Whether other daemons may share this store: the store says so (PostgreSQL), or the cluster
+/// was named for another backend than sled (tests run two instances on one in-memory store).
+/// sled is held by one process only: a second one cannot open its directory.
 pub(super) fn is_shared(cluster: &Cluster) -> bool {
-    cluster.backend() != "sled"
+    cluster.store().is_shared() || cluster.backend() != "sled"
 }
 
 impl Harness {

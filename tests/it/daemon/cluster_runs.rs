@@ -9,17 +9,8 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::{Daemon, Setup, TOKEN_A};
+use antler_test_support::postgres::fresh_database;
 use antler_test_support::{FakeOpenAi, Gate, Reply};
-
-/// The database both daemons share. Until the PostgreSQL backend's test helper is on this
-/// branch, the URL comes from `ANTLER_TEST_DATABASE_URL` (a fresh, empty database).
-fn database_url() -> Option<String> {
-    let url = std::env::var("ANTLER_TEST_DATABASE_URL").ok();
-    if url.is_none() {
-        eprintln!("skipped: ANTLER_TEST_DATABASE_URL is not set");
-    }
-    url
-}
 
 /// One instance's config: the shared database, its own id, a short lease.
 fn instance(url: &str, id: &str) -> String {
@@ -30,11 +21,11 @@ fn instance(url: &str, id: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the PostgreSQL backend"]
 async fn a_run_on_one_instance_is_busy_on_the_other_and_a_cancel_sent_there_stops_it() {
-    let Some(url) = database_url() else {
+    let Some(database) = fresh_database() else {
         return;
     };
+    let url = database.url.clone();
     let fake = FakeOpenAi::start().await;
     // A's run streams one chunk and then waits for a gate nobody opens: only a cancel ends it.
     fake.push(Reply::chunks(["thinking ", "more"]).hold_after(1, &Gate::new()));
