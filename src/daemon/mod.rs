@@ -229,8 +229,9 @@ async fn open_harness(
     Ok(harness)
 }
 
-/// The daemon's housekeeping, stopped by `stop`: store retention, heap trimming, the config
-/// watcher (with SIGHUP reloads told to systemd), systemd's watchdog and rollback reports.
+/// The daemon's housekeeping, stopped by `stop`: heap trimming, the config watcher (with SIGHUP
+/// reloads told to systemd), systemd's watchdog and rollback reports; and the harness's jobs
+/// (store retention, claimed across instances), stopped by its shutdown.
 fn spawn_upkeep(
     harness: &Arc<Harness>,
     config: &ConfigHandle,
@@ -239,7 +240,7 @@ fn spawn_upkeep(
     tasks: &tokio_util::task::TaskTracker,
     stop: &CancellationToken,
 ) {
-    spawn_retention(harness, &config.current(), tasks, stop);
+    harness.start_jobs();
     tasks.spawn(crate::daemon::heap_trim::run(
         (**harness).clone(),
         stop.clone(),
@@ -347,45 +348,6 @@ fn publish_record(
             None
         }
     }
-}
-
-/// How often retention runs (also once at start).
-const RETENTION_EVERY: Duration = Duration::from_secs(24 * 60 * 60);
-
-/// With `store.retention_days`, drops superseded checkpoint records at start and then daily, on
-/// a blocking thread; stopped with the config watcher.
-fn spawn_retention(
-    harness: &Arc<Harness>,
-    config: &crate::config::AppConfig,
-    tasks: &tokio_util::task::TaskTracker,
-    stop: &CancellationToken,
-) {
-    let days = config.store.retention_days;
-    if days == 0 {
-        return;
-    }
-    let threads = harness.threads().clone();
-    let stop = stop.clone();
-    tasks.spawn(async move {
-        loop {
-            let threads = threads.clone();
-            match tokio::task::spawn_blocking(move || threads.apply_retention(days)).await {
-                Ok(Ok(report)) if report.records > 0 => tracing::info!(
-                    records = report.records,
-                    threads = report.threads,
-                    bytes = report.bytes,
-                    "Dropped superseded checkpoint records (store.retention_days)"
-                ),
-                Ok(Ok(_)) => {}
-                Ok(Err(error)) => tracing::warn!(%error, "Checkpoint retention failed"),
-                Err(error) => tracing::warn!(%error, "Checkpoint retention did not finish"),
-            }
-            tokio::select! {
-                _ = stop.cancelled() => break,
-                _ = tokio::time::sleep(RETENTION_EVERY) => {}
-            }
-        }
-    });
 }
 
 /// Serves `app` on the data dir's Unix socket as the local operator (see

@@ -4,9 +4,11 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use crate::cluster::Cluster;
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, Inner};
 use crate::memory::conversation::{Author, recent_conversation_of};
+use crate::memory::queue::shared::QueueOwner;
 use crate::memory::queue::{ConversationLoader, MAX_MESSAGE_CHARS, MAX_MESSAGES, ModelResolver};
 use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, MemoryUpdater};
 use antler_store::StoreRef;
@@ -19,6 +21,7 @@ pub(super) fn start(
     inner: Weak<Inner>,
     store: StoreRef,
     config: &ConfigHandle,
+    owner: Option<QueueOwner>,
 ) -> Option<MemoryService> {
     if tokio::runtime::Handle::try_current().is_err() {
         tracing::debug!("No async runtime at start; long-term memory is off for this harness");
@@ -68,11 +71,28 @@ pub(super) fn start(
             }
         }
     });
-    match MemoryQueue::start(store, updater, models, conversations) {
+    match MemoryQueue::start_shared(store, updater, models, conversations, owner) {
         Ok(queue) => Some(MemoryService { repo, queue }),
         Err(error) => {
             tracing::error!(%error, "Could not load the memory queue; long-term memory is off until restart");
             None
         }
+    }
+}
+
+/// This instance as the owner of its memory updates, when other daemons share the store: the
+/// live instances are those holding their `instance:` lease.
+pub(super) fn owner(cluster: &Cluster) -> QueueOwner {
+    let members = cluster.clone();
+    QueueOwner {
+        instance_id: cluster.instance_id().to_string(),
+        live: Arc::new(move || {
+            Ok(members
+                .instances()?
+                .into_iter()
+                .map(|lease| lease.holder)
+                .collect())
+        }),
+        adopt_every: cluster.lease_duration(),
     }
 }

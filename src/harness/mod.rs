@@ -6,16 +6,20 @@
 
 mod admission;
 mod errors;
+mod jobs;
 pub(crate) mod memory_queue;
 mod registries;
 mod request;
+mod run_claims;
 mod run_task;
 mod sandbox_slot;
 mod shutdown;
 pub mod testing;
 
 pub use errors::{HarnessError, RunError};
+pub use jobs::{JOBS_TREE, JobClaim};
 pub use request::{RunHandle, RunRequest, Speaker};
+pub use run_claims::{CANCELS_TREE, RUNS_TREE, RunRecord};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -84,6 +88,11 @@ struct Inner {
     converter: Converter,
     /// This daemon among the daemons sharing the store: its leases (see [`crate::cluster`]).
     cluster: Cluster,
+    /// Other daemons may share the store: runs also claim their thread there
+    /// (see [`run_claims`]).
+    shared: bool,
+    /// Periodic work claimed across instances (see [`jobs`]).
+    jobs: jobs::Jobs,
 }
 
 /// A tool registry and what it was built for.
@@ -127,16 +136,37 @@ impl Harness {
         models: Option<ModelRegistry>,
     ) -> Result<Self, HarnessError> {
         let snapshot = config.current();
+        let cluster = Cluster::new(
+            store.clone(),
+            snapshot.cluster.effective_instance_id(),
+            Duration::from_secs(snapshot.cluster.lease_seconds),
+            backend_label(&snapshot),
+            Arc::new(SystemWallClock),
+        );
+        Self::with_cluster(config, store, models, cluster)
+    }
+
+    /// Like [`Harness::with_parts`], as the instance `cluster` names (its id, lease length and
+    /// clock): several harnesses on one store in tests, or an embedder that runs its own.
+    pub fn with_cluster(
+        config: ConfigHandle,
+        store: StoreRef,
+        models: Option<ModelRegistry>,
+        cluster: Cluster,
+    ) -> Result<Self, HarnessError> {
+        let snapshot = config.current();
+        let shared = run_claims::is_shared(&cluster);
         let threads = ThreadStore::with_options(
             store.clone(),
             ThreadStoreOptions {
                 state_cache_bytes: usize::try_from(snapshot.cache.thread_states_mb)
                     .unwrap_or(usize::MAX)
                     .saturating_mul(1024 * 1024),
+                shared,
                 ..ThreadStoreOptions::default()
             },
         )?;
-        let reset = threads.reset_busy()?;
+        let reset = run_claims::reset_at_open(&threads, &cluster, shared)?;
         if !reset.is_empty() {
             tracing::warn!(threads = ?reset, "Threads left busy by an unclean stop were marked interrupted");
         }
@@ -149,13 +179,6 @@ impl Harness {
         let lead_cache = LeadAgentCache::with_capacity(snapshot.cache.prompts);
         let skill_store = store.clone();
         let skills_loader = lead_cache.skills_loader();
-        let cluster = Cluster::new(
-            store.clone(),
-            snapshot.cluster.effective_instance_id(),
-            Duration::from_secs(snapshot.cluster.lease_seconds),
-            backend_label(&snapshot),
-            Arc::new(SystemWallClock),
-        );
         // A store one process opens (sled) means one daemon: its containers keep their names.
         let instance = (!cluster.store_is_exclusive()).then(|| cluster.instance_id().to_string());
         let sandbox = SandboxSlot::new()
@@ -169,8 +192,15 @@ impl Harness {
             }));
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
-                memory: memory_queue::start(weak.clone(), store, &config),
+                memory: memory_queue::start(
+                    weak.clone(),
+                    store,
+                    &config,
+                    shared.then(|| memory_queue::owner(&cluster)),
+                ),
                 cluster,
+                shared,
+                jobs: jobs::Jobs::default(),
                 config,
                 threads,
                 models,
@@ -394,24 +424,6 @@ impl Harness {
         (lock_runs(&self.inner).len(), finished)
     }
 
-    /// Cancels the run `run_id` of `thread_id`; `false` if no such run is active.
-    pub fn cancel_run(&self, thread_id: &str, run_id: &str) -> bool {
-        match self.runs().get(thread_id) {
-            Some(active) if active.run_id == run_id => {
-                active.cancel.cancel();
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// The id of the run in progress on a thread, if any.
-    pub fn active_run(&self, thread_id: &str) -> Option<String> {
-        self.runs()
-            .get(thread_id)
-            .map(|active| active.run_id.clone())
-    }
-
     /// The thread's state as of its last completed step. Callers check ownership first.
     pub async fn thread_state(&self, thread_id: &str) -> Result<Option<ThreadState>, HarnessError> {
         let latest = self.inner.threads.latest(thread_id).await?;
@@ -457,8 +469,11 @@ impl Harness {
                 thread_id: thread_id.to_string(),
             });
         }
-        // Holding the run registry keeps a new run from starting on the thread mid-delete.
+        // Holding the run registry (and, shared, the thread's run lease) keeps a new run from
+        // starting on the thread mid-delete, here or on another instance.
+        let held = self.hold_thread(thread_id)?;
         self.inner.threads.delete(thread_id)?;
+        drop(held);
         drop(runs);
         Ok(())
     }
@@ -497,6 +512,8 @@ impl Harness {
                 thread_id: thread_id.to_string(),
             });
         }
+        // Under the registry's lock: the orphan sweep checks the registry under it too.
+        let claim = self.claim_thread(thread_id, run_id, cancel)?;
         runs.insert(
             thread_id.to_string(),
             ActiveRun {
@@ -509,6 +526,7 @@ impl Harness {
             thread_id: thread_id.to_string(),
             run_id: run_id.to_string(),
             sandbox: None,
+            claim,
         })
     }
 
@@ -531,11 +549,16 @@ struct RunGuard {
     run_id: String,
     /// Keeps the run's sandbox provider from being shut down under it.
     sandbox: Option<SandboxLease>,
+    /// The thread's claim across instances (shared stores only).
+    claim: Option<run_claims::RunClaim>,
 }
 
 impl Drop for RunGuard {
     fn drop(&mut self) {
         self.inner.runs_finished.fetch_add(1, Ordering::Relaxed);
+        if let Some(claim) = self.claim.take() {
+            run_claims::release(claim, &self.thread_id);
+        }
         let mut runs = lock_runs(&self.inner);
         if runs
             .get(&self.thread_id)
@@ -549,6 +572,10 @@ impl Drop for RunGuard {
 #[cfg(test)]
 #[path = "tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "cluster_tests.rs"]
+mod cluster_tests;
 
 /// The store backend's name for `/readyz` and `antler status`.
 fn backend_label(config: &AppConfig) -> &'static str {

@@ -14,6 +14,7 @@ impl Harness {
     /// (their threads end `Interrupted`) and flushes the store.
     pub async fn shutdown(&self, grace: Duration) -> Result<(), HarnessError> {
         self.inner.accepting.store(false, Ordering::SeqCst);
+        self.inner.jobs.shutdown().await;
         self.inner.tracker.close();
         if tokio::time::timeout(grace, self.inner.tracker.wait())
             .await

@@ -13,7 +13,6 @@ pub mod history;
 pub mod inject;
 pub mod middleware;
 pub mod queue;
-
 pub mod repo;
 pub mod settings;
 pub mod updater;

@@ -29,10 +29,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::memory::MemoryError;
 use crate::memory::conversation::Author;
+
 use crate::memory::repo::MemoryScope;
 use crate::memory::updater::{ConversationMessage, MemoryUpdater};
 use crate::model::ChatModel;
 use antler_store::{BatchOp, Expect, StoreRef};
+
+#[path = "queue_shared.rs"]
+pub mod shared;
+
+use shared::QueueOwner;
 
 pub const QUEUE_TREE: &str = "memory_queue";
 /// Pending conversations beyond this are refused (logged): bounded memory and storage.
@@ -68,6 +74,10 @@ pub struct PendingConversation {
     /// Messages summarization dropped from the thread; kept across replacements.
     #[serde(default)]
     pub earlier: Vec<ConversationMessage>,
+    /// The instance whose update this is, on a store several daemons share (see
+    /// [`shared`]); `None` on sled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 impl PendingConversation {
@@ -77,10 +87,11 @@ impl PendingConversation {
             thread_id,
             model_name,
             earlier: Vec::new(),
+            owner: None,
         }
     }
 
-    fn key(&self) -> Vec<u8> {
+    pub(crate) fn key(&self) -> Vec<u8> {
         let agent = self.scope.agent_name.as_deref().unwrap_or("");
         format!("{}\0{}\0{agent}", self.thread_id, self.scope.user_id).into_bytes()
     }
@@ -157,6 +168,8 @@ struct Inner {
     /// Entries taken off the queue and done with, whatever became of them: the daemon's
     /// memory release waits for these to stop too before it hands freed heap back.
     processed: std::sync::atomic::AtomicU64,
+    /// This instance, when other daemons share the store (see [`shared`]).
+    owner: Option<QueueOwner>,
 }
 
 /// Cheap to clone; clones share the queue.
@@ -174,12 +187,32 @@ impl MemoryQueue {
         models: ModelResolver,
         conversations: ConversationLoader,
     ) -> Result<Self, MemoryError> {
+        Self::start_shared(store, updater, models, conversations, None)
+    }
+
+    /// Like [`MemoryQueue::start`], as `owner` among daemons sharing the store: only its own
+    /// conversations and those of stopped instances are loaded (see [`shared`]).
+    pub fn start_shared(
+        store: StoreRef,
+        updater: MemoryUpdater,
+        models: ModelResolver,
+        conversations: ConversationLoader,
+        owner: Option<QueueOwner>,
+    ) -> Result<Self, MemoryError> {
         let due = Instant::now() + debounce(&updater);
         let mut pending = HashMap::new();
+        let live = match &owner {
+            Some(owner) => (owner.live)()?,
+            None => Default::default(),
+        };
         for (key, value) in store.scan_prefix(QUEUE_TREE, b"")? {
             match serde_json::from_slice::<PendingConversation>(&value) {
                 Ok(conversation) => {
-                    let record = value.to_vec();
+                    let loaded =
+                        shared::load(&store, owner.as_ref(), &live, &key, value, conversation);
+                    let Some((conversation, record)) = loaded? else {
+                        continue;
+                    };
                     let entry = Entry {
                         conversation,
                         due,
@@ -208,6 +241,7 @@ impl MemoryQueue {
                 cancel: CancellationToken::new(),
                 task: Mutex::new(None),
                 processed: Default::default(),
+                owner,
             }),
         };
         let worker = queue.clone();
@@ -231,7 +265,8 @@ impl MemoryQueue {
             // The stored record already says all there is: the thread is read at update time.
             Some(previous)
                 if conversation.earlier.is_empty()
-                    && previous.conversation.model_name == conversation.model_name =>
+                    && previous.conversation.model_name == conversation.model_name
+                    && self.still_ours(&key, &previous.record) =>
             {
                 previous.due = due;
             }
@@ -329,6 +364,11 @@ impl MemoryQueue {
     }
 
     async fn run(&self) {
+        let mut adopt = self.inner.owner.as_ref().map(|owner| {
+            let mut every = tokio::time::interval(owner.adopt_every);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            every
+        });
         loop {
             let next = self.inner.lock_pending().values().map(|e| e.due).min();
             let sleep = async {
@@ -337,9 +377,19 @@ impl MemoryQueue {
                     None => std::future::pending().await,
                 }
             };
+            let adopt_tick = async {
+                match adopt.as_mut() {
+                    Some(every) => every.tick().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = self.inner.cancel.cancelled() => return,
                 _ = self.inner.wake.notified() => continue,
+                _ = adopt_tick => {
+                    self.adopt_orphans();
+                    continue;
+                }
                 _ = sleep => {}
             }
             let now = Instant::now();
@@ -385,6 +435,10 @@ impl MemoryQueue {
             return Outcome::Finished;
         };
         let _counted = Processed(&self.inner.processed);
+        if !self.still_ours(key, &entry.record) {
+            tracing::debug!(thread_id = %entry.conversation.thread_id, "Another instance took this memory update over; it runs there");
+            return Outcome::Finished;
+        }
         let conversation = entry.conversation.clone();
         let mut taken = Taken {
             queue: self,
@@ -460,6 +514,7 @@ impl MemoryQueue {
         conversation: &mut PendingConversation,
     ) -> Result<Vec<u8>, MemoryError> {
         bound(&mut conversation.earlier);
+        conversation.owner = self.inner.owner.as_ref().map(|o| o.instance_id.clone());
         let record = serde_json::to_vec(conversation)
             .map_err(|e| MemoryError::InvalidDocument(e.to_string()))?;
         self.inner.store.put(QUEUE_TREE, key, &record)?;

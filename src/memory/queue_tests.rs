@@ -446,3 +446,6 @@ async fn due_updates_wait_behind_one_that_found_the_model_down() {
     );
     assert_eq!(stored(&store), 80);
 }
+
+#[path = "queue_shared_tests.rs"]
+mod shared;

@@ -6,6 +6,7 @@ mod api;
 mod artifact_headers;
 mod chat_commands;
 pub(crate) mod cli;
+mod cluster_runs;
 mod connections;
 mod conversion;
 pub(crate) mod edge;
