@@ -33,6 +33,7 @@ mod stream;
 pub mod supervise;
 mod turn;
 mod webhook;
+mod worker;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
