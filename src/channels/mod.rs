@@ -15,6 +15,8 @@ mod answer_files;
 mod board;
 pub mod budget;
 pub mod chunk;
+#[cfg(test)]
+mod cluster_tests;
 mod deliver;
 mod deps;
 pub mod files;
