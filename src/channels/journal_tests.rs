@@ -47,7 +47,10 @@ fn duplicates_are_recognised_and_pending_survives_reopen() {
     journal.mark_done(&first).expect("done");
     let reopened = Journal::new(store);
     let chat = message("2").chat_key();
-    assert_eq!(reopened.pending_chats(None).expect("chats"), [chat.clone()]);
+    assert_eq!(
+        reopened.pending_chats(None).expect("chats"),
+        std::slice::from_ref(&chat)
+    );
     let next = reopened.next_pending(&chat).expect("next").expect("one");
     assert_eq!(next.message.platform_message_id, "2");
     // A done entry still dedupes.
