@@ -63,7 +63,8 @@ fn marker(chat: i64, turn: usize) -> String {
     format!("q{chat}x{turn}")
 }
 
-/// How often each of `markers`' answers shows in its chat (the texts as last edited).
+/// How often each of `markers`' answers shows, whole and final, in its chat (the texts as last
+/// edited; a status message still streaming it ends in the cursor).
 fn answers(fake: &FakeTelegram, markers: &[(i64, String)]) -> Vec<usize> {
     markers
         .iter()
@@ -71,7 +72,7 @@ fn answers(fake: &FakeTelegram, markers: &[(i64, String)]) -> Vec<usize> {
             let answer = answer_for(marker);
             fake.chat_texts(*chat)
                 .iter()
-                .filter(|text| text.contains(&answer))
+                .filter(|text| text.trim() == answer)
                 .count()
         })
         .collect()
