@@ -31,6 +31,7 @@ pub mod model;
 pub mod paths;
 pub mod sandbox;
 pub mod skills;
+pub mod storage;
 pub mod subagents;
 pub mod tools;
 pub mod usage;

@@ -63,7 +63,7 @@ pub enum Command {
     },
     /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
     Usage(crate::cli::usage::UsageArgs),
-    /// Inspect or compact the store on the data dir (the daemon must be stopped).
+    /// Inspect, compact or copy the store (on sled, the daemon must be stopped).
     Store {
         #[command(subcommand)]
         command: crate::cli::store::StoreCommand,

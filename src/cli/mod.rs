@@ -20,6 +20,7 @@ pub mod run;
 pub mod skills;
 pub mod status;
 pub mod store;
+pub mod store_copy;
 pub mod usage;
 
 use std::path::PathBuf;

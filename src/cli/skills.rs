@@ -15,7 +15,7 @@ use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::cli::locate::Target;
 use crate::config::AppConfig;
 use crate::skills::{Skill, SkillCatalog, SkillError, SkillSource, SkillsLoader};
-use antler_store::{STORE_DIR, SledStore, StoreError};
+use antler_store::StoreError;
 
 #[derive(Debug, Subcommand)]
 pub enum SkillsCommand {
@@ -85,12 +85,8 @@ pub async fn run(
         Some(daemon) => via_daemon(&daemon.clone().acting_as(user), command, out).await,
         None => {
             crate::skills::bundled::install_for(config);
-            let store = SledStore::open_with_cache(
-                config.data_dir().join(STORE_DIR),
-                config.store.cache_capacity_mb,
-            )?;
-            let catalog =
-                SkillCatalog::from_config(config, Arc::new(store), Arc::new(SkillsLoader::new()));
+            let store = crate::storage::open_store(config)?;
+            let catalog = SkillCatalog::from_config(config, store, Arc::new(SkillsLoader::new()));
             on_data_dir(&catalog, user, command, out)
         }
     }

@@ -2,14 +2,13 @@
 //! running daemon (`GET /api/usage` over its socket, as the operator) or from the data dir.
 
 use std::io::Write;
-use std::sync::Arc;
 
 use reqwest::Method;
 
 use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::config::AppConfig;
 use crate::usage::{MAX_DAYS, UsageStore, report, today, window_rows};
-use antler_store::{STORE_DIR, SledStore, StoreError};
+use antler_store::StoreError;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct UsageArgs {
@@ -53,11 +52,7 @@ pub async fn run(
                 .to_string()
         }
         None => {
-            let store = SledStore::open_with_cache(
-                config.data_dir().join(STORE_DIR),
-                config.store.cache_capacity_mb,
-            )?;
-            let usage = UsageStore::new(Arc::new(store));
+            let usage = UsageStore::new(crate::storage::open_store(config)?);
             offline_report(&usage, config, args)?
         }
     };

@@ -42,7 +42,7 @@ pub use problem::ConfigProblem;
 pub use runtime::RuntimeConfig;
 pub use sandbox::{DockerSandboxConfig, SandboxConfig, SandboxMountConfig, SandboxProviderKind};
 pub use schema::*;
-pub use storage::{CacheConfig, StoreConfig};
+pub use storage::{CacheConfig, PostgresConfig, StoreBackend, StoreConfig};
 pub use watch::{
     ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome, ReloadHook, ReloadPhase,
 };

@@ -42,6 +42,8 @@ pub(crate) const SECRET_KEYS: &[&str] = &[
     "app_secret",
     "verification_token",
     "encrypt_key",
+    // store.postgres.url: it holds the database password.
+    "url",
 ];
 
 /// Whether the value at `path` is a secret (its key is one of [`SECRET_KEYS`]): messages about

@@ -30,6 +30,9 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
             .problems(|name| config.model(name).is_some()),
     );
     problems.0.extend(config.section_problems());
+    for (key, message) in config.store.problems() {
+        problems.push(key, message);
+    }
     problems.require(
         config.store.cache_capacity_mb >= 1,
         "store.cache_capacity_mb",

@@ -40,11 +40,10 @@ use crate::skills::SkillCatalog;
 use crate::tools::registry::ToolRegistry;
 use crate::usage::{UsageStore, budget_notice};
 use antler_convert::Converter;
-use antler_store::STORE_DIR;
 use antler_store::state::ThreadState;
 use antler_store::threads::ThreadError;
 use antler_store::threads::ThreadStoreOptions;
-use antler_store::{Checkpointer, SledStore, StoreRef, ThreadRecord, ThreadStatus, ThreadStore};
+use antler_store::{Checkpointer, StoreRef, ThreadRecord, ThreadStatus, ThreadStore};
 
 use sandbox_slot::{SandboxLease, SandboxSlot};
 
@@ -108,17 +107,17 @@ enum Models {
 }
 
 impl Harness {
-    /// Opens the sled store at `{data_dir}/store` and resets threads a crash left busy.
+    /// Opens the configured store (sled at `{data_dir}/store`, or PostgreSQL) and resets threads
+    /// a crash left busy.
     pub fn open(config: ConfigHandle) -> Result<Self, HarnessError> {
         let data_dir = config.current().data_dir();
         std::fs::create_dir_all(&data_dir).map_err(|e| HarnessError::DataDir {
             path: data_dir.display().to_string(),
             detail: e.to_string(),
         })?;
-        let cache_mb = config.current().store.cache_capacity_mb;
-        let store = SledStore::open_with_cache(data_dir.join(STORE_DIR), cache_mb)?;
+        let store = crate::storage::open_store(&config.current())?;
         crate::skills::bundled::install_for(&config.current());
-        Self::with_parts(config, Arc::new(store), None)
+        Self::with_parts(config, store, None)
     }
 
     /// A harness over any store; `models` fixes the registry instead of building it from config.
@@ -319,7 +318,7 @@ impl Harness {
             let agent_name = agent_name.map(str::to_string);
             self.inner
                 .threads
-                .update(thread_id, |r| r.agent_name = agent_name)?;
+                .update(thread_id, |r| r.agent_name.clone_from(&agent_name))?;
         }
         let state = self
             .inner
@@ -548,6 +547,6 @@ impl Drop for RunGuard {
 mod tests;
 
 /// The store backend's name for `/readyz` and `antler status`.
-fn backend_label(_config: &AppConfig) -> &'static str {
-    "sled"
+fn backend_label(config: &AppConfig) -> &'static str {
+    crate::storage::backend_name(config)
 }

@@ -21,6 +21,7 @@ mod memory;
 mod messages;
 mod ops_bench;
 mod persistence;
+mod postgres;
 mod providers;
 mod sandbox;
 mod skills;

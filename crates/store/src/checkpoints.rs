@@ -23,7 +23,10 @@ use crate::{BatchOp, Checkpoint, Checkpointer, Expect, StepCheckpoint, StoreErro
 impl ThreadStore {
     /// The head of a thread's log, without reading the log (`None`: never checkpointed).
     pub fn head(&self, thread_id: &str) -> Result<Option<Head>, ThreadError> {
-        if let Some(entry) = self.inner.cache.lock().get(thread_id) {
+        // A shared store's head is read from the store: it is one point read either way.
+        if !self.inner.shared
+            && let Some(entry) = self.inner.cache.lock().get(thread_id)
+        {
             return Ok(Some(entry.head.clone()));
         }
         match self.inner.store.get(HEADS, thread_id.as_bytes())? {
@@ -35,6 +38,7 @@ impl ThreadStore {
     /// The thread's state as of its last checkpoint and that checkpoint's head: from the cache,
     /// else folded from the log (and cached). Shared, so a caller copies only what it changes.
     pub fn state(&self, thread_id: &str) -> Result<Option<(Head, Arc<ThreadState>)>, ThreadError> {
+        self.revalidate(thread_id)?;
         if let Some(entry) = self.inner.cache.lock().get(thread_id)
             && let Some(state) = entry.saved_state()
         {
@@ -49,6 +53,7 @@ impl ThreadStore {
     /// version of the list later, were ~10 % of a turn's instructions (callgrind, ~1,200
     /// messages). Hand it back with `checkin` when the run ends.
     pub fn checkout(&self, thread_id: &str) -> Result<Option<ThreadState>, ThreadError> {
+        self.revalidate(thread_id)?;
         let lent = self
             .inner
             .cache
@@ -63,6 +68,25 @@ impl ThreadStore {
         Ok(self
             .fold_and_offer(thread_id, true)?
             .map(|(_, state)| Arc::unwrap_or_clone(state)))
+    }
+
+    /// On a store other processes write too (`ThreadStoreOptions::shared`), drops the cached
+    /// entry if the stored head is no longer the one it was folded or saved at: another daemon
+    /// ran a turn on the thread since. One point read of the head; the log is read only when
+    /// it moved. A lent entry goes too: its run's next save meets the new head and is refused.
+    fn revalidate(&self, thread_id: &str) -> Result<(), ThreadError> {
+        if !self.inner.shared {
+            return Ok(());
+        }
+        let stored = self.inner.store.get(HEADS, thread_id.as_bytes())?;
+        let mut cache = self.inner.cache.lock();
+        if cache
+            .get(thread_id)
+            .is_some_and(|entry| entry.head_bytes != stored)
+        {
+            cache.remove(thread_id);
+        }
+        Ok(())
     }
 
     /// Folds the thread from the log and offers it to the cache: always for a run, whose saves

@@ -87,6 +87,10 @@ pub enum StoreError {
          this data_dir; stop it first, or let `antler chat`, `agents` and `status` talk to it"
     )]
     Locked { path: String },
+    /// The database of a shared backend failed or refused (unreachable, a schema newer than
+    /// this binary, a query error); the message says what to do.
+    #[error("{0}")]
+    Backend(String),
 }
 
 /// One write in an atomic batch.
@@ -130,6 +134,34 @@ pub trait Store: Send + Sync {
     fn apply_batch_if(&self, expect: &Expect, ops: Vec<BatchOp>) -> Result<bool, StoreError>;
     /// Makes every completed write durable.
     fn flush(&self) -> Result<(), StoreError>;
+    /// The names of the trees that hold at least one key, in byte order (what `antler store
+    /// copy` and `stats` walk). Every backend lists them; the default is for wrappers in tests.
+    fn trees(&self) -> Result<Vec<String>, StoreError> {
+        Err(StoreError::Backend(
+            "this store cannot list its trees; use the sled or postgres backend".into(),
+        ))
+    }
+    /// Up to `limit` entries of `tree` with keys after `after` (from the first key if `None`),
+    /// in key order: a whole tree read a page at a time, however large. The default reads the
+    /// whole tree for each page; backends answer it with a bounded range read.
+    fn scan_page(
+        &self,
+        tree: &str,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<KeyValues, StoreError> {
+        Ok(self
+            .scan_prefix(tree, b"")?
+            .into_iter()
+            .filter(|(key, _)| after.is_none_or(|after| key.as_slice() > after))
+            .take(limit)
+            .collect())
+    }
+    /// Whether other processes may write this store at the same time (a database several
+    /// daemons share): then what a process caches of it must be checked against it before use.
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 pub type StoreRef = Arc<dyn Store>;

@@ -77,6 +77,36 @@ impl Store for MemoryStore {
     fn flush(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    fn trees(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .lock()
+            .iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(name, _)| name.clone())
+            .collect())
+    }
+
+    fn scan_page(
+        &self,
+        tree: &str,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<KeyValues, StoreError> {
+        use std::ops::Bound;
+        let trees = self.lock();
+        let Some(t) = trees.get(tree) else {
+            return Ok(Vec::new());
+        };
+        let start = match after {
+            Some(after) => Bound::Excluded(after.to_vec()),
+            None => Bound::Unbounded,
+        };
+        Ok(t.range((start, Bound::Unbounded))
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
 }
 
 fn apply(trees: &mut Trees, ops: Vec<BatchOp>) {

@@ -272,6 +272,60 @@ impl Store for SledStore {
         self.db.flush().map_err(io)?;
         Ok(())
     }
+
+    fn trees(&self) -> Result<Vec<String>, StoreError> {
+        // Keys are `{tree}\0{key}`: read the first key at or after `from`, take its tree, and
+        // jump past the tree's keys (`{tree}\x01`), one seek per tree.
+        let mut names = Vec::new();
+        let mut from = vec![1u8];
+        loop {
+            let next = {
+                let _read = self.read();
+                self.data.range(from.as_slice()..).next()
+            };
+            let Some(entry) = next else {
+                return Ok(names);
+            };
+            let (key, _) = entry.map_err(io)?;
+            let Some(end) = key.iter().position(|&b| b == 0) else {
+                return Err(StoreError::Corrupt {
+                    key: String::from_utf8_lossy(&key).into_owned(),
+                    detail: "a key without a tree name".into(),
+                });
+            };
+            names.push(String::from_utf8_lossy(&key[..end]).into_owned());
+            from = key[..end].to_vec();
+            from.push(1);
+        }
+    }
+
+    fn scan_page(
+        &self,
+        tree: &str,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<KeyValues, StoreError> {
+        use std::ops::Bound;
+        let strip = tree.len() + 1;
+        let start = match after {
+            Some(after) => Bound::Excluded(full_key(tree, after)),
+            None => Bound::Included(full_key(tree, b"")),
+        };
+        let mut end = tree.as_bytes().to_vec();
+        end.push(1);
+        let mut entries = self.data.range((start, Bound::Excluded(end)));
+        let mut found = Vec::new();
+        while found.len() < limit {
+            let entry = {
+                let _read = self.read();
+                entries.next()
+            };
+            let Some(entry) = entry else { break };
+            let (k, v) = entry.map_err(io)?;
+            found.push((k[strip..].to_vec(), v.to_vec()));
+        }
+        Ok(found)
+    }
 }
 
 fn full_writes(ops: Vec<BatchOp>) -> Vec<Write> {

@@ -89,6 +89,9 @@ pub(crate) struct Inner {
     records: Mutex<()>,
     pub(crate) flusher: Flusher,
     pub(crate) cache: StateCache,
+    /// Other processes write the store too: cached states are checked against the stored head
+    /// before they are served (see `ThreadStore::state`).
+    pub(crate) shared: bool,
 }
 
 /// Sizes of what a [`ThreadStore`] keeps in memory.
@@ -99,6 +102,9 @@ pub struct ThreadStoreOptions {
     /// Threads with fewer saved messages leave the cache when their run ends, and reads do
     /// not add them (see `StateCache::keeps`); 0 keeps every thread.
     pub cache_from_messages: usize,
+    /// Check every cached thread against its stored head before serving it, as on a store
+    /// several daemons share; implied by [`Store::is_shared`](crate::Store::is_shared).
+    pub shared: bool,
 }
 
 impl Default for ThreadStoreOptions {
@@ -106,6 +112,7 @@ impl Default for ThreadStoreOptions {
         Self {
             state_cache_bytes: DEFAULT_STATE_CACHE_MB * 1024 * 1024,
             cache_from_messages: DEFAULT_CACHE_FROM_MESSAGES,
+            shared: false,
         }
     }
 }
@@ -120,8 +127,10 @@ impl ThreadStore {
     pub fn with_options(store: StoreRef, options: ThreadStoreOptions) -> Result<Self, ThreadError> {
         migrate::run(store.as_ref())?;
         let flusher = Flusher::start(store.clone());
+        let shared = options.shared || store.is_shared();
         Ok(Self {
             inner: Arc::new(Inner {
+                shared,
                 store,
                 records: Mutex::new(()),
                 flusher,
@@ -255,21 +264,36 @@ impl ThreadStore {
     }
 
     /// Changes a record in place (title, metadata, agent name, …) and bumps `updated_at`.
+    /// A compare-and-set of the record's bytes: another daemon on a shared store changing the
+    /// record meanwhile makes this read it again and apply `change` to its version.
     pub fn update(
         &self,
         thread_id: &str,
-        change: impl FnOnce(&mut ThreadRecord),
+        mut change: impl FnMut(&mut ThreadRecord),
     ) -> Result<ThreadRecord, ThreadError> {
         let _guard = self.lock();
-        let mut record = self
-            .read_record(thread_id)?
-            .ok_or_else(|| ThreadError::NotFound {
-                thread_id: thread_id.to_string(),
-            })?;
-        change(&mut record);
-        record.updated_at = Utc::now();
-        self.inner.store.apply_batch(vec![put_record(&record)?])?;
-        Ok(record)
+        loop {
+            let Some(bytes) = self.inner.store.get(THREADS, thread_id.as_bytes())? else {
+                return Err(ThreadError::NotFound {
+                    thread_id: thread_id.to_string(),
+                });
+            };
+            let mut record: ThreadRecord = decode(thread_id.as_bytes(), &bytes)?;
+            change(&mut record);
+            record.updated_at = Utc::now();
+            let expect = crate::Expect {
+                tree: THREADS,
+                key: thread_id.as_bytes().to_vec(),
+                value: Some(bytes),
+            };
+            if self
+                .inner
+                .store
+                .apply_batch_if(&expect, vec![put_record(&record)?])?
+            {
+                return Ok(record);
+            }
+        }
     }
 
     /// Marks threads left `Busy` by a crash as `Interrupted`; returns their ids.

@@ -111,3 +111,35 @@ async fn busy_threads_are_reset_to_interrupted() {
         ThreadStatus::Idle
     );
 }
+
+/// Two daemons on one store change the same record at once: the one whose compare-and-set
+/// loses reads the other's version and applies its change to it, so both changes survive.
+#[test]
+fn a_record_update_racing_another_writer_keeps_both_changes() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let threads = ThreadStore::new(store.clone()).unwrap();
+    threads
+        .create("alice", Some("t".into()), Map::new())
+        .unwrap();
+    let other = ThreadStore::new(store).unwrap();
+    let mut attempts = 0;
+    let record = threads
+        .update("t", |record| {
+            attempts += 1;
+            if attempts == 1 {
+                // Between this read and its write, the other daemon renames the thread.
+                other
+                    .update("t", |theirs| theirs.title = Some("renamed".into()))
+                    .unwrap();
+            }
+            record.status = ThreadStatus::Busy;
+        })
+        .unwrap();
+    assert_eq!(attempts, 2);
+    assert_eq!(record.title.as_deref(), Some("renamed"));
+    let stored = threads.get("t").unwrap().unwrap();
+    assert_eq!(
+        (stored.title.as_deref(), stored.status),
+        (Some("renamed"), ThreadStatus::Busy)
+    );
+}

@@ -8,6 +8,12 @@ use clap::Subcommand;
 
 use crate::cli::bench::daemon::soak::SoakOptions;
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum StoreBenchBackend {
+    Sled,
+    Postgres,
+}
+
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// One turn (1 message → 2 tool calls → answer) with a checkpoint per step; prints p50/p99.
@@ -36,8 +42,15 @@ pub enum BenchCommand {
         binary: Option<PathBuf>,
     },
     /// Write bytes and daemon CPU per turn on fresh threads and at a history of 10, 100 and
-    /// 1,000 messages.
+    /// 1,000 messages; on PostgreSQL also rows and WAL bytes per turn.
     Store {
+        /// The store the daemon runs on.
+        #[arg(long, value_enum, default_value = "sled")]
+        backend: StoreBenchBackend,
+        /// The database of `--backend postgres` (default $ANTLER_DATABASE_URL); the bench's
+        /// threads are added to it.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
         /// Measured turns per row.
         #[arg(long, default_value_t = 20)]
         turns: usize,
@@ -96,12 +109,25 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 .to_string()
         }
         BenchCommand::Store {
+            backend,
+            url,
             turns,
             message_bytes,
             binary,
         } => {
+            use crate::cli::bench::daemon::store::BenchBackend;
             let binary = bench_binary(binary)?;
-            crate::cli::bench::daemon::store::run(&binary, turns, message_bytes)
+            let backend = match backend {
+                StoreBenchBackend::Sled => BenchBackend::Sled,
+                StoreBenchBackend::Postgres => BenchBackend::Postgres(
+                    url.or_else(|| std::env::var(crate::cli::store::DATABASE_URL_VAR).ok())
+                        .filter(|url| !url.is_empty())
+                        .context(
+                            "--backend postgres needs --url postgres://… or $ANTLER_DATABASE_URL",
+                        )?,
+                ),
+            };
+            crate::cli::bench::daemon::store::run(&binary, turns, message_bytes, backend)
                 .await?
                 .to_string()
         }

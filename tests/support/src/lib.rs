@@ -51,6 +51,7 @@ pub mod documents;
 mod feishu;
 mod oauth;
 mod openai;
+pub mod postgres;
 mod reply;
 mod slack;
 mod sse;

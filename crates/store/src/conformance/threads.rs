@@ -325,6 +325,7 @@ pub fn evicted_threads_read_back_identical_and_the_cache_stays_bounded(make: &dy
         ThreadStoreOptions {
             state_cache_bytes: capacity,
             cache_from_messages: 0,
+            ..ThreadStoreOptions::default()
         },
     )
     .unwrap();
@@ -362,6 +363,7 @@ pub fn a_thread_larger_than_the_whole_cache_is_kept_alone(make: &dyn Fn() -> Fre
         ThreadStoreOptions {
             state_cache_bytes: 16 * 1024,
             cache_from_messages: 0,
+            ..ThreadStoreOptions::default()
         },
     )
     .unwrap();
@@ -390,4 +392,42 @@ pub fn a_thread_larger_than_the_whole_cache_is_kept_alone(make: &dyn Fn() -> Fre
     assert!(weight <= cap, "{name}");
     short.assert_reads_back(&store, name);
     long.assert_reads_back(&store, name);
+}
+
+/// Two thread stores on one store, as two daemons on one database: each serves the thread as
+/// the other last saved it, never its own cached copy, and continues it from there.
+pub fn thread_stores_sharing_a_store_never_serve_a_stale_thread(make: &dyn Fn() -> Fresh) {
+    let fresh = make();
+    let (name, store) = (fresh.name, fresh.store.clone());
+    let options = ThreadStoreOptions {
+        cache_from_messages: 0,
+        shared: true,
+        ..ThreadStoreOptions::default()
+    };
+    let a = ThreadStore::with_options(store.clone(), options).unwrap();
+    let b = ThreadStore::with_options(store.clone(), options).unwrap();
+    let mut on_a = Driver::new(a.clone(), "t");
+    for n in 0..3 {
+        turn(&mut on_a, n);
+    }
+    assert_eq!(*b.state("t").unwrap().unwrap().1, on_a.state, "{name}");
+    assert_eq!(b.cache_usage().0, 1, "{name}: b keeps the thread cached");
+    turn(&mut on_a, 3);
+    assert_eq!(
+        *b.state("t").unwrap().unwrap().1,
+        on_a.state,
+        "{name}: b's cached copy was refreshed"
+    );
+    assert_eq!(
+        b.head("t").unwrap().unwrap().version,
+        a.head("t").unwrap().unwrap().version,
+        "{name}"
+    );
+    let mut on_b = Driver::resume(b.clone(), "t");
+    turn(&mut on_b, 4);
+    let checked_out = a.checkout("t").unwrap().unwrap();
+    assert_eq!(checked_out, on_b.state, "{name}: a runs from b's turn");
+    a.checkin("t");
+    assert_eq!(*a.state("t").unwrap().unwrap().1, on_b.state, "{name}");
+    assert_eq!(a.head("t").unwrap().unwrap().messages, 10, "{name}");
 }
