@@ -132,7 +132,11 @@ async fn every_update_on_both_daemons(kill_midway: bool) {
     assert!(
         counts.iter().all(|n| *n == 1),
         "answered more than once: {:?}",
-        markers.iter().zip(&counts).filter(|(_, n)| **n > 1).collect::<Vec<_>>()
+        markers
+            .iter()
+            .zip(&counts)
+            .filter(|(_, n)| **n > 1)
+            .collect::<Vec<_>>()
     );
     if a_alive {
         a.signal("TERM");
@@ -141,19 +145,16 @@ async fn every_update_on_both_daemons(kill_midway: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the PostgreSQL backend"]
 async fn two_daemons_answer_every_webhook_update_once() {
     every_update_on_both_daemons(false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the PostgreSQL backend"]
 async fn a_daemon_killed_mid_burst_loses_and_doubles_nothing() {
     every_update_on_both_daemons(true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the PostgreSQL backend"]
 async fn a_daemon_paused_past_its_lease_writes_nothing_when_resumed() {
     let Some(database) = fresh_database() else {
         return;
@@ -200,7 +201,10 @@ async fn a_daemon_paused_past_its_lease_writes_nothing_when_resumed() {
     assert_eq!(post(&a, &update).await, 200);
     let both = [(chat, first.clone()), (chat, second)];
     while answers(&fake, &both) != [1, 1] {
-        assert!(Instant::now() < deadline, "the later message was not answered once");
+        assert!(
+            Instant::now() < deadline,
+            "the later message was not answered once"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let texts = fake.chat_texts(chat);

@@ -9,6 +9,7 @@ mod architecture;
 mod chain;
 mod channels;
 mod chat_cli;
+mod cluster_chats;
 mod config;
 mod conversion;
 mod daemon;

@@ -20,7 +20,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The typed config tree and what reads nothing but it.
     ("config", &["config", "identity"]),
     // Services built from the config alone: the model, the sandbox, a thread's files.
-    ("services", &["model", "sandbox", "files", "storage", "cluster"]),
+    (
+        "services",
+        &["model", "sandbox", "files", "storage", "cluster"],
+    ),
     // The agent contracts the loop, the middlewares and the tools share.
     ("contracts", &["agent_api"]),
     // Domains the agents use: memory, usage, skills.
