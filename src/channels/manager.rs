@@ -6,7 +6,7 @@
 //! journalled, so the caller may then acknowledge them to the platform. Each conversation
 //! (`ChatKey`) is answered by one worker at a time across every daemon sharing the store: the
 //! worker holds the chat's claim (a lease, see [`crate::cluster`]) and answers the chat's
-//! pending messages in received order ([`crate::channels::worker`]). A message received while
+//! pending messages in received order (the `worker` module). A message received while
 //! another daemon holds the chat stays pending for that daemon's worker; the sweeper claims
 //! chats whose holder died.
 
@@ -27,8 +27,8 @@ use crate::channels::mapping::ChatMap;
 use crate::channels::outbox::Outbox;
 use crate::channels::records::RecordError;
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::slots::{Job, Slot};
 use crate::channels::turn;
-use crate::channels::worker::{Job, Slot};
 use crate::cluster::Cluster;
 use crate::commands::{Command, parse_command};
 use crate::config::ConfigHandle;

@@ -25,35 +25,13 @@ use crate::channels::journal::{JournalEntry, JournalState};
 use crate::channels::manager::{ManagerInner, QUEUE_FULL_NOTE, QUEUED_NOTE};
 use crate::channels::outbound::note;
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::slots::{ChatQueue, Job, Slot};
 use crate::channels::turn;
 use crate::cluster::HeldLease;
 
 /// A message still waiting this long behind the conversation's current turn gets the
 /// "queued" note; one answered sooner needs none.
 const QUEUED_NOTE_DELAY: Duration = Duration::from_secs(2);
-
-/// A freshly journalled message for its chat's worker.
-pub(crate) struct Job {
-    pub(crate) chat: ChatKey,
-    pub(crate) journal_key: String,
-    pub(crate) runtime: Arc<ChannelRuntime>,
-    pub(crate) message: InboundMessage,
-}
-
-/// What this daemon is doing with a chat.
-pub(crate) enum Slot {
-    /// Its worker holds the chat's claim.
-    Working(ChatQueue),
-    /// Taking or giving up the claim: a message arriving now stays pending and is found by the
-    /// worker starting, or by the look the releasing worker takes after the release.
-    Changing,
-}
-
-pub(crate) struct ChatQueue {
-    sender: mpsc::Sender<String>,
-    /// The journal key the worker is answering now.
-    current: Arc<Mutex<Option<String>>>,
-}
 
 /// The lease name of a chat's claim. A `ChatKey` names no workspace (chat ids are unique within
 /// a channel's bot), so that field is empty; the separators keep `1` apart from `12`.
