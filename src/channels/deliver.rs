@@ -6,6 +6,7 @@ use antler_channel::{ChannelError, ChannelParts};
 
 use crate::channels::budget::RateBudget;
 use crate::channels::outbox::{Outbox, OutboxAction, OutboxRecord};
+use crate::channels::records::RecordError;
 
 /// Attempts for transient failures (network, 5xx) before a record is dead-lettered.
 const MAX_ATTEMPTS: u32 = 4;
@@ -21,10 +22,11 @@ pub(crate) enum DeliveryError {
     #[error("could not deliver after {attempts} attempts: {error}")]
     Failed { attempts: u32, error: ChannelError },
     #[error(transparent)]
-    Store(#[from] antler_store::StoreError),
+    Record(#[from] RecordError),
 }
 
-/// Delivers `record` unless it already was. Returns the platform message id when there is one.
+/// Delivers `record` unless it already was. Returns the platform message id when there is one;
+/// `Record(ClaimLost)` when the chat changed hands, the record left for the new holder.
 pub(crate) async fn deliver(
     parts: &ChannelParts,
     budget: &RateBudget,
@@ -37,6 +39,8 @@ pub(crate) async fn deliver(
             return Ok(record.platform_message_id.clone());
         }
         budget.acquire(&record.chat.chat_id, record.is_group).await;
+        // Right before the request: an instance that lost the chat meanwhile sends nothing.
+        outbox.check()?;
         record.attempts += 1;
         let result = perform(parts, record).await;
         match result {

@@ -10,6 +10,8 @@ use tokio_util::sync::CancellationToken;
 use crate::channels::journal::Journal;
 use crate::channels::mapping::{ChatMap, ChatRecord};
 use crate::channels::outbox::Outbox;
+use crate::channels::records::RecordError;
+use crate::cluster::HeldLease;
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, RunError};
 use crate::identity::channel_user_id;
@@ -22,6 +24,12 @@ pub(crate) struct TurnDeps {
     pub(crate) outbox: Outbox,
     /// Fires at shutdown: turns cut short are left pending for the next start.
     pub(crate) stop: CancellationToken,
+    /// Fires when the chat's claim is lost (another instance took the chat over): the run is
+    /// cancelled at once and the message left pending for the new holder. Never fires outside a
+    /// conversation's worker.
+    pub(crate) claim_lost: CancellationToken,
+    /// The chat's claim while a worker answers it.
+    pub(crate) claim: Option<Arc<HeldLease>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +44,8 @@ pub(crate) enum TurnError {
     Run(#[from] RunError),
     #[error(transparent)]
     Memory(#[from] crate::memory::MemoryError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
     /// A command could not be carried out; the text says why.
     #[error("{0}")]
     Command(String),
@@ -101,14 +111,54 @@ impl TurnDeps {
         Ok(record)
     }
 
-    /// Marks a message answered and forgets its outbox records.
+    /// These dependencies for a conversation's worker holding `claim`: the journal and outbox
+    /// write fenced by it, and `claim_lost` fires with it.
+    pub(crate) fn claimed(&self, claim: Arc<HeldLease>) -> Self {
+        Self {
+            harness: self.harness.clone(),
+            config: self.config.clone(),
+            chats: self.chats.clone(),
+            journal: self.journal.fenced(claim.clone()),
+            outbox: self.outbox.fenced(claim.clone()),
+            stop: self.stop.clone(),
+            claim_lost: claim.lost(),
+            claim: Some(claim),
+        }
+    }
+
+    /// Whether the chat's claim still holds by this daemon's own clock: a daemon resumed after
+    /// a pause past its lease must not edit the status message another daemon now streams into,
+    /// even before its renewer has noticed the loss. Always true outside a worker.
+    pub(crate) fn claim_live(&self) -> bool {
+        self.claim.as_ref().is_none_or(|claim| {
+            !claim.is_lost() && claim.lease().is_live(self.harness.cluster().now_ms())
+        })
+    }
+
+    /// Whether the turn was cut short (shutdown, or the chat taken over): its message stays
+    /// pending instead of being answered from here.
+    pub(crate) fn interrupted(&self) -> bool {
+        self.stop.is_cancelled() || self.claim_lost.is_cancelled() || !self.claim_live()
+    }
+
+    /// Marks a message answered and forgets its outbox records, in one batch (fenced by the
+    /// chat's claim in a worker).
     pub(crate) fn finish_entry(&self, journal_key: &str) {
-        if let Err(error) = self
-            .journal
-            .mark_done(journal_key)
-            .and_then(|()| self.outbox.clear_entry(journal_key))
+        let ops = self.journal.done_ops(journal_key).and_then(|mut ops| {
+            ops.extend(self.outbox.clear_ops(journal_key)?);
+            Ok(ops)
+        });
+        match ops
+            .map_err(RecordError::from)
+            .and_then(|ops| self.journal.apply(ops))
         {
-            tracing::warn!(%error, journal_key, "Could not mark a channel message answered");
+            Ok(()) => {}
+            Err(error @ RecordError::ClaimLost { .. }) => {
+                tracing::info!(%error, journal_key, "Left a channel message to the instance that took its chat over");
+            }
+            Err(error) => {
+                tracing::warn!(%error, journal_key, "Could not mark a channel message answered");
+            }
         }
     }
 }

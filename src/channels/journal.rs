@@ -1,21 +1,35 @@
 //! The inbound journal: every accepted platform message is stored (and flushed) before the
-//! platform is told it arrived, so a crash never loses one and a redelivery is recognised.
+//! platform is told it arrived, so a crash never loses one and a redelivery is recognised, by
+//! this daemon or any other sharing the store.
 //!
 //! Tree `channel_inbound`: `{channel}\u{1f}{workspace}\u{1f}{chat}\u{1f}{message id}` →
-//! [`JournalEntry`]. Answered entries are kept for [`RETENTION`] so redeliveries within that
-//! window are dropped; pending ones are processed again when the daemon starts.
+//! [`JournalEntry`], written only if the key is absent (one compare-and-set), so two daemons
+//! receiving the same delivery record it once. Answered entries are kept for [`RETENTION`] so
+//! redeliveries within that window are dropped.
+//!
+//! Tree `channel_pending`: the messages still to answer, `{channel}\u{1f}{chat}\u{1f}{topic}
+//! \u{1f}{received µs}\u{1f}{journal key}` → [`PendingRef`], written in the entry's batch and
+//! removed in the batch that marks it done. A conversation's worker reads its chat's messages
+//! from here in received order, and recovery and the sweeper find unanswered chats here
+//! instead of scanning the whole journal.
 
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
-use antler_channel::InboundMessage;
+use antler_channel::{ChatKey, InboundMessage};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::channels::records;
-use antler_store::{StoreError, StoreRef};
+use crate::channels::records::{self, RecordError, Writes};
+use crate::cluster::HeldLease;
+use antler_store::{BatchOp, Expect, StoreError, StoreRef};
 
 const TREE: &str = "channel_inbound";
+const PENDING: &str = "channel_pending";
+/// `pending_index` → `1` once the entries of a store written before the pending index are in it.
+const META: &str = "channel_meta";
+const INDEXED_MARK: &str = "pending_index";
 /// How long a handled message's id is remembered (the issue asks for at least 24 h).
 pub const RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -35,6 +49,16 @@ pub struct JournalEntry {
     pub state: JournalState,
     pub received_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Its key in `channel_pending` while pending (none for a `/cancel`, answered at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_key: Option<String>,
+}
+
+/// A pending message as its chat's index lists it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PendingRef {
+    pub chat: ChatKey,
+    pub journal_key: String,
 }
 
 /// Whether a message is new.
@@ -44,19 +68,36 @@ pub enum Recorded {
     Duplicate,
 }
 
+/// Whether a new entry goes into its chat's pending index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Index {
+    /// Answered by the chat's worker, whichever instance holds the chat.
+    Queue,
+    /// Answered at once by the instance that received it (`/cancel`), never by a worker.
+    Immediate,
+}
+
 #[derive(Clone)]
 pub struct Journal {
-    store: StoreRef,
-    /// Makes check-then-insert atomic within the daemon (the store has no compare-and-swap).
-    write: Arc<Mutex<()>>,
+    writes: Writes,
 }
 
 impl Journal {
     pub fn new(store: StoreRef) -> Self {
         Self {
-            store,
-            write: Arc::default(),
+            writes: Writes::direct(store),
         }
+    }
+
+    /// This journal with its `done` writes fenced by a chat's claim.
+    pub(crate) fn fenced(&self, claim: Arc<HeldLease>) -> Self {
+        Self {
+            writes: Writes::fenced(self.store().clone(), claim),
+        }
+    }
+
+    fn store(&self) -> &StoreRef {
+        self.writes.store()
     }
 
     /// The dedupe key of a message.
@@ -70,65 +111,165 @@ impl Journal {
         )
     }
 
-    /// Stores a new message as pending; a message seen before is a duplicate. Not durable until
-    /// [`Journal::flush`].
-    pub fn record(&self, message: &InboundMessage) -> Result<Recorded, StoreError> {
+    /// Whether the message was journalled before (by any instance).
+    pub fn seen(&self, message: &InboundMessage) -> Result<bool, StoreError> {
+        Ok(self
+            .store()
+            .get(TREE, Self::key_of(message).as_bytes())?
+            .is_some())
+    }
+
+    /// Stores a new message as pending of conversation `chat`; a message seen before is a
+    /// duplicate. Not durable until [`Journal::flush`].
+    pub fn record(
+        &self,
+        message: &InboundMessage,
+        chat: &ChatKey,
+        index: Index,
+    ) -> Result<Recorded, StoreError> {
         let key = Self::key_of(message);
-        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        if records::read::<JournalEntry>(&self.store, TREE, &key)?.is_some() {
-            crate::metrics::inbound_duplicate(&message.channel);
-            return Ok(Recorded::Duplicate);
-        }
-        crate::metrics::inbound(&message.channel);
         let now = Utc::now();
+        let pending_key = (index == Index::Queue).then(|| {
+            format!(
+                "{}{:020}\u{1f}{key}",
+                chat_prefix(chat),
+                now.timestamp_micros().max(0)
+            )
+        });
         let entry = JournalEntry {
             key: key.clone(),
             message: message.clone(),
             state: JournalState::Pending,
             received_at: now,
             updated_at: now,
+            pending_key: pending_key.clone(),
         };
-        records::write(&self.store, TREE, &key, &entry)?;
+        let mut ops = vec![records::put_op(TREE, &key, &entry)?];
+        if let Some(pending_key) = &pending_key {
+            ops.push(pending_op(pending_key, chat, &key)?);
+        }
+        let absent = Expect {
+            tree: TREE,
+            key: key.as_bytes().to_vec(),
+            value: None,
+        };
+        if !self.store().apply_batch_if(&absent, ops)? {
+            crate::metrics::inbound_duplicate(&message.channel);
+            return Ok(Recorded::Duplicate);
+        }
+        crate::metrics::inbound(&message.channel);
         Ok(Recorded::New(key))
     }
 
     pub fn get(&self, key: &str) -> Result<Option<JournalEntry>, StoreError> {
-        records::read(&self.store, TREE, key)
+        records::read(self.store(), TREE, key)
     }
 
-    pub fn mark_done(&self, key: &str) -> Result<(), StoreError> {
-        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(mut entry) = records::read::<JournalEntry>(&self.store, TREE, key)? {
-            entry.state = JournalState::Done;
-            entry.updated_at = Utc::now();
-            records::write(&self.store, TREE, key, &entry)?;
+    /// The writes that mark entry `key` answered and take it out of its chat's index.
+    pub(crate) fn done_ops(&self, key: &str) -> Result<Vec<BatchOp>, StoreError> {
+        let Some(mut entry) = self.get(key)? else {
+            return Ok(Vec::new());
+        };
+        let mut ops = Vec::with_capacity(2);
+        if let Some(pending_key) = entry.pending_key.take() {
+            ops.push(BatchOp::Delete {
+                tree: PENDING,
+                key: pending_key.into_bytes(),
+            });
         }
-        Ok(())
+        entry.state = JournalState::Done;
+        entry.updated_at = Utc::now();
+        ops.push(records::put_op(TREE, key, &entry)?);
+        Ok(ops)
+    }
+
+    /// Applies `ops` as this journal writes (fenced by the chat's claim while a worker owns it).
+    pub(crate) fn apply(&self, ops: Vec<BatchOp>) -> Result<(), RecordError> {
+        self.writes.apply(ops)
+    }
+
+    pub fn mark_done(&self, key: &str) -> Result<(), RecordError> {
+        let ops = self.done_ops(key)?;
+        self.writes.apply(ops)
     }
 
     /// Makes recorded messages durable; call before acknowledging them to the platform.
     pub fn flush(&self) -> Result<(), StoreError> {
-        self.store.flush()
+        self.store().flush()
     }
 
-    /// Messages accepted but not answered, oldest first.
-    pub fn pending(&self) -> Result<Vec<JournalEntry>, StoreError> {
-        let mut pending: Vec<JournalEntry> = records::scan::<JournalEntry>(&self.store, TREE, "")?
+    /// The conversations with messages waiting, each once, in key order; only `channel`'s
+    /// when given.
+    pub fn pending_chats(&self, channel: Option<&str>) -> Result<Vec<ChatKey>, StoreError> {
+        let prefix = channel.map_or_else(String::new, |channel| format!("{channel}\u{1f}"));
+        let chats: BTreeSet<ChatKey> = records::scan::<PendingRef>(self.store(), PENDING, &prefix)?
             .into_iter()
-            .map(|(_, entry)| entry)
-            .filter(|entry| entry.state == JournalState::Pending)
+            .map(|(_, pending)| pending.chat)
             .collect();
-        pending.sort_by_key(|entry| entry.received_at);
-        Ok(pending)
+        Ok(chats.into_iter().collect())
+    }
+
+    /// How many messages of `channel` wait for an answer.
+    pub fn pending_count(&self, channel: &str) -> Result<usize, StoreError> {
+        let prefix = format!("{channel}\u{1f}");
+        Ok(self.store().scan_prefix(PENDING, prefix.as_bytes())?.len())
+    }
+
+    /// The oldest message of `chat` still to answer. Index entries whose message is answered,
+    /// gone or unreadable are removed on the way, so one bad record cannot stop the chat.
+    pub fn next_pending(&self, chat: &ChatKey) -> Result<Option<JournalEntry>, StoreError> {
+        let prefix = chat_prefix(chat);
+        for (index_key, pending) in records::scan::<PendingRef>(self.store(), PENDING, &prefix)? {
+            match self.get(&pending.journal_key) {
+                Ok(Some(entry)) if entry.state == JournalState::Pending => return Ok(Some(entry)),
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, journal_key = %pending.journal_key, "Skipping an unreadable journalled message")
+                }
+            }
+            self.store().delete(PENDING, index_key.as_bytes())?;
+        }
+        Ok(None)
+    }
+
+    /// Puts the pending entries of a store written before the pending index into it, once per
+    /// store; `chat_of` names each message's conversation.
+    pub fn index_unindexed(
+        &self,
+        chat_of: impl Fn(&InboundMessage) -> Result<ChatKey, StoreError>,
+    ) -> Result<usize, StoreError> {
+        if self.store().get(META, INDEXED_MARK.as_bytes())?.is_some() {
+            return Ok(0);
+        }
+        let mut indexed = 0;
+        for (key, mut entry) in records::scan::<JournalEntry>(self.store(), TREE, "")? {
+            if entry.state != JournalState::Pending || entry.pending_key.is_some() {
+                continue;
+            }
+            let chat = chat_of(&entry.message)?;
+            let pending_key = format!(
+                "{}{:020}\u{1f}{key}",
+                chat_prefix(&chat),
+                entry.received_at.timestamp_micros().max(0)
+            );
+            entry.pending_key = Some(pending_key.clone());
+            self.store().apply_batch(vec![
+                records::put_op(TREE, &key, &entry)?,
+                pending_op(&pending_key, &chat, &key)?,
+            ])?;
+            indexed += 1;
+        }
+        self.store().put(META, INDEXED_MARK.as_bytes(), b"1")?;
+        Ok(indexed)
     }
 
     /// Forgets answered messages older than `retention`; returns how many.
     pub fn prune(&self, retention: Duration) -> Result<usize, StoreError> {
         let cutoff = Utc::now() - chrono::Duration::from_std(retention).unwrap_or_default();
         let mut removed = 0;
-        for (key, entry) in records::scan::<JournalEntry>(&self.store, TREE, "")? {
+        for (key, entry) in records::scan::<JournalEntry>(self.store(), TREE, "")? {
             if entry.state == JournalState::Done && entry.updated_at < cutoff {
-                self.store.delete(TREE, key.as_bytes())?;
+                self.store().delete(TREE, key.as_bytes())?;
                 removed += 1;
             }
         }
@@ -136,52 +277,25 @@ impl Journal {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use antler_store::MemoryStore;
-
-    pub(crate) fn message(id: &str) -> InboundMessage {
-        InboundMessage {
-            channel: "telegram".into(),
-            workspace_id: Some("42".into()),
-            chat_id: "42".into(),
-            topic_id: None,
-            user_id: "42".into(),
-            display_name: None,
-            platform_message_id: id.into(),
-            text: "hi".into(),
-            files: Vec::new(),
-            is_direct: true,
-            mentions_bot: false,
-            reply_to: None,
-            thread_reply: false,
-        }
-    }
-
-    #[test]
-    fn duplicates_are_recognised_and_pending_survives_reopen() {
-        let store: StoreRef = Arc::new(MemoryStore::default());
-        let journal = Journal::new(store.clone());
-        let Recorded::New(first) = journal.record(&message("1")).expect("record") else {
-            panic!("first delivery must be new");
-        };
-        assert_eq!(
-            journal.record(&message("1")).expect("record"),
-            Recorded::Duplicate
-        );
-        journal.record(&message("2")).expect("record");
-        journal.mark_done(&first).expect("done");
-        let reopened = Journal::new(store);
-        let pending = reopened.pending().expect("pending");
-        assert_eq!(pending.len(), 1);
-        assert_eq!(pending[0].message.platform_message_id, "2");
-        // A done entry still dedupes.
-        assert_eq!(
-            reopened.record(&message("1")).expect("record"),
-            Recorded::Duplicate
-        );
-        assert_eq!(reopened.prune(Duration::from_secs(3600)).expect("prune"), 0);
-        assert_eq!(reopened.prune(Duration::ZERO).expect("prune"), 1);
-    }
+/// The index prefix of one conversation: every component ends with a separator, so one chat's
+/// prefix never matches another's (`1` and `12`, a chat and its topics).
+fn chat_prefix(chat: &ChatKey) -> String {
+    format!(
+        "{}\u{1f}{}\u{1f}{}\u{1f}",
+        chat.channel,
+        chat.chat_id,
+        chat.topic_id.as_deref().unwrap_or("")
+    )
 }
+
+fn pending_op(pending_key: &str, chat: &ChatKey, journal_key: &str) -> Result<BatchOp, StoreError> {
+    let pending = PendingRef {
+        chat: chat.clone(),
+        journal_key: journal_key.to_string(),
+    };
+    records::put_op(PENDING, pending_key, &pending)
+}
+
+#[cfg(test)]
+#[path = "journal_tests.rs"]
+mod tests;

@@ -1,42 +1,39 @@
-//! The channel manager: connected channels, access checks, the journal, one queue per
+//! The channel manager: connected channels, access checks, the journal, one worker per
 //! conversation, recovery.
 //!
 //! Transports feed [`ChannelManager::accept_batch`] through the [`InboundSink`] it provides, and
 //! the webhook route does so directly; both return only after the messages are durably
 //! journalled, so the caller may then acknowledge them to the platform. Each conversation
-//! (`ChatKey`) has one worker that handles its messages in order — one run per thread — and
-//! goes away when idle.
+//! (`ChatKey`) is answered by one worker at a time across every daemon sharing the store: the
+//! worker holds the chat's claim (a lease, see [`crate::cluster`]) and answers the chat's
+//! pending messages in received order (the `worker` module). A message received while
+//! another daemon holds the chat stays pending for that daemon's worker; the sweeper claims
+//! chats whose holder died.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use antler_channel::{ChatKey, InboundMessage, InboundSink, SinkError};
 use async_trait::async_trait;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::channels::access::{Verdict, verdict};
 use crate::channels::deps::TurnDeps;
-use crate::channels::journal::{Journal, JournalState, RETENTION, Recorded};
+use crate::channels::journal::{Index, Journal, RETENTION, Recorded};
 use crate::channels::mapping::ChatMap;
-use crate::channels::outbound::note;
 use crate::channels::outbox::Outbox;
+use crate::channels::records::RecordError;
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::slots::{Job, Slot};
 use crate::channels::turn;
+use crate::cluster::Cluster;
 use crate::commands::{Command, parse_command};
 use crate::config::ConfigHandle;
 use crate::harness::Harness;
 use antler_store::StoreError;
-
-/// A conversation's worker exits after this long without messages.
-const WORKER_IDLE: Duration = Duration::from_secs(60);
-/// A message still waiting this long behind the conversation's current turn gets the
-/// "queued" note; one answered sooner needs none.
-const QUEUED_NOTE_DELAY: Duration = Duration::from_secs(2);
 
 pub const QUEUED_NOTE: &str =
     "Queued: I'll answer this as soon as the current request in this chat finishes.";
@@ -63,37 +60,24 @@ pub struct ChannelManager {
     inner: Arc<ManagerInner>,
 }
 
-struct ManagerInner {
-    deps: Arc<TurnDeps>,
+pub(crate) struct ManagerInner {
+    pub(crate) deps: Arc<TurnDeps>,
+    /// This daemon among those sharing the store: the chats' claims.
+    pub(crate) cluster: Cluster,
     channels: RwLock<HashMap<String, Arc<ChannelRuntime>>>,
-    queues: Mutex<HashMap<String, ChatQueue>>,
+    /// The conversations this daemon works on now, by `ChatKey` string.
+    pub(crate) queues: Mutex<HashMap<String, Slot>>,
     /// The per-user limiter and the `user_messages_per_minute` it was built for.
     user_limiter: Mutex<(u32, Arc<governor::DefaultKeyedRateLimiter<String>>)>,
     user_noticed: Mutex<HashMap<String, tokio::time::Instant>>,
-    /// Owns every worker and notice task.
-    tracker: TaskTracker,
+    /// Owns every worker, notice task and the sweeper.
+    pub(crate) tracker: TaskTracker,
 }
-
-struct ChatQueue {
-    sender: mpsc::Sender<String>,
-    progress: Arc<QueueProgress>,
-}
-
-/// How far a conversation's worker got: a message's position against `started` tells whether it
-/// is still waiting.
-#[derive(Default)]
-struct QueueProgress {
-    /// Messages put into the queue so far.
-    queued: AtomicU64,
-    /// Messages the worker has begun.
-    started: AtomicU64,
-}
-
-type Job = (ChatKey, String, Arc<ChannelRuntime>, InboundMessage);
 
 impl ChannelManager {
     pub fn new(harness: Arc<Harness>, config: ConfigHandle) -> Self {
         let store = harness.threads().store().clone();
+        let cluster = harness.cluster().clone();
         let per_minute = config.current().channels.user_messages_per_minute;
         let deps = TurnDeps {
             harness,
@@ -102,17 +86,27 @@ impl ChannelManager {
             journal: Journal::new(store.clone()),
             outbox: Outbox::new(store),
             stop: CancellationToken::new(),
+            claim_lost: CancellationToken::new(),
+            claim: None,
         };
-        Self {
+        let manager = Self {
             inner: Arc::new(ManagerInner {
                 deps: Arc::new(deps),
+                cluster,
                 channels: RwLock::new(HashMap::new()),
                 queues: Mutex::new(HashMap::new()),
                 user_limiter: Mutex::new((per_minute, user_limiter(per_minute))),
                 user_noticed: Mutex::new(HashMap::new()),
                 tracker: TaskTracker::new(),
             }),
-        }
+        };
+        let inner = manager.inner.clone();
+        // Owned by the manager's tracker; ends with the manager's stop token.
+        manager
+            .inner
+            .tracker
+            .spawn(inner.sweep_every_third_of_a_lease());
+        manager
     }
 
     /// Makes a connected channel's messages answerable (replacing an earlier connection).
@@ -164,17 +158,24 @@ impl ChannelManager {
             self.inner.deps.journal.flush()?;
         }
         // Dispatch after the flush: a message is worked on only once it cannot be lost.
-        for (key, journal_key, runtime, message) in queued {
-            self.inner
-                .dispatch(&key, journal_key, runtime, &message, true);
+        for job in queued {
+            self.inner.dispatch(&job.chat.clone(), Some(job));
         }
         Ok(outcomes)
     }
 
-    /// Processes what a previous run journalled for `channel` but did not answer; call once
-    /// the channel is registered.
+    /// Answers what was journalled for `channel` but not answered (by this daemon before a
+    /// restart, or by one that died); call once the channel is registered. Returns how many
+    /// messages wait.
     pub fn recover(&self, channel: &str) -> Result<usize, StoreError> {
         let journal = &self.inner.deps.journal;
+        let indexed = journal.index_unindexed(|message| self.inner.resolve_key(message))?;
+        if indexed > 0 {
+            tracing::info!(
+                indexed,
+                "Indexed the unanswered channel messages of an older store"
+            );
+        }
         // Claimed: with several instances, one prunes while the others skip it.
         let pruned = match self.inner.deps.harness.claim_job("channel-journal-prune") {
             Some(_job) => journal.prune(RETENTION)?,
@@ -183,19 +184,12 @@ impl ChannelManager {
         if pruned > 0 {
             tracing::debug!(pruned, "Forgot old answered channel messages");
         }
-        let pending: Vec<_> = journal
-            .pending()?
-            .into_iter()
-            .filter(|entry| entry.message.channel == channel)
-            .collect();
-        let Some(runtime) = self.inner.runtime(channel) else {
+        if self.inner.runtime(channel).is_none() {
             return Ok(0);
-        };
-        let count = pending.len();
-        for entry in pending {
-            let key = self.inner.resolve_key(&entry.message)?;
-            self.inner
-                .dispatch(&key, entry.key, runtime.clone(), &entry.message, false);
+        }
+        let count = journal.pending_count(channel)?;
+        for chat in journal.pending_chats(Some(channel))? {
+            self.inner.dispatch(&chat, None);
         }
         if count > 0 {
             tracing::info!(
@@ -265,7 +259,7 @@ fn user_limiter(per_minute: u32) -> Arc<governor::DefaultKeyedRateLimiter<String
 }
 
 impl ManagerInner {
-    fn runtime(&self, channel: &str) -> Option<Arc<ChannelRuntime>> {
+    pub(crate) fn runtime(&self, channel: &str) -> Option<Arc<ChannelRuntime>> {
         let channels = self.channels.read().unwrap_or_else(|p| p.into_inner());
         channels.get(channel).cloned()
     }
@@ -293,20 +287,36 @@ impl ManagerInner {
                 if message.thread_reply && self.deps.chats.get(&message.chat_key())?.is_some() => {}
             Verdict::NotAddressed => return Ok((Accepted::NotAddressed, None)),
         }
-        let journal_key = match self.deps.journal.record(&message)? {
+        let key = self.resolve_key(&message)?;
+        if self.deps.journal.seen(&message)? {
+            crate::metrics::inbound_duplicate(channel);
+            tracing::debug!(channel, message_id = %message.platform_message_id, "Dropping a redelivered message");
+            return Ok((Accepted::Duplicate, None));
+        }
+        let throttled = !self.user_within_rate(channel, &message.user_id);
+        let command = parse_command(&message.text, runtime.bot_username.as_deref());
+        // Answered here and now, never by the chat's worker.
+        let immediate = throttled || command == Some(Command::Cancel);
+        let index = if immediate {
+            Index::Immediate
+        } else {
+            Index::Queue
+        };
+        let journal_key = match self.deps.journal.record(&message, &key, index)? {
             Recorded::New(key) => key,
             Recorded::Duplicate => {
                 tracing::debug!(channel, message_id = %message.platform_message_id, "Dropping a redelivered message");
                 return Ok((Accepted::Duplicate, None));
             }
         };
-        if !self.user_within_rate(channel, &message.user_id) {
-            self.deps.journal.mark_done(&journal_key)?;
+        if throttled {
+            self.deps
+                .journal
+                .mark_done(&journal_key)
+                .map_err(RecordError::into_store)?;
             self.notice_throttled(runtime, &message);
             return Ok((Accepted::Throttled, None));
         }
-        let key = self.resolve_key(&message)?;
-        let command = parse_command(&message.text, runtime.bot_username.as_deref());
         if command == Some(Command::Cancel) {
             // A cancel must not wait behind the turn it cancels.
             let deps = self.deps.clone();
@@ -315,7 +325,13 @@ impl ManagerInner {
             });
             return Ok((Accepted::Queued, None));
         }
-        Ok((Accepted::Queued, Some((key, journal_key, runtime, message))))
+        let job = Job {
+            chat: key,
+            journal_key,
+            runtime,
+            message,
+        };
+        Ok((Accepted::Queued, Some(job)))
     }
 
     /// The conversation a message belongs to: a reply to a message the bot knows continues
@@ -359,155 +375,5 @@ impl ManagerInner {
             noticed.insert(user, now);
         }
         self.spawn_note(runtime, &message.chat_key(), USER_RATE_NOTE, message);
-    }
-
-    fn dispatch(
-        self: &Arc<Self>,
-        key: &ChatKey,
-        journal_key: String,
-        runtime: Arc<ChannelRuntime>,
-        message: &InboundMessage,
-        notify_queued: bool,
-    ) {
-        let queue_name = key.to_string();
-        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(queue) = queues.get(&queue_name) {
-            match queue.sender.try_send(journal_key.clone()) {
-                Ok(()) => {
-                    crate::metrics::chat_queue_added();
-                    let position = queue.progress.queued.fetch_add(1, Ordering::SeqCst) + 1;
-                    if notify_queued {
-                        self.note_if_still_waiting(
-                            runtime,
-                            key,
-                            message,
-                            &queue.progress,
-                            position,
-                        );
-                    }
-                    return;
-                }
-                Err(mpsc::error::TrySendError::Full(_)) => {
-                    crate::metrics::queue_full("chat_messages");
-                    // Still journalled as pending: answered after a restart if not before.
-                    self.spawn_note(runtime, key, QUEUE_FULL_NOTE, message);
-                    return;
-                }
-                Err(mpsc::error::TrySendError::Closed(_)) => {
-                    queues.remove(&queue_name);
-                }
-            }
-        }
-        let limit = self.deps.config.current().channels.queue_limit.max(1);
-        let (sender, receiver) = mpsc::channel(limit);
-        let progress = Arc::new(QueueProgress::default());
-        if sender.try_send(journal_key).is_ok() {
-            crate::metrics::chat_queue_added();
-        }
-        progress.queued.store(1, Ordering::SeqCst);
-        queues.insert(
-            queue_name.clone(),
-            ChatQueue {
-                sender,
-                progress: progress.clone(),
-            },
-        );
-        drop(queues);
-        let inner = self.clone();
-        let key = key.clone();
-        self.tracker.spawn(async move {
-            inner.worker(queue_name, key, receiver, progress).await;
-        });
-    }
-
-    /// Says "queued" only to a message that is still waiting after [`QUEUED_NOTE_DELAY`].
-    fn note_if_still_waiting(
-        self: &Arc<Self>,
-        runtime: Arc<ChannelRuntime>,
-        key: &ChatKey,
-        message: &InboundMessage,
-        progress: &Arc<QueueProgress>,
-        position: u64,
-    ) {
-        let (inner, progress) = (self.clone(), progress.clone());
-        let (key, is_group) = (key.clone(), !message.is_direct);
-        let reply_to = message.platform_message_id.clone();
-        self.tracker.spawn(async move {
-            tokio::select! {
-                _ = inner.deps.stop.cancelled() => return,
-                _ = tokio::time::sleep(QUEUED_NOTE_DELAY) => {}
-            }
-            if progress.started.load(Ordering::SeqCst) < position {
-                note(&runtime, &key, is_group, QUEUED_NOTE, Some(&reply_to)).await;
-            }
-        });
-    }
-
-    fn spawn_note(
-        self: &Arc<Self>,
-        runtime: Arc<ChannelRuntime>,
-        key: &ChatKey,
-        text: &'static str,
-        message: &InboundMessage,
-    ) {
-        let key = key.clone();
-        let is_group = !message.is_direct;
-        let reply_to = message.platform_message_id.clone();
-        self.tracker.spawn(async move {
-            note(&runtime, &key, is_group, text, Some(&reply_to)).await;
-        });
-    }
-
-    async fn worker(
-        self: Arc<Self>,
-        queue_name: String,
-        key: ChatKey,
-        mut receiver: mpsc::Receiver<String>,
-        progress: Arc<QueueProgress>,
-    ) {
-        loop {
-            let journal_key = tokio::select! {
-                _ = self.deps.stop.cancelled() => return,
-                next = tokio::time::timeout(WORKER_IDLE, receiver.recv()) => match next {
-                    Ok(Some(journal_key)) => journal_key,
-                    Ok(None) => return,
-                    Err(_) => {
-                        // Re-check under the lock senders use, so nothing slips in as we leave.
-                        let mut queues = self.queues.lock().unwrap_or_else(|p| p.into_inner());
-                        match receiver.try_recv() {
-                            Ok(journal_key) => journal_key,
-                            Err(_) => {
-                                queues.remove(&queue_name);
-                                return;
-                            }
-                        }
-                    }
-                },
-            };
-            progress.started.fetch_add(1, Ordering::SeqCst);
-            crate::metrics::chat_queue_taken();
-            self.handle(&key, &journal_key).await;
-        }
-    }
-
-    async fn handle(&self, key: &ChatKey, journal_key: &str) {
-        let entry = match self.deps.journal.get(journal_key) {
-            Ok(Some(entry)) => entry,
-            Ok(None) => return,
-            Err(error) => {
-                tracing::warn!(%error, journal_key, "Could not read a journalled message");
-                return;
-            }
-        };
-        if entry.state == JournalState::Done {
-            return;
-        }
-        // A channel that disconnected meanwhile answers after it reconnects (`recover`).
-        let Some(runtime) = self.runtime(&entry.message.channel) else {
-            return;
-        };
-        if turn::process(&self.deps, &runtime, key, &entry).await {
-            self.deps.finish_entry(journal_key);
-        }
     }
 }

@@ -15,6 +15,8 @@ mod answer_files;
 mod board;
 pub mod budget;
 pub mod chunk;
+#[cfg(test)]
+mod cluster_tests;
 mod deliver;
 mod deps;
 pub mod files;
@@ -29,11 +31,13 @@ pub mod outbox;
 mod records;
 mod reload;
 mod runtime;
+mod slots;
 mod stream;
 pub mod supervise;
 mod transport_lease;
 mod turn;
 mod webhook;
+mod worker;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

@@ -4,14 +4,20 @@
 //! [`OutboxStep`] (`status`, `final-0`, `file-1`, …). A record is written
 //! before the request; the platform's message id is written as soon as the platform answers,
 //! and a record that has one is never sent again, so a restart resumes a delivery without
-//! producing a second copy. Records that keep failing move to `channel_dead_letters`.
+//! producing a second copy. Records that keep failing move to `channel_dead_letters`. While a
+//! conversation's worker answers a message every write is fenced by the chat's claim, and every
+//! send waits for the claim to check out, so an instance that lost the chat sends nothing more
+//! and its successor resumes the records exactly as a restart does.
 
 use antler_channel::{Attachment, ChatKey};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::channels::records;
-use antler_store::{StoreError, StoreRef};
+use std::sync::Arc;
+
+use crate::channels::records::{self, RecordError, Writes};
+use crate::cluster::HeldLease;
+use antler_store::{BatchOp, StoreError, StoreRef};
 
 const TREE: &str = "channel_outbox";
 const DEAD: &str = "channel_dead_letters";
@@ -78,7 +84,7 @@ impl OutboxRecord {
 
 #[derive(Clone)]
 pub struct Outbox {
-    store: StoreRef,
+    writes: Writes,
 }
 
 /// One step of answering a message; with the journal key it is the record's idempotency key.
@@ -137,24 +143,44 @@ impl OutboxStep {
 
 impl Outbox {
     pub fn new(store: StoreRef) -> Self {
-        Self { store }
+        Self {
+            writes: Writes::direct(store),
+        }
+    }
+
+    /// This outbox with every write fenced by a chat's claim: once another instance took the
+    /// chat over, nothing more is planned, marked or sent from here.
+    pub(crate) fn fenced(&self, claim: Arc<HeldLease>) -> Self {
+        Self {
+            writes: Writes::fenced(self.store().clone(), claim),
+        }
+    }
+
+    fn store(&self) -> &StoreRef {
+        self.writes.store()
     }
 
     pub fn get(&self, key: &str) -> Result<Option<OutboxRecord>, StoreError> {
-        records::read(&self.store, TREE, key)
+        records::read(self.store(), TREE, key)
     }
 
     /// Writes a record unless one with the same key exists; returns the stored one.
-    pub fn insert(&self, record: OutboxRecord) -> Result<OutboxRecord, StoreError> {
+    pub fn insert(&self, record: OutboxRecord) -> Result<OutboxRecord, RecordError> {
         if let Some(existing) = self.get(&record.key)? {
             return Ok(existing);
         }
-        records::write(&self.store, TREE, &record.key, &record)?;
+        self.save(&record)?;
         Ok(record)
     }
 
-    pub fn save(&self, record: &OutboxRecord) -> Result<(), StoreError> {
-        records::write(&self.store, TREE, &record.key, record)
+    pub fn save(&self, record: &OutboxRecord) -> Result<(), RecordError> {
+        self.writes
+            .apply(vec![records::put_op(TREE, &record.key, record)?])
+    }
+
+    /// Whether this outbox may still send: asked before every request to the platform.
+    pub fn check(&self) -> Result<(), RecordError> {
+        self.writes.check()
     }
 
     /// Records delivery and makes it durable before anything else happens.
@@ -162,43 +188,52 @@ impl Outbox {
         &self,
         record: &mut OutboxRecord,
         platform_message_id: Option<String>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), RecordError> {
         record.delivered = true;
         if platform_message_id.is_some() {
             record.platform_message_id = platform_message_id;
         }
         self.save(record)?;
-        self.store.flush()
+        Ok(self.store().flush()?)
     }
 
     /// Every record of one journal entry, in step order.
     pub fn for_entry(&self, journal_key: &str) -> Result<Vec<OutboxRecord>, StoreError> {
         let prefix = format!("{journal_key}\u{1e}");
-        Ok(records::scan(&self.store, TREE, &prefix)?
+        Ok(records::scan(self.store(), TREE, &prefix)?
             .into_iter()
             .map(|(_, record)| record)
             .collect())
     }
 
-    pub fn dead_letter(&self, record: &OutboxRecord) -> Result<(), StoreError> {
+    pub fn dead_letter(&self, record: &OutboxRecord) -> Result<(), RecordError> {
         crate::metrics::dead_letter(&record.chat.channel);
-        records::write(&self.store, DEAD, &record.key, record)?;
-        self.store.delete(TREE, record.key.as_bytes())
+        self.writes.apply(vec![
+            records::put_op(DEAD, &record.key, record)?,
+            BatchOp::Delete {
+                tree: TREE,
+                key: record.key.as_bytes().to_vec(),
+            },
+        ])
     }
 
     pub fn dead_letters(&self) -> Result<Vec<OutboxRecord>, StoreError> {
-        Ok(records::scan(&self.store, DEAD, "")?
+        Ok(records::scan(self.store(), DEAD, "")?
             .into_iter()
             .map(|(_, record)| record)
             .collect())
     }
 
-    /// Removes the records of an answered entry.
-    pub fn clear_entry(&self, journal_key: &str) -> Result<(), StoreError> {
-        for record in self.for_entry(journal_key)? {
-            self.store.delete(TREE, record.key.as_bytes())?;
-        }
-        Ok(())
+    /// The writes that remove the records of an answered entry (applied with the journal's
+    /// `done`, in one batch).
+    pub(crate) fn clear_ops(&self, journal_key: &str) -> Result<Vec<BatchOp>, StoreError> {
+        let prefix = format!("{journal_key}\u{1e}");
+        Ok(self
+            .store()
+            .scan_prefix(TREE, prefix.as_bytes())?
+            .into_iter()
+            .map(|(key, _)| BatchOp::Delete { tree: TREE, key })
+            .collect())
     }
 }
 
@@ -206,7 +241,6 @@ impl Outbox {
 mod tests {
     use super::*;
     use antler_store::MemoryStore;
-    use std::sync::Arc;
 
     #[test]
     fn insert_is_idempotent_and_delivery_sticks() {

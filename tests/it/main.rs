@@ -10,6 +10,7 @@ mod chain;
 mod channels;
 mod chat_cli;
 mod cluster;
+mod cluster_chats;
 mod config;
 mod conversion;
 mod daemon;

@@ -31,7 +31,8 @@ pub const NO_RESPONSE: &str = "(No response from agent)";
 pub const ERROR_REPLY: &str = "An error occurred while processing your request. Please try again.";
 pub const BUSY_REPLY: &str = "This conversation is already processing another request. Please wait for it to finish and try again.";
 
-/// Handles a message; `false` leaves it pending (the daemon is stopping mid-turn).
+/// Handles a message; `false` leaves it pending (the daemon is stopping mid-turn, or another
+/// instance took the chat over).
 pub(crate) async fn process(
     deps: &TurnDeps,
     runtime: &ChannelRuntime,
@@ -55,6 +56,8 @@ pub(crate) async fn process(
     };
     match result {
         Ok(finished) => finished,
+        // The chat was taken over (or the daemon is stopping): the new holder answers it.
+        Err(_) if deps.interrupted() => false,
         Err(error) => {
             tracing::warn!(%error, chat = %key, "Could not answer a channel message");
             reply(deps, runtime, key, entry, OutboxStep::Error, ERROR_REPLY).await;
@@ -150,8 +153,17 @@ async fn chat_turn(
         Err(RunError::ShuttingDown) => return Ok(false),
         Err(error) => return Err(error.into()),
     };
-    let streamed = run::stream(runtime, &config, key, is_group, status_id.clone(), handle).await;
-    if streamed.stop() == Some(StopReason::Cancelled) && deps.stop.is_cancelled() {
+    let streamed = run::stream(
+        deps,
+        runtime,
+        &config,
+        key,
+        is_group,
+        status_id.clone(),
+        handle,
+    )
+    .await;
+    if streamed.stop() == Some(StopReason::Cancelled) && deps.interrupted() {
         return Ok(false);
     }
     if let Some(outcome) = &streamed.outcome {

@@ -34,10 +34,14 @@ impl Streamed {
     }
 }
 
-/// Starts the run, waiting up to [`BUSY_WAIT`] for another run on the thread to finish.
+/// Starts the run, waiting up to [`BUSY_WAIT`] for another run on the thread to finish;
+/// `ShuttingDown` once the turn is interrupted meanwhile.
 pub(super) async fn start(deps: &TurnDeps, request: RunRequest) -> Result<RunHandle, RunError> {
     let deadline = tokio::time::Instant::now() + BUSY_WAIT;
     loop {
+        if deps.interrupted() {
+            return Err(RunError::ShuttingDown);
+        }
         match deps.harness.start_run(request.clone()).await {
             Err(RunError::Busy { .. }) if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -48,6 +52,7 @@ pub(super) async fn start(deps: &TurnDeps, request: RunRequest) -> Result<RunHan
 }
 
 pub(super) async fn stream(
+    deps: &TurnDeps,
     runtime: &ChannelRuntime,
     config: &AppConfig,
     key: &ChatKey,
@@ -76,7 +81,13 @@ pub(super) async fn stream(
                 Some(RunEvent::Error { message, .. }) => error = Some(message),
                 Some(event) => status.apply_progress(&event),
             },
+            // Another instance took the chat over: stop at once, it runs the turn again.
+            () = deps.claim_lost.cancelled(), if !handle.cancel.is_cancelled() => handle.cancel.cancel(),
             _ = ticker.tick() => {
+                if !deps.claim_live() {
+                    handle.cancel.cancel();
+                    continue;
+                }
                 typing.tick().await;
                 status.tick().await;
             }
