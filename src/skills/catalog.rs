@@ -2,6 +2,7 @@
 //! each with its enable state and (for installed ones) the archive hash. Every surface (prompt,
 //! `/skill` activation, the sandbox's `/mnt/skills`, HTTP, CLI, chat) asks this one place.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use crate::paths::validate_id;
 use crate::sandbox::{MountPoint, SkillMounts, VIRTUAL_SKILLS};
 use crate::skills::installer::{self, Unpacked};
 use crate::skills::scan::{ScannedSkill, SkillsLoader, skills_dir};
-use crate::skills::state::{RecordKey, SkillStates};
+use crate::skills::state::{RecordKey, Scope, SkillStates};
 use crate::skills::{SKILL_FILE, SkillError, is_reserved_name};
 use antler_store::StoreRef;
 
@@ -112,12 +113,24 @@ impl SkillCatalog {
     /// public skill's name is hidden behind the public one.
     pub fn list(&self, user: &str) -> Result<Vec<Skill>, SkillError> {
         let mut skills = Vec::new();
-        for scanned in self.loader.load(&self.public_dir).iter() {
-            let record = self.states.get(RecordKey::Public(&scanned.meta.name))?;
+        let public = self.loader.load(&self.public_dir);
+        let records = if public.is_empty() {
+            HashMap::new()
+        } else {
+            self.states.scope(Scope::Public)?
+        };
+        for scanned in public.iter() {
+            let record = records.get(&scanned.meta.name).cloned().unwrap_or_default();
             skills.push(skill(scanned, SkillSource::Public, &record));
         }
         let custom_dir = self.custom_dir(user)?;
-        for scanned in self.loader.load(&custom_dir).iter() {
+        let custom = self.loader.load(&custom_dir);
+        let records = if custom.is_empty() {
+            HashMap::new()
+        } else {
+            self.states.scope(Scope::Custom { user })?
+        };
+        for scanned in custom.iter() {
             let name = &scanned.meta.name;
             if skills
                 .iter()
@@ -126,7 +139,7 @@ impl SkillCatalog {
                 tracing::warn!(skill = %name, user, "A custom skill has a public skill's name; the public one is used");
                 continue;
             }
-            let record = self.states.get(RecordKey::Custom { user, name })?;
+            let record = records.get(name).cloned().unwrap_or_default();
             skills.push(skill(scanned, SkillSource::Custom, &record));
         }
         skills.sort_by(|a, b| a.name.cmp(&b.name));

@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use antler_store::{StoreError, StoreRef};
+use std::collections::HashMap;
+
+use antler_store::{BatchOp, Expect, StoreError, StoreRef};
 
 const TREE: &str = "skills";
 
@@ -40,6 +42,30 @@ impl RecordKey<'_> {
     }
 }
 
+/// A set of records read together by [`SkillStates::scope`].
+#[derive(Clone, Copy, Debug)]
+pub enum Scope<'a> {
+    Public,
+    Custom { user: &'a str },
+}
+
+impl Scope<'_> {
+    fn prefix(&self) -> String {
+        match self {
+            Scope::Public => "public/".into(),
+            Scope::Custom { user } => format!("custom/{user}/"),
+        }
+    }
+}
+
+/// A record this version cannot read is treated as absent (enabled), never fatal.
+fn parse(bytes: &[u8]) -> SkillRecord {
+    serde_json::from_slice(bytes).unwrap_or_else(|error| {
+        tracing::warn!(%error, "Unreadable skill record; treating the skill as enabled");
+        SkillRecord::default()
+    })
+}
+
 /// The `skills` tree.
 #[derive(Clone)]
 pub struct SkillStates {
@@ -52,29 +78,59 @@ impl SkillStates {
     }
 
     pub fn get(&self, key: RecordKey<'_>) -> Result<SkillRecord, StoreError> {
-        let Some(bytes) = self.store.get(TREE, &key.bytes())? else {
-            return Ok(SkillRecord::default());
-        };
-        // A record this version cannot read is treated as absent (enabled), never fatal.
-        Ok(serde_json::from_slice(&bytes).unwrap_or_else(|error| {
-            tracing::warn!(%error, "Unreadable skill record; treating the skill as enabled");
-            SkillRecord::default()
-        }))
+        Ok(self
+            .store
+            .get(TREE, &key.bytes())?
+            .map_or_else(SkillRecord::default, |bytes| parse(&bytes)))
     }
 
+    /// Every record of one scope (the public skills, or one user's custom skills) by skill
+    /// name, in one read: listing a user's skills is one range read per scope, not one read
+    /// per skill (a round trip each on a database).
+    pub fn scope(&self, scope: Scope<'_>) -> Result<HashMap<String, SkillRecord>, StoreError> {
+        let prefix = scope.prefix();
+        Ok(self
+            .store
+            .scan_prefix(TREE, prefix.as_bytes())?
+            .into_iter()
+            .filter_map(|(key, bytes)| {
+                let name = std::str::from_utf8(&key).ok()?.strip_prefix(&prefix)?;
+                // `custom/{user}/` must not take in a longer user id's records.
+                (!name.contains('/')).then(|| (name.to_string(), parse(&bytes)))
+            })
+            .collect())
+    }
+
+    /// Changes a record with a compare-and-set, so two daemons changing one skill at once both
+    /// land (the loser reads the winner's record and applies its change again).
     pub fn update(
         &self,
         key: RecordKey<'_>,
-        change: impl FnOnce(&mut SkillRecord),
+        mut change: impl FnMut(&mut SkillRecord),
     ) -> Result<SkillRecord, StoreError> {
-        let mut record = self.get(key)?;
-        change(&mut record);
-        let bytes = serde_json::to_vec(&record).map_err(|e| StoreError::Corrupt {
-            key: String::from_utf8_lossy(&key.bytes()).into_owned(),
-            detail: e.to_string(),
-        })?;
-        self.store.put(TREE, &key.bytes(), &bytes)?;
-        Ok(record)
+        let key_bytes = key.bytes();
+        loop {
+            let stored = self.store.get(TREE, &key_bytes)?;
+            let mut record = stored.as_deref().map_or_else(SkillRecord::default, parse);
+            change(&mut record);
+            let bytes = serde_json::to_vec(&record).map_err(|e| StoreError::Corrupt {
+                key: String::from_utf8_lossy(&key_bytes).into_owned(),
+                detail: e.to_string(),
+            })?;
+            let expect = Expect {
+                tree: TREE,
+                key: key_bytes.clone(),
+                value: stored,
+            };
+            let put = BatchOp::Put {
+                tree: TREE,
+                key: key_bytes.clone(),
+                value: bytes,
+            };
+            if self.store.apply_batch_if(&expect, vec![put])? {
+                return Ok(record);
+            }
+        }
     }
 
     pub fn remove(&self, key: RecordKey<'_>) -> Result<(), StoreError> {
@@ -102,6 +158,18 @@ mod tests {
         };
         assert_eq!(states.get(bob).unwrap().enabled, None);
         assert_eq!(states.get(RecordKey::Public("x")).unwrap().enabled, None);
+        states
+            .update(RecordKey::Public("y"), |r| r.enabled = Some(false))
+            .unwrap();
+        let alicia = RecordKey::Custom {
+            user: "alice/x",
+            name: "z",
+        };
+        states.update(alicia, |r| r.enabled = Some(false)).unwrap();
+        let custom = states.scope(Scope::Custom { user: "alice" }).unwrap();
+        assert_eq!(custom.keys().collect::<Vec<_>>(), ["x"]);
+        let public = states.scope(Scope::Public).unwrap();
+        assert_eq!(public.get("y").and_then(|r| r.enabled), Some(false));
         states.remove(alice).unwrap();
         assert_eq!(states.get(alice).unwrap(), SkillRecord::default());
     }
