@@ -1,7 +1,8 @@
 //! The operational benchmarks, each printing a table:
 //! `cargo run --release -p antler-test-support --example ops_bench -- <name> --binary
 //! target/release/antler [options]` with `<name>` one of `concurrency`, `crash`, `soak`, `idle`,
-//! `failover` (`--database-url URL` of an empty PostgreSQL database, `--lease-seconds N`).
+//! `failover` (`--database-url URL` of an empty PostgreSQL database, `--lease-seconds N`); `crash`
+//! takes them too, for two daemons on that database instead of one on sled.
 //! Options: `--chats N`, `--turns N`, `--threads N`, `--kills N`, `--seed N`,
 //! `--stream-ms N` (how long the model streams each answer), `--png PATH` (soak: the RSS plot),
 //! `--channels telegram,slack|all|none` (idle: which channels to connect).
@@ -88,6 +89,8 @@ async fn run(args: &Args) -> Result<bool, String> {
                 kills: args.number("kills", defaults.kills)?,
                 seed: args.number("seed", defaults.seed)?,
                 stream_over: Duration::from_millis(args.number("stream-ms", 300)?),
+                database_url: args.text("database-url").map(str::to_string),
+                lease_seconds: args.number("lease-seconds", defaults.lease_seconds)?,
                 ..defaults
             };
             let report = bench::crash(&args.binary, options).await.map_err(err)?;

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::bench::drive::Conversations;
+use crate::bench::failover::Instance;
 use crate::bench::fleet::{Fleet, Platform};
 use crate::bench::process::{DaemonProcess, Workdir, free_port};
 use crate::bench::{BenchError, Rng, Tally, echo_model};
@@ -22,6 +23,11 @@ pub struct CrashOptions {
     pub seed: u64,
     /// Given up after this long without a new answer.
     pub stall_limit: Duration,
+    /// Two daemons on this PostgreSQL database instead of one on sled: each kill takes a
+    /// random one of them (the poller or the one standing by) and restarts it.
+    pub database_url: Option<String>,
+    /// `cluster.lease_seconds` of the two daemons.
+    pub lease_seconds: u64,
 }
 
 impl Default for CrashOptions {
@@ -33,6 +39,8 @@ impl Default for CrashOptions {
             stream_over: Duration::from_millis(300),
             seed: Rng::clock_seed(),
             stall_limit: Duration::from_secs(60),
+            database_url: None,
+            lease_seconds: 3,
         }
     }
 }
@@ -56,9 +64,14 @@ pub struct CrashReport {
 
 impl fmt::Display for CrashReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let daemons = if self.options.database_url.is_some() {
+            "two daemons on one PostgreSQL database"
+        } else {
+            "one daemon on sled"
+        };
         writeln!(
             f,
-            "crash: {} turns over {} Telegram chats, {} SIGKILLs at random moments (seed {})",
+            "crash: {} turns over {} Telegram chats, {} SIGKILLs at random moments, {daemons} (seed {})",
             self.options.turns, self.options.chats, self.kills, self.options.seed
         )?;
         writeln!(f, "{:<28} {:>10}", "metric", "value")?;
@@ -116,11 +129,7 @@ impl fmt::Display for CrashReport {
 pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, BenchError> {
     let model = echo_model(options.stream_over).await;
     let fleet = Fleet::start(&[Platform::Telegram]).await;
-    let mut dir = Workdir::new("crash")?;
-    let port = free_port()?;
-    dir.write_config(&model.base_url(), port, &fleet.channels_yaml(port))?;
-    let names = fleet.names();
-    let mut daemon = Some(DaemonProcess::start(binary, &dir, port, &names).await?);
+    let mut daemons = Daemons::start(binary, &model.base_url(), &fleet, &options).await?;
     let mut rng = Rng::new(options.seed);
     // Kill after these many answered turns (plus a random delay, to land mid-stream), drawn
     // from the first half of the run. Turns in flight finish while the daemon restarts, so
@@ -153,12 +162,8 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
             let delay = rng.range(0, options.stream_over.as_millis() as u64 * 2);
             tokio::time::sleep(Duration::from_millis(delay)).await;
             in_flight_at_kills += talk.waiting();
-            if let Some(running) = daemon.take() {
-                running.kill().await;
-            }
-            let restarted = DaemonProcess::start(binary, &dir, port, &names).await?;
-            restarts.push(restarted.ready_after);
-            daemon = Some(restarted);
+            let victim = rng.range(0, daemons.running.len() as u64) as usize;
+            restarts.push(daemons.restart(binary, victim).await?);
         }
     }
     let wall = started.elapsed();
@@ -167,13 +172,8 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
     talk.collect(&fleet);
     let tally = Tally::count(&talk.asked, talk.all_texts(&fleet));
     let unasked = options.turns.saturating_sub(talk.asked.len());
-    let workdir = (!tally.lost.is_empty() || !tally.duplicated.is_empty()).then(|| {
-        dir.keep();
-        dir.path().display().to_string()
-    });
-    if let Some(running) = daemon {
-        running.kill().await;
-    }
+    let workdir = (!tally.lost.is_empty() || !tally.duplicated.is_empty()).then(|| daemons.keep());
+    daemons.stop().await;
     restarts.sort();
     Ok(CrashReport {
         kills: restarts.len() as u32,
@@ -186,4 +186,99 @@ pub async fn crash(binary: &Path, options: CrashOptions) -> Result<CrashReport, 
         unasked,
         workdir,
     })
+}
+
+/// The daemons under test: one on sled in its work dir, or two on one PostgreSQL database
+/// (the first polls; the lease decides after that).
+struct Daemons {
+    dirs: Vec<Workdir>,
+    ports: Vec<u16>,
+    /// Only for the single daemon: the channels its start waits for.
+    pair: Option<[Instance; 2]>,
+    running: Vec<Option<DaemonProcess>>,
+    names: Vec<&'static str>,
+}
+
+impl Daemons {
+    async fn start(
+        binary: &Path,
+        model_url: &str,
+        fleet: &Fleet,
+        options: &CrashOptions,
+    ) -> Result<Self, BenchError> {
+        let names = fleet.names();
+        if let Some(url) = &options.database_url {
+            if let Some(telegram) = &fleet.telegram {
+                telegram.refuse_concurrent_polls();
+            }
+            let pair = [
+                Instance::new("crash-a", model_url, fleet, url, options.lease_seconds)?,
+                Instance::new("crash-b", model_url, fleet, url, options.lease_seconds)?,
+            ];
+            let running = vec![
+                Some(pair[0].start(binary, true).await?),
+                Some(pair[1].start(binary, false).await?),
+            ];
+            return Ok(Self {
+                dirs: Vec::new(),
+                ports: Vec::new(),
+                pair: Some(pair),
+                running,
+                names,
+            });
+        }
+        let dir = Workdir::new("crash")?;
+        let port = free_port()?;
+        dir.write_config(model_url, port, &fleet.channels_yaml(port))?;
+        let running = vec![Some(
+            DaemonProcess::start(binary, &dir, port, &names).await?,
+        )];
+        Ok(Self {
+            dirs: vec![dir],
+            ports: vec![port],
+            pair: None,
+            running,
+            names,
+        })
+    }
+
+    /// SIGKILLs daemon `index` and starts it again; returns how long it took to be ready.
+    async fn restart(&mut self, binary: &Path, index: usize) -> Result<Duration, BenchError> {
+        if let Some(running) = self.running[index].take() {
+            running.kill().await;
+        }
+        let restarted = match &self.pair {
+            // A restarted instance stands by: the other may hold the transport lease now.
+            Some(pair) => pair[index].start(binary, false).await?,
+            None => {
+                DaemonProcess::start(binary, &self.dirs[index], self.ports[index], &self.names)
+                    .await?
+            }
+        };
+        let ready = restarted.ready_after;
+        self.running[index] = Some(restarted);
+        Ok(ready)
+    }
+
+    /// Keeps the work dirs for a look afterwards; returns the first.
+    fn keep(&mut self) -> String {
+        match &mut self.pair {
+            Some(pair) => {
+                for instance in pair.iter_mut() {
+                    instance.keep();
+                }
+                pair[0].path()
+            }
+            None => {
+                self.dirs[0].keep();
+                self.dirs[0].path().display().to_string()
+            }
+        }
+    }
+
+    async fn stop(self) {
+        for daemon in self.running.into_iter().flatten() {
+            daemon.kill().await;
+        }
+    }
 }

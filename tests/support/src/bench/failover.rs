@@ -96,17 +96,18 @@ impl fmt::Display for FailoverReport {
 }
 
 /// One instance: its work dir (config, log, data dir) and port.
-struct Instance {
+pub(crate) struct Instance {
     dir: Workdir,
     port: u16,
 }
 
 impl Instance {
-    fn new(
+    pub(crate) fn new(
         name: &str,
         model_url: &str,
         fleet: &Fleet,
-        options: &FailoverOptions,
+        database_url: &str,
+        lease_seconds: u64,
     ) -> Result<Self, BenchError> {
         let dir = Workdir::new(&format!("failover-{name}"))?;
         let port = free_port()?;
@@ -114,15 +115,27 @@ impl Instance {
             "{channels}store:\n  backend: postgres\n  postgres:\n    url: \"{url}\"\n    pool_size: 4\n\
              cluster:\n  instance_id: {name}\n  lease_seconds: {lease}\n",
             channels = fleet.channels_yaml(port),
-            url = options.database_url,
-            lease = options.lease_seconds,
+            url = database_url,
+            lease = lease_seconds,
         );
         dir.write_config(model_url, port, &extra)?;
         Ok(Self { dir, port })
     }
 
     /// Started and answering; with `polling`, once its Telegram transport runs.
-    async fn start(&self, binary: &Path, polling: bool) -> Result<DaemonProcess, BenchError> {
+    pub(crate) fn keep(&mut self) {
+        self.dir.keep();
+    }
+
+    pub(crate) fn path(&self) -> String {
+        self.dir.path().display().to_string()
+    }
+
+    pub(crate) async fn start(
+        &self,
+        binary: &Path,
+        polling: bool,
+    ) -> Result<DaemonProcess, BenchError> {
         let channels: &[&str] = if polling { &["telegram"] } else { &[] };
         DaemonProcess::start(binary, &self.dir, self.port, channels).await
     }
@@ -149,8 +162,20 @@ pub async fn failover(
         telegram.refuse_concurrent_polls();
     }
     let mut instances = [
-        Instance::new("bench-a", &model.base_url(), &fleet, &options)?,
-        Instance::new("bench-b", &model.base_url(), &fleet, &options)?,
+        Instance::new(
+            "bench-a",
+            &model.base_url(),
+            &fleet,
+            &options.database_url,
+            options.lease_seconds,
+        )?,
+        Instance::new(
+            "bench-b",
+            &model.base_url(),
+            &fleet,
+            &options.database_url,
+            options.lease_seconds,
+        )?,
     ];
     let mut running = [
         Some(instances[0].start(binary, true).await?),
