@@ -20,6 +20,11 @@ pub struct RunOptions {
     pub max_total_subagents: Option<u32>,
     pub is_bootstrap: bool,
     pub agent_name: Option<String>,
+    /// Whose custom agent `agent_name` is when it is not the speaker's: the member who chose
+    /// it for a shared conversation (`/agent` in a group). Only the daemon sets it, never a
+    /// request (not read from JSON), and only a shared run honours it.
+    #[serde(skip)]
+    pub agent_owner: Option<String>,
     pub recursion_limit: Option<u32>,
     /// No person is waiting: clarification questions are disabled.
     pub non_interactive: bool,

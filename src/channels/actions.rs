@@ -85,15 +85,18 @@ impl CommandSurface for ChatSurface<'_> {
     }
 
     async fn new_conversation(&self, agent: AgentChoice) -> Result<Conversation, CommandError> {
+        let (user, shared) = (&self.user_id, !self.entry.message.is_direct);
         let record = match agent {
             // `/new`: a fresh thread, the chat's settings kept.
-            AgentChoice::Keep => self.deps.new_thread(self.key, &self.user_id, |_| {}),
-            AgentChoice::Switch(agent) => self
-                .deps
-                .new_thread(self.key, &self.user_id, |r| r.agent = agent),
+            AgentChoice::Keep => self.deps.new_thread(self.key, user, shared, |_| {}),
+            // In a shared conversation the agent is the conversation's, chosen by this member.
+            AgentChoice::Switch(agent) => self.deps.new_thread(self.key, user, shared, |r| {
+                r.agent = agent;
+                r.agent_set_by = r.shared.then(|| user.clone());
+            }),
             AgentChoice::Bootstrap(bootstrap) => {
                 self.deps
-                    .new_thread(self.key, &self.user_id, |r| r.bootstrap = Some(bootstrap))
+                    .new_thread(self.key, user, shared, |r| r.bootstrap = Some(bootstrap))
             }
         }
         .map_err(surface_error)?;
@@ -101,8 +104,9 @@ impl CommandSurface for ChatSurface<'_> {
     }
 
     /// A group's conversation is everyone's: only whoever started it or an admin may start it
-    /// over for all. An agent is set up in a direct chat: a group would be left talking to one
-    /// member's new agent, which nobody else may run.
+    /// over for all, and only whoever chose its agent (until someone did: whoever started it)
+    /// or an admin may change the agent. An agent is set up in a direct chat: a group would be
+    /// left talking to one member's new agent, which nobody else may run.
     async fn refuse(&self, command: &Command) -> Result<Option<String>, CommandError> {
         if self.entry.message.is_direct {
             return Ok(None);
@@ -112,19 +116,31 @@ impl CommandSurface for ChatSurface<'_> {
                 "Set up a new agent in a direct message with me: send /bootstrap there.".into(),
             ));
         }
-        if *command != Command::New {
+        if !matches!(command, Command::New | Command::Agent(Some(_))) {
             return Ok(None);
         }
         let Some(record) = self.deps.chats.get(self.key)? else {
             return Ok(None);
         };
-        if record.user_id == self.user_id || is_admin(&self.deps.config.current(), &self.user_id) {
+        let allowed = match command {
+            Command::New => record.starter(),
+            _ => record.agent_chooser(),
+        };
+        if allowed == self.user_id || is_admin(&self.deps.config.current(), &self.user_id) {
             return Ok(None);
         }
-        let starter = starter_name(self.deps, &record).await;
-        Ok(Some(format!(
-            "Only {starter}, who started this conversation, or an admin can start a new one here."
-        )))
+        let name = member_name(self.deps, &record, allowed).await;
+        Ok(Some(match command {
+            Command::New => format!(
+                "Only {name}, who started this conversation, or an admin can start a new one here."
+            ),
+            _ if record.agent_set_by.is_some() => format!(
+                "Only {name}, who chose this conversation's agent, or an admin can change it here."
+            ),
+            _ => format!(
+                "Only {name}, who started this conversation, or an admin can choose its agent here."
+            ),
+        }))
     }
 
     /// A conversation's skills are its owner's (the thread's sandbox mounts them); in a direct
@@ -147,15 +163,15 @@ impl CommandSurface for ChatSurface<'_> {
     }
 }
 
-/// What the people in a group call whoever started its conversation: the name their messages
+/// What the people in a group call one of its members (`user_id`): the name their messages
 /// carry, else their user id.
-async fn starter_name(deps: &TurnDeps, record: &ChatRecord) -> String {
+async fn member_name(deps: &TurnDeps, record: &ChatRecord, user_id: &str) -> String {
     let state = deps.harness.thread_state(&record.thread_id).await;
     let named = state.ok().flatten().and_then(|state| {
         state.messages.iter().find_map(|message| {
             let sender = message.as_human()?.shared_sender()?;
-            (sender.user_id == record.user_id).then(|| sender.name.to_string())
+            (sender.user_id == user_id).then(|| sender.name.to_string())
         })
     });
-    named.unwrap_or_else(|| record.user_id.clone())
+    named.unwrap_or_else(|| user_id.to_string())
 }

@@ -8,9 +8,10 @@ use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::channels::journal::Journal;
-use crate::channels::mapping::{ChatMap, ChatRecord};
+use crate::channels::mapping::{ChatMap, ChatRecord, NewChat, chat_owner};
 use crate::channels::outbox::Outbox;
 use crate::channels::records::RecordError;
+use crate::channels::shared_chat;
 use crate::cluster::HeldLease;
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, RunError};
@@ -52,17 +53,31 @@ pub(crate) enum TurnError {
 }
 
 impl TurnDeps {
-    /// The chat's record; its first message creates the thread, owned by the sender.
+    /// The chat's record; its first message creates the thread, owned by the sender in a
+    /// direct chat and by the chat in a group. A group's record of the old kind (owned by
+    /// whoever spoke first) is moved to the chat here, at its next group message.
     pub(crate) async fn chat_record(
         &self,
         key: &ChatKey,
         message: &InboundMessage,
     ) -> Result<ChatRecord, TurnError> {
         let user_id = channel_user_id(&message.channel, &message.user_id);
+        let shared = !message.is_direct;
+        let owner = if shared {
+            chat_owner(key)
+        } else {
+            user_id.clone()
+        };
+        let new = NewChat {
+            owner: &owner,
+            shared,
+            started_by: &user_id,
+        };
         let harness = self.harness.clone();
         let chat = key.to_string();
-        self.chats
-            .get_or_create(key, &user_id, move |user| {
+        let record = self
+            .chats
+            .get_or_create(key, new, move |user| {
                 let mut metadata = Map::new();
                 metadata.insert(
                     "channel_source".into(),
@@ -73,33 +88,41 @@ impl TurnDeps {
                     .map(|record| record.thread_id)
                     .map_err(TurnError::from)
             })
-            .await
+            .await?;
+        if shared && !record.shared {
+            return shared_chat::migrate(self, key);
+        }
+        Ok(record)
     }
 
-    /// Points the chat at a fresh thread, keeping its settings (model, plan mode) unless
-    /// `change` changes them.
+    /// Points the chat at a fresh thread of the same owner, keeping its settings (model, plan
+    /// mode) unless `change` changes them. `user_id` is the sender; `shared`: the message came
+    /// from a group (whose conversation the chat owns, see [`ChatMap`]).
     pub(crate) fn new_thread(
         &self,
         key: &ChatKey,
         user_id: &str,
+        shared: bool,
         change: impl FnOnce(&mut ChatRecord),
     ) -> Result<ChatRecord, TurnError> {
-        let existing = self.chats.get(key)?;
-        // In a group the thread keeps the owner the conversation started with.
-        let owner = existing
-            .as_ref()
-            .map_or_else(|| user_id.to_string(), |r| r.user_id.clone());
+        let existing = match self.chats.get(key)? {
+            Some(record) if shared && !record.shared => Some(shared_chat::migrate(self, key)?),
+            other => other,
+        };
+        let owner = match &existing {
+            Some(record) => record.user_id.clone(),
+            None if shared => chat_owner(key),
+            None => user_id.to_string(),
+        };
         let thread = self.harness.create_thread(&owner, None, Map::new())?;
         let now = chrono::Utc::now();
-        let mut record = existing.unwrap_or(ChatRecord {
-            thread_id: String::new(),
-            user_id: owner,
-            model: None,
-            agent: None,
-            plan_mode: false,
-            bootstrap: None,
-            created_at: now,
-            updated_at: now,
+        let mut record = existing.unwrap_or_else(|| {
+            let new = NewChat {
+                owner: &owner,
+                shared,
+                started_by: user_id,
+            };
+            ChatRecord::new(String::new(), &new)
         });
         record.thread_id = thread.thread_id;
         record.updated_at = now;

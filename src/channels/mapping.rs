@@ -4,6 +4,11 @@
 //! `{channel}:{chat}:{message id}` → topic id, so a reply to one of the bot's messages in a group
 //! continues that message's conversation. The first message of a key creates the thread under a
 //! per-key lock: two concurrent first messages get one thread.
+//!
+//! A group conversation (`shared`) is owned by the chat, not by a person: its thread's owner is
+//! [`chat_owner`], an id no person has, so the thread and its files are nobody's own (no
+//! person's `GET /api/threads` lists it) and every turn runs as its sender. Records of the old
+//! kind (owned by whoever spoke first) are moved over by [`crate::channels::shared_chat`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,22 +16,50 @@ use std::sync::{Arc, Mutex};
 use antler_channel::ChatKey;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 use crate::channels::records;
 use crate::commands::BootstrapSession;
 use crate::config::ChannelsConfig;
-use antler_store::{StoreError, StoreRef};
+use antler_store::{Expect, StoreError, StoreRef};
 
 const CHATS: &str = "channel_chats";
 const ALIASES: &str = "channel_aliases";
+/// What every chat owner's id starts with; a person's id is `{channel}-{id}` or a token's user.
+pub const CHAT_OWNER_PREFIX: &str = "chat-";
+
+/// The owner of a group conversation's threads: `chat-{channel}-{digest of the chat key}`,
+/// valid under `paths::validate_id` whatever the platform's ids look like.
+pub fn chat_owner(key: &ChatKey) -> String {
+    let channel: String = key
+        .channel
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(16)
+        .collect();
+    let digest = hex::encode(Sha256::digest(key.to_string().as_bytes()));
+    format!("{CHAT_OWNER_PREFIX}{channel}-{}", &digest[..24])
+}
 
 /// What a chat (or topic) is bound to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatRecord {
     pub thread_id: String,
-    /// The Antler user who owns the thread (in groups: whoever started the conversation; each
-    /// turn there still runs as its sender).
+    /// The Antler user who owns the thread: the person in a direct chat, [`chat_owner`] in a
+    /// shared one (each turn there runs as its sender).
     pub user_id: String,
+    /// A group conversation (set when its first message was not a direct one): the thread is
+    /// the chat's. `false` on records of the old kind until they are migrated.
+    #[serde(default)]
+    pub shared: bool,
+    /// Who started the conversation: in a group, besides admins, the one who may start it over
+    /// (`/new`) and choose its agent until someone else chose one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<String>,
+    /// Who chose `agent` in a shared conversation (`/agent NAME`): its turns run that member's
+    /// agent whoever speaks, and only they or an admin may change it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_set_by: Option<String>,
     #[serde(default)]
     pub model: Option<String>,
     #[serde(default)]
@@ -38,6 +71,58 @@ pub struct ChatRecord {
     pub bootstrap: Option<BootstrapSession>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl ChatRecord {
+    /// A record for a new conversation of `started_by` on `thread_id`.
+    pub fn new(thread_id: String, new: &NewChat<'_>) -> Self {
+        let now = Utc::now();
+        Self {
+            thread_id,
+            user_id: new.owner.to_string(),
+            shared: new.shared,
+            started_by: Some(new.started_by.to_string()),
+            agent_set_by: None,
+            model: None,
+            agent: None,
+            plan_mode: false,
+            bootstrap: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// Who started the conversation (records older than `started_by`: the thread's owner).
+    pub fn starter(&self) -> &str {
+        self.started_by.as_deref().unwrap_or(&self.user_id)
+    }
+
+    /// Whose custom agent the turns run (`RunOptions::agent_owner`): in a shared conversation,
+    /// the agent a member chose is theirs whoever speaks, so every member may run it (choosing
+    /// it there shares it with that conversation) while memory, usage and budget stay each
+    /// speaker's. `None` (a direct chat, the channel's default agent): the speaker's own.
+    pub fn agent_owner(&self) -> Option<String> {
+        self.agent.as_ref().filter(|_| self.shared)?;
+        self.agent_set_by.clone()
+    }
+
+    /// Who may change the agent of a shared conversation besides admins: whoever chose it, or
+    /// while nobody did, whoever started the conversation.
+    pub fn agent_chooser(&self) -> &str {
+        self.agent_set_by
+            .as_deref()
+            .unwrap_or_else(|| self.starter())
+    }
+}
+
+/// Who a chat's first message makes the owner of its thread.
+#[derive(Clone, Copy, Debug)]
+pub struct NewChat<'a> {
+    /// The thread's owner: the sender in a direct chat, [`chat_owner`] in a group.
+    pub owner: &'a str,
+    pub shared: bool,
+    /// The sender.
+    pub started_by: &'a str,
 }
 
 /// The agent a chat's turns run: the chat's own choice (`/agent NAME`), then the channel's
@@ -70,11 +155,42 @@ impl ChatMap {
         records::read(&self.store, CHATS, &key.to_string())
     }
 
-    /// The chat's record, created with `create_thread(user_id)` if the key is new.
+    /// The record and its stored bytes (what [`ChatMap::replace_if`] compares against).
+    pub fn get_raw(&self, key: &ChatKey) -> Result<Option<(Vec<u8>, ChatRecord)>, StoreError> {
+        let name = key.to_string();
+        let Some(bytes) = self.store.get(CHATS, name.as_bytes())? else {
+            return Ok(None);
+        };
+        let record = serde_json::from_slice(&bytes).map_err(|e| StoreError::Corrupt {
+            key: format!("{CHATS}/{name}"),
+            detail: e.to_string(),
+        })?;
+        Ok(Some((bytes, record)))
+    }
+
+    /// Writes `record` if the stored one is still `expected` (its bytes): `false` if another
+    /// writer (another daemon on the store) changed it meanwhile.
+    pub fn replace_if(
+        &self,
+        key: &ChatKey,
+        expected: Vec<u8>,
+        record: &ChatRecord,
+    ) -> Result<bool, StoreError> {
+        let name = key.to_string();
+        let op = records::put_op(CHATS, &name, record)?;
+        let expect = Expect {
+            tree: CHATS,
+            key: name.into_bytes(),
+            value: Some(expected),
+        };
+        self.store.apply_batch_if(&expect, vec![op])
+    }
+
+    /// The chat's record, created with `create_thread(new.owner)` if the key is new.
     pub async fn get_or_create<F, E>(
         &self,
         key: &ChatKey,
-        user_id: &str,
+        new: NewChat<'_>,
         create_thread: F,
     ) -> Result<ChatRecord, E>
     where
@@ -89,18 +205,8 @@ impl ChatMap {
         if let Some(record) = self.get(key)? {
             return Ok(record);
         }
-        let thread_id = create_thread(user_id)?;
-        let now = Utc::now();
-        let record = ChatRecord {
-            thread_id,
-            user_id: user_id.to_string(),
-            model: None,
-            agent: None,
-            plan_mode: false,
-            bootstrap: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let thread_id = create_thread(new.owner)?;
+        let record = ChatRecord::new(thread_id, &new);
         self.put(key, &record)?;
         drop(_guard);
         self.release_lock(key, lock);
@@ -163,6 +269,38 @@ mod tests {
     use antler_store::MemoryStore;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    fn direct(user: &str) -> NewChat<'_> {
+        NewChat {
+            owner: user,
+            shared: false,
+            started_by: user,
+        }
+    }
+
+    #[test]
+    fn a_chat_owner_is_a_valid_id_of_its_own() {
+        let topic = ChatKey::new("slack", "C0/../1", Some("1700000001.000100".into()));
+        let owner = chat_owner(&topic);
+        crate::paths::validate_id("user", &owner).expect("valid id");
+        assert!(owner.starts_with("chat-slack-"), "{owner}");
+        assert_eq!(owner, chat_owner(&topic.clone()), "stable");
+        assert_ne!(owner, chat_owner(&ChatKey::new("slack", "C0/../1", None)));
+    }
+
+    #[test]
+    fn a_stale_record_is_not_replaced() {
+        let map = ChatMap::new(Arc::new(MemoryStore::default()));
+        let key = ChatKey::new("telegram", "-7", None);
+        let record = ChatRecord::new("t1".into(), &direct("u"));
+        map.put(&key, &record).expect("put");
+        let (bytes, _) = map.get_raw(&key).expect("get").expect("record");
+        map.update(&key, |r| r.plan_mode = true).expect("update");
+        assert!(!map.replace_if(&key, bytes, &record).expect("cas"));
+        let (bytes, _) = map.get_raw(&key).expect("get").expect("record");
+        assert!(map.replace_if(&key, bytes, &record).expect("cas"));
+        assert!(!map.get(&key).expect("get").expect("record").plan_mode);
+    }
+
     #[tokio::test]
     async fn concurrent_first_messages_create_one_thread() {
         let map = ChatMap::new(Arc::new(MemoryStore::default()));
@@ -172,7 +310,7 @@ mod tests {
         for _ in 0..8 {
             let (map, created, key) = (map.clone(), created.clone(), key.clone());
             tasks.push(tokio::spawn(async move {
-                map.get_or_create(&key, "telegram-42", |_| {
+                map.get_or_create(&key, direct("telegram-42"), |_| {
                     let n = created.fetch_add(1, Ordering::SeqCst);
                     Ok::<_, StoreError>(format!("thread-{n}"))
                 })
@@ -194,7 +332,7 @@ mod tests {
         let store: StoreRef = Arc::new(MemoryStore::default());
         let map = ChatMap::new(store.clone());
         let key = ChatKey::new("telegram", "-5", Some("m10".into()));
-        map.get_or_create(&key, "u", |_| Ok::<_, StoreError>("t1".into()))
+        map.get_or_create(&key, direct("u"), |_| Ok::<_, StoreError>("t1".into()))
             .await
             .expect("create");
         map.update(&key, |r| r.model = Some("fast".into()))

@@ -31,6 +31,7 @@ pub mod outbox;
 mod records;
 mod reload;
 mod runtime;
+mod shared_chat;
 mod slots;
 mod stream;
 pub mod supervise;

@@ -62,6 +62,9 @@ pub struct PromptOptions<'a> {
     pub bootstrap: Option<&'a SetupTarget>,
     /// Memory is on: one sentence says what the `<memory>` block is.
     pub memory: bool,
+    /// A conversation of several people (a group chat's thread): the `<participants>`
+    /// section says that each message names its sender.
+    pub participants: bool,
 }
 
 impl Default for PromptOptions<'_> {
@@ -83,6 +86,7 @@ impl Default for PromptOptions<'_> {
             chat: None,
             bootstrap: None,
             memory: false,
+            participants: false,
         }
     }
 }
@@ -105,9 +109,10 @@ impl PromptOptions<'_> {
 }
 
 /// Builds the system prompt. Sections, in order: role, soul, self_update (custom agents),
-/// bootstrap (the agent a bootstrap sets up), thinking style, clarification, todo list (plan
-/// mode), skills, deferred tools, sub-agents (when enabled), working directory, response style,
-/// citations (with web tools), critical reminders, and the memory note (memory on).
+/// bootstrap (the agent a bootstrap sets up), thinking style, clarification, participants (a
+/// shared conversation), todo list (plan mode), skills, deferred tools, sub-agents (when
+/// enabled), working directory, response style, citations (with web tools), critical
+/// reminders, and the memory note (memory on).
 pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     let mut sections: Vec<String> = Vec::with_capacity(13);
     sections.push(role(options.agent_name));
@@ -122,6 +127,9 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     }
     sections.push(thinking_style(options));
     sections.push(clarification(options));
+    if options.participants {
+        sections.push(s::PARTICIPANTS.to_string());
+    }
     if options.plan_mode {
         sections.push(s::TODO_LIST_SYSTEM.to_string());
     }

@@ -138,3 +138,8 @@ pub(crate) const BOOTSTRAP_UNNAMED: &str = "This conversation sets up a new agen
 
 /// The `<bootstrap>` text of the default agent's setup.
 pub(crate) const BOOTSTRAP_DEFAULT_AGENT: &str = "This conversation sets up the default agent: the one everyone on this install talks to when they choose no agent. `setup_agent` saves its SOUL.md; it needs no name.";
+
+/// A shared conversation: who is who, and that one person's words are not another's.
+pub(crate) const PARTICIPANTS: &str = "<participants>
+Several people take part in this conversation. Each of their messages starts with its sender's name in brackets, e.g. [Ann]. Answer the person who wrote the latest message, name people when it helps to tell them apart, and never take what one person says as coming from another.
+</participants>";

@@ -193,3 +193,21 @@ fn only_chat_platforms_are_asked_for_compact_replies_with_their_length() {
 fn escape_touches_only_angle_brackets_and_ampersands() {
     assert_eq!(escape_html("a<b>&\"c'"), "a&lt;b&gt;&amp;\"c'");
 }
+
+#[test]
+fn a_shared_conversation_says_who_speaks() {
+    let alone = apply_prompt_template(&PromptOptions::default());
+    assert!(!alone.contains("<participants>"));
+    let shared = apply_prompt_template(&PromptOptions {
+        participants: true,
+        ..Default::default()
+    });
+    let section = shared
+        .split("<participants>")
+        .nth(1)
+        .and_then(|rest| rest.split("</participants>").next())
+        .expect("a participants section");
+    assert!(section.contains("Several people") && section.contains("[Ann]"));
+    // After clarification, so the prefix every run shares stays the same.
+    assert!(shared.find("<clarification_system>") < shared.find("<participants>"));
+}

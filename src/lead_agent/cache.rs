@@ -179,6 +179,10 @@ mod tests {
                 chat: crate::custom_agents::surface::ChatSurface::for_channel(Some("slack")),
                 ..base.clone()
             },
+            PromptOptions {
+                participants: true,
+                ..base.clone()
+            },
         ];
         let mut keys = std::collections::HashSet::from([prompt_key(&base)]);
         for variant in &variants {

@@ -305,7 +305,7 @@ fn resolve_branch(
         (Branch::Bootstrap, None)
     } else if let Some(name) = &agent_name {
         let agent = store
-            .get(&deps.users.speaker, name)
+            .get(agent_owner(&options, deps), name)
             .map_err(|source| LeadAgentError::Store {
                 name: name.clone(),
                 source,
@@ -322,6 +322,17 @@ fn resolve_branch(
         setup_target,
         custom,
     })
+}
+
+/// Whose agents a run's custom agent is one of: the speaker's, except in a shared conversation
+/// whose agent a member chose (`RunOptions::agent_owner`): every member's turn runs that
+/// member's agent (its soul, tools and skills; memory, usage and budget stay the speaker's,
+/// and only its owner's turns may change it).
+fn agent_owner<'a>(options: &'a RunOptions, deps: &'a LeadAgentDeps<'_>) -> &'a str {
+    match &options.agent_owner {
+        Some(owner) if deps.users.shared => owner,
+        _ => &deps.users.speaker,
+    }
 }
 
 /// The run's model: the request's options win, the agent's preferences fill what the request
@@ -407,7 +418,9 @@ fn system_prompt(
         // Bootstrap speaks as the default agent: the new agent does not exist yet.
         agent_name: run.custom.as_ref().map(|agent| agent.config.name.as_str()),
         soul: soul.as_deref(),
-        is_custom_agent: run.branch == Branch::Custom,
+        // The `<self_update>` section goes with `update_agent` (see `select_tools`).
+        is_custom_agent: run.branch == Branch::Custom
+            && agent_owner(options, deps) == deps.users.speaker,
         subagent_enabled: parts.subagents,
         max_concurrent_subagents: clamp_concurrency(
             options
@@ -428,6 +441,7 @@ fn system_prompt(
         chat: facts.chat,
         bootstrap: run.setup_target.as_ref(),
         memory: deps.memory.is_some() && config.memory.enabled,
+        participants: deps.users.shared,
     };
     match deps.cache {
         Some(cache) => cache.prompt(&prompt_options),
@@ -458,9 +472,16 @@ fn select_tools(
             setup_target.cloned().unwrap_or(SetupTarget::Unnamed),
         ))),
         // A webhook has no conversation partner to agree a change of persona with.
-        Branch::Custom if options.channel_name.as_deref() != Some("webhook") => Some(Arc::new(
-            UpdateAgentTool::new(store.clone(), Some(catalog.clone())),
-        )),
+        // Nor may a member change the agent another member chose for a shared conversation.
+        Branch::Custom
+            if options.channel_name.as_deref() != Some("webhook")
+                && agent_owner(options, deps) == deps.users.speaker =>
+        {
+            Some(Arc::new(UpdateAgentTool::new(
+                store.clone(),
+                Some(catalog.clone()),
+            )))
+        }
         _ => None,
     };
     if let Some(tool) = agent_tool {

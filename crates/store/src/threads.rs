@@ -296,6 +296,46 @@ impl ThreadStore {
         }
     }
 
+    /// Gives a thread to another owner (a group chat's thread moving from the person who
+    /// started it to the chat): the record and the per-user index change in one
+    /// compare-and-set batch, so a concurrent change of the record is applied again to the
+    /// moved one. Idempotent: a thread `to` already owns is returned unchanged.
+    pub fn transfer(&self, thread_id: &str, to: &str) -> Result<ThreadRecord, ThreadError> {
+        let _guard = self.lock();
+        loop {
+            let Some(bytes) = self.inner.store.get(THREADS, thread_id.as_bytes())? else {
+                return Err(ThreadError::NotFound {
+                    thread_id: thread_id.to_string(),
+                });
+            };
+            let mut record: ThreadRecord = decode(thread_id.as_bytes(), &bytes)?;
+            if record.user_id == to {
+                return Ok(record);
+            }
+            let from = std::mem::replace(&mut record.user_id, to.to_string());
+            let expect = crate::Expect {
+                tree: THREADS,
+                key: thread_id.as_bytes().to_vec(),
+                value: Some(bytes),
+            };
+            let ops = vec![
+                put_record(&record)?,
+                BatchOp::Delete {
+                    tree: USER_THREADS,
+                    key: index_key(&from, thread_id),
+                },
+                BatchOp::Put {
+                    tree: USER_THREADS,
+                    key: index_key(to, thread_id),
+                    value: Vec::new(),
+                },
+            ];
+            if self.inner.store.apply_batch_if(&expect, ops)? {
+                return Ok(record);
+            }
+        }
+    }
+
     /// Marks threads left `Busy` by a crash as `Interrupted`; returns their ids.
     pub fn reset_busy(&self) -> Result<Vec<String>, ThreadError> {
         let mut reset = Vec::new();

@@ -143,3 +143,21 @@ fn a_record_update_racing_another_writer_keeps_both_changes() {
         (Some("renamed"), ThreadStatus::Busy)
     );
 }
+
+#[test]
+fn transfer_moves_the_record_and_the_index_once() {
+    let threads = threads();
+    threads
+        .create("alice", Some("t-g".into()), Map::new())
+        .unwrap();
+    let moved = threads.transfer("t-g", "chat-slack-1").unwrap();
+    assert_eq!(moved.user_id, "chat-slack-1");
+    assert!(threads.list("alice").unwrap().is_empty());
+    assert_eq!(threads.list("chat-slack-1").unwrap(), [moved.clone()]);
+    // Again (a migration finishing after a crash): nothing changes.
+    assert_eq!(threads.transfer("t-g", "chat-slack-1").unwrap(), moved);
+    assert!(matches!(
+        threads.transfer("missing", "chat-slack-1"),
+        Err(ThreadError::NotFound { .. })
+    ));
+}

@@ -102,6 +102,7 @@ impl Conversation {
             subagent_enabled: config.subagents.enabled,
             is_bootstrap: record.bootstrap.is_some(),
             agent_name,
+            agent_owner: record.agent_owner(),
             channel_name: Some(channel.to_string()),
             ..Default::default()
         };
