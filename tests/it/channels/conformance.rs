@@ -52,6 +52,8 @@ pub(crate) trait ChannelDriver: Sync {
     fn request_times(&self, user: u32) -> Vec<Instant>;
     /// The next edit is answered with a 429 asking to wait `retry_after`.
     fn rate_limit_next_edit(&self, retry_after: Duration);
+    /// The Antler user a story user is on this platform (`{channel}-{platform id}`).
+    fn antler_user(&self, user: u32) -> String;
     /// The daemon listens at `addr` (again, after a restart): where a platform that pushes
     /// webhooks delivers.
     fn daemon_started(&self, _addr: SocketAddr) {}

@@ -70,6 +70,10 @@ impl ChannelDriver for DiscordDriver<'_> {
         antler_discord::DISCORD_PROFILE.edit_interval.direct
     }
 
+    fn antler_user(&self, user: u32) -> String {
+        format!("discord-{}", user_id(user))
+    }
+
     fn user_says(&self, user: u32, text: &str) {
         self.fake.user_says_dm(&user_id(user), text);
     }
@@ -185,4 +189,12 @@ async fn the_shared_conformance_story_passes_for_discord() {
     story(&DiscordDriver { fake: &fake }, &model, dir.path()).await;
     let open = fake.sessions().iter().filter(|s| !s.closed).count();
     assert_eq!(open, 0, "stopping the daemon closes its gateway connection");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_turn_uses_only_its_speakers_memory_agent_and_budget_on_discord() {
+    let fake = FakeDiscord::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    super::speakers::story(&DiscordDriver { fake: &fake }, &model, dir.path()).await;
 }

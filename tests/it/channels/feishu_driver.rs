@@ -72,6 +72,10 @@ impl ChannelDriver for FeishuDriver<'_> {
         antler_feishu::FEISHU_PROFILE.edit_interval.direct
     }
 
+    fn antler_user(&self, user: u32) -> String {
+        format!("feishu-{}", open_id(user))
+    }
+
     fn user_says(&self, user: u32, text: &str) {
         self.fake.user_says_p2p(&open_id(user), text);
     }
@@ -162,4 +166,12 @@ async fn the_shared_conformance_story_passes_for_feishu() {
         fake.calls_of("im.message.patch").len() >= 2,
         "answers were streamed into cards"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_turn_uses_only_its_speakers_memory_agent_and_budget_on_feishu() {
+    let fake = FakeFeishu::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    super::speakers::story(&FeishuDriver { fake: &fake }, &model, dir.path()).await;
 }

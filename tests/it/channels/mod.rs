@@ -19,6 +19,7 @@ mod slack;
 mod slack_driver;
 mod slack_events;
 mod slack_transport;
+mod speakers;
 mod telegram;
 mod telegram_driver;
 mod telegram_markup;

@@ -60,6 +60,10 @@ impl ChannelDriver for SlackDriver<'_> {
         antler_slack::SLACK_PROFILE.edit_interval.direct
     }
 
+    fn antler_user(&self, user: u32) -> String {
+        format!("slack-{}", user_id(user))
+    }
+
     fn user_says(&self, user: u32, text: &str) {
         self.fake.user_says_dm(&user_id(user), text);
     }
@@ -151,4 +155,12 @@ async fn the_shared_conformance_story_passes_for_slack() {
         .filter(|c| c.closed_at.is_none())
         .count();
     assert_eq!(live, 0, "stopping the daemon closes its socket");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_turn_uses_only_its_speakers_memory_agent_and_budget_on_slack() {
+    let fake = FakeSlack::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    super::speakers::story(&SlackDriver { fake: &fake }, &model, dir.path()).await;
 }

@@ -53,6 +53,10 @@ impl ChannelDriver for TelegramDriver<'_> {
         antler_telegram::TELEGRAM_PROFILE.edit_interval.direct
     }
 
+    fn antler_user(&self, user: u32) -> String {
+        format!("telegram-{}", user_id(user))
+    }
+
     fn user_says(&self, user: u32, text: &str) {
         let id = user_id(user);
         self.fake.send_text(private_chat(id), id, text);
@@ -157,4 +161,12 @@ async fn the_shared_conformance_story_passes_for_telegram() {
     let model = FakeOpenAi::start().await;
     let dir = tempfile::tempdir().expect("tempdir");
     story(&TelegramDriver { fake: &fake }, &model, dir.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_turn_uses_only_its_speakers_memory_agent_and_budget_on_telegram() {
+    let fake = FakeTelegram::start().await;
+    let model = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    super::speakers::story(&TelegramDriver { fake: &fake }, &model, dir.path()).await;
 }
