@@ -3,118 +3,21 @@
 //! one's memory is read and written for them alone, each pays for their own turns, and only Ann
 //! (or an admin) may start the conversation over. Direct messages work as before.
 
-use antler_test_support::{
-    FAKE_SLACK_BOT_USER, FAKE_SLACK_TEAM, FakeOpenAi, FakeSlack, Reply, Signing, SlackEventsClient,
-    dm_channel,
+use std::sync::Arc;
+
+use antler_store::SledStore;
+use antler_store::threads::ThreadStore;
+use antler_test_support::{Reply, dm_channel};
+use serde_json::Value;
+
+use super::WAIT;
+use super::group_support::{
+    SLACK_CHANNEL, SlackGroup as Slack, memory_update, request_mentions, usage_by_user, user_texts,
 };
-use serde_json::{Value, json};
 
-use super::group_support::{memory_update, request_mentions, usage_by_user, user_texts};
-use super::slack_driver::slack_section;
-use super::{Bot, WAIT, daemon_yaml};
-
-const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
-const CHANNEL: &str = "C0000999";
+const CHANNEL: &str = SLACK_CHANNEL;
 const ANN: &str = "U0ANN0001";
 const BOB: &str = "U0BOB0001";
-
-struct Slack {
-    fake: FakeSlack,
-    model: FakeOpenAi,
-    bot: Bot,
-    client: SlackEventsClient,
-    events: std::sync::atomic::AtomicU32,
-    _dir: tempfile::TempDir,
-}
-
-impl Slack {
-    async fn start() -> Self {
-        let (fake, model) = (FakeSlack::start().await, FakeOpenAi::start().await);
-        fake.add_user(ANN, "Ann", "Ann Lee");
-        fake.add_user(BOB, "Bob", "Bob Stone");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let extra = format!(
-            "    mode: events\n    signing_secret: \"{SECRET}\"\n    allowed_channels: [{CHANNEL}]\n"
-        );
-        let yaml = format!(
-            "{}memory:\n  enabled: true\n  debounce_seconds: 1\n",
-            daemon_yaml(dir.path(), &model, &slack_section(&fake, &extra))
-        );
-        let bot = Bot::start(&yaml).await;
-        model.script_memory_updates();
-        let client = SlackEventsClient::new(
-            format!("http://{}/channels/slack/webhook", bot.addr),
-            SECRET,
-        );
-        let deadline = tokio::time::Instant::now() + WAIT;
-        while bot.readyz().await["channels"]["slack"]["state"] != "running" {
-            assert!(tokio::time::Instant::now() < deadline, "slack never ready");
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        Self {
-            fake,
-            model,
-            bot,
-            client,
-            events: Default::default(),
-            _dir: dir,
-        }
-    }
-
-    /// Posts `event` as Slack would; returns its `ts`.
-    async fn post(&self, mut event: Value) -> String {
-        let n = 1 + self
-            .events
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let ts = format!("1700000{n:03}.000100");
-        event["ts"] = json!(ts);
-        let callback = json!({"token": "verification-token", "team_id": FAKE_SLACK_TEAM,
-            "api_app_id": "A0FAKE01", "type": "event_callback", "event_id": format!("Ev{n}"),
-            "event_time": 1_700_000_000, "event": event})
-        .to_string();
-        let (status, body) = self.client.post_json(&callback, Signing::Valid, None).await;
-        assert_eq!(status, 200, "{body}");
-        ts
-    }
-
-    /// `user` mentions the bot in the channel, in `thread` if given; returns the message's `ts`.
-    async fn mention(&self, user: &str, text: &str, thread: Option<&str>) -> String {
-        let mut event = json!({"type": "app_mention", "channel": CHANNEL, "user": user,
-            "text": format!("<@{FAKE_SLACK_BOT_USER}> {text}")});
-        if let Some(root) = thread {
-            event["thread_ts"] = json!(root);
-        }
-        self.post(event).await
-    }
-
-    async fn dm(&self, user: &str, text: &str) {
-        self.post(
-            json!({"type": "message", "channel_type": "im", "channel": dm_channel(user),
-            "user": user, "text": text}),
-        )
-        .await;
-    }
-
-    /// Waits for the bot's `count`th text in `channel` (1-based) to be `text`.
-    async fn answered(&self, channel: &str, count: usize, text: &str) {
-        self.fake
-            .wait_for(WAIT, text, |f| {
-                f.channel_texts(channel).get(count - 1).map(String::as_str) == Some(text)
-            })
-            .await;
-    }
-
-    /// Waits until the model has had `count` requests (the turn's, then its memory update).
-    async fn requests(&self, count: usize) -> Vec<Value> {
-        let model = &self.model;
-        self.fake
-            .wait_for(WAIT, "the model requests", |_| {
-                model.requests().len() >= count
-            })
-            .await;
-        model.requests()
-    }
-}
 
 /// Bob asks for `/status` in the thread; its answer, the bot's `n`th text in the channel.
 async fn status(slack: &Slack, root: &str, n: usize) -> String {
@@ -128,7 +31,7 @@ async fn status(slack: &Slack, root: &str, n: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_speaker_in_a_slack_thread_has_their_own_memory_usage_and_name() {
-    let slack = Slack::start().await;
+    let mut slack = Slack::start("").await;
     let (ann_dm, bob_dm) = (dm_channel(ANN), dm_channel(BOB));
 
     // Ann tells the bot about herself in private first.
@@ -255,10 +158,121 @@ async fn each_speaker_in_a_slack_thread_has_their_own_memory_usage_and_name() {
     assert!(!request_mentions(&requests[8], "green tea"));
 
     // Each paid for their own turns: Ann two DMs and one group turn, Bob one of each.
-    let usage = usage_by_user(slack.bot.addr).await;
+    let usage = usage_by_user(slack.addr()).await;
     assert_eq!(usage.get("slack-U0ANN0001"), Some(&3), "{usage:?}");
     assert_eq!(usage.get("slack-U0BOB0001"), Some(&2), "{usage:?}");
     let looked_up = slack.fake.calls_of("users.info").len();
     assert_eq!(looked_up, 2, "one users.info per person in the channel");
-    slack.bot.stop().await;
+    slack.stop().await;
+}
+
+/// The story: Ann mentions the bot in the channel, Bob answers in her thread without
+/// mentioning it. Bob's turn is his (usage, memory) on a thread the chat owns; the model sees
+/// both names; Bob's question about himself gets nothing of Ann's memory, and what the memory
+/// updater learns from his words lands in his memory, not hers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bob_answering_in_anns_thread_without_a_mention_is_his_turn_on_the_chats_thread() {
+    let mut slack = Slack::start("  inject_in_groups: true\n").await;
+    let (ann_dm, bob_dm) = (dm_channel(ANN), dm_channel(BOB));
+    slack.model.push(Reply::text("Hello Ann!"));
+    slack
+        .model
+        .push(memory_update(&[("Drinks green tea", "preference")]));
+    slack.dm(ANN, "I drink green tea").await;
+    slack.answered(&ann_dm, 1, "Hello Ann!").await;
+    slack.requests(2).await;
+
+    slack.model.push(Reply::text("Sure, Ann."));
+    slack.model.push(memory_update(&[]));
+    let root = slack.mention(ANN, "let's plan the offsite", None).await;
+    slack.answered(CHANNEL, 1, "Sure, Ann.").await;
+    let requests = slack.requests(4).await;
+    assert!(
+        request_mentions(&requests[2], "green tea"),
+        "Ann's own memory in her turn"
+    );
+
+    slack.model.push(Reply::text("Nothing yet, Bob."));
+    slack
+        .model
+        .push(memory_update(&[("Prefers the mountains", "preference")]));
+    let question = "what do you remember about me? I prefer the mountains";
+    slack.reply(BOB, question, &root).await;
+    slack.answered(CHANNEL, 2, "Nothing yet, Bob.").await;
+    let requests = slack.requests(6).await;
+    let (bobs_turn, bobs_update) = (&requests[4], &requests[5]);
+    let texts = user_texts(bobs_turn);
+    assert_eq!(texts[0], "[Ann] let's plan the offsite", "{texts:?}");
+    assert_eq!(
+        texts.last().map(String::as_str),
+        Some(format!("[Bob] {question}").as_str()),
+        "the model sees who speaks"
+    );
+    let system = bobs_turn["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(system.contains("<participants>"), "{system}");
+    assert!(
+        !request_mentions(bobs_turn, "green tea"),
+        "nothing of Ann's memory in Bob's turn"
+    );
+    assert!(request_mentions(bobs_update, "I prefer the mountains"));
+    assert!(
+        !request_mentions(bobs_update, "offsite") && !request_mentions(bobs_update, "green tea"),
+        "Bob's memory learns from Bob's words only"
+    );
+
+    // Each one's memory, as they see it in private.
+    slack.dm(ANN, "/memory facts").await;
+    let ann_facts = slack.text(&ann_dm, 2).await;
+    assert!(
+        ann_facts.contains("green tea") && !ann_facts.contains("mountains"),
+        "{ann_facts}"
+    );
+    slack.dm(BOB, "/memory facts").await;
+    let bob_facts = slack.text(&bob_dm, 1).await;
+    assert!(
+        bob_facts.contains("mountains") && !bob_facts.contains("green tea"),
+        "{bob_facts}"
+    );
+
+    let usage = usage_by_user(slack.addr()).await;
+    assert_eq!(usage.get("slack-U0ANN0001"), Some(&2), "{usage:?}");
+    assert_eq!(usage.get("slack-U0BOB0001"), Some(&1), "{usage:?}");
+    slack.stop().await;
+
+    // The thread is the chat's: neither Ann's nor Bob's threads list it.
+    let store = Arc::new(SledStore::open(slack.data_dir().join("store")).expect("store"));
+    let (_, record) = group_record(&store);
+    let owner = record["user_id"].as_str().unwrap_or_default();
+    assert!(owner.starts_with("chat-slack-"), "{record}");
+    assert_eq!(record["shared"], true);
+    assert_eq!(record["started_by"], "slack-U0ANN0001");
+    let threads = ThreadStore::new(store).expect("threads");
+    let thread_id = record["thread_id"].as_str().unwrap_or_default();
+    assert_eq!(
+        threads
+            .get(thread_id)
+            .expect("get")
+            .expect("thread")
+            .user_id,
+        owner
+    );
+    for person in ["slack-U0ANN0001", "slack-U0BOB0001"] {
+        let theirs = threads.list(person).expect("list");
+        assert!(theirs.iter().all(|t| t.thread_id != thread_id), "{person}");
+    }
+}
+
+/// The record of the channel's conversation (tree `channel_chats`): its key and value.
+pub(crate) fn group_record(store: &Arc<SledStore>) -> (String, Value) {
+    use antler_store::Store;
+    let prefix = format!("slack:{CHANNEL}:");
+    let found = store
+        .scan_prefix("channel_chats", prefix.as_bytes())
+        .expect("scan");
+    assert_eq!(found.len(), 1, "one conversation in the channel");
+    let (key, value) = &found[0];
+    let record = serde_json::from_slice(value).expect("a record");
+    (String::from_utf8_lossy(key).into_owned(), record)
 }
