@@ -155,10 +155,12 @@ impl CommandSurface for ChatSurface<'_> {
             .chat_record(self.key, &self.entry.message)
             .await
             .map_err(surface_error)?;
-        self.deps.chats.update(self.key, |record| match change {
-            SettingChange::Model(model) => record.model = model,
-            SettingChange::PlanMode(on) => record.plan_mode = on,
-        })?;
+        self.deps
+            .chats
+            .update(self.key, |record| match change.clone() {
+                SettingChange::Model(model) => record.model = model,
+                SettingChange::PlanMode(on) => record.plan_mode = on,
+            })?;
         Ok(())
     }
 }

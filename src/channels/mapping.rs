@@ -217,19 +217,24 @@ impl ChatMap {
         records::write(&self.store, CHATS, &key.to_string(), record)
     }
 
-    /// Changes the record of an existing chat; `Ok(None)` when the chat has none yet.
+    /// Changes the record of an existing chat; `Ok(None)` when the chat has none yet. A
+    /// compare-and-set: a record another writer changed meanwhile (a group conversation moved
+    /// to its chat by another daemon) is read again and `change` applied to that.
     pub fn update(
         &self,
         key: &ChatKey,
-        change: impl FnOnce(&mut ChatRecord),
+        mut change: impl FnMut(&mut ChatRecord),
     ) -> Result<Option<ChatRecord>, StoreError> {
-        let Some(mut record) = self.get(key)? else {
-            return Ok(None);
-        };
-        change(&mut record);
-        record.updated_at = Utc::now();
-        self.put(key, &record)?;
-        Ok(Some(record))
+        loop {
+            let Some((bytes, mut record)) = self.get_raw(key)? else {
+                return Ok(None);
+            };
+            change(&mut record);
+            record.updated_at = Utc::now();
+            if self.replace_if(key, bytes, &record)? {
+                return Ok(Some(record));
+            }
+        }
     }
 
     /// Remembers that `message_id` in `key`'s chat belongs to `key`'s topic.

@@ -96,6 +96,8 @@ impl Problems {
     }
 }
 
+use crate::channels::mapping::CHAT_OWNER_PREFIX;
+
 const USER_ID_RULE: &str = "must be 1 to 64 letters, digits, `_` or `-`";
 
 fn is_user_id(id: &str) -> bool {
@@ -307,6 +309,12 @@ fn check_gateway(config: &AppConfig, problems: &mut Problems) {
             format!("gateway.api_tokens[{index}].user"),
             USER_ID_RULE,
         );
+        // A token of a group conversation's owner would read that chat's threads as its own.
+        problems.require(
+            !api_token.user.starts_with(CHAT_OWNER_PREFIX),
+            format!("gateway.api_tokens[{index}].user"),
+            format!("must not start with `{CHAT_OWNER_PREFIX}`: such ids own group chats' conversations; choose another user id"),
+        );
     }
 }
 
@@ -437,6 +445,22 @@ mod tests {
         ] {
             assert!(problems.contains(key), "{key} in {problems}");
         }
+    }
+
+    #[test]
+    fn a_token_may_not_belong_to_a_group_chats_owner() {
+        let mut config = AppConfig::default();
+        config.gateway.api_tokens = vec![crate::config::ApiToken {
+            token: crate::config::Secret::new("t".repeat(24)),
+            user: "chat-slack-0123456789ab".into(),
+        }];
+        let mut problems = Problems::default();
+        check_gateway(&config, &mut problems);
+        let text = problems.0.iter().map(|p| p.to_string()).collect::<String>();
+        assert!(
+            text.contains("gateway.api_tokens[0].user") && text.contains("chat-"),
+            "{text}"
+        );
     }
 
     #[test]
