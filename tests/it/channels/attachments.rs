@@ -47,9 +47,16 @@ async fn answer(fake: &FakeSlack, ts: &str, starts: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The uploads directory of the one thread `user`'s chats made.
-fn uploads_dir(data: &Path, user: &str) -> PathBuf {
-    let threads = data.join(format!("data/users/{user}/threads"));
+/// The uploads directory of the one thread a channel's group chat made: the chat owns it
+/// (its owner's id starts with `chat-{channel}-`).
+fn uploads_dir(data: &Path, channel: &str) -> PathBuf {
+    let prefix = format!("chat-{channel}-");
+    let owner = std::fs::read_dir(data.join("data/users"))
+        .expect("users")
+        .filter_map(Result::ok)
+        .find(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .expect("the chat's owner");
+    let threads = owner.path().join("threads");
     let thread = std::fs::read_dir(&threads)
         .expect("threads")
         .next()
@@ -92,7 +99,7 @@ async fn twelve_files_in_one_message_store_ten_and_the_reply_names_the_other_two
         "{text}"
     );
     let expected: Vec<String> = (1..=10).map(|n| format!("f{n:02}.txt")).collect();
-    assert_eq!(stored(&uploads_dir(dir.path(), "slack-U1")), expected);
+    assert_eq!(stored(&uploads_dir(dir.path(), "slack")), expected);
     assert_eq!(
         fake.downloaded(),
         expected,
@@ -133,7 +140,7 @@ async fn a_file_over_the_size_limit_or_the_threads_total_is_refused_with_its_key
         text.contains("more.txt would take the thread's uploads over 1500 bytes in total (uploads.max_total_size)"),
         "{text}"
     );
-    assert_eq!(stored(&uploads_dir(dir.path(), "slack-U1")), ["small.txt"]);
+    assert_eq!(stored(&uploads_dir(dir.path(), "slack")), ["small.txt"]);
     assert_eq!(
         fake.downloaded(),
         ["small.txt"],

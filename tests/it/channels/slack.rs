@@ -276,7 +276,18 @@ async fn a_file_in_reaches_the_agent_and_an_artifact_goes_out_into_the_thread() 
         !methods.iter().any(|m| m == "files.upload"),
         "never the retired files.upload"
     );
-    let threads = dir.path().join("data/users/slack-U1/threads");
+    // The thread is the channel's, not the sender's.
+    let owner = std::fs::read_dir(dir.path().join("data/users"))
+        .expect("users")
+        .filter_map(Result::ok)
+        .find(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("chat-slack-")
+        })
+        .expect("the chat's owner");
+    let threads = owner.path().join("threads");
     let thread = std::fs::read_dir(&threads)
         .expect("threads")
         .next()
