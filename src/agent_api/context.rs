@@ -11,8 +11,8 @@ use antler_store::state::ThreadState;
 
 /// Who a run involves. In a thread of one person (the HTTP API, the web chat, the console, a
 /// direct chat) both are that person. In a shared conversation (a group chat) the thread belongs
-/// to whoever started it while each turn is the person who sent its message: the history is
-/// shared, everything personal is the speaker's.
+/// to the chat (an owner id no person has) while each turn is the person who sent its message:
+/// the history is shared, everything personal is the speaker's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunUsers {
     /// Owns the thread: its record, its files (`/mnt/user-data`), its sandbox and the skills

@@ -27,7 +27,7 @@ const NAME_LOOKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 pub(super) struct Conversation {
     pub(super) record: ChatRecord,
     pub(super) paths: ThreadPaths,
-    /// In a group chat, the sender: the turn is theirs on the thread of whoever started it.
+    /// In a group chat, the sender: the turn is theirs on the chat's thread.
     speaker: Speaker,
     input: Vec<Message>,
     /// Files of the message that were not received, with why: the reply names them.
