@@ -65,6 +65,11 @@ impl ThreadPaths {
     }
 }
 
+/// What the user ids owning group chats' conversations start with
+/// (`channels::mapping::chat_owner`): config refuses it for a person (an API token's user), so
+/// no person's id is ever a chat's.
+pub const CHAT_OWNER_PREFIX: &str = "chat-";
+
 /// Checks an id against `^[A-Za-z0-9_-]{1,64}$` (by hand: no regex engine needed for this).
 pub fn validate_id(kind: &'static str, value: &str) -> Result<(), PathError> {
     let valid = !value.is_empty()

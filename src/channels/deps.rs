@@ -47,6 +47,8 @@ pub(crate) enum TurnError {
     Memory(#[from] crate::memory::MemoryError),
     #[error(transparent)]
     Record(#[from] RecordError),
+    #[error(transparent)]
+    Migrate(#[from] shared_chat::MigrateError),
     /// A command could not be carried out; the text says why.
     #[error("{0}")]
     Command(String),
@@ -90,7 +92,7 @@ impl TurnDeps {
             })
             .await?;
         if shared && !record.shared {
-            return shared_chat::migrate(self, key);
+            return Ok(self.migrate(key)?);
         }
         Ok(record)
     }
@@ -106,7 +108,7 @@ impl TurnDeps {
         change: impl FnOnce(&mut ChatRecord),
     ) -> Result<ChatRecord, TurnError> {
         let existing = match self.chats.get(key)? {
-            Some(record) if shared && !record.shared => Some(shared_chat::migrate(self, key)?),
+            Some(record) if shared && !record.shared => Some(self.migrate(key)?),
             other => other,
         };
         let owner = match &existing {
@@ -132,6 +134,12 @@ impl TurnDeps {
         change(&mut record);
         self.chats.put(key, &record)?;
         Ok(record)
+    }
+
+    /// Moves a group conversation of the old kind to its chat (see `shared_chat`).
+    fn migrate(&self, key: &ChatKey) -> Result<ChatRecord, shared_chat::MigrateError> {
+        let data_dir = self.config.current().data_dir();
+        shared_chat::migrate(&self.chats, self.harness.threads(), &data_dir, key)
     }
 
     /// These dependencies for a conversation's worker holding `claim`: the journal and outbox

@@ -8,7 +8,7 @@
 //! A group conversation (`shared`) is owned by the chat, not by a person: its thread's owner is
 //! [`chat_owner`], an id no person has, so the thread and its files are nobody's own (no
 //! person's `GET /api/threads` lists it) and every turn runs as its sender. Records of the old
-//! kind (owned by whoever spoke first) are moved over by [`crate::channels::shared_chat`].
+//! kind (owned by whoever spoke first) are moved over by `shared_chat`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -25,8 +25,7 @@ use antler_store::{Expect, StoreError, StoreRef};
 
 const CHATS: &str = "channel_chats";
 const ALIASES: &str = "channel_aliases";
-/// What every chat owner's id starts with; a person's id is `{channel}-{id}` or a token's user.
-pub const CHAT_OWNER_PREFIX: &str = "chat-";
+use crate::paths::CHAT_OWNER_PREFIX;
 
 /// The owner of a group conversation's threads: `chat-{channel}-{digest of the chat key}`,
 /// valid under `paths::validate_id` whatever the platform's ids look like.

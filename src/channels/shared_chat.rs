@@ -7,14 +7,39 @@
 //! daemon) between the steps leaves a record of the old kind, whose next message finishes the
 //! move.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use antler_channel::ChatKey;
 
-use crate::channels::deps::{TurnDeps, TurnError};
-use crate::channels::mapping::{ChatRecord, chat_owner};
-use crate::paths::ThreadPaths;
-use antler_store::threads::ThreadError;
+use crate::channels::mapping::{ChatMap, ChatRecord, chat_owner};
+use crate::paths::{PathError, ThreadPaths};
+use antler_store::StoreError;
+use antler_store::threads::{ThreadError, ThreadStore};
+
+/// Why a group conversation could not be moved to its chat; the message is left pending and
+/// its next attempt (or the chat's next message) tries again.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MigrateError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Thread(#[from] ThreadError),
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error(
+        "could not move a group conversation's files to {}: {source}; check the data dir's permissions",
+        target.display()
+    )]
+    Files {
+        target: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "the conversation of {chat} {what} while it was being moved to its chat; send the message again"
+    )]
+    Changed { chat: String, what: &'static str },
+}
 
 /// How often the record's compare-and-set is retried against concurrent writers before the
 /// turn gives up (and the next message tries again).
@@ -22,22 +47,27 @@ const ATTEMPTS: usize = 5;
 
 /// Moves the chat's current thread (its record and its files) to the chat's owner and marks the
 /// record shared; returns the record as it is after the move.
-pub(crate) fn migrate(deps: &TurnDeps, key: &ChatKey) -> Result<ChatRecord, TurnError> {
+pub(crate) fn migrate(
+    chats: &ChatMap,
+    threads: &ThreadStore,
+    data_dir: &Path,
+    key: &ChatKey,
+) -> Result<ChatRecord, MigrateError> {
     let owner = chat_owner(key);
-    let data_dir = deps.config.current().data_dir();
     for _ in 0..ATTEMPTS {
-        let Some((bytes, record)) = deps.chats.get_raw(key)? else {
-            return Err(TurnError::Command(format!(
-                "the conversation of {key} disappeared while it was being moved to its chat; send the message again"
-            )));
+        let Some((bytes, record)) = chats.get_raw(key)? else {
+            return Err(MigrateError::Changed {
+                chat: key.to_string(),
+                what: "disappeared",
+            });
         };
         if record.shared {
             return Ok(record);
         }
         let previous = record.user_id.clone();
         if previous != owner {
-            move_files(&data_dir, &previous, &owner, &record.thread_id)?;
-            match deps.harness.threads().transfer(&record.thread_id, &owner) {
+            move_files(data_dir, &previous, &owner, &record.thread_id)?;
+            match threads.transfer(&record.thread_id, &owner) {
                 // A deleted thread has nothing left to move; the record still changes.
                 Ok(_) | Err(ThreadError::NotFound { .. }) => {}
                 Err(error) => return Err(error.into()),
@@ -53,21 +83,22 @@ pub(crate) fn migrate(deps: &TurnDeps, key: &ChatKey) -> Result<ChatRecord, Turn
             moved.agent_set_by = Some(previous.clone());
         }
         moved.updated_at = chrono::Utc::now();
-        if deps.chats.replace_if(key, bytes, &moved)? {
+        if chats.replace_if(key, bytes, &moved)? {
             tracing::info!(chat = %key, from = %previous, to = %owner, thread_id = %moved.thread_id, "Moved a group conversation to its chat");
             return Ok(moved);
         }
     }
-    Err(TurnError::Command(format!(
-        "the conversation of {key} kept changing while it was being moved to its chat; send the message again"
-    )))
+    Err(MigrateError::Changed {
+        chat: key.to_string(),
+        what: "kept changing",
+    })
 }
 
 /// Renames the thread's directory to the new owner's. Done already (or never created: a thread
 /// without files) is fine; both present means something wrote under the new owner before the
 /// move, which is left alone and logged rather than merged.
-fn move_files(data_dir: &Path, from: &str, to: &str, thread_id: &str) -> Result<(), TurnError> {
-    let thread_dir = |user: &str| -> Result<std::path::PathBuf, TurnError> {
+fn move_files(data_dir: &Path, from: &str, to: &str, thread_id: &str) -> Result<(), MigrateError> {
+    let thread_dir = |user: &str| -> Result<PathBuf, MigrateError> {
         let paths = ThreadPaths::new(data_dir, user, thread_id)?;
         Ok(paths
             .user_data()
@@ -83,11 +114,9 @@ fn move_files(data_dir: &Path, from: &str, to: &str, thread_id: &str) -> Result<
         tracing::warn!(source = %source.display(), target = %target.display(), "A group thread's files exist under both its old and its new owner; the old ones stay where they are");
         return Ok(());
     }
-    let io = |error: std::io::Error| {
-        TurnError::Command(format!(
-            "could not move a group conversation's files to {}: {error}; check the data dir's permissions",
-            target.display()
-        ))
+    let io = |source: std::io::Error| MigrateError::Files {
+        target: target.clone(),
+        source,
     };
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(io)?;

@@ -96,7 +96,7 @@ impl Problems {
     }
 }
 
-use crate::channels::mapping::CHAT_OWNER_PREFIX;
+use crate::paths::CHAT_OWNER_PREFIX;
 
 const USER_ID_RULE: &str = "must be 1 to 64 letters, digits, `_` or `-`";
 
