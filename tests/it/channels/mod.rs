@@ -2,6 +2,7 @@
 //! the fake Discord or the fake Feishu, and the scripted OpenAI-compatible model.
 
 mod attachments;
+mod bots_slack;
 mod commands;
 mod conformance;
 mod discord;
@@ -14,6 +15,7 @@ mod files_webhook;
 mod group_discord;
 mod group_slack;
 mod group_support;
+mod names;
 mod reload;
 mod slack;
 mod slack_driver;
