@@ -216,6 +216,22 @@ async fn a_bot_is_allowed_by_its_bot_user_too_and_threads_can_require_mentions()
     slack
         .answers_are(&["On it.", "Deploy noted.", "Staging too."])
         .await;
+    // `/status` names who has spoken in the conversation, the bot among them.
+    slack.ann("/status", true, Some(&root)).await;
+    slack
+        .fake
+        .wait_for(WAIT, "the status", |f| {
+            f.channel_texts(CHANNEL)
+                .iter()
+                .any(|t| t.starts_with("Active thread: "))
+        })
+        .await;
+    let texts = slack.fake.channel_texts(CHANNEL);
+    let status = texts.iter().find(|t| t.starts_with("Active thread: "));
+    assert!(
+        status.is_some_and(|t| t.ends_with("\nPeople: Ann, CI")),
+        "{status:?}"
+    );
     let requests = slack.model.requests();
     assert_eq!(requests.len(), 3);
     assert!(
