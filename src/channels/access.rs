@@ -1,5 +1,5 @@
 //! Whether the bot answers a message: the channel's allowlists, admins, group policy and
-//! group rules (allowed workspaces, free chats).
+//! group rules (allowed workspaces, free chats), and which other bots it answers.
 
 use antler_channel::{AccessSettings, GroupPolicy, GroupRules, InboundMessage};
 
@@ -11,12 +11,19 @@ pub enum Verdict {
     Deny(&'static str),
     /// A group message that is not for the bot (no mention, no reply to it).
     NotAddressed,
+    /// Another bot not in `allowed_bots`: ignored without a word, as bots always were.
+    Bot,
 }
 
 /// Applies `settings` and `rules` (read from the live config) to `message`.
 pub fn verdict(settings: &AccessSettings, rules: &GroupRules, message: &InboundMessage) -> Verdict {
-    let admin = settings.admins.contains(&message.user_id);
-    let user_allowed = admin
+    if message.is_bot && !bot_allowed(settings, message) {
+        return Verdict::Bot;
+    }
+    let admin = !message.is_bot && settings.admins.contains(&message.user_id);
+    // An allowed bot stands in `allowed_bots`, not in `allowed_users`.
+    let user_allowed = message.is_bot
+        || admin
         || settings.allowed_users.is_empty()
         || settings.allowed_users.contains(&message.user_id);
     if message.is_direct {
@@ -45,6 +52,15 @@ pub fn verdict(settings: &AccessSettings, rules: &GroupRules, message: &InboundM
     Verdict::Allow
 }
 
+/// Whether `message`, from a bot, comes from one of `allowed_bots`: by its user id, or by the
+/// platform's separate bot id where it has one (Slack's `bot_id`).
+fn bot_allowed(settings: &AccessSettings, message: &InboundMessage) -> bool {
+    settings
+        .allowed_bots
+        .iter()
+        .any(|allowed| *allowed == message.user_id || message.bot_id.as_ref() == Some(allowed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +80,8 @@ mod tests {
             mentions_bot: mentioned,
             reply_to: None,
             thread_reply: false,
+            is_bot: false,
+            bot_id: None,
         }
     }
 
@@ -75,6 +93,7 @@ mod tests {
             allowed_chats: vec!["-5".into()],
             admins: vec!["9".into()],
             group_policy: GroupPolicy::Mention,
+            ..AccessSettings::default()
         };
         let all = AccessSettings {
             group_policy: GroupPolicy::All,
@@ -144,6 +163,48 @@ mod tests {
             ),
             (in_guild("-7", "G1", false), Verdict::Allow),
             (in_guild("-5", "G2", true), Verdict::Allow),
+        ];
+        for (idx, (message, expected)) in cases.into_iter().enumerate() {
+            assert_eq!(verdict(&settings, &rules, &message), expected, "case {idx}");
+        }
+    }
+
+    #[test]
+    fn bots_are_ignored_unless_allowed_by_user_or_bot_id() {
+        let settings = AccessSettings {
+            allowed_users: vec!["1".into()],
+            allowed_chats: vec!["-5".into()],
+            admins: vec!["B9".into()],
+            allowed_bots: vec!["B7".into(), "U8".into()],
+            ..AccessSettings::default()
+        };
+        let rules = GroupRules::default();
+        let bot = |user: &str, bot_id: Option<&str>| InboundMessage {
+            is_bot: true,
+            bot_id: bot_id.map(String::from),
+            ..message("-5", user, false, true)
+        };
+        let cases = [
+            (bot("U2", None), Verdict::Bot),
+            (bot("U2", Some("B2")), Verdict::Bot),
+            (bot("B9", None), Verdict::Bot),
+            (bot("U2", Some("B7")), Verdict::Allow),
+            (bot("U8", Some("B3")), Verdict::Allow),
+            (bot("B7", None), Verdict::Allow),
+            (
+                InboundMessage {
+                    chat_id: "-6".into(),
+                    ..bot("B7", None)
+                },
+                Verdict::Deny("group not in allowed_chats"),
+            ),
+            (
+                InboundMessage {
+                    mentions_bot: false,
+                    ..bot("B7", None)
+                },
+                Verdict::NotAddressed,
+            ),
         ];
         for (idx, (message, expected)) in cases.into_iter().enumerate() {
             assert_eq!(verdict(&settings, &rules, &message), expected, "case {idx}");

@@ -122,6 +122,8 @@ fn message(chat: u32, id: u32) -> InboundMessage {
         mentions_bot: false,
         reply_to: None,
         thread_reply: false,
+        is_bot: false,
+        bot_id: None,
     }
 }
 

@@ -20,6 +20,8 @@ pub(crate) fn message(id: &str) -> InboundMessage {
         mentions_bot: false,
         reply_to: None,
         thread_reply: false,
+        is_bot: false,
+        bot_id: None,
     }
 }
 

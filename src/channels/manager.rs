@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::channels::access::{Verdict, verdict};
+use crate::channels::bot_turns::{BotTurn, BotTurns};
 use crate::channels::deps::TurnDeps;
 use crate::channels::journal::{Index, Journal, RETENTION, Recorded};
 use crate::channels::mapping::ChatMap;
@@ -52,6 +53,9 @@ pub enum Accepted {
     NotAddressed,
     /// The sender exceeded `channels.user_messages_per_minute`.
     Throttled,
+    /// Another bot, in a conversation where bots already started `bot_turn_limit` turns in a
+    /// row since a person spoke.
+    BotLimit,
     UnknownChannel,
 }
 
@@ -70,6 +74,8 @@ pub(crate) struct ManagerInner {
     /// The per-user limiter and the `user_messages_per_minute` it was built for.
     user_limiter: Mutex<(u32, Arc<governor::DefaultKeyedRateLimiter<String>>)>,
     user_noticed: Mutex<HashMap<String, tokio::time::Instant>>,
+    /// Bot turns in a row per conversation (`bot_turn_limit`).
+    bot_turns: BotTurns,
     /// Owns every worker, notice task and the sweeper.
     pub(crate) tracker: TaskTracker,
 }
@@ -84,7 +90,7 @@ impl ChannelManager {
             config,
             chats: ChatMap::new(store.clone()),
             journal: Journal::new(store.clone()),
-            outbox: Outbox::new(store),
+            outbox: Outbox::new(store.clone()),
             stop: CancellationToken::new(),
             claim_lost: CancellationToken::new(),
             claim: None,
@@ -97,6 +103,7 @@ impl ChannelManager {
                 queues: Mutex::new(HashMap::new()),
                 user_limiter: Mutex::new((per_minute, user_limiter(per_minute))),
                 user_noticed: Mutex::new(HashMap::new()),
+                bot_turns: BotTurns::new(store),
                 tracker: TaskTracker::new(),
             }),
         };
@@ -276,22 +283,45 @@ impl ManagerInner {
         let Some(section) = config.channels.section(channel) else {
             return Ok((Accepted::UnknownChannel, None));
         };
-        match verdict(&section.access(), &section.group_rules(), &message) {
-            Verdict::Allow => {}
+        let access = section.access();
+        let addressed = match verdict(&access, &section.group_rules(), &message) {
+            Verdict::Allow => true,
+            Verdict::Bot => return Ok((Accepted::NotAddressed, None)),
             Verdict::Deny(reason) => {
                 tracing::info!(channel, chat = %message.chat_id, user = %message.user_id, reason, "Ignoring a message from outside the allowlist");
                 return Ok((Accepted::Denied, None));
             }
-            // A follow-up in a platform thread the bot already answers in is for the bot.
-            Verdict::NotAddressed
-                if message.thread_reply && self.deps.chats.get(&message.chat_key())?.is_some() => {}
-            Verdict::NotAddressed => return Ok((Accepted::NotAddressed, None)),
-        }
+            // A follow-up in a platform thread the bot already answers in is for the bot,
+            // unless the channel wants a mention on every message.
+            Verdict::NotAddressed => {
+                message.thread_reply
+                    && !access.require_mention_in_threads
+                    && self.deps.chats.get(&message.chat_key())?.is_some()
+            }
+        };
         let key = self.resolve_key(&message)?;
+        if !message.is_direct && !message.is_bot {
+            // A person spoke in the conversation: bots may be answered there again.
+            self.bot_turns.person_spoke(&key)?;
+        }
+        if !addressed {
+            return Ok((Accepted::NotAddressed, None));
+        }
         if self.deps.journal.seen(&message)? {
             crate::metrics::inbound_duplicate(channel);
             tracing::debug!(channel, message_id = %message.platform_message_id, "Dropping a redelivered message");
             return Ok((Accepted::Duplicate, None));
+        }
+        if message.is_bot {
+            let limit = access
+                .bot_turn_limit
+                .unwrap_or(config.channels.bot_turn_limit);
+            if let BotTurn::Refuse { first } = self.bot_turns.bot_spoke(&key, limit)? {
+                if first {
+                    tracing::info!(channel, chat = %key, limit, "Bots answered each other bot_turn_limit times in a row here; not answering bots until a person speaks");
+                }
+                return Ok((Accepted::BotLimit, None));
+            }
         }
         let throttled = !self.user_within_rate(channel, &message.user_id);
         let command = parse_command(&message.text, runtime.bot_username.as_deref());

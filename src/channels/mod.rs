@@ -13,6 +13,7 @@ pub mod access;
 mod actions;
 mod answer_files;
 mod board;
+mod bot_turns;
 pub mod budget;
 pub mod chunk;
 #[cfg(test)]

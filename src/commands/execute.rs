@@ -87,7 +87,8 @@ pub async fn execute(
     Ok(CommandOutcome::Reply(text))
 }
 
-/// `/status`: the chat's thread, its title, agent, model and whether a run is going on.
+/// `/status`: the chat's thread, its title, agent, model, whether a run is going on, and in a
+/// shared conversation who has spoken in it.
 async fn status(
     surface: &dyn CommandSurface,
     ctx: &CommandContext<'_>,
@@ -116,11 +117,36 @@ async fn status(
         .model
         .or_else(|| ctx.config.default_model().map(|m| m.name.clone()))
         .unwrap_or_else(|| "none configured".into());
-    Ok(format!(
+    let mut text = format!(
         "Active thread: {thread_id}\nTitle: {title}\nAgent: {agent}\nModel: {model}\nPlan mode: {}\nRunning: {}",
         on_off(conversation.plan_mode),
         if running { "yes" } else { "no" },
-    ))
+    );
+    let people = participants(ctx, &thread_id).await;
+    if !people.is_empty() {
+        text.push_str(&format!("\nPeople: {}", people.join(", ")));
+    }
+    Ok(text)
+}
+
+/// Who has spoken in a shared conversation, by the name they last spoke under, in the order
+/// they joined; empty for a conversation of one person.
+async fn participants(ctx: &CommandContext<'_>, thread_id: &str) -> Vec<String> {
+    let Ok(Some(state)) = ctx.harness.thread_state(thread_id).await else {
+        return Vec::new();
+    };
+    let mut people: Vec<(String, String)> = Vec::new();
+    for sender in state
+        .messages
+        .iter()
+        .filter_map(|message| message.as_human()?.shared_sender())
+    {
+        match people.iter_mut().find(|(id, _)| id == sender.user_id) {
+            Some((_, name)) => *name = sender.name.to_string(),
+            None => people.push((sender.user_id.to_string(), sender.name.to_string())),
+        }
+    }
+    people.into_iter().map(|(_, name)| name).collect()
 }
 
 /// `/models`: the configured models, the first being the default.

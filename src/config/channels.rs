@@ -28,6 +28,10 @@ pub struct ChannelsConfig {
     /// changed) has to connect (1–600). Past it, or on an error retrying cannot fix (a refused
     /// token), the whole previous config is restored and the channel reconnects with it.
     pub reload_connect_timeout_seconds: u64,
+    /// Turns other bots (those in a channel's `allowed_bots`) may start in a row in one
+    /// conversation; then bots are not answered there until a person speaks, so two bots
+    /// cannot answer each other forever (0 = no limit). A channel's own `bot_turn_limit` wins.
+    pub bot_turn_limit: u32,
     /// The Telegram bot.
     pub telegram: TelegramConfig,
     /// The Slack app.
@@ -46,6 +50,7 @@ impl Default for ChannelsConfig {
             queue_limit: 8,
             user_messages_per_minute: 30,
             reload_connect_timeout_seconds: 30,
+            bot_turn_limit: 3,
             telegram: TelegramConfig::default(),
             slack: SlackConfig::default(),
             discord: DiscordConfig::default(),

@@ -85,6 +85,15 @@ pub struct AccessSettings {
     /// Always allowed, with Antler admin rights as the user `{channel}-{id}`.
     pub admins: Vec<String>,
     pub group_policy: GroupPolicy,
+    /// Other bots whose messages are answered (platform ids: a Slack `bot_id` or bot user id,
+    /// a Discord user id, a Feishu app's open_id or app id, a Telegram bot's user id); every
+    /// other bot is ignored.
+    pub allowed_bots: Vec<String>,
+    /// Every group message needs a mention, even a follow-up in a platform thread the bot
+    /// already answers in.
+    pub require_mention_in_threads: bool,
+    /// This channel's `bot_turn_limit`, overriding `channels.bot_turn_limit`.
+    pub bot_turn_limit: Option<u32>,
 }
 
 /// Where group chats are allowed and answered beyond [`AccessSettings`]. Ids are the

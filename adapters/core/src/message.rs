@@ -29,6 +29,15 @@ pub struct InboundMessage {
     /// can follow up without mentioning the bot every time.
     #[serde(default)]
     pub thread_reply: bool,
+    /// Sent by another bot or app (never this bot: adapters drop its own messages). The daemon
+    /// answers it only when the sender is in the channel's `allowed_bots`, and stops answering
+    /// bots in a conversation after `bot_turn_limit` bot turns without a person in between.
+    #[serde(default)]
+    pub is_bot: bool,
+    /// The platform's own id of the sending bot where it differs from `user_id` (Slack's
+    /// `bot_id`, `B…`); `allowed_bots` may name either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot_id: Option<String>,
 }
 
 impl InboundMessage {

@@ -134,6 +134,8 @@ pub(crate) fn command_message(
         mentions_bot: true,
         reply_to: None,
         thread_reply: false,
+        is_bot: false,
+        bot_id: None,
     }
 }
 

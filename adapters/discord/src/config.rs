@@ -40,6 +40,16 @@ pub struct DiscordConfig {
     /// User ids always allowed, with Antler admin rights as the user `discord-<id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// Other bots (and webhooks) the bot answers, by their user id (snowflake). Every other bot
+    /// is ignored.
+    #[serde(deserialize_with = "platform_ids")]
+    pub allowed_bots: Vec<String>,
+    /// Every group message needs a mention, even a follow-up in a thread the bot already
+    /// answers in (off: such follow-ups are answered without one).
+    pub require_mention_in_threads: bool,
+    /// Turns other bots may start in a row in one conversation before the bot stops answering
+    /// bots there until a person speaks; unset = `channels.bot_turn_limit`.
+    pub bot_turn_limit: Option<u32>,
     /// A mention in a text channel starts a Discord thread on that message and the conversation
     /// continues there; off = one conversation per channel.
     pub thread_mode: bool,
@@ -179,6 +189,9 @@ impl Default for DiscordConfig {
             free_channels: Vec::new(),
             allowed_users: Vec::new(),
             admins: Vec::new(),
+            allowed_bots: Vec::new(),
+            require_mention_in_threads: false,
+            bot_turn_limit: None,
             thread_mode: true,
             session: SessionConfig::default(),
             reactions: Reactions::default(),
@@ -223,6 +236,9 @@ impl ChannelConfig for DiscordConfig {
             allowed_users: self.allowed_users.clone(),
             allowed_chats: self.allowed_channels.clone(),
             admins: self.admins.clone(),
+            allowed_bots: self.allowed_bots.clone(),
+            require_mention_in_threads: self.require_mention_in_threads,
+            bot_turn_limit: self.bot_turn_limit,
             group_policy: GroupPolicy::Mention,
         }
     }
@@ -297,6 +313,7 @@ impl ChannelConfig for DiscordConfig {
             ("free_channels", &self.free_channels),
             ("allowed_users", &self.allowed_users),
             ("admins", &self.admins),
+            ("allowed_bots", &self.allowed_bots),
         ] {
             if let Some(bad) = ids.iter().find(|id| !is_snowflake(id)) {
                 problem(

@@ -38,16 +38,28 @@ pub enum Place {
     Thread { parent: String },
 }
 
-/// Whether a message could be for the bot at all: people's own messages only. The bot's own
-/// posts and edits come back as events too, as do other bots' and webhooks'.
-pub fn from_a_person(message: &Message, bot: &BotIdentity) -> bool {
-    !message.author.bot
-        && message.webhook_id.is_none()
-        && message.author.id.to_string() != bot.user_id
+/// Whether a message could be for the bot at all: someone else's post or reply (a person's,
+/// or another bot's or webhook's, which the daemon answers only from `allowed_bots`). The
+/// bot's own posts and edits come back as events too, as do joins, pins and boosts.
+pub fn from_someone_else(message: &Message, bot: &BotIdentity) -> bool {
+    message.author.id.to_string() != bot.user_id
         && matches!(
             message.kind,
             MessageType::Regular | MessageType::InlineReply
         )
+}
+
+/// The name Discord shows for the author here: their nickname in the guild, else their
+/// display name, else their username.
+pub(crate) fn shown_name(message: &Message) -> String {
+    message
+        .member
+        .as_ref()
+        .and_then(|member| member.nick.clone())
+        .or_else(|| message.author.global_name.clone())
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| message.author.name.clone())
 }
 
 /// The message as the daemon journals it; `place` is `None` in DMs. `None` when there is
@@ -58,7 +70,7 @@ pub fn inbound_message(
     place: Option<&Place>,
     thread_mode: bool,
 ) -> Option<InboundMessage> {
-    if !from_a_person(message, bot) {
+    if !from_someone_else(message, bot) {
         return None;
     }
     let message_id = message.id.to_string();
@@ -103,13 +115,7 @@ pub fn inbound_message(
         chat_id,
         topic_id,
         user_id: message.author.id.to_string(),
-        display_name: Some(
-            message
-                .author
-                .global_name
-                .clone()
-                .unwrap_or_else(|| message.author.name.clone()),
-        ),
+        display_name: Some(shown_name(message)),
         platform_message_id: message_id,
         text,
         files,
@@ -122,6 +128,8 @@ pub fn inbound_message(
             .map(|id| id.to_string()),
         // Inside a Discord thread the bot already talks in, no mention is needed.
         thread_reply: in_thread && !mentions_bot,
+        is_bot: message.author.bot || message.webhook_id.is_some(),
+        bot_id: None,
     })
 }
 

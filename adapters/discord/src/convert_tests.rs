@@ -199,23 +199,69 @@ fn a_mention_is_one_discord_resolved_and_typed_outside_code() {
 }
 
 #[test]
-fn bots_webhooks_and_system_messages_are_not_for_the_bot() {
-    let other_bot = json!({"id": "8", "username": "otherbot", "discriminator": "0", "avatar": null, "bot": true});
+fn own_posts_and_system_messages_are_not_for_the_bot() {
     let itself =
         json!({"id": BOT, "username": "antler", "discriminator": "0", "avatar": null, "bot": true});
-    let mut webhook = payload("3", "55", None, person("7"), "from a webhook");
-    webhook["webhook_id"] = json!("77");
     let mut joined = payload("4", "55", None, person("7"), "");
     joined["type"] = json!(7);
     let empty = payload("5", "55", None, person("7"), "<@100>");
     for value in [
-        payload("1", "55", None, other_bot, "beep"),
         payload("2", "55", None, itself, "my own answer"),
-        webhook,
         joined,
         empty,
     ] {
         assert_eq!(inbound_message(&parse(value), &bot(), None, true), None);
+    }
+}
+
+#[test]
+fn other_bots_and_webhooks_pass_marked_as_bots() {
+    let other_bot = json!({"id": "8", "username": "otherbot", "discriminator": "0", "avatar": null, "bot": true});
+    let mut webhook = payload("3", "55", None, person("7"), "from a webhook");
+    webhook["webhook_id"] = json!("77");
+    for value in [payload("1", "55", None, other_bot, "beep"), webhook] {
+        let message = inbound_message(&parse(value), &bot(), None, true).expect("passed on");
+        assert!(message.is_bot, "{message:?}");
+    }
+    let person = inbound_message(
+        &parse(payload("6", "55", None, person("7"), "hi")),
+        &bot(),
+        None,
+        true,
+    )
+    .expect("a person");
+    assert!(!person.is_bot);
+}
+
+#[test]
+fn the_guild_nickname_wins_then_the_display_name_then_the_username() {
+    let author = |global: Value| json!({"id": "7", "username": "ann.lee", "discriminator": "0", "avatar": null, "global_name": global});
+    let cases = [
+        (
+            author(json!("Ann Lee")),
+            Some(
+                json!({"nick": "Annie", "roles": [], "joined_at": "2024-01-01T00:00:00.000000+00:00", "deaf": false, "mute": false}),
+            ),
+            "Annie",
+        ),
+        (
+            author(json!("Ann Lee")),
+            Some(
+                json!({"nick": null, "roles": [], "joined_at": "2024-01-01T00:00:00.000000+00:00", "deaf": false, "mute": false}),
+            ),
+            "Ann Lee",
+        ),
+        (author(json!("Ann Lee")), None, "Ann Lee"),
+        (author(Value::Null), None, "ann.lee"),
+    ];
+    for (author, member, expected) in cases {
+        let mut value = payload("8", "300", Some("9"), author, "hello");
+        if let Some(member) = member {
+            value["member"] = member;
+        }
+        let message = inbound_message(&parse(value), &bot(), Some(&Place::Channel), false)
+            .expect("a message");
+        assert_eq!(message.display_name.as_deref(), Some(expected));
     }
 }
 

@@ -42,7 +42,7 @@ use tokio::time::Instant;
 use crate::DiscordChannel;
 use crate::api::Body;
 use crate::commands::command_message;
-use crate::convert::{Place, from_a_person, inbound_message};
+use crate::convert::{Place, from_someone_else, inbound_message};
 
 /// Messages in guilds and DMs, and their content (a privileged intent: it must be switched on
 /// in the Developer Portal, or Discord closes the gateway with 4014).
@@ -267,7 +267,7 @@ impl Handler {
 
     async fn journal(&self, message: Message) {
         let channel = &self.channel;
-        if !from_a_person(&message, &channel.identity) {
+        if !from_someone_else(&message, &channel.identity) {
             return;
         }
         let channel_id = message.channel_id.to_string();

@@ -31,7 +31,7 @@ use reqwest::Method;
 
 pub use api::DEFAULT_API_URL;
 pub use config::{DiscordConfig, GatewayTiming, Reactions};
-pub use convert::{BotIdentity, Place, from_a_person, inbound_message};
+pub use convert::{BotIdentity, Place, from_someone_else, inbound_message};
 pub use markup::{escape_mentions, thread_name};
 
 use crate::api::{Body, DiscordApi};

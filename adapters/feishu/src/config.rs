@@ -53,6 +53,16 @@ pub struct FeishuConfig {
     /// open_ids always allowed, with Antler admin rights as the user `feishu-<open_id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// Other bots the bot answers: an app's `app_id` (`cli_…`) or its bot's open_id (`ou_…`).
+    /// Every other bot is ignored.
+    #[serde(deserialize_with = "platform_ids")]
+    pub allowed_bots: Vec<String>,
+    /// Every group message needs a mention, even a follow-up in a thread the bot already
+    /// answers in (off: such follow-ups are answered without one).
+    pub require_mention_in_threads: bool,
+    /// Turns other bots may start in a row in one conversation before the bot stops answering
+    /// bots there until a person speaks; unset = `channels.bot_turn_limit`.
+    pub bot_turn_limit: Option<u32>,
     /// When the bot answers in an allowed group.
     pub group_policy: GroupPolicy,
     /// Defaults of this channel's chats (wins over `channels.session`).
@@ -75,6 +85,9 @@ impl Default for FeishuConfig {
             allowed_users: Vec::new(),
             allowed_chats: Vec::new(),
             admins: Vec::new(),
+            allowed_bots: Vec::new(),
+            require_mention_in_threads: false,
+            bot_turn_limit: None,
             group_policy: GroupPolicy::Mention,
             session: SessionConfig::default(),
             reactions: true,
@@ -119,6 +132,9 @@ impl ChannelConfig for FeishuConfig {
             allowed_users: self.allowed_users.clone(),
             allowed_chats: self.allowed_chats.clone(),
             admins: self.admins.clone(),
+            allowed_bots: self.allowed_bots.clone(),
+            require_mention_in_threads: self.require_mention_in_threads,
+            bot_turn_limit: self.bot_turn_limit,
             group_policy: self.group_policy,
         }
     }

@@ -35,14 +35,25 @@ pub fn event_message(
     bot: &BotIdentity,
 ) -> Result<InboundMessage, String> {
     let sender = &event["sender"];
-    if sender["sender_type"].as_str() != Some("user") {
-        return Err(format!(
-            "a message from a {} sender",
-            sender["sender_type"].as_str().unwrap_or("unknown")
-        ));
-    }
+    // Another app's bot is passed on marked (answered only from `allowed_bots`); system
+    // senders are not.
+    let is_bot = match sender["sender_type"].as_str() {
+        Some("user") => false,
+        Some("app") => true,
+        other => {
+            return Err(format!(
+                "a message from a {} sender",
+                other.unwrap_or("unknown")
+            ));
+        }
+    };
+    let app_id = text_field(&sender["sender_id"], "app_id");
     let user_id = text_field(&sender["sender_id"], "open_id")
+        .or_else(|| app_id.clone().filter(|_| is_bot))
         .ok_or("a message without the sender's open_id")?;
+    if user_id == bot.open_id {
+        return Err("the bot's own message".into());
+    }
     let message = &event["message"];
     let message_id = text_field(message, "message_id").ok_or("a message without message_id")?;
     let chat_id = text_field(message, "chat_id").ok_or("a message without chat_id")?;
@@ -69,7 +80,7 @@ pub fn event_message(
         workspace_id: tenant,
         chat_id,
         topic_id,
-        user_id,
+        user_id: user_id.clone(),
         display_name: None,
         platform_message_id: message_id,
         text: content.text,
@@ -80,6 +91,8 @@ pub fn event_message(
         // A follow-up inside a reply chain: answered without a mention when the bot already
         // holds that chain's conversation.
         thread_reply: !is_direct && root_id.is_some() && !content.mentions_bot,
+        is_bot,
+        bot_id: app_id.filter(|id| is_bot && *id != user_id),
     })
 }
 

@@ -221,12 +221,16 @@ fn direct_and_group_messages_get_their_topics() {
 
 #[test]
 fn what_is_skipped_says_why() {
-    let mut from_app = event("p2p", "text", json!({"text": "hi"}), json!({}));
-    from_app["sender"]["sender_type"] = json!("app");
+    let mut from_system = event("p2p", "text", json!({"text": "hi"}), json!({}));
+    from_system["sender"]["sender_type"] = json!("system");
+    let mut from_itself = event("p2p", "text", json!({"text": "hi"}), json!({}));
+    from_itself["sender"]["sender_type"] = json!("app");
+    from_itself["sender"]["sender_id"] = json!({"open_id": "ou_bot"});
     let mut bad_content = event("p2p", "text", json!({}), json!({}));
     bad_content["message"]["content"] = json!("{not json");
     let cases = [
-        (from_app, "app sender"),
+        (from_system, "system sender"),
+        (from_itself, "own message"),
         (bad_content, "unreadable text content"),
         (
             event("p2p", "sticker", json!({"file_key": "f"}), json!({})),
@@ -241,4 +245,22 @@ fn what_is_skipped_says_why() {
         let error = event_message(&event, None, &bot()).expect_err(why);
         assert!(error.contains(why), "{error:?} should say {why:?}");
     }
+}
+
+#[test]
+fn another_apps_bot_passes_marked_with_its_ids() {
+    let mut from_app = event("group", "text", json!({"text": "build failed"}), json!({}));
+    from_app["sender"]["sender_type"] = json!("app");
+    from_app["sender"]["sender_id"] = json!({"open_id": "ou_ci", "app_id": "cli_ci"});
+    let message = event_message(&from_app, Some("tk1"), &bot()).expect("another bot");
+    assert!(message.is_bot);
+    assert_eq!(message.user_id, "ou_ci");
+    assert_eq!(message.bot_id.as_deref(), Some("cli_ci"));
+    let person = event_message(
+        &event("group", "text", json!({"text": "hi"}), json!({})),
+        Some("tk1"),
+        &bot(),
+    )
+    .expect("a person");
+    assert!(!person.is_bot && person.bot_id.is_none());
 }

@@ -16,6 +16,7 @@ mod convert;
 mod crypto;
 mod files;
 mod markup;
+mod names;
 mod send;
 mod webhook;
 
@@ -131,6 +132,7 @@ impl ChannelAdapter for FeishuAdapter {
         let channel = Arc::new(FeishuChannel {
             api,
             reactions: Mutex::new(ReactionIds::default()),
+            names: names::FeishuNames::default(),
         });
         Ok(Connection {
             parts: channel.parts(),
@@ -162,6 +164,8 @@ async fn identify(api: &FeishuApi) -> Result<BotIdentity, ChannelError> {
 pub(crate) struct FeishuChannel {
     api: FeishuApi,
     reactions: Mutex<ReactionIds>,
+    /// Display names from the contact API.
+    names: names::FeishuNames,
 }
 
 impl FeishuChannel {
@@ -173,9 +177,8 @@ impl FeishuChannel {
             react: Some(self.clone()),
             upload: Some(self.clone()),
             download: Some(self.clone()),
-            // Names need the contact API and its extra permission: group senders are shown by
-            // their open_id.
-            names: None,
+            // Through the contact API; without its permission, by open_id.
+            names: Some(self.clone()),
         }
     }
 }

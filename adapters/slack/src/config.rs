@@ -61,6 +61,16 @@ pub struct SlackConfig {
     /// Slack user ids always allowed, with Antler admin rights as the user `slack-<id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// Other bots the bot answers: a bot's `bot_id` (`B…`) or its bot user id (`U…`). Every
+    /// other bot (and app) is ignored.
+    #[serde(deserialize_with = "platform_ids")]
+    pub allowed_bots: Vec<String>,
+    /// Every group message needs a mention, even a follow-up in a thread the bot already
+    /// answers in (off: such follow-ups are answered without one).
+    pub require_mention_in_threads: bool,
+    /// Turns other bots may start in a row in one conversation before the bot stops answering
+    /// bots there until a person speaks; unset = `channels.bot_turn_limit`.
+    pub bot_turn_limit: Option<u32>,
     /// When the bot answers in an allowed channel.
     pub group_policy: GroupPolicy,
     /// Defaults of this channel's chats (wins over `channels.session`).
@@ -111,6 +121,9 @@ impl Default for SlackConfig {
             allowed_users: Vec::new(),
             allowed_channels: Vec::new(),
             admins: Vec::new(),
+            allowed_bots: Vec::new(),
+            require_mention_in_threads: false,
+            bot_turn_limit: None,
             group_policy: GroupPolicy::Mention,
             session: SessionConfig::default(),
             reactions: true,
@@ -135,6 +148,9 @@ impl ChannelConfig for SlackConfig {
             allowed_users: self.allowed_users.clone(),
             allowed_chats: self.allowed_channels.clone(),
             admins: self.admins.clone(),
+            allowed_bots: self.allowed_bots.clone(),
+            require_mention_in_threads: self.require_mention_in_threads,
+            bot_turn_limit: self.bot_turn_limit,
             group_policy: self.group_policy,
         }
     }

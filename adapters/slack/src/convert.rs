@@ -52,6 +52,15 @@ struct Event {
     files: Vec<SlackFile>,
     /// The rich text of a person's message, where mentions are structured.
     blocks: Option<Value>,
+    /// The name a bot's message is shown under (legacy `bot_message`s).
+    username: Option<String>,
+    /// The app that posted a bot's message.
+    bot_profile: Option<BotProfile>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BotProfile {
+    name: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -80,18 +89,26 @@ pub fn event_message(
     if !matches!(event.kind.as_str(), "message" | "app_mention") {
         return None;
     }
-    // Edits, deletions, joins and bot posts are not questions; shared files and thread
-    // replies also sent to the channel are.
+    // Edits, deletions and joins are not questions; shared files, thread replies also sent to
+    // the channel and other bots' posts (answered only from `allowed_bots`) may be.
     if !matches!(
         event.subtype.as_deref(),
-        None | Some("file_share") | Some("thread_broadcast")
+        None | Some("file_share") | Some("thread_broadcast") | Some("bot_message")
     ) {
         return None;
     }
-    let user = event.user.clone()?;
-    if event.bot_id.is_some() || user == bot.user_id {
+    let own_bot = event.bot_id.is_some() && event.bot_id == bot.bot_id;
+    let user = event.user.clone().or_else(|| event.bot_id.clone())?;
+    if own_bot || user == bot.user_id {
         return None;
     }
+    let is_bot = event.bot_id.is_some();
+    let bot_name = is_bot
+        .then(|| {
+            let profile = event.bot_profile.as_ref().and_then(|p| p.name.clone());
+            profile.or(event.username.clone())
+        })
+        .flatten();
     let (channel, ts) = (event.channel.clone()?, event.ts.clone()?);
     let is_direct = event.channel_type.as_deref() == Some("im")
         || (event.channel_type.is_none() && channel.starts_with('D'));
@@ -122,7 +139,7 @@ pub fn event_message(
         chat_id: channel,
         topic_id,
         user_id: user,
-        display_name: None,
+        display_name: bot_name,
         platform_message_id: ts,
         text,
         files,
@@ -130,6 +147,8 @@ pub fn event_message(
         mentions_bot,
         reply_to: None,
         thread_reply: !is_direct && in_thread.is_some() && !mentions_bot,
+        is_bot,
+        bot_id: event.bot_id,
     })
 }
 
@@ -163,6 +182,8 @@ pub fn command_message(fields: &Value, bot: &BotIdentity) -> Option<InboundMessa
         mentions_bot: true,
         reply_to: None,
         thread_reply: false,
+        is_bot: false,
+        bot_id: None,
     })
 }
 

@@ -137,12 +137,12 @@ fn a_mention_and_its_message_event_are_one_message() {
 }
 
 #[test]
-fn bots_edits_and_empty_messages_are_not_answered() {
+fn own_posts_edits_and_empty_messages_are_not_answered() {
     let ignored = [
         json!({"type": "message", "channel_type": "im", "user": "UBOT", "text": "my own answer",
             "ts": "1.1", "channel": "D1"}),
-        json!({"type": "message", "channel_type": "im", "bot_id": "B7", "user": "U7",
-            "text": "another bot", "ts": "1.1", "channel": "D1"}),
+        json!({"type": "message", "channel_type": "im", "bot_id": "BBOT", "user": "U9",
+            "text": "my own post, by bot id", "ts": "1.1", "channel": "D1"}),
         json!({"type": "message", "subtype": "message_changed", "channel_type": "im",
             "channel": "D1", "ts": "1.2", "message": {"text": "edited"}}),
         json!({"type": "message", "subtype": "channel_join", "user": "U1", "text": "joined",
@@ -210,4 +210,37 @@ fn slash_commands_are_chat_commands() {
         "/model fast"
     );
     assert_eq!(slash_user("1700.1"), None);
+}
+
+#[test]
+fn other_bots_pass_marked_with_both_ids_and_their_name() {
+    let app = convert(
+        json!({"type": "message", "channel_type": "channel", "bot_id": "B7", "user": "U7",
+            "text": "<@UBOT> build 42 failed", "ts": "1.5", "channel": "C1",
+            "bot_profile": {"id": "B7", "name": "CI Bot"}}),
+        DmThreading::PerDm,
+    )
+    .expect("another app's post");
+    assert!(app.is_bot && app.mentions_bot);
+    assert_eq!(
+        (app.user_id.as_str(), app.bot_id.as_deref()),
+        ("U7", Some("B7"))
+    );
+    assert_eq!(app.display_name.as_deref(), Some("CI Bot"));
+    let legacy = convert(
+        json!({"type": "message", "subtype": "bot_message", "bot_id": "B8", "username": "deploys",
+            "text": "<@UBOT> deployed", "ts": "1.6", "channel": "C1", "channel_type": "channel"}),
+        DmThreading::PerDm,
+    )
+    .expect("a legacy bot_message");
+    assert!(legacy.is_bot);
+    assert_eq!(legacy.user_id, "B8", "no bot user: the bot id stands in");
+    assert_eq!(legacy.display_name.as_deref(), Some("deploys"));
+    let person = convert(
+        json!({"type": "message", "channel_type": "channel", "user": "U1", "text": "hi",
+            "ts": "1.7", "channel": "C1"}),
+        DmThreading::PerDm,
+    )
+    .expect("a person");
+    assert!(!person.is_bot && person.bot_id.is_none());
 }

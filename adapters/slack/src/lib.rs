@@ -187,7 +187,7 @@ pub(crate) struct SlackChannel {
     /// Downloads of `url_private_download` (slack-morphism only decodes JSON answers).
     http: reqwest::Client,
     /// Display names looked up with `users.info`.
-    names: names::NameCache,
+    names: antler_channel::NameCache,
 }
 
 impl SlackChannel {
@@ -201,7 +201,7 @@ impl SlackChannel {
             identity,
             typing_unsupported: AtomicBool::new(false),
             http,
-            names: names::NameCache::default(),
+            names: antler_channel::NameCache::default(),
         })
     }
 

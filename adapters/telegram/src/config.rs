@@ -46,6 +46,16 @@ pub struct TelegramConfig {
     /// Antler admin rights (bootstrap, managing agents) as the user `telegram-<id>`.
     #[serde(deserialize_with = "platform_ids")]
     pub admins: Vec<String>,
+    /// Other bots the bot answers, by their user id. Telegram itself delivers no bot's message to
+    /// another bot in groups, so this matters only where a platform relays them.
+    #[serde(deserialize_with = "platform_ids")]
+    pub allowed_bots: Vec<String>,
+    /// Every group message needs a mention, even a follow-up in a thread the bot already
+    /// answers in (off: such follow-ups are answered without one).
+    pub require_mention_in_threads: bool,
+    /// Turns other bots may start in a row in one conversation before the bot stops answering
+    /// bots there until a person speaks; unset = `channels.bot_turn_limit`.
+    pub bot_turn_limit: Option<u32>,
     /// When the bot answers in an allowed group.
     pub group_policy: GroupPolicy,
     /// Defaults of this channel's chats (wins over `channels.session`).
@@ -68,6 +78,9 @@ impl Default for TelegramConfig {
             allowed_users: Vec::new(),
             allowed_chats: Vec::new(),
             admins: Vec::new(),
+            allowed_bots: Vec::new(),
+            require_mention_in_threads: false,
+            bot_turn_limit: None,
             group_policy: GroupPolicy::Mention,
             session: SessionConfig::default(),
             reactions: false,
@@ -90,6 +103,9 @@ impl ChannelConfig for TelegramConfig {
             allowed_users: self.allowed_users.clone(),
             allowed_chats: self.allowed_chats.clone(),
             admins: self.admins.clone(),
+            allowed_bots: self.allowed_bots.clone(),
+            require_mention_in_threads: self.require_mention_in_threads,
+            bot_turn_limit: self.bot_turn_limit,
             group_policy: self.group_policy,
         }
     }

@@ -17,11 +17,12 @@ pub struct BotIdentity {
     pub username: String,
 }
 
-/// Normalizes a message; `None` for messages the bot must not answer (other bots, service
-/// messages without text or files, messages without a sender).
+/// Normalizes a message; `None` for messages the bot must not answer (its own, service
+/// messages without text or files, messages without a sender). Other bots' messages pass
+/// marked `is_bot` (answered only from `allowed_bots`).
 pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMessage> {
     let from = message.from.as_ref()?;
-    if from.is_bot {
+    if from.id.0 == bot.id {
         return None;
     }
     let raw_text = message.text().or(message.caption()).unwrap_or("");
@@ -71,6 +72,8 @@ pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMe
             .reply_to_message()
             .map(|reply| reply.id.0.to_string()),
         thread_reply: false,
+        is_bot: from.is_bot,
+        bot_id: None,
     })
 }
 
@@ -243,10 +246,13 @@ mod tests {
     }
 
     #[test]
-    fn bots_and_empty_messages_are_skipped() {
+    fn own_and_empty_messages_are_skipped_and_other_bots_marked() {
         let mut value = base(json!({"id": 42, "type": "private", "first_name": "A"}), "x");
         value["from"]["is_bot"] = json!(true);
-        assert!(inbound_message(&parse(value), &bot()).is_none());
+        let other = inbound_message(&parse(value.clone()), &bot()).expect("another bot");
+        assert!(other.is_bot);
+        value["from"]["id"] = json!(bot().id);
+        assert!(inbound_message(&parse(value), &bot()).is_none(), "its own");
         let value = base(
             json!({"id": 42, "type": "private", "first_name": "A"}),
             "   ",

@@ -2,6 +2,7 @@
 //! the fake Discord or the fake Feishu, and the scripted OpenAI-compatible model.
 
 mod attachments;
+mod bots_slack;
 mod commands;
 mod conformance;
 mod discord;
@@ -16,6 +17,7 @@ mod group_discord;
 mod group_migration;
 mod group_slack;
 mod group_support;
+mod names;
 mod reload;
 mod slack;
 mod slack_driver;

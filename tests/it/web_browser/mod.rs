@@ -12,6 +12,7 @@ mod chat;
 mod commands;
 mod cross_site;
 mod look;
+mod senders;
 mod signin;
 mod site;
 mod threads;

@@ -30,8 +30,11 @@ export class Conversation {
 
   scroll() { this.log.scrollTop = this.log.scrollHeight; }
 
-  human(text, files = []) {
+  /** A person's message; `sender`, in a shared conversation (a group chat's thread), is the
+   * name of whoever wrote it. */
+  human(text, files = [], sender = null) {
     const bubble = el("div", "human", text);
+    if (sender) bubble.prepend(el("div", "who", sender));
     if (files.length) {
       const list = el("div", "files");
       for (const file of files) list.append(el("span", "file", "Attached: " + (file.filename || file.path)));
@@ -58,7 +61,9 @@ export class Conversation {
       if (message.meta && message.meta.hide_from_ui) continue;
       if (message.type === "human") {
         if (message.name) continue; // a note the harness wrote for the model
-        this.human(message.content, (message.meta && message.meta.extra && message.meta.extra.files) || []);
+        const extra = (message.meta && message.meta.extra) || {};
+        const sender = extra.sender_id ? (extra.sender || extra.sender_id) : null;
+        this.human(message.content, extra.files || [], sender);
         turn = null;
         continue;
       }

@@ -1,6 +1,7 @@
 //! The open API's routes, answered in Feishu's shapes: `{"code": 0, "msg": "success", "data":
 //! …}`, or a non-zero code (HTTP 400) and a message; 429 with `x-ogw-ratelimit-*` headers.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use axum::Json;
@@ -137,6 +138,28 @@ pub(crate) async fn bot_info(State(shared): State<SharedFeishu>, headers: Header
         "avatar_url": "https://s1-imfile.feishucdn.com/static-resource/v1/avatar", "ip_white_list": [],
         "open_id": FAKE_FEISHU_BOT_OPEN_ID}}))
     .into_response()
+}
+
+/// `GET /open-apis/contact/v3/users/{open_id}?user_id_type=open_id`: a known user, else the
+/// code Feishu answers for a user outside the app's reach (41050).
+pub(crate) async fn contact_user(
+    State(shared): State<SharedFeishu>,
+    Path(open_id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> Response {
+    let call = json!({"open_id": open_id, "user_id_type": query.get("user_id_type")});
+    if let Err(refused) = begin(&shared, "contact.user.get", &headers, call, None) {
+        return failure_response(refused);
+    }
+    let known = shared.lock().users.get(&open_id).cloned();
+    match known {
+        Some(name) => Json(json!({"code": 0, "msg": "success", "data": {"user": {
+            "open_id": open_id, "union_id": format!("on_{open_id}"), "name": name,
+            "en_name": "", "nickname": ""}}}))
+        .into_response(),
+        None => failure_response(code(41050, "no user authority error")),
+    }
 }
 
 /// The message object Feishu answers sends with.

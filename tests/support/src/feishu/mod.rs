@@ -122,6 +122,8 @@ pub(crate) struct FeishuState {
     /// Attempts answered otherwise: `(event_id, status)`.
     pub(crate) refused: Vec<(String, u16)>,
     pub(crate) event_ids: HashSet<String>,
+    /// People the contact API knows: open_id → name.
+    pub(crate) users: HashMap<String, String>,
 }
 
 impl FeishuState {
@@ -178,6 +180,7 @@ impl FakeFeishu {
                 post(api::token),
             )
             .route("/open-apis/bot/v3/info", get(api::bot_info))
+            .route("/open-apis/contact/v3/users/{id}", get(api::contact_user))
             .route(messages, post(api::create))
             .route(&format!("{messages}/{{id}}"), patch(api::patch_message))
             .route(&format!("{messages}/{{id}}/reply"), post(api::reply))
@@ -247,6 +250,14 @@ impl FakeFeishu {
             .entry(method.to_string())
             .or_default()
             .push_back(failure);
+    }
+
+    /// Someone the contact API answers for (`GET /open-apis/contact/v3/users/{open_id}`).
+    pub fn add_user(&self, open_id: &str, name: &str) {
+        self.shared
+            .lock()
+            .users
+            .insert(open_id.to_string(), name.to_string());
     }
 
     pub fn calls(&self) -> Vec<FeishuCall> {
