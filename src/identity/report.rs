@@ -1,0 +1,186 @@
+//! What `antler users list|show` and `GET /api/users…` report: a user's accounts, what the
+//! user holds, and what each linked account left behind under its own id (linking merges
+//! nothing, so that data stays retrievable there).
+
+use antler_store::StoreRef;
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::config::AppConfig;
+use crate::custom_agents::AgentStore;
+use crate::identity::{
+    API_APP, APPS, Account, AccountSource, Holdings, Identities, IdentityError, UserAccount,
+};
+
+/// One account as reported.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountView {
+    pub channel: String,
+    pub id: String,
+    /// `own` (the user's by default), `config` (`identities:`) or `linked`.
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub linked_at: Option<String>,
+    /// `code` or `admin`, for a linked account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+}
+
+/// Data an account's own id holds while the account acts as another user.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftBehind {
+    pub account: String,
+    pub user_id: String,
+    pub holds: HoldingsView,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldingsView {
+    pub memory_facts: usize,
+    pub agents: usize,
+    pub threads: usize,
+}
+
+/// `antler users show USER`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserReport {
+    pub user_id: String,
+    pub accounts: Vec<AccountView>,
+    pub holds: HoldingsView,
+    /// Earlier data of the linked accounts, under their own ids.
+    pub left_behind: Vec<LeftBehind>,
+}
+
+/// One line of `antler users list`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserSummary {
+    pub user_id: String,
+    pub accounts: Vec<AccountView>,
+}
+
+impl AccountView {
+    pub fn of(entry: &UserAccount) -> Self {
+        let (source, linked_at, via) = match &entry.source {
+            AccountSource::Own => ("own", None, None),
+            AccountSource::Config => ("config", None, None),
+            AccountSource::Linked { linked_at_ms, via } => {
+                ("linked", Some(rfc3339(*linked_at_ms)), Some(via.clone()))
+            }
+        };
+        Self {
+            channel: entry.account.channel.clone(),
+            id: entry.account.id.clone(),
+            source: source.into(),
+            linked_at,
+            via,
+        }
+    }
+}
+
+impl From<Holdings> for HoldingsView {
+    fn from(holdings: Holdings) -> Self {
+        Self {
+            memory_facts: holdings.memory_facts,
+            agents: holdings.agents,
+            threads: holdings.threads,
+        }
+    }
+}
+
+impl From<HoldingsView> for Holdings {
+    fn from(view: HoldingsView) -> Self {
+        Self {
+            memory_facts: view.memory_facts,
+            agents: view.agents,
+            threads: view.threads,
+        }
+    }
+}
+
+impl Identities {
+    /// Every account acting as `user_id`, the user's own default one (and `also`, the caller's)
+    /// first.
+    pub fn all_accounts_of(
+        &self,
+        config: &AppConfig,
+        user_id: &str,
+        also: Option<&Account>,
+    ) -> Result<Vec<UserAccount>, IdentityError> {
+        let mut accounts = self.accounts_of(config, user_id)?;
+        for account in [default_account_of(user_id), also.cloned()]
+            .into_iter()
+            .flatten()
+            .rev()
+        {
+            let acts_as_user = self.user_of(config, &account)? == user_id;
+            if acts_as_user && !accounts.iter().any(|known| known.account == account) {
+                accounts.insert(
+                    0,
+                    UserAccount {
+                        account,
+                        source: AccountSource::Own,
+                    },
+                );
+            }
+        }
+        Ok(accounts)
+    }
+
+    pub fn report(
+        &self,
+        config: &AppConfig,
+        store: &StoreRef,
+        agents: &AgentStore,
+        user_id: &str,
+    ) -> Result<UserReport, IdentityError> {
+        let accounts = self.all_accounts_of(config, user_id, None)?;
+        let mut left_behind = Vec::new();
+        for entry in &accounts {
+            let old = entry.account.default_user();
+            if old == user_id {
+                continue;
+            }
+            let holds = Holdings::of(store, agents, &old)?;
+            if !holds.is_empty() {
+                left_behind.push(LeftBehind {
+                    account: entry.account.key(),
+                    user_id: old,
+                    holds: holds.into(),
+                });
+            }
+        }
+        Ok(UserReport {
+            user_id: user_id.to_string(),
+            accounts: accounts.iter().map(AccountView::of).collect(),
+            holds: Holdings::of(store, agents, user_id)?.into(),
+            left_behind,
+        })
+    }
+
+    pub fn summaries(&self, config: &AppConfig) -> Result<Vec<UserSummary>, IdentityError> {
+        let mut summaries = Vec::new();
+        for user_id in self.users(config)? {
+            let accounts = self.all_accounts_of(config, &user_id, None)?;
+            summaries.push(UserSummary {
+                accounts: accounts.iter().map(AccountView::of).collect(),
+                user_id,
+            });
+        }
+        Ok(summaries)
+    }
+}
+
+/// The chat account a user id of the default form `{app}-{id}` is, when it reads back exactly.
+pub fn default_account_of(user_id: &str) -> Option<Account> {
+    let (app, id) = user_id.split_once('-')?;
+    let account = Account::chat(app, id);
+    (APPS.contains(&app) && app != API_APP && account.default_user() == user_id).then_some(account)
+}
+
+pub fn rfc3339(ms: u64) -> String {
+    i64::try_from(ms)
+        .ok()
+        .and_then(DateTime::<Utc>::from_timestamp_millis)
+        .map(|at| at.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .unwrap_or_default()
+}
