@@ -14,6 +14,7 @@ mod files_webhook;
 mod group_discord;
 mod group_slack;
 mod group_support;
+mod link;
 mod reload;
 mod slack;
 mod slack_driver;
