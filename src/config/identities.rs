@@ -17,16 +17,44 @@ pub struct IdentityConfig {
     /// The Antler user id these accounts act as (`alice`; letters, digits, `_` and `-`).
     pub user: String,
     /// Telegram user ids (numbers, as `from.id` carries them).
+    #[serde(deserialize_with = "ids")]
+    #[schemars(with = "Vec<String>")]
     pub telegram: Vec<String>,
     /// Slack member ids (`U…`).
+    #[serde(deserialize_with = "ids")]
+    #[schemars(with = "Vec<String>")]
     pub slack: Vec<String>,
-    /// Discord user ids (snowflakes).
+    /// Discord user ids (snowflakes; quoted or not).
+    #[serde(deserialize_with = "ids")]
+    #[schemars(with = "Vec<String>")]
     pub discord: Vec<String>,
     /// Feishu open_ids (`ou_…`).
+    #[serde(deserialize_with = "ids")]
+    #[schemars(with = "Vec<String>")]
     pub feishu: Vec<String>,
     /// Users of the HTTP API and web chat: the `user` of a `gateway.api_tokens` entry, or
     /// `local` on an install without tokens.
     pub api: Vec<String>,
+}
+
+/// A platform id as YAML gives it: `[123]` and `["123"]` mean the same Telegram user.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum PlatformId {
+    Text(String),
+    Unsigned(u64),
+    Signed(i64),
+}
+
+fn ids<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    Ok(Vec::<PlatformId>::deserialize(deserializer)?
+        .into_iter()
+        .map(|id| match id {
+            PlatformId::Text(text) => text,
+            PlatformId::Unsigned(number) => number.to_string(),
+            PlatformId::Signed(number) => number.to_string(),
+        })
+        .collect())
 }
 
 impl IdentityConfig {
@@ -123,5 +151,35 @@ mod tests {
         assert!(keys[2].contains("identities[3]"), "{keys:#?}");
         assert!(keys[3].contains("identities[4].slack"), "{keys:#?}");
         assert!(problems(&[entry("alice", &["U1"], &["42"])]).is_empty());
+    }
+
+    #[test]
+    fn numeric_ids_load_as_text() {
+        const MODELS: &str = "config_version: 1\nmodels:\n  - name: m\n    provider: openai\n    model: m\n    base_url: http://127.0.0.1:9/v1\n";
+        let yaml = "identities:\n  - user: alice\n    telegram: [123, \"456\"]\n    discord: [1234567890123456789]\n    slack: [U0ALICE]\n";
+        let loaded = crate::config::load_from_str(
+            &format!("{MODELS}{yaml}"),
+            crate::config::ConfigOrigin::Embedded,
+            &crate::config::MapEnv::new(),
+            std::path::Path::new("/"),
+        )
+        .unwrap();
+        let alice = &loaded.config.identities[0];
+        assert_eq!(alice.telegram, ["123", "456"]);
+        assert_eq!(alice.discord, ["1234567890123456789"]);
+        assert_eq!(alice.slack, ["U0ALICE"]);
+        let broken =
+            "identities:\n  - user: al ice\n    slack: [U1]\n  - user: bob\n    slack: [U1]\n";
+        let error = crate::config::load_from_str(
+            &format!("{MODELS}{broken}"),
+            crate::config::ConfigOrigin::Embedded,
+            &crate::config::MapEnv::new(),
+            std::path::Path::new("/"),
+        )
+        .err()
+        .expect("invalid")
+        .to_string();
+        assert!(error.contains("identities[0].user"), "{error}");
+        assert!(error.contains("identities[1].slack"), "{error}");
     }
 }

@@ -11,6 +11,7 @@ use crate::custom_agents::AgentStore;
 use crate::identity::{
     API_APP, APPS, Account, AccountSource, Holdings, Identities, IdentityError, UserAccount,
 };
+use crate::lead_agent::access::LOCAL_OPERATOR;
 
 /// One account as reported.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,7 +108,11 @@ impl Identities {
         also: Option<&Account>,
     ) -> Result<Vec<UserAccount>, IdentityError> {
         let mut accounts = self.accounts_of(config, user_id)?;
-        for account in [default_account_of(user_id), also.cloned()]
+        // An API user is an account of its own when a token (or the token-less install) names it.
+        let api_user = config.gateway.api_tokens.iter().any(|t| t.user == user_id)
+            || (config.gateway.api_tokens.is_empty() && user_id == LOCAL_OPERATOR);
+        let api = api_user.then(|| Account::api(user_id));
+        for account in [default_account_of(user_id), api, also.cloned()]
             .into_iter()
             .flatten()
             .rev()
