@@ -13,10 +13,8 @@ use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::cli::locate::Target;
 use crate::config::AppConfig;
 use crate::custom_agents::AgentStore;
-use crate::identity::{
-    Account, AccountError, AccountView, Holdings, HoldingsView, Identities, IdentityError,
-    UserReport, UserSummary,
-};
+use crate::identity::{Account, AccountError, AccountView, Identities, IdentityError, UserSummary};
+use crate::users::{Holdings, HoldingsView, UserReport, UsersError};
 
 #[derive(Debug, Subcommand)]
 pub enum UsersCommand {
@@ -44,6 +42,8 @@ pub enum UsersCliError {
     Daemon(#[from] DaemonClientError),
     #[error(transparent)]
     Identity(#[from] IdentityError),
+    #[error(transparent)]
+    Users(#[from] UsersError),
     #[error(transparent)]
     Store(#[from] antler_store::StoreError),
     #[error(transparent)]
@@ -129,7 +129,8 @@ fn on_data_dir(
     let result = match command {
         UsersCommand::List => print_list(&identities.summaries(config)?, out),
         UsersCommand::Show { user } => {
-            print_report(&identities.report(config, &store, &agents, &user)?, out)
+            let report = crate::users::report(&identities, config, &store, &agents, &user)?;
+            print_report(&report, out)
         }
         UsersCommand::Link { account, user } => {
             let account = Account::parse(&account)?;

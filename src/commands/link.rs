@@ -3,10 +3,12 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::commands::execute::CommandContext;
 use crate::commands::surface::{CommandError, CommandSurface};
+use crate::config::AppConfig;
 use crate::custom_agents::AgentStore;
-use crate::identity::{Account, Holdings, Identities, IdentityError};
+use crate::harness::Harness;
+use crate::identity::{Account, Identities, IdentityError};
+use crate::users::{Holdings, UsersError};
 
 const NO_ACCOUNT: &str = "This chat acts as the operator, which has no account to link. Link \
                           accounts with `antler users link APP:ID USER` instead.";
@@ -15,7 +17,8 @@ const NO_ACCOUNT: &str = "This chat acts as the operator, which has no account t
 /// user the code was issued for.
 pub(crate) fn link(
     surface: &dyn CommandSurface,
-    ctx: &CommandContext<'_>,
+    harness: &Harness,
+    config: &AppConfig,
     code: Option<&str>,
 ) -> Result<String, CommandError> {
     let Some(account) = surface.account() else {
@@ -31,15 +34,17 @@ pub(crate) fn link(
                 .into(),
         });
     }
-    let identities = Identities::new(ctx.harness.threads().store().clone());
-    let now_ms = ctx.harness.cluster().now_ms();
+    let identities = Identities::new(harness.threads().store().clone());
+    let now_ms = harness.cluster().now_ms();
     let result = match code {
         None => identities
-            .issue(ctx.config, &account, now_ms)
-            .map(|issued| issued_reply(&issued)),
+            .issue(config, &account, now_ms)
+            .map(|issued| issued_reply(&issued))
+            .map_err(UsersError::from),
         Some(code) => identities
-            .redeem(ctx.config, &account, code, now_ms)
-            .and_then(|joined| joined_reply(ctx, &account, &joined)),
+            .redeem(config, &account, code, now_ms)
+            .map_err(UsersError::from)
+            .and_then(|joined| joined_reply(harness, config, &account, &joined)),
     };
     reply_or_refusal(result)
 }
@@ -48,16 +53,20 @@ pub(crate) fn link(
 /// with the user it was linked to.
 pub(crate) fn unlink(
     surface: &dyn CommandSurface,
-    ctx: &CommandContext<'_>,
+    harness: &Harness,
+    config: &AppConfig,
 ) -> Result<String, CommandError> {
     let Some(account) = surface.account() else {
         return Ok(NO_ACCOUNT.into());
     };
-    let identities = Identities::new(ctx.harness.threads().store().clone());
-    reply_or_refusal(identities.unlink(ctx.config, &account).map(|unlinked| {
+    let identities = Identities::new(harness.threads().store().clone());
+    let unlinked = identities
+        .unlink(config, &account)
+        .map_err(UsersError::from);
+    reply_or_refusal(unlinked.map(|unlinked| {
         format!(
             "Unlinked: this account is its own user again ({}). Memory, agents and \
-                     conversations made while it was linked stay with {}.",
+             conversations made while it was linked stay with {}.",
             unlinked.user_id, unlinked.from_user
         )
     }))
@@ -65,12 +74,13 @@ pub(crate) fn unlink(
 
 /// The text of what a link reports for one account; shared with `POST /api/me/link`.
 pub fn joined_reply(
-    ctx: &CommandContext<'_>,
+    harness: &Harness,
+    config: &AppConfig,
     account: &Account,
     joined: &crate::identity::Joined,
-) -> Result<String, IdentityError> {
-    let agents = AgentStore::new(ctx.config.data_dir());
-    let store = ctx.harness.threads().store();
+) -> Result<String, UsersError> {
+    let agents = AgentStore::new(config.data_dir());
+    let store = harness.threads().store();
     let left = Holdings::of(store, &agents, &joined.previous_user)?;
     let with = joined.issuer.as_deref().unwrap_or(&joined.user_id);
     let mut text = format!(
@@ -103,12 +113,14 @@ fn issued_reply(issued: &crate::identity::Issued) -> String {
     )
 }
 
-fn reply_or_refusal(result: Result<String, IdentityError>) -> Result<String, CommandError> {
+fn reply_or_refusal(result: Result<String, UsersError>) -> Result<String, CommandError> {
     match result {
         Ok(text) => Ok(text),
-        Err(IdentityError::Refused(refusal)) => Ok(refusal.to_string()),
-        Err(IdentityError::Store(error)) => Err(CommandError::Store(error)),
-        Err(IdentityError::Memory(error)) => Err(CommandError::Memory(error)),
+        Err(UsersError::Identity(IdentityError::Refused(refusal))) => Ok(refusal.to_string()),
+        Err(UsersError::Identity(IdentityError::Store(error)) | UsersError::Store(error)) => {
+            Err(CommandError::Store(error))
+        }
+        Err(UsersError::Memory(error)) => Err(CommandError::Memory(error)),
         Err(error) => Err(CommandError::Surface(error.to_string())),
     }
 }

@@ -152,34 +152,4 @@ mod tests {
         assert!(keys[3].contains("identities[4].slack"), "{keys:#?}");
         assert!(problems(&[entry("alice", &["U1"], &["42"])]).is_empty());
     }
-
-    #[test]
-    fn numeric_ids_load_as_text() {
-        const MODELS: &str = "config_version: 1\nmodels:\n  - name: m\n    provider: openai\n    model: m\n    base_url: http://127.0.0.1:9/v1\n";
-        let yaml = "identities:\n  - user: alice\n    telegram: [123, \"456\"]\n    discord: [1234567890123456789]\n    slack: [U0ALICE]\n";
-        let loaded = crate::config::load_from_str(
-            &format!("{MODELS}{yaml}"),
-            crate::config::ConfigOrigin::Embedded,
-            &crate::config::MapEnv::new(),
-            std::path::Path::new("/"),
-        )
-        .unwrap();
-        let alice = &loaded.config.identities[0];
-        assert_eq!(alice.telegram, ["123", "456"]);
-        assert_eq!(alice.discord, ["1234567890123456789"]);
-        assert_eq!(alice.slack, ["U0ALICE"]);
-        let broken =
-            "identities:\n  - user: al ice\n    slack: [U1]\n  - user: bob\n    slack: [U1]\n";
-        let error = crate::config::load_from_str(
-            &format!("{MODELS}{broken}"),
-            crate::config::ConfigOrigin::Embedded,
-            &crate::config::MapEnv::new(),
-            std::path::Path::new("/"),
-        )
-        .err()
-        .expect("invalid")
-        .to_string();
-        assert!(error.contains("identities[0].user"), "{error}");
-        assert!(error.contains("identities[1].slack"), "{error}");
-    }
 }

@@ -11,9 +11,9 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::commands::CommandContext;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::identity::{AccountView, Identities, IdentityError, Refusal, rfc3339};
+use crate::users::UsersError;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,12 +72,8 @@ pub(crate) async fn link(
             let joined = identities
                 .redeem(&config, &account, &code, now_ms)
                 .map_err(identity_error)?;
-            let ctx = CommandContext {
-                harness: &state.harness,
-                config: &config,
-            };
-            let reply =
-                crate::commands::link_reply(&ctx, &account, &joined).map_err(identity_error)?;
+            let reply = crate::commands::link_reply(&state.harness, &config, &account, &joined)
+                .map_err(users_error)?;
             Ok(Json(json!({
                 "user_id": joined.user_id,
                 "previous_user_id": joined.previous_user,
@@ -85,6 +81,13 @@ pub(crate) async fn link(
                 "message": reply,
             })))
         }
+    }
+}
+
+pub(crate) fn users_error(error: UsersError) -> ApiError {
+    match error {
+        UsersError::Identity(error) => identity_error(error),
+        other => ApiError::internal(other),
     }
 }
 

@@ -12,10 +12,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::custom_agents::AgentStore;
-use crate::http::me::identity_error;
+use crate::http::me::{identity_error, users_error};
 use crate::http::{ApiError, AppState, AuthUser};
-use crate::identity::{Account, Holdings, Identities};
-use crate::lead_agent::access::is_admin;
+use crate::identity::{Account, Identities, is_admin};
+use crate::users::{Holdings, HoldingsView};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,14 +60,14 @@ pub(crate) async fn show(
     require_admin(&state, &user)?;
     crate::paths::validate_id("user", &user_id)?;
     let config = state.config.current();
-    let report = identities(&state)
-        .report(
-            &config,
-            state.harness.threads().store(),
-            state.harness.agents(),
-            &user_id,
-        )
-        .map_err(identity_error)?;
+    let report = crate::users::report(
+        &identities(&state),
+        &config,
+        state.harness.threads().store(),
+        state.harness.agents(),
+        &user_id,
+    )
+    .map_err(users_error)?;
     Ok(Json(json!(report)))
 }
 
@@ -95,12 +95,12 @@ pub(crate) async fn link(
         &AgentStore::new(config.data_dir()),
         &joined.previous_user,
     )
-    .map_err(identity_error)?;
+    .map_err(users_error)?;
     Ok(Json(json!({
         "account": account.key(),
         "user_id": joined.user_id,
         "previous_user_id": joined.previous_user,
-        "previous_user_holds": crate::identity::HoldingsView::from(left),
+        "previous_user_holds": HoldingsView::from(left),
     })))
 }
 

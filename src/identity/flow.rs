@@ -2,62 +2,11 @@
 //! and used from another, `/unlink`, and the operator's `antler users link|unlink`. Every
 //! refusal is a [`Refusal`] whose text tells the person what to do.
 
-use antler_store::StoreError;
-
 use crate::config::AppConfig;
-use crate::identity::{Account, CODE_TTL_MS, Identities, LinkRecord, codes, links, static_user};
-use crate::lead_agent::access::is_admin;
-
-#[derive(Debug, thiserror::Error)]
-pub enum IdentityError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Agents(#[from] crate::custom_agents::AgentStoreError),
-    #[error(transparent)]
-    Memory(#[from] crate::memory::MemoryError),
-    #[error(transparent)]
-    Refused(#[from] Refusal),
-}
-
-/// Why a link or unlink was not made; the text is the reply.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    #[error(
-        "That code is not valid. Check it, or send /link from your other account for a new one."
-    )]
-    UnknownCode,
-    #[error(
-        "That code has expired (codes last 10 minutes). Send /link from your other account for a new one."
-    )]
-    ExpiredCode,
-    #[error(
-        "That code was already used; each code works once. Send /link from your other account for a new one."
-    )]
-    UsedCode,
-    #[error(
-        "That code was issued for your own user ({user_id}). Use it from the other account you want to link."
-    )]
-    OwnCode { user_id: String },
-    #[error("Too many wrong codes from this account. Try again in {minutes} min.")]
-    RateLimited { minutes: u64 },
-    #[error(
-        "This account is set up as {user_id} by the administrator (identities in the config), so it cannot be linked or unlinked here."
-    )]
-    Provisioned { user_id: String },
-    #[error(
-        "This account is already linked to {user_id}. Send /unlink first to link it to someone else."
-    )]
-    AlreadyLinked { user_id: String },
-    #[error(
-        "This account is an admin ({user_id}) and would lose that by joining another user. Send /link here instead and use the code from your other account."
-    )]
-    AdminJoining { user_id: String },
-    #[error("This account is not linked: it is its own user, {user_id}.")]
-    NotLinked { user_id: String },
-    #[error("{account} already is {user_id}: nothing to link.")]
-    SameUser { account: String, user_id: String },
-}
+use crate::identity::{
+    Account, CODE_TTL_MS, Identities, IdentityError, LinkRecord, Refusal, codes, is_admin, links,
+    static_user,
+};
 
 /// A code issued for a user.
 #[derive(Clone, Debug, PartialEq, Eq)]

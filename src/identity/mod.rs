@@ -9,9 +9,10 @@
 //! go stale.
 
 mod account;
+mod admin;
 mod codes;
+mod error;
 mod flow;
-mod holdings;
 mod links;
 mod report;
 
@@ -23,13 +24,12 @@ use sha2::{Digest, Sha256};
 use crate::config::AppConfig;
 
 pub use account::{API_APP, APPS, Account, AccountError};
+pub use admin::{LOCAL_OPERATOR, is_admin, is_channel_admin};
 pub use codes::{CODE_TTL_MS, MAX_FAILED_ATTEMPTS};
-pub use flow::{IdentityError, Issued, Joined, Refusal, Unlinked};
-pub use holdings::Holdings;
+pub use error::{IdentityError, Refusal};
+pub use flow::{Issued, Joined, Unlinked};
 pub use links::LinkRecord;
-pub use report::{
-    AccountView, HoldingsView, LeftBehind, UserReport, UserSummary, default_account_of, rfc3339,
-};
+pub use report::{AccountView, UserSummary, default_account_of, rfc3339};
 
 /// Where an account's user comes from.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -172,25 +172,6 @@ pub fn channel_user_id(channel: &str, platform_user_id: &str) -> String {
     let keep = MAX - suffix.len() - 1;
     let prefix: String = cleaned.chars().take(keep).collect();
     format!("{prefix}-{suffix}")
-}
-
-/// Whether `user_id` is listed in the `admins` of an enabled channel (as a platform id; an
-/// admin account provisioned in `identities:` makes its user admin). Stored links are not
-/// followed: a listed account cannot join another user (see [`Refusal::AdminJoining`]), and an
-/// account that joins an admin's user has proved with the admin's code that it is them.
-pub fn is_channel_admin(config: &AppConfig, user_id: &str) -> bool {
-    config
-        .channels
-        .sections()
-        .into_iter()
-        .filter(|section| section.enabled())
-        .any(|section| {
-            section.access().admins.iter().any(|admin| {
-                let account = Account::chat(section.name(), admin);
-                static_user(config, &account).map_or_else(|| account.default_user(), str::to_string)
-                    == user_id
-            })
-        })
 }
 
 #[cfg(test)]

@@ -1,17 +1,12 @@
-//! What `antler users list|show` and `GET /api/users…` report: a user's accounts, what the
-//! user holds, and what each linked account left behind under its own id (linking merges
-//! nothing, so that data stays retrievable there).
+//! A user's accounts as `GET /api/me`, `GET /api/users` and `antler users` report them.
 
-use antler_store::StoreRef;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::AppConfig;
-use crate::custom_agents::AgentStore;
 use crate::identity::{
-    API_APP, APPS, Account, AccountSource, Holdings, Identities, IdentityError, UserAccount,
+    API_APP, APPS, Account, AccountSource, Identities, IdentityError, LOCAL_OPERATOR, UserAccount,
 };
-use crate::lead_agent::access::LOCAL_OPERATOR;
 
 /// One account as reported.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,31 +20,6 @@ pub struct AccountView {
     /// `code` or `admin`, for a linked account.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
-}
-
-/// Data an account's own id holds while the account acts as another user.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LeftBehind {
-    pub account: String,
-    pub user_id: String,
-    pub holds: HoldingsView,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HoldingsView {
-    pub memory_facts: usize,
-    pub agents: usize,
-    pub threads: usize,
-}
-
-/// `antler users show USER`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UserReport {
-    pub user_id: String,
-    pub accounts: Vec<AccountView>,
-    pub holds: HoldingsView,
-    /// Earlier data of the linked accounts, under their own ids.
-    pub left_behind: Vec<LeftBehind>,
 }
 
 /// One line of `antler users list`.
@@ -74,26 +44,6 @@ impl AccountView {
             source: source.into(),
             linked_at,
             via,
-        }
-    }
-}
-
-impl From<Holdings> for HoldingsView {
-    fn from(holdings: Holdings) -> Self {
-        Self {
-            memory_facts: holdings.memory_facts,
-            agents: holdings.agents,
-            threads: holdings.threads,
-        }
-    }
-}
-
-impl From<HoldingsView> for Holdings {
-    fn from(view: HoldingsView) -> Self {
-        Self {
-            memory_facts: view.memory_facts,
-            agents: view.agents,
-            threads: view.threads,
         }
     }
 }
@@ -129,37 +79,6 @@ impl Identities {
             }
         }
         Ok(accounts)
-    }
-
-    pub fn report(
-        &self,
-        config: &AppConfig,
-        store: &StoreRef,
-        agents: &AgentStore,
-        user_id: &str,
-    ) -> Result<UserReport, IdentityError> {
-        let accounts = self.all_accounts_of(config, user_id, None)?;
-        let mut left_behind = Vec::new();
-        for entry in &accounts {
-            let old = entry.account.default_user();
-            if old == user_id {
-                continue;
-            }
-            let holds = Holdings::of(store, agents, &old)?;
-            if !holds.is_empty() {
-                left_behind.push(LeftBehind {
-                    account: entry.account.key(),
-                    user_id: old,
-                    holds: holds.into(),
-                });
-            }
-        }
-        Ok(UserReport {
-            user_id: user_id.to_string(),
-            accounts: accounts.iter().map(AccountView::of).collect(),
-            holds: Holdings::of(store, agents, user_id)?.into(),
-            left_behind,
-        })
     }
 
     pub fn summaries(&self, config: &AppConfig) -> Result<Vec<UserSummary>, IdentityError> {

@@ -6,9 +6,9 @@ use std::fmt;
 use antler_store::StoreRef;
 
 use crate::custom_agents::AgentStore;
-use crate::identity::IdentityError;
 use crate::memory::repo::{DEFAULT_AGENT, MEMORY_TREE};
 use crate::memory::{MemoryRepo, MemoryScope};
+use crate::users::UsersError;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Holdings {
@@ -19,7 +19,7 @@ pub struct Holdings {
 }
 
 impl Holdings {
-    pub fn of(store: &StoreRef, agents: &AgentStore, user_id: &str) -> Result<Self, IdentityError> {
+    pub fn of(store: &StoreRef, agents: &AgentStore, user_id: &str) -> Result<Self, UsersError> {
         let repo = MemoryRepo::new(store.clone());
         let prefix = format!("{user_id}\0");
         let mut memory_facts = 0;
