@@ -46,6 +46,11 @@ pub enum Refusal {
     AdminJoining { user_id: String },
     #[error("This account is not linked: it is its own user, {user_id}.")]
     NotLinked { user_id: String },
+    /// Group conversations' owners (`chat-…`) are no person: no account may act as one.
+    #[error(
+        "{user_id} is a group conversation's owner, not a person: link accounts to a person's user id."
+    )]
+    ConversationOwner { user_id: String },
     #[error("{account} already is {user_id}: nothing to link.")]
     SameUser { account: String, user_id: String },
 }

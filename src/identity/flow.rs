@@ -8,6 +8,10 @@ use crate::identity::{
     static_user,
 };
 
+/// The prefix of group conversations' owners (the same as `paths::CHAT_OWNER_PREFIX` where
+/// that exists): they are not people, so nothing is linked to them.
+const CONVERSATION_OWNER_PREFIX: &str = "chat-";
+
 /// A code issued for a user.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issued {
@@ -112,6 +116,12 @@ impl Identities {
     ) -> Result<Joined, IdentityError> {
         if let Some(user_id) = static_user(config, account) {
             return Err(Refusal::Provisioned {
+                user_id: user_id.to_string(),
+            }
+            .into());
+        }
+        if user_id.starts_with(CONVERSATION_OWNER_PREFIX) {
+            return Err(Refusal::ConversationOwner {
                 user_id: user_id.to_string(),
             }
             .into());

@@ -203,6 +203,13 @@ fn the_operator_links_without_a_code_but_never_silently_moves_an_account() {
             user_id: "slack-U1".into()
         }
     );
+    assert_eq!(
+        refusal(ids.link_by_admin(&config, &slack, "chat-slack-0123", T0)),
+        Refusal::ConversationOwner {
+            user_id: "chat-slack-0123".into()
+        },
+        "a group conversation's owner is no person"
+    );
     let joined = ids.link_by_admin(&config, &slack, "alice", T0).unwrap();
     assert_eq!(
         (joined.user_id.as_str(), joined.previous_user.as_str()),
