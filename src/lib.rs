@@ -35,3 +35,4 @@ pub mod storage;
 pub mod subagents;
 pub mod tools;
 pub mod usage;
+pub mod users;

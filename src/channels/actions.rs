@@ -11,7 +11,6 @@ use crate::commands::{
     AgentChoice, Command, CommandContext, CommandError, CommandOutcome, CommandSurface,
     Conversation, SettingChange, execute,
 };
-use crate::identity::channel_user_id;
 use crate::lead_agent::access::is_admin;
 
 pub(crate) async fn run_command(
@@ -25,7 +24,7 @@ pub(crate) async fn run_command(
         deps,
         key,
         entry,
-        user_id: channel_user_id(&message.channel, &message.user_id),
+        user_id: deps.sender(message)?,
     };
     let config = deps.config.current();
     let ctx = CommandContext {
@@ -77,6 +76,18 @@ fn surface_error(error: TurnError) -> CommandError {
 impl CommandSurface for ChatSurface<'_> {
     fn user_id(&self) -> &str {
         &self.user_id
+    }
+
+    fn account(&self) -> Option<crate::identity::Account> {
+        let message = &self.entry.message;
+        Some(crate::identity::Account::chat(
+            &message.channel,
+            &message.user_id,
+        ))
+    }
+
+    fn shared(&self) -> bool {
+        !self.entry.message.is_direct
     }
 
     async fn conversation(&self) -> Result<Option<Conversation>, CommandError> {

@@ -15,7 +15,7 @@ use crate::channels::shared_chat;
 use crate::cluster::HeldLease;
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, RunError};
-use crate::identity::channel_user_id;
+use crate::identity::Identities;
 
 pub(crate) struct TurnDeps {
     pub(crate) harness: Arc<Harness>,
@@ -57,13 +57,15 @@ pub(crate) enum TurnError {
 impl TurnDeps {
     /// The chat's record; its first message creates the thread, owned by the sender in a
     /// direct chat and by the chat in a group. A group's record of the old kind (owned by
-    /// whoever spoke first) is moved to the chat here, at its next group message.
+    /// whoever spoke first) is moved to the chat here, at its next group message. A direct
+    /// chat whose sender became another user (`/link`, `/unlink`) continues on a new thread of
+    /// theirs: the old one stays its old owner's, with its history.
     pub(crate) async fn chat_record(
         &self,
         key: &ChatKey,
         message: &InboundMessage,
     ) -> Result<ChatRecord, TurnError> {
-        let user_id = channel_user_id(&message.channel, &message.user_id);
+        let user_id = self.sender(message)?;
         let shared = !message.is_direct;
         let owner = if shared {
             chat_owner(key)
@@ -77,16 +79,20 @@ impl TurnDeps {
         };
         let harness = self.harness.clone();
         let chat = key.to_string();
-        let record = self
+        let metadata = move || {
+            let mut metadata = Map::new();
+            metadata.insert(
+                "channel_source".into(),
+                json!({"type": "im_channel", "chat": chat}),
+            );
+            metadata
+        };
+        let fresh = metadata.clone();
+        let mut record = self
             .chats
             .get_or_create(key, new, move |user| {
-                let mut metadata = Map::new();
-                metadata.insert(
-                    "channel_source".into(),
-                    json!({"type": "im_channel", "chat": chat}),
-                );
                 harness
-                    .create_thread(user, None, metadata)
+                    .create_thread(user, None, fresh())
                     .map(|record| record.thread_id)
                     .map_err(TurnError::from)
             })
@@ -94,7 +100,25 @@ impl TurnDeps {
         if shared && !record.shared {
             return Ok(self.migrate(key)?);
         }
+        if !shared && record.user_id != user_id {
+            let thread = self.harness.create_thread(&user_id, None, metadata())?;
+            record.user_id = user_id;
+            record.thread_id = thread.thread_id;
+            // A custom agent and a bootstrap were the old user's.
+            record.agent = None;
+            record.agent_set_by = None;
+            record.bootstrap = None;
+            record.updated_at = chrono::Utc::now();
+            self.chats.put(key, &record)?;
+        }
         Ok(record)
+    }
+
+    /// The Antler user who sent `message` (linked accounts followed: see [`crate::identity`]).
+    pub(crate) fn sender(&self, message: &InboundMessage) -> Result<String, TurnError> {
+        let identities = Identities::new(self.harness.threads().store().clone());
+        let config = self.config.current();
+        Ok(identities.sender(&config, &message.channel, &message.user_id)?)
     }
 
     /// Points the chat at a fresh thread of the same owner, keeping its settings (model, plan

@@ -63,6 +63,12 @@ pub enum Command {
     },
     /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
     Usage(crate::cli::usage::UsageArgs),
+    /// Which accounts (Telegram, Slack, Discord, Feishu, API) act as which user: list, show,
+    /// link, unlink (through the daemon when one owns the data dir).
+    Users {
+        #[command(subcommand)]
+        command: crate::cli::users::UsersCommand,
+    },
     /// Inspect, compact or copy the store (on sled, the daemon must be stopped).
     Store {
         #[command(subcommand)]
@@ -84,7 +90,13 @@ impl Command {
     pub fn is_client(&self) -> bool {
         use Command::*;
         match self {
-            Status | Chat { .. } | Agents { .. } | Skills { .. } | Mcp { .. } | Usage(_) => true,
+            Status
+            | Chat { .. }
+            | Agents { .. }
+            | Skills { .. }
+            | Mcp { .. }
+            | Usage(_)
+            | Users { .. } => true,
             Run | Config { .. } | Store { .. } | Bench { .. } | Internal(_) => false,
         }
     }

@@ -22,6 +22,7 @@ pub mod status;
 pub mod store;
 pub mod store_copy;
 pub mod usage;
+pub mod users;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

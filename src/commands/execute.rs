@@ -78,6 +78,10 @@ pub async fn execute(
         | Command::MemoryRevert(_)
         | Command::Forget(_) => memory(command, surface, ctx, &user_id).await?,
         Command::Skills => skills(surface, ctx, &user_id).await?,
+        Command::Link(code) => {
+            crate::commands::link::link(surface, ctx.harness, config, code.as_deref())?
+        }
+        Command::Unlink => crate::commands::link::unlink(surface, ctx.harness, config)?,
         Command::Usage => {
             let usage = UsageStore::new(ctx.harness.threads().store().clone());
             let admin = is_admin(config, &user_id);

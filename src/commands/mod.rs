@@ -9,11 +9,13 @@
 //! the browser (they travel with each request, as a run's `context` does).
 
 mod execute;
+mod link;
 pub mod parse;
 mod session;
 mod surface;
 
 pub use execute::{CommandContext, CommandOutcome, NEW_CONVERSATION, WELCOME_TEXT, execute};
+pub use link::joined_reply as link_reply;
 pub use parse::{Command, HELP_TEXT, parse_command};
 pub use session::run_for_session;
 pub use surface::{

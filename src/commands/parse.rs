@@ -39,6 +39,10 @@ pub enum Command {
     Forget(String),
     /// The skills this conversation can activate.
     Skills,
+    /// `/link` issues a one-time code, `/link CODE` joins this account to the code's user.
+    Link(Option<String>),
+    /// `/unlink`: this account back to its own user.
+    Unlink,
 }
 
 pub const HELP_TEXT: &str = "Available commands:\n\
@@ -55,6 +59,8 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /forget ID|all — Delete a remembered fact, or everything\n\
 /usage — Show today's token usage\n\
 /skills — List the skills you can use here\n\
+/link [CODE] — Get a code to use from your other account, or use one: one user across apps\n\
+/unlink — Make this account its own user again\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -114,6 +120,8 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         }
         "/forget" => Command::Forget(rest.to_string()),
         "/skills" => Command::Skills,
+        "/link" => Command::Link(argument),
+        "/unlink" => Command::Unlink,
         _ => return None,
     };
     Some(command)
@@ -179,6 +187,12 @@ mod tests {
             ("/forget fact_1", Some(Command::Forget("fact_1".into()))),
             ("/forget", Some(Command::Forget(String::new()))),
             ("/skills", Some(Command::Skills)),
+            ("/link", Some(Command::Link(None))),
+            (
+                "/link ab2c-9xyz",
+                Some(Command::Link(Some("ab2c-9xyz".into()))),
+            ),
+            ("/unlink", Some(Command::Unlink)),
             ("/weather-skill paris", None),
             ("/x", None),
         ];
@@ -205,6 +219,8 @@ mod tests {
             "memory",
             "forget",
             "skills",
+            "link",
+            "unlink",
         ];
         for name in names {
             assert!(

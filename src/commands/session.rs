@@ -15,13 +15,16 @@ use crate::commands::surface::{
 use crate::commands::{CommandAnswer, CommandTurn};
 use crate::config::AppConfig;
 use crate::harness::Harness;
+use crate::identity::Account;
 
-/// Parses `text` and runs it for `user_id`'s `conversation`; `Ok(None)` when `text` is not a
-/// command (send it as a message then).
+/// Parses `text` and runs it for `user_id`'s `conversation`, coming as `account` (`None`: the
+/// operator's embedded chat); `Ok(None)` when `text` is not a command (send it as a message
+/// then).
 pub async fn run_for_session(
     harness: &Harness,
     config: &AppConfig,
     user_id: &str,
+    account: Option<&Account>,
     conversation: Conversation,
     text: &str,
 ) -> Result<Option<CommandAnswer>, CommandError> {
@@ -31,6 +34,7 @@ pub async fn run_for_session(
     let surface = SessionSurface {
         harness,
         user_id: user_id.to_string(),
+        account: account.cloned(),
         conversation: Mutex::new(conversation),
     };
     let ctx = CommandContext { harness, config };
@@ -53,6 +57,8 @@ pub async fn run_for_session(
 struct SessionSurface<'a> {
     harness: &'a Harness,
     user_id: String,
+    /// The API account the caller came as (`/link`, `/unlink`).
+    account: Option<Account>,
     conversation: Mutex<Conversation>,
 }
 
@@ -73,6 +79,10 @@ impl SessionSurface<'_> {
 impl CommandSurface for SessionSurface<'_> {
     fn user_id(&self) -> &str {
         &self.user_id
+    }
+
+    fn account(&self) -> Option<Account> {
+        self.account.clone()
     }
 
     async fn conversation(&self) -> Result<Option<Conversation>, CommandError> {

@@ -112,6 +112,17 @@ pub trait CommandSurface: Send + Sync {
         Ok(self.user_id().to_string())
     }
 
+    /// The account the command comes from (`/link`, `/unlink`); `None` where there is no
+    /// account to link (the embedded console chat, which is the operator).
+    fn account(&self) -> Option<crate::identity::Account> {
+        None
+    }
+
+    /// Whether others read this conversation (a group chat): a link code is not shown there.
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// The help text: every command, plus the surface's own lines.
     fn help(&self) -> String {
         HELP_TEXT.to_string()

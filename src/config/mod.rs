@@ -9,6 +9,7 @@ mod decode;
 pub mod env;
 mod gateway_checks;
 pub mod handle;
+pub mod identities;
 pub mod load;
 pub mod locate;
 pub mod memory;
@@ -30,6 +31,7 @@ pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use cluster::ClusterConfig;
 pub use env::{EnvSource, MapEnv, ProcessEnv};
 pub use handle::{ConfigHandle, ReloadRecord};
+pub use identities::IdentityConfig;
 pub use load::{
     API_TOKEN_ENV, CONFIG_FILE_NAME, ConfigError, ConfigOrigin, DEFAULT_CONFIG_YAML, LoadedConfig,
     config_candidates, load_config, load_embedded_default, load_from_file, load_from_str,

@@ -106,6 +106,9 @@ pub struct AppConfig {
     pub subagents: crate::config::subagents::SubagentsConfig,
     /// Deferred MCP tools: schemas hidden until the model finds them with `tool_search`.
     pub tool_search: EnabledConfig,
+    /// Accounts provisioned to one user across apps (`- user: alice` with `slack: [U…]`,
+    /// `telegram: [123]`, …). They win over links made with `/link` or `antler users link`.
+    pub identities: Vec<crate::config::IdentityConfig>,
 }
 
 impl Default for AppConfig {
@@ -144,6 +147,7 @@ impl Default for AppConfig {
             pricing: Default::default(),
             subagents: Default::default(),
             tool_search: EnabledConfig::default(),
+            identities: Vec::new(),
         }
     }
 }

@@ -38,6 +38,9 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
         "store.cache_capacity_mb",
         "must be at least 1",
     );
+    problems
+        .0
+        .extend(crate::config::identities::problems(&config.identities));
     for (index, admin) in config.admins.iter().enumerate() {
         if !is_user_id(admin) {
             problems.push(format!("admins[{index}]"), USER_ID_RULE);

@@ -9,6 +9,10 @@
 //! [`LocalOperator`]) are the local operator, locked or not: no token, they act as the user
 //! named by the `x-antler-user` header (default `local`) and may manage any user's agents, as
 //! the `antler agents` CLI may on the data dir.
+//!
+//! The user a token (or the token-less `local`) names is an account, `api:{user}`: when
+//! `identities:` or a link joins it to another user, the request acts as that user
+//! ([`crate::identity`]). A socket request naming its user explicitly acts as exactly that user.
 
 use std::sync::Arc;
 
@@ -22,13 +26,15 @@ use crate::config::ApiToken;
 use crate::http::AppState;
 use crate::http::error::ApiError;
 use crate::http::peer::{LocalOperator, USER_HEADER};
+use crate::identity::{Account, Identities};
 
 /// The user id every request acts as when no API tokens are configured.
 pub const LOCAL_USER: &str = "local";
 
-/// The authenticated caller: the user id the request acts as, and how it got it.
+/// The authenticated caller: the user id the request acts as, how it got it, and the account it
+/// came as (`None`: a socket request naming its user, which is no account of anyone's).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuthUser(pub String, pub Caller);
+pub struct AuthUser(pub String, pub Caller, pub Option<Account>);
 
 /// How a caller was authenticated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,23 +61,31 @@ impl FromRequestParts<Arc<AppState>> for AuthUser {
         parts: &mut Parts,
         state: &Arc<AppState>,
     ) -> Result<Self, Self::Rejection> {
-        if parts.extensions.get::<LocalOperator>().is_some() {
-            return operator(parts);
-        }
         let config = state.config.current();
-        let tokens = &config.gateway.api_tokens;
-        if tokens.is_empty() {
-            // The lock gate refuses these requests first; this keeps a route that slipped past
-            // it from acting as the local user for the whole network.
-            if state.exposed {
-                return Err(ApiError::api_locked());
+        let (account, caller) = if parts.extensions.get::<LocalOperator>().is_some() {
+            match operator(parts)? {
+                Some(user) => return Ok(AuthUser(user, Caller::LocalOperator, None)),
+                None => (Account::api(LOCAL_USER), Caller::LocalOperator),
             }
-            return Ok(AuthUser(LOCAL_USER.to_string(), Caller::Tokenless));
-        }
-        let presented = bearer(&parts.headers).ok_or_else(ApiError::unauthorized)?;
-        token_user(tokens, presented)
-            .map(|user| AuthUser(user.to_string(), Caller::Token))
-            .ok_or_else(ApiError::unauthorized)
+        } else {
+            let tokens = &config.gateway.api_tokens;
+            if tokens.is_empty() {
+                // The lock gate refuses these requests first; this keeps a route that slipped
+                // past it from acting as the local user for the whole network.
+                if state.exposed {
+                    return Err(ApiError::api_locked());
+                }
+                (Account::api(LOCAL_USER), Caller::Tokenless)
+            } else {
+                let presented = bearer(&parts.headers).ok_or_else(ApiError::unauthorized)?;
+                let user = token_user(tokens, presented).ok_or_else(ApiError::unauthorized)?;
+                (Account::api(user), Caller::Token)
+            }
+        };
+        let user = Identities::new(state.harness.threads().store().clone())
+            .user_of(&config, &account)
+            .map_err(ApiError::internal)?;
+        Ok(AuthUser(user, caller, Some(account)))
     }
 }
 
@@ -100,17 +114,15 @@ pub(crate) fn token_user<'a>(tokens: &'a [ApiToken], presented: &str) -> Option<
     matched
 }
 
-/// A socket request acts as the user its header names (checked like every id), else `local`.
-fn operator(parts: &Parts) -> Result<AuthUser, ApiError> {
-    let user = match parts.headers.get(USER_HEADER) {
-        None => LOCAL_USER.to_string(),
-        Some(value) => {
-            let user = value.to_str().unwrap_or_default().trim().to_string();
-            crate::paths::validate_id("user", &user)?;
-            user
-        }
+/// The user a socket request's header names (checked like every id); `None` without one (the
+/// request is then the `local` account).
+fn operator(parts: &Parts) -> Result<Option<String>, ApiError> {
+    let Some(value) = parts.headers.get(USER_HEADER) else {
+        return Ok(None);
     };
-    Ok(AuthUser(user, Caller::LocalOperator))
+    let user = value.to_str().unwrap_or_default().trim().to_string();
+    crate::paths::validate_id("user", &user)?;
+    Ok(Some(user))
 }
 
 /// Whether the API is locked: reachable from other hosts with no token to check.

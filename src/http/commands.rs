@@ -49,6 +49,7 @@ pub(crate) async fn run(
         &state.harness,
         &config,
         &user.0,
+        user.2.as_ref(),
         body.conversation,
         &body.command,
     )

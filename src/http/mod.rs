@@ -14,6 +14,7 @@ mod error;
 mod health;
 mod json_errors;
 mod mcp;
+mod me;
 mod memory;
 mod memory_history;
 mod metrics;
@@ -25,6 +26,7 @@ mod skills;
 mod threads;
 mod uploads;
 mod usage;
+mod users;
 mod web;
 
 use std::sync::Arc;
@@ -100,6 +102,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/channels/{channel}/webhook", post(channels::webhook))
         .route("/api/models", get(models::list))
         .route("/api/usage", get(usage::usage))
+        .route("/api/me", get(me::get))
+        .route("/api/me/link", post(me::link))
+        .route("/api/users", get(users::list))
+        .route("/api/users/link", post(users::link))
+        .route("/api/users/unlink", post(users::unlink))
+        .route("/api/users/{user_id}", get(users::show))
         .route("/api/commands", post(commands::run))
         .route("/api/agents", get(agents::list).post(agents::create))
         .route(

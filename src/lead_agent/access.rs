@@ -10,10 +10,9 @@
 
 use crate::config::AppConfig;
 use crate::custom_agents::SetupTarget;
-use crate::identity::is_channel_admin;
 
-/// The user id of the operator on an install without API tokens (HTTP and the embedded client).
-pub const LOCAL_OPERATOR: &str = "local";
+// Who is an admin is a question of identity; every surface asks it here as before.
+pub use crate::identity::{LOCAL_OPERATOR, is_admin};
 
 /// Why a caller may not do something. The text says what would allow it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -32,20 +31,6 @@ pub enum AccessDenied {
     Manage,
     #[error("only admins may act for another user; leave out the `user` parameter")]
     OtherUser,
-}
-
-/// Whether `user_id` is an admin: listed in `admins`, or the local operator while nobody else
-/// has a token (a token-less install, or one whose only token is the operator's own, such as
-/// `ANTLER_API_TOKEN`'s).
-pub fn is_admin(config: &AppConfig, user_id: &str) -> bool {
-    let operator_only = config
-        .gateway
-        .api_tokens
-        .iter()
-        .all(|token| token.user == LOCAL_OPERATOR);
-    config.admins.iter().any(|admin| admin == user_id)
-        || (user_id == LOCAL_OPERATOR && operator_only)
-        || is_channel_admin(config, user_id)
 }
 
 /// May `user_id` start a bootstrap conversation for `target`? The default agent's soul is every

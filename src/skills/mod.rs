@@ -42,6 +42,7 @@ pub const RESERVED_NAMES: &[&str] = &[
     "forget",
     "goal",
     "help",
+    "link",
     "memory",
     "model",
     "models",
@@ -52,6 +53,7 @@ pub const RESERVED_NAMES: &[&str] = &[
     "start",
     "status",
     "stop",
+    "unlink",
     "usage",
 ];
 

@@ -16,6 +16,7 @@ mod conversion;
 mod daemon;
 mod deployment;
 mod docker_sandbox;
+mod identities;
 mod lead_agent;
 mod listener;
 mod mcp;

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::flusher::Flusher;
 use crate::log::{self, HEADS, LOG};
 use crate::state_cache::StateCache;
-use crate::{BatchOp, StoreError, StoreRef, migrate};
+use crate::{BatchOp, Store, StoreError, StoreRef, migrate};
 
 pub(crate) use crate::trees::{LEGACY_CHECKPOINTS, THREADS, USER_THREADS};
 const MAX_THREAD_ID_LEN: usize = 256;
@@ -390,6 +390,14 @@ fn validate_thread_id(thread_id: &str) -> Result<(), ThreadError> {
         thread_id: thread_id.chars().take(64).collect(),
         reason: reason.to_string(),
     })
+}
+
+/// How many threads `user_id` owns, from the per-user index alone (what `antler users show`
+/// reports without opening a thread store).
+pub fn user_thread_count(store: &dyn Store, user_id: &str) -> Result<usize, StoreError> {
+    Ok(store
+        .scan_prefix(USER_THREADS, &index_key(user_id, ""))?
+        .len())
 }
 
 pub(crate) fn index_key(user_id: &str, thread_id: &str) -> Vec<u8> {

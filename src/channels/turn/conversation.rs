@@ -14,7 +14,6 @@ use crate::channels::runtime::ChannelRuntime;
 use crate::config::AppConfig;
 use crate::files::uploads::convert::convert_listed_uploads;
 use crate::harness::{RunRequest, Speaker};
-use crate::identity::channel_user_id;
 use crate::paths::ThreadPaths;
 use antler_store::messages::{HumanMessage, Message, SENDER_NAME};
 
@@ -53,7 +52,7 @@ pub(super) async fn resolve(
     let sender = if message.is_direct {
         None
     } else {
-        let user_id = channel_user_id(&message.channel, &message.user_id);
+        let user_id = deps.sender(message)?;
         Some((user_id, sender_name(runtime, message).await))
     };
     let (converter, uploads) = (deps.harness.converter(), paths.uploads());

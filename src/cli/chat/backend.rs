@@ -167,6 +167,7 @@ impl ChatBackend {
                     harness,
                     &config,
                     client.user_id(),
+                    None,
                     conversation.clone(),
                     text,
                 )

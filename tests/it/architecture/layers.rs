@@ -38,7 +38,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Runs on threads and the surfaces that start them.
     (
         "runtime",
-        &["harness", "client", "commands", "channels", "http"],
+        &["harness", "client", "users", "commands", "channels", "http"],
     ),
     // The daemon process around the runtime: listeners, socket, service manager, heap trim.
     ("daemon", &["daemon"]),

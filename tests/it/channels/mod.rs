@@ -17,6 +17,7 @@ mod group_discord;
 mod group_migration;
 mod group_slack;
 mod group_support;
+mod link;
 mod names;
 mod reload;
 mod slack;

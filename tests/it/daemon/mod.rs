@@ -24,6 +24,7 @@ mod run_errors;
 mod subagents;
 mod systemd;
 mod usage;
+mod users;
 mod web_chat;
 
 use std::io::{BufRead, BufReader};
