@@ -64,6 +64,7 @@ mod tests {
             mentions_bot: mentioned,
             reply_to: None,
             thread_reply: false,
+            context: Vec::new(),
         }
     }
 

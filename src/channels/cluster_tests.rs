@@ -122,6 +122,7 @@ fn message(chat: u32, id: u32) -> InboundMessage {
         mentions_bot: false,
         reply_to: None,
         thread_reply: false,
+        context: Vec::new(),
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) fn message(id: &str) -> InboundMessage {
         mentions_bot: false,
         reply_to: None,
         thread_reply: false,
+        context: Vec::new(),
     }
 }
 

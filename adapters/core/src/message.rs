@@ -29,6 +29,10 @@ pub struct InboundMessage {
     /// can follow up without mentioning the bot every time.
     #[serde(default)]
     pub thread_reply: bool,
+    /// Earlier messages the platform delivered with this one (Telegram's replied-to message,
+    /// or the part of it the person quoted): shown to the model like fetched history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<crate::history::HistoryMessage>,
 }
 
 impl InboundMessage {

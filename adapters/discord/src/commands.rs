@@ -134,6 +134,7 @@ pub(crate) fn command_message(
         mentions_bot: true,
         reply_to: None,
         thread_reply: false,
+        context: Vec::new(),
     }
 }
 

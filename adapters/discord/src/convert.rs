@@ -122,6 +122,7 @@ pub fn inbound_message(
             .map(|id| id.to_string()),
         // Inside a Discord thread the bot already talks in, no mention is needed.
         thread_reply: in_thread && !mentions_bot,
+        context: Vec::new(),
     })
 }
 

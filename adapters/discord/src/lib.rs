@@ -162,6 +162,7 @@ impl DiscordChannel {
             download: Some(self.clone()),
             // Its messages carry the sender's name.
             names: None,
+            history: None,
         }
     }
 }

@@ -80,6 +80,7 @@ pub fn event_message(
         // A follow-up inside a reply chain: answered without a mention when the bot already
         // holds that chain's conversation.
         thread_reply: !is_direct && root_id.is_some() && !content.mentions_bot,
+        context: Vec::new(),
     })
 }
 

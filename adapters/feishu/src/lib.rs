@@ -176,6 +176,7 @@ impl FeishuChannel {
             // Names need the contact API and its extra permission: group senders are shown by
             // their open_id.
             names: None,
+            history: None,
         }
     }
 }

@@ -130,6 +130,7 @@ pub fn event_message(
         mentions_bot,
         reply_to: None,
         thread_reply: !is_direct && in_thread.is_some() && !mentions_bot,
+        context: Vec::new(),
     })
 }
 
@@ -163,6 +164,7 @@ pub fn command_message(fields: &Value, bot: &BotIdentity) -> Option<InboundMessa
         mentions_bot: true,
         reply_to: None,
         thread_reply: false,
+        context: Vec::new(),
     })
 }
 

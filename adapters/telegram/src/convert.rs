@@ -71,6 +71,7 @@ pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMe
             .reply_to_message()
             .map(|reply| reply.id.0.to_string()),
         thread_reply: false,
+        context: Vec::new(),
     })
 }
 

@@ -4,6 +4,7 @@
 mod attachments;
 mod commands;
 mod conformance;
+mod context_slack;
 mod discord;
 mod discord_driver;
 mod discord_gateway;
