@@ -63,7 +63,7 @@ impl Slack {
 
 /// The quoted blocks of a request, in order (the request joins a block with the question
 /// after it into one user message).
-fn blocks(request: &Value) -> Vec<String> {
+pub(crate) fn blocks(request: &Value) -> Vec<String> {
     let mut found = Vec::new();
     for text in user_texts(request) {
         let mut rest = text.as_str();
@@ -80,7 +80,7 @@ fn blocks(request: &Value) -> Vec<String> {
 }
 
 /// The `[time] Name: text` lines of a block.
-fn lines(block: &str) -> Vec<String> {
+pub(crate) fn lines(block: &str) -> Vec<String> {
     block
         .lines()
         .filter(|line| line.starts_with('['))
@@ -92,7 +92,7 @@ fn lines(block: &str) -> Vec<String> {
         .collect()
 }
 
-fn occurrences(request: &Value, text: &str) -> usize {
+pub(crate) fn occurrences(request: &Value, text: &str) -> usize {
     user_texts(request)
         .iter()
         .map(|t| t.matches(text).count())
