@@ -15,6 +15,7 @@ mod config;
 mod convert;
 mod crypto;
 mod files;
+mod history;
 mod markup;
 mod send;
 mod webhook;
@@ -130,6 +131,7 @@ impl ChannelAdapter for FeishuAdapter {
         );
         let channel = Arc::new(FeishuChannel {
             api,
+            identity: bot.clone(),
             reactions: Mutex::new(ReactionIds::default()),
         });
         Ok(Connection {
@@ -161,6 +163,8 @@ async fn identify(api: &FeishuApi) -> Result<BotIdentity, ChannelError> {
 /// One connected bot: the API client and the reactions it added.
 pub(crate) struct FeishuChannel {
     api: FeishuApi,
+    /// Who the bot is: its mentions are removed from fetched history too.
+    identity: BotIdentity,
     reactions: Mutex<ReactionIds>,
 }
 
@@ -176,7 +180,7 @@ impl FeishuChannel {
             // Names need the contact API and its extra permission: group senders are shown by
             // their open_id.
             names: None,
-            history: None,
+            history: Some(self.clone()),
         }
     }
 }

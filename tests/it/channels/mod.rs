@@ -5,6 +5,7 @@ mod attachments;
 mod commands;
 mod conformance;
 mod context_discord;
+mod context_feishu;
 mod context_slack;
 mod discord;
 mod discord_driver;
