@@ -54,7 +54,7 @@ pub trait FetchHistory: Send + Sync {
     ) -> Result<Vec<HistoryMessage>, ChannelError>;
 }
 
-/// `channels.<name>.context`: a channel's own limits, over `channels.context`.
+/// Unset keys follow `channels.context`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextOverride {

@@ -9,7 +9,7 @@
 //! conversation has seen is read from the thread itself (the platform id on its newest
 //! question), so there is no second record to keep in step with it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use antler_channel::{ChannelError, HistoryMessage, HistoryRequest, InboundMessage};
@@ -17,6 +17,7 @@ use antler_store::messages::{HumanMessage, Message, MessageMeta, new_id, sender_
 use antler_store::state::ThreadState;
 use chrono::DateTime;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::channels::runtime::ChannelRuntime;
 use crate::config::ContextConfig;
@@ -26,6 +27,8 @@ use crate::custom_agents::prompt::escape_html;
 pub(super) const CONTEXT_NAME: &str = "channel_context";
 /// Set on every question from a platform: the newest one tells where the next fetch starts.
 pub(super) const PLATFORM_MESSAGE_ID: &str = "platform_message_id";
+/// On a block: what it quoted, so a message is not quoted twice.
+const QUOTED: &str = "quoted";
 /// The feature name of the missing-scope warning in `/readyz`.
 const HISTORY_FEATURE: &str = "history";
 /// A turn waits this long for the history, then answers without it.
@@ -48,7 +51,15 @@ pub(super) async fn earlier_messages(
     if message.is_direct || limits.max_messages == 0 {
         return None;
     }
-    let mut earlier = message.context.clone();
+    // What the platform delivered with the message, unless the thread has it already (a reply
+    // to a message that was itself a turn here).
+    let seen = state.map(Seen::of).unwrap_or_default();
+    let mut earlier: Vec<HistoryMessage> = message
+        .context
+        .iter()
+        .filter(|quoted| !seen.has(quoted))
+        .cloned()
+        .collect();
     if let Some(history) = &runtime.parts.history {
         let cursor = state.and_then(newest_seen);
         let request = HistoryRequest {
@@ -98,6 +109,45 @@ fn newest_seen(state: &ThreadState) -> Option<String> {
             .and_then(Value::as_str)
             .map(str::to_string)
     })
+}
+
+/// What the thread has of the platform's messages: its questions' ids and what its blocks
+/// quoted (a message quoted again with the same text is left out; another part of it is not).
+#[derive(Default)]
+struct Seen {
+    ids: HashSet<String>,
+    quoted: HashSet<String>,
+}
+
+impl Seen {
+    fn of(state: &ThreadState) -> Self {
+        let mut seen = Seen::default();
+        for human in state.messages.iter().filter_map(Message::as_human) {
+            let extra = &human.meta.extra;
+            if let Some(id) = extra.get(PLATFORM_MESSAGE_ID).and_then(Value::as_str) {
+                seen.ids.insert(id.to_string());
+            }
+            let quoted = extra.get(QUOTED).and_then(Value::as_array);
+            for key in quoted.into_iter().flatten().filter_map(Value::as_str) {
+                seen.quoted.insert(key.to_string());
+            }
+        }
+        seen
+    }
+
+    fn has(&self, message: &HistoryMessage) -> bool {
+        self.ids.contains(&message.platform_message_id) || self.quoted.contains(&quote_key(message))
+    }
+}
+
+/// A quoted message's id with a digest of the text quoted.
+fn quote_key(message: &HistoryMessage) -> String {
+    let digest = Sha256::digest(message.text.as_bytes());
+    format!(
+        "{}:{}",
+        message.platform_message_id,
+        hex::encode(&digest[..8])
+    )
 }
 
 /// The newest messages within both limits, oldest first. A newest message longer than all
@@ -189,15 +239,21 @@ fn block(messages: &[HistoryMessage], names: &HashMap<String, String>) -> Messag
         text.push('\n');
     }
     text.push_str("</channel_context>");
+    let mut meta = MessageMeta {
+        hide_from_ui: true,
+        ..Default::default()
+    };
+    let keys = messages
+        .iter()
+        .map(|m| Value::String(quote_key(m)))
+        .collect();
+    meta.extra.insert(QUOTED.into(), Value::Array(keys));
     Message::Human(HumanMessage {
         id: new_id("human").into(),
         content: text.into(),
         name: Some(CONTEXT_NAME.to_string()),
         images: Vec::new(),
-        meta: MessageMeta {
-            hide_from_ui: true,
-            ..Default::default()
-        },
+        meta,
     })
 }
 
@@ -284,6 +340,16 @@ mod tests {
         state.messages.push(Message::Human(asked));
         state.messages.push(Message::Human(HumanMessage::default()));
         assert_eq!(newest_seen(&state).as_deref(), Some("1700.0002"));
+        let seen = Seen::of(&state);
+        assert!(seen.has(&said("1700.0002", "U1", "anything")));
+        assert!(!seen.has(&said("1700.0003", "U1", "anything")));
+        let quoted = said("5", "U1", "freeze until monday");
+        state
+            .messages
+            .push(block(&[quoted.clone()], &HashMap::new()));
+        let seen = Seen::of(&state);
+        assert!(seen.has(&quoted), "quoted once");
+        assert!(!seen.has(&said("5", "U1", "deploy, then freeze until monday")));
         assert_eq!(newest_seen(&ThreadState::default()), None);
     }
 }

@@ -69,7 +69,8 @@ pub(super) async fn resolve(
         let mut input = Vec::new();
         if !message.is_direct {
             let limits = config.channels.context_limits(&runtime.name);
-            let state = match runtime.parts.history.is_some() && limits.max_messages > 0 {
+            let wanted = runtime.parts.history.is_some() || !message.context.is_empty();
+            let state = match wanted && limits.max_messages > 0 {
                 true => deps
                     .harness
                     .thread_state(&record.thread_id)

@@ -7,6 +7,7 @@ mod conformance;
 mod context_discord;
 mod context_feishu;
 mod context_slack;
+mod context_telegram;
 mod discord;
 mod discord_driver;
 mod discord_gateway;
