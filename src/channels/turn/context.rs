@@ -330,6 +330,31 @@ mod tests {
     }
 
     #[test]
+    fn the_memory_updater_never_takes_the_block_for_the_senders_words() {
+        use crate::memory::conversation::{Author, conversation_of};
+        let names = HashMap::from([("U1".to_string(), "Ann".to_string())]);
+        let mut question = HumanMessage {
+            content: "what did we decide?".into(),
+            ..Default::default()
+        };
+        question.set_shared_sender("slack-U2", "Bob");
+        let thread = vec![
+            block(&[said("1", "U1", "I am allergic to nuts")], &names),
+            Message::Human(question),
+            Message::ai("Friday."),
+        ];
+        let bob = Author {
+            user_id: "slack-U2",
+            owner_id: "slack-U1",
+        };
+        let conversation = conversation_of(&thread, bob);
+        let text: Vec<&str> = conversation.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(text, ["what did we decide?", "Friday."]);
+        let owner = conversation_of(&thread, Author::alone("slack-U1"));
+        assert!(owner.is_empty(), "nor for the thread's owner: {owner:?}");
+    }
+
+    #[test]
     fn the_newest_question_from_a_platform_is_where_the_next_fetch_starts() {
         let mut state = ThreadState::default();
         let mut asked = HumanMessage::default();
@@ -346,7 +371,7 @@ mod tests {
         let quoted = said("5", "U1", "freeze until monday");
         state
             .messages
-            .push(block(&[quoted.clone()], &HashMap::new()));
+            .push(block(std::slice::from_ref(&quoted), &HashMap::new()));
         let seen = Seen::of(&state);
         assert!(seen.has(&quoted), "quoted once");
         assert!(!seen.has(&said("5", "U1", "deploy, then freeze until monday")));
