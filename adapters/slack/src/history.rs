@@ -43,7 +43,8 @@ impl FetchHistory for SlackChannel {
                     SlackTs::new(root.to_string()),
                 )
                 .with_latest(SlackTs::new(request.before.to_string()))
-                .with_limit(limit)
+                // Replies come oldest first: a full page, so the newest are among them.
+                .with_limit(MAX_PAGE as u16)
                 .with_inclusive(false);
                 let asked = match &oldest {
                     Some(oldest) => asked.with_oldest(oldest.clone()),
