@@ -82,6 +82,7 @@ mod tests {
             thread_reply: false,
             is_bot: false,
             bot_id: None,
+            context: Vec::new(),
         }
     }
 

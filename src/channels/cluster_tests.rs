@@ -124,6 +124,7 @@ fn message(chat: u32, id: u32) -> InboundMessage {
         thread_reply: false,
         is_bot: false,
         bot_id: None,
+        context: Vec::new(),
     }
 }
 

@@ -22,6 +22,7 @@ pub(crate) fn message(id: &str) -> InboundMessage {
         thread_reply: false,
         is_bot: false,
         bot_id: None,
+        context: Vec::new(),
     }
 }
 

@@ -130,12 +130,13 @@ impl Lifecycle {
                 }
             }
         };
-        let runtime = ChannelRuntime::new(
+        let mut runtime = ChannelRuntime::new(
             name,
             connection.parts,
             adapter.profile(),
             connection.bot_username,
         );
+        runtime.health = health.clone();
         tracing::info!(
             channel = name,
             bot = runtime.bot_username.as_deref().unwrap_or(""),

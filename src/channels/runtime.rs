@@ -18,6 +18,9 @@ pub struct ChannelRuntime {
     pub budget: RateBudget,
     /// Recognises `/cmd@BotName`.
     pub bot_username: Option<String>,
+    /// The channels' health, where a turn reports what the channel cannot do (a missing
+    /// history scope) for `/readyz` and `antler status`.
+    pub health: crate::channels::health::HealthBoard,
 }
 
 impl ChannelRuntime {
@@ -33,6 +36,7 @@ impl ChannelRuntime {
             parts,
             profile,
             bot_username,
+            health: Default::default(),
         }
     }
 

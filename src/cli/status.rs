@@ -146,6 +146,11 @@ pub fn print_readiness(answer: &Value, out: &mut dyn Write) -> std::io::Result<(
                 Some(reason) => writeln!(out, "{name:<9} {state}: {reason}")?,
                 None => writeln!(out, "{name:<9} {state}")?,
             }
+            for warning in health["warnings"].as_array().into_iter().flatten() {
+                if let Some(warning) = warning.as_str() {
+                    writeln!(out, "{:<9} warning: {warning}", "")?;
+                }
+            }
         }
     }
     Ok(())
@@ -243,13 +248,15 @@ mod tests {
                       "endpoint": "http://127.0.0.1:9/v1", "reachable": false,
                       "problem": "cannot connect: Connection refused"},
             "sandbox": {"provider": "bwrap", "state": "ok"},
-            "channels": {"telegram": {"state": "unhealthy", "reason": "bad token"}},
+            "channels": {"slack": {"state": "running", "warnings": ["no context: grant channels:history"]},
+                         "telegram": {"state": "unhealthy", "reason": "bad token"}},
         }));
         assert_eq!(
             text,
             "daemon    ready\n\
              model     default (openai qwen2.5:7b) at http://127.0.0.1:9/v1: unreachable: cannot connect: Connection refused\n\
              sandbox   bwrap (state: ok)\n\
+             slack     running\n          warning: no context: grant channels:history\n\
              telegram  unhealthy: bad token\n"
         );
     }

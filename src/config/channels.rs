@@ -32,6 +32,9 @@ pub struct ChannelsConfig {
     /// conversation; then bots are not answered there until a person speaks, so two bots
     /// cannot answer each other forever (0 = no limit). A channel's own `bot_turn_limit` wins.
     pub bot_turn_limit: u32,
+    /// What was said before a mention in a group conversation, read for the model (each
+    /// channel's `context` section overrides these).
+    pub context: ContextConfig,
     /// The Telegram bot.
     pub telegram: TelegramConfig,
     /// The Slack app.
@@ -51,6 +54,7 @@ impl Default for ChannelsConfig {
             user_messages_per_minute: 30,
             reload_connect_timeout_seconds: 30,
             bot_turn_limit: 3,
+            context: ContextConfig::default(),
             telegram: TelegramConfig::default(),
             slack: SlackConfig::default(),
             discord: DiscordConfig::default(),
@@ -76,6 +80,41 @@ impl ChannelsConfig {
         self.section(channel)
             .and_then(|section| section.session_agent())
             .or(self.session.agent.as_deref())
+    }
+}
+
+/// The limits of the earlier messages a mention brings along: the newest are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextConfig {
+    /// Earlier messages read at most for one mention (0–100; 0 = none: the model sees only
+    /// the message that addressed it).
+    pub max_messages: usize,
+    /// Characters of earlier messages at most for one mention; older messages past it are
+    /// left out.
+    pub max_chars: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        Self {
+            max_messages: 30,
+            max_chars: 12_000,
+        }
+    }
+}
+
+impl ChannelsConfig {
+    /// The limits for `channel`: its own `context` section over `channels.context`.
+    pub fn context_limits(&self, channel: &str) -> ContextConfig {
+        let own = self
+            .section(channel)
+            .map(|section| section.context_override())
+            .unwrap_or_default();
+        ContextConfig {
+            max_messages: own.max_messages.unwrap_or(self.context.max_messages),
+            max_chars: own.max_chars.unwrap_or(self.context.max_chars),
+        }
     }
 }
 

@@ -26,7 +26,7 @@ pub mod validate;
 pub mod watch;
 
 pub use antler_channel::{GroupPolicy, Secret, SessionConfig};
-pub use channels::{ChannelsConfig, StreamConfig};
+pub use channels::{ChannelsConfig, ContextConfig, StreamConfig};
 pub use check::{EXIT_CONFIG_INVALID, EXIT_OK, run_check};
 pub use cluster::ClusterConfig;
 pub use env::{EnvSource, MapEnv, ProcessEnv};

@@ -243,6 +243,9 @@ fn cycle_through(
     None
 }
 
+/// Discord pages at most 100 messages a call; a mention costs one call.
+const MAX_CONTEXT_MESSAGES: usize = 100;
+
 fn check_channels(config: &AppConfig, problems: &mut Problems) {
     let channels = &config.channels;
     problems.require(
@@ -258,7 +261,18 @@ fn check_channels(config: &AppConfig, problems: &mut Problems) {
         "channels.reload_connect_timeout_seconds",
         "must be between 1 and 600",
     );
+    problems.require(
+        channels.context.max_messages <= MAX_CONTEXT_MESSAGES,
+        "channels.context.max_messages",
+        "must be between 0 and 100 (one platform call reads at most 100 messages)",
+    );
     for section in channels.sections() {
+        let own = section.context_override();
+        problems.require(
+            own.max_messages.is_none_or(|n| n <= MAX_CONTEXT_MESSAGES),
+            format!("channels.{}.context.max_messages", section.name()),
+            "must be between 0 and 100 (one platform call reads at most 100 messages)",
+        );
         for (key, message) in section.problems() {
             problems.push(format!("channels.{}.{key}", section.name()), message);
         }

@@ -28,7 +28,12 @@ pub(crate) async fn readyz(
     State(state): State<Arc<AppState>>,
     operator: Option<Extension<LocalOperator>>,
 ) -> (StatusCode, Json<Value>) {
-    let channels = json!(state.channels.health.snapshot());
+    let mut channels = json!(state.channels.health.snapshot());
+    for (channel, warnings) in state.channels.health.warnings() {
+        if let Some(health) = channels.get_mut(&channel).filter(|h| h.is_object()) {
+            health["warnings"] = json!(warnings);
+        }
+    }
     let sandbox = sandbox_json(&state);
     let (status, mut body) = match state.harness.threads().get("readyz-probe") {
         // A read through the store proves it is open and answering.

@@ -34,6 +34,11 @@ pub trait ChannelConfig: Send + Sync + std::fmt::Debug {
     }
     /// The agent that answers in this channel unless the chat chose one.
     fn session_agent(&self) -> Option<&str>;
+    /// This channel's limits on the earlier messages fetched for a mention
+    /// (`channels.<name>.context`), over `channels.context`.
+    fn context_override(&self) -> crate::ContextOverride {
+        crate::ContextOverride::default()
+    }
     /// React to people's messages (received, answered, failed) where the adapter can.
     fn reactions(&self) -> bool {
         false

@@ -26,6 +26,10 @@ pub enum ChannelError {
     /// The channel's settings cannot work (a missing token, a webhook mode without its URL).
     #[error("{0}")]
     Config(String),
+    /// The bot lacks a scope or permission for this call (Slack `missing_scope`, Discord's
+    /// Missing Access); the text names what to grant. Only that feature degrades.
+    #[error("{0}")]
+    MissingPermission(String),
 }
 
 impl ChannelError {

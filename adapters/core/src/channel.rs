@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crate::capabilities::{
     DownloadFile, EditMessage, React, SendMessage, TypingIndicator, UploadFile, UserNames,
 };
+use crate::history::FetchHistory;
 
 /// The capabilities one adapter instance offers; optional ones are `None` when the platform
 /// (or this adapter) cannot do them, and the daemon degrades accordingly.
@@ -18,6 +19,8 @@ pub struct ChannelParts {
     pub download: Option<Arc<dyn DownloadFile>>,
     /// Needed where inbound messages carry no display name (`InboundMessage::display_name`).
     pub names: Option<Arc<dyn UserNames>>,
+    /// Earlier messages of a group conversation, read when someone addresses the bot.
+    pub history: Option<Arc<dyn FetchHistory>>,
 }
 
 impl ChannelParts {
@@ -31,6 +34,7 @@ impl ChannelParts {
             upload: None,
             download: None,
             names: None,
+            history: None,
         }
     }
 }
@@ -44,6 +48,7 @@ impl std::fmt::Debug for ChannelParts {
             .field("upload", &self.upload.is_some())
             .field("download", &self.download.is_some())
             .field("names", &self.names.is_some())
+            .field("history", &self.history.is_some())
             .finish()
     }
 }

@@ -13,6 +13,7 @@ mod capabilities;
 mod channel;
 mod chunk;
 mod code_spans;
+mod history;
 mod key;
 mod message;
 mod names;
@@ -32,6 +33,7 @@ pub use capabilities::{
 pub use channel::ChannelParts;
 pub use chunk::split_message;
 pub use code_spans::{TextPart, any_prose, map_prose, text_parts};
+pub use history::{ContextOverride, FetchHistory, HistoryMessage, HistoryRequest};
 pub use key::ChatKey;
 pub use message::{Attachment, InboundFile, InboundMessage};
 pub use names::{NAME_KEEP_FOR, NAME_MAX_KEPT, NameCache};

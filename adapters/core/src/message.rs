@@ -38,6 +38,10 @@ pub struct InboundMessage {
     /// `bot_id`, `B…`); `allowed_bots` may name either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bot_id: Option<String>,
+    /// Earlier messages the platform delivered with this one (Telegram's replied-to message,
+    /// or the part of it the person quoted): shown to the model like fetched history.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<crate::history::HistoryMessage>,
 }
 
 impl InboundMessage {

@@ -136,6 +136,7 @@ pub(crate) fn command_message(
         thread_reply: false,
         is_bot: false,
         bot_id: None,
+        context: Vec::new(),
     }
 }
 

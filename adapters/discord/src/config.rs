@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, GroupRules, Secret, SessionConfig,
-    connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, GroupRules,
+    Secret, SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::ser::SerializeMap;
@@ -55,6 +55,8 @@ pub struct DiscordConfig {
     pub thread_mode: bool,
     /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
+    /// Limits on the earlier messages read for a mention here (over `channels.context`).
+    pub context: ContextOverride,
     /// React to messages when received, answered and failed: `true`/`false`, or the three
     /// emoji `{received, done, failed}` (then on).
     pub reactions: Reactions,
@@ -194,6 +196,7 @@ impl Default for DiscordConfig {
             bot_turn_limit: None,
             thread_mode: true,
             session: SessionConfig::default(),
+            context: ContextOverride::default(),
             reactions: Reactions::default(),
             application_commands: true,
             max_download_mb: 25,
@@ -252,6 +255,10 @@ impl ChannelConfig for DiscordConfig {
 
     fn session_agent(&self) -> Option<&str> {
         self.session.agent.as_deref()
+    }
+
+    fn context_override(&self) -> ContextOverride {
+        self.context.clone()
     }
 
     fn reactions(&self) -> bool {

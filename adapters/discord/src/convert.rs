@@ -130,6 +130,7 @@ pub fn inbound_message(
         thread_reply: in_thread && !mentions_bot,
         is_bot: message.author.bot || message.webhook_id.is_some(),
         bot_id: None,
+        context: Vec::new(),
     })
 }
 

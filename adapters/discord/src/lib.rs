@@ -15,6 +15,7 @@ mod config;
 mod convert;
 mod files;
 mod gateway;
+mod history;
 mod markup;
 mod send;
 mod threads;
@@ -162,6 +163,7 @@ impl DiscordChannel {
             download: Some(self.clone()),
             // Its messages carry the sender's name.
             names: None,
+            history: Some(self.clone()),
         }
     }
 }

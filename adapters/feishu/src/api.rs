@@ -31,6 +31,9 @@ const RATE_LIMITED: i64 = 99_991_400;
 /// The access token is missing, invalid or expired: a fresh one may succeed.
 const TOKEN_INVALID: &[i64] = &[99_991_661, 99_991_663, 99_991_664, 99_991_668, 99_991_677];
 
+/// The app lacks a permission (scope) or access to the resource.
+const NO_PERMISSION: &[i64] = &[99_991_672, 99_991_679, 230_027];
+
 const TOKEN_PATH: &str = "open-apis/auth/v3/tenant_access_token/internal";
 
 pub(crate) struct FeishuApi {
@@ -79,6 +82,11 @@ impl FeishuApi {
         self.base
             .join(path)
             .map_err(|e| ChannelError::Platform(format!("bad feishu path {path:?}: {e}")))
+    }
+
+    /// The app's id: what Feishu names as the sender of the bot's own messages.
+    pub(crate) fn app_id(&self) -> &str {
+        &self.app_id
     }
 
     /// A JSON call: `method` on `path` with an optional JSON body. Returns the whole answer.
@@ -289,6 +297,13 @@ fn judge(what: &'static str, status: StatusCode, body: Value, token: &str) -> At
             retry_after_secs: DEFAULT_RETRY_AFTER.as_secs_f64(),
         }),
         Some(code) if TOKEN_INVALID.contains(&code) => Attempt::StaleToken(token.to_string()),
+        Some(code) if NO_PERMISSION.contains(&code) => {
+            Attempt::Failed(ChannelError::MissingPermission(format!(
+                "feishu {what} is not permitted (code {code}: {}); grant the app the permission \
+                 it names in the developer console and publish a new version",
+                message(&body)
+            )))
+        }
         Some(code) => Attempt::Failed(ChannelError::Platform(format!(
             "feishu {what} failed: code {code} ({})",
             message(&body)

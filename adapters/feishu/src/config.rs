@@ -1,8 +1,8 @@
 //! `channels.feishu`: the Feishu/Lark section of the configuration and its checks.
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
-    connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, Secret,
+    SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,6 +67,8 @@ pub struct FeishuConfig {
     pub group_policy: GroupPolicy,
     /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
+    /// Limits on the earlier messages read for a mention here (over `channels.context`).
+    pub context: ContextOverride,
     /// React with OnIt when a message arrives, DONE when answered, CrossMark when answering
     /// failed (needs the `im:message.reaction` scope).
     pub reactions: bool,
@@ -90,6 +92,7 @@ impl Default for FeishuConfig {
             bot_turn_limit: None,
             group_policy: GroupPolicy::Mention,
             session: SessionConfig::default(),
+            context: ContextOverride::default(),
             reactions: true,
         }
     }
@@ -141,6 +144,10 @@ impl ChannelConfig for FeishuConfig {
 
     fn session_agent(&self) -> Option<&str> {
         self.session.agent.as_deref()
+    }
+
+    fn context_override(&self) -> ContextOverride {
+        self.context.clone()
     }
 
     fn reactions(&self) -> bool {

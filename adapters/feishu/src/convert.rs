@@ -93,6 +93,7 @@ pub fn event_message(
         thread_reply: !is_direct && root_id.is_some() && !content.mentions_bot,
         is_bot,
         bot_id: app_id.filter(|id| is_bot && *id != user_id),
+        context: Vec::new(),
     })
 }
 

@@ -15,6 +15,7 @@ mod config;
 mod convert;
 mod crypto;
 mod files;
+mod history;
 mod markup;
 mod names;
 mod send;
@@ -131,6 +132,7 @@ impl ChannelAdapter for FeishuAdapter {
         );
         let channel = Arc::new(FeishuChannel {
             api,
+            identity: bot.clone(),
             reactions: Mutex::new(ReactionIds::default()),
             names: names::FeishuNames::default(),
         });
@@ -163,6 +165,8 @@ async fn identify(api: &FeishuApi) -> Result<BotIdentity, ChannelError> {
 /// One connected bot: the API client and the reactions it added.
 pub(crate) struct FeishuChannel {
     api: FeishuApi,
+    /// Who the bot is: its mentions are removed from fetched history too.
+    identity: BotIdentity,
     reactions: Mutex<ReactionIds>,
     /// Display names from the contact API.
     names: names::FeishuNames,
@@ -179,6 +183,7 @@ impl FeishuChannel {
             download: Some(self.clone()),
             // Through the contact API; without its permission, by open_id.
             names: Some(self.clone()),
+            history: Some(self.clone()),
         }
     }
 }

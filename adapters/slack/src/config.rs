@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
-    connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, Secret,
+    SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -75,6 +75,8 @@ pub struct SlackConfig {
     pub group_policy: GroupPolicy,
     /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
+    /// Limits on the earlier messages read for a mention here (over `channels.context`).
+    pub context: ContextOverride,
     /// React with :eyes: when a message arrives, :white_check_mark: when answered, :x: when
     /// answering failed. On by default: Slack reactions are quiet and need only `reactions:write`.
     pub reactions: bool,
@@ -126,6 +128,7 @@ impl Default for SlackConfig {
             bot_turn_limit: None,
             group_policy: GroupPolicy::Mention,
             session: SessionConfig::default(),
+            context: ContextOverride::default(),
             reactions: true,
             socket_connections: 1,
             dm_threading: DmThreading::PerDm,
@@ -157,6 +160,10 @@ impl ChannelConfig for SlackConfig {
 
     fn session_agent(&self) -> Option<&str> {
         self.session.agent.as_deref()
+    }
+
+    fn context_override(&self) -> ContextOverride {
+        self.context.clone()
     }
 
     fn reactions(&self) -> bool {

@@ -149,6 +149,7 @@ pub fn event_message(
         thread_reply: !is_direct && in_thread.is_some() && !mentions_bot,
         is_bot,
         bot_id: event.bot_id,
+        context: Vec::new(),
     })
 }
 
@@ -184,6 +185,7 @@ pub fn command_message(fields: &Value, bot: &BotIdentity) -> Option<InboundMessa
         thread_reply: false,
         is_bot: false,
         bot_id: None,
+        context: Vec::new(),
     })
 }
 

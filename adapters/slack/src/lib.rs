@@ -14,6 +14,7 @@ mod config;
 mod convert;
 mod events;
 mod files;
+mod history;
 mod markup;
 mod mentions;
 mod names;
@@ -214,6 +215,7 @@ impl SlackChannel {
             upload: Some(self.clone()),
             download: Some(self.clone()),
             names: Some(self.clone()),
+            history: Some(self.clone()),
         }
     }
 }

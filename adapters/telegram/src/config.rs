@@ -1,8 +1,8 @@
 //! `channels.telegram`: the Telegram section of the configuration and its checks.
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, GroupPolicy, Secret, SessionConfig,
-    connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, Secret,
+    SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -60,6 +60,8 @@ pub struct TelegramConfig {
     pub group_policy: GroupPolicy,
     /// Defaults of this channel's chats (wins over `channels.session`).
     pub session: SessionConfig,
+    /// Limits on the earlier messages read for a mention here (over `channels.context`).
+    pub context: ContextOverride,
     /// React to messages: 👀 when received, 👍 when answered, 😢 when answering failed.
     pub reactions: bool,
     /// Seconds a `getUpdates` long poll waits before answering empty.
@@ -83,6 +85,7 @@ impl Default for TelegramConfig {
             bot_turn_limit: None,
             group_policy: GroupPolicy::Mention,
             session: SessionConfig::default(),
+            context: ContextOverride::default(),
             reactions: false,
             poll_timeout: 10,
         }
@@ -112,6 +115,10 @@ impl ChannelConfig for TelegramConfig {
 
     fn session_agent(&self) -> Option<&str> {
         self.session.agent.as_deref()
+    }
+
+    fn context_override(&self) -> ContextOverride {
+        self.context.clone()
     }
 
     fn reactions(&self) -> bool {

@@ -4,7 +4,7 @@
 //! `message_thread_id` (sends must carry it), while a reply chain in an ordinary group is
 //! `m{root_message_id}` (one Antler thread per top-level group message, nothing to send back).
 
-use antler_channel::{InboundFile, InboundMessage};
+use antler_channel::{HistoryMessage, InboundFile, InboundMessage};
 use teloxide::types::{FileMeta, Message, Update, UpdateKind};
 
 use crate::CHANNEL_NAME;
@@ -74,6 +74,46 @@ pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMe
         thread_reply: false,
         is_bot: from.is_bot,
         bot_id: None,
+        context: replied_to(message, bot).into_iter().collect(),
+    })
+}
+
+/// The message this one replies to, as context: Telegram cannot fetch a chat's history, but a
+/// reply carries the message it answers, and a quote the part of it the person selected (then
+/// only that part). The bot's own messages are in the thread already; a forum topic's service
+/// message (every topic message "replies" to it) has nothing to quote.
+fn replied_to(message: &Message, bot: &BotIdentity) -> Option<HistoryMessage> {
+    let reply = message.reply_to_message()?;
+    let author = reply.from.as_ref()?;
+    if author.id.0 == bot.id {
+        return None;
+    }
+    let text = match message.quote() {
+        Some(quote) => quote.text.clone(),
+        None => reply.text().or(reply.caption()).unwrap_or("").to_string(),
+    };
+    let file_names: Vec<String> = files_of(reply)
+        .into_iter()
+        .map(|file| {
+            file.filename
+                .unwrap_or_else(|| if file.is_image { "photo" } else { "file" }.to_string())
+        })
+        .collect();
+    if text.trim().is_empty() && file_names.is_empty() {
+        return None;
+    }
+    let name = match &author.last_name {
+        Some(last) => format!("{} {last}", author.first_name),
+        None => author.first_name.clone(),
+    };
+    Some(HistoryMessage {
+        platform_message_id: reply.id.0.to_string(),
+        sent_at: Some(reply.date.timestamp()),
+        user_id: author.id.0.to_string(),
+        display_name: Some(name),
+        is_bot: author.is_bot,
+        text,
+        file_names,
     })
 }
 
@@ -162,6 +202,47 @@ mod tests {
             "from": {"id": 42, "is_bot": false, "first_name": "Ann", "last_name": "Lee"},
             "text": text
         })
+    }
+
+    #[test]
+    fn a_reply_carries_the_message_it_answers_or_the_quoted_part_of_it() {
+        let group = json!({"id": -100, "type": "supergroup", "title": "g"});
+        let replied = |from: serde_json::Value, quote: Option<&str>| {
+            let mut value = base(group.clone(), "@AntlerBot is this right?");
+            value["entities"] = json!([{"type": "mention", "offset": 0, "length": 10}]);
+            value["reply_to_message"] = json!({"message_id": 5, "date": 1_700_000_000,
+                "chat": group, "from": from, "text": "deploy on friday, then freeze until monday"});
+            if let Some(quote) = quote {
+                value["quote"] = json!({"text": quote, "position": 0, "is_manual": true});
+            }
+            inbound_message(&parse(value), &bot())
+                .expect("inbound")
+                .context
+        };
+        let bob = json!({"id": 7, "is_bot": false, "first_name": "Bob"});
+        let whole = replied(bob.clone(), None);
+        assert_eq!(
+            whole,
+            [HistoryMessage {
+                platform_message_id: "5".into(),
+                sent_at: Some(1_700_000_000),
+                user_id: "7".into(),
+                display_name: Some("Bob".into()),
+                is_bot: false,
+                text: "deploy on friday, then freeze until monday".into(),
+                file_names: vec![],
+            }]
+        );
+        let quoted = replied(bob, Some("freeze until monday"));
+        assert_eq!(quoted[0].text, "freeze until monday");
+        let own = replied(
+            json!({"id": 999, "is_bot": true, "first_name": "Antler"}),
+            None,
+        );
+        assert!(
+            own.is_empty(),
+            "the bot's own message is in the thread already"
+        );
     }
 
     #[test]

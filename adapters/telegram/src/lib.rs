@@ -169,6 +169,7 @@ impl TelegramChannel {
             download: Some(self.clone()),
             // Its messages carry the sender's name.
             names: None,
+            history: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Step one of a chat turn: which thread the chat continues, who speaks (in a group chat the
-//! sender, shown to the model by name), the files that came with the message, and the question
-//! to append (unless a crashed run already checkpointed it).
+//! sender, shown to the model by name), the files that came with the message, what was said
+//! before it in a group (`context`), and the question to append (unless a crashed run already
+//! checkpointed it).
 
 use antler_channel::{ChatKey, InboundMessage};
 use serde_json::Value;
@@ -11,6 +12,7 @@ use crate::channels::files::receive_files;
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::turn::context;
 use crate::config::AppConfig;
 use crate::files::uploads::convert::convert_listed_uploads;
 use crate::harness::{RunRequest, Speaker};
@@ -63,14 +65,30 @@ pub(super) async fn resolve(
     let input = if rerun && already_asked(deps, &record, &entry.key).await {
         Vec::new()
     } else {
-        vec![human_message(
+        let mut input = Vec::new();
+        if !message.is_direct {
+            let limits = config.channels.context_limits(&runtime.name);
+            let wanted = runtime.parts.history.is_some() || !message.context.is_empty();
+            let state = match wanted && limits.max_messages > 0 {
+                true => deps
+                    .harness
+                    .thread_state(&record.thread_id)
+                    .await
+                    .ok()
+                    .flatten(),
+                false => None,
+            };
+            input.extend(context::earlier_messages(runtime, message, state.as_ref(), limits).await);
+        }
+        input.push(human_message(
             text,
             message,
             sender.as_ref(),
             &entry.key,
             &received.files,
             &received.problems,
-        )]
+        ));
+        input
     };
     let speaker = match sender {
         Some((user_id, _)) => Speaker::Member { user_id },
@@ -174,6 +192,10 @@ fn human_message(
     };
     let extra = &mut human.meta.extra;
     extra.insert(INBOUND_KEY.into(), Value::String(journal_key.to_string()));
+    extra.insert(
+        context::PLATFORM_MESSAGE_ID.into(),
+        Value::String(message.platform_message_id.clone()),
+    );
     if let Some(sender) = &message.display_name {
         extra.insert(SENDER_NAME.into(), Value::String(sender.clone()));
     }

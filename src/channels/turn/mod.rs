@@ -5,6 +5,7 @@
 //! [`finish::compose`] (answer text and artifacts) → [`finish::deliver`] (planned in the outbox,
 //! delivered once). A turn that crashed after planning its answer only re-delivers it.
 
+mod context;
 mod conversation;
 mod finish;
 mod run;

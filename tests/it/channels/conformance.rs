@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use antler_test_support::{FakeOpenAi, Reply};
 use serde_json::json;
 
+use super::group_support::outside_quotes;
 use super::{Bot, WAIT, daemon_yaml};
 
 /// Story users and groups are small numbers; the driver maps them to platform ids.
@@ -333,10 +334,11 @@ async fn access_policy(driver: &dyn ChannelDriver, model: &FakeOpenAi, user: u32
         driver.bot_texts(STRANGER).is_empty(),
         "strangers get nothing"
     );
-    let asked = model.requests().pop().expect("request").to_string();
+    // Where the platform lets the bot read history, they come as the quoted context only.
+    let asked = outside_quotes(&model.requests().pop().expect("request"));
     assert!(
         !asked.contains("among ourselves") && !asked.contains("not for the bot"),
-        "unaddressed messages stay unseen: {asked}"
+        "unaddressed messages are nobody's turn: {asked}"
     );
 }
 

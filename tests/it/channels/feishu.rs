@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use antler::channels::manager::QUEUED_NOTE;
 
 use super::feishu_driver::{feishu_section, webhook_url};
+use super::group_support::outside_quotes;
 use super::{Bot, WAIT, daemon_yaml};
 
 const GROUP: &str = "oc_group0777";
@@ -236,7 +237,10 @@ async fn groups_need_a_mention_and_a_reply_in_the_topic_continues_its_thread() {
         second.contains("remember walnut"),
         "the follow-up continues the topic's thread"
     );
-    assert!(!second.contains("lunch anyone"));
+    assert!(
+        !outside_quotes(&requests[1]).contains("lunch anyone"),
+        "chatter is quoted context at most"
+    );
     let second_card = &fake.bot_messages(GROUP)[1];
     assert_eq!(
         second_card.root_id.as_deref(),

@@ -214,3 +214,16 @@ pub(crate) async fn usage_by_user(addr: SocketAddr) -> HashMap<String, u64> {
     }
     runs
 }
+
+/// A request as text with the quoted blocks of earlier messages (`<channel_context>`) left out:
+/// what reached the model as anyone's own turn.
+pub(crate) fn outside_quotes(request: &Value) -> String {
+    let mut text = request.to_string();
+    while let Some(start) = text.find("<channel_context>") {
+        let end = text[start..]
+            .find("</channel_context>")
+            .map_or(text.len(), |end| start + end + "</channel_context>".len());
+        text.replace_range(start..end, "");
+    }
+    text
+}

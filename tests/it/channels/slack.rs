@@ -10,6 +10,7 @@ use serde_json::json;
 
 use antler::channels::manager::QUEUED_NOTE;
 
+use super::group_support::outside_quotes;
 use super::slack_driver::slack_section;
 use super::{Bot, WAIT, daemon_yaml};
 
@@ -85,7 +86,10 @@ async fn a_mention_is_answered_in_its_thread_and_follow_ups_continue_it() {
         requests[1].to_string().contains("walnut"),
         "one Antler thread per Slack thread"
     );
-    assert!(!requests[0].to_string().contains("chatter"));
+    assert!(
+        !outside_quotes(&requests[0]).contains("chatter"),
+        "chatter is quoted context at most"
+    );
     // Reactions: received, then answered (the received one taken away).
     let reactions = fake.reactions();
     assert!(reactions.contains(&(CHANNEL.into(), root.clone(), "white_check_mark".into())));
@@ -101,7 +105,10 @@ async fn a_mention_is_answered_in_its_thread_and_follow_ups_continue_it() {
         .into_iter()
         .find(|m| m.text == "fresh");
     assert_eq!(fresh.and_then(|m| m.thread_ts), Some(second));
-    assert!(!model.requests()[2].to_string().contains("walnut"));
+    assert!(
+        !outside_quotes(&model.requests()[2]).contains("walnut"),
+        "a new conversation; the channel's earlier messages are quoted context at most"
+    );
     bot.stop().await;
 }
 

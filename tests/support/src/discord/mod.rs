@@ -13,6 +13,7 @@
 //! decodes them.
 
 mod gateway;
+mod history;
 mod rest;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -53,6 +54,8 @@ pub enum DiscordRoute {
     Typing,
     React,
     Thread,
+    /// `GET channels/{id}/messages`
+    History,
 }
 
 /// What the fake answers instead of the next call of a route.
@@ -122,6 +125,10 @@ pub(crate) struct DiscordState {
     pub(crate) interaction_answers: Vec<(String, Value)>,
     pub(crate) next_id: u64,
     pub(crate) echo_bot_messages: bool,
+    /// Every message people and the bot wrote, as `GET channels/{id}/messages` lists them.
+    pub(crate) history: Vec<Value>,
+    /// Channels where the bot lacks Read Message History.
+    pub(crate) no_history: HashSet<String>,
     // Gateway.
     pub(crate) sessions: Vec<GatewaySession>,
     pub(crate) live: Option<(usize, mpsc::UnboundedSender<GatewayCommand>)>,
@@ -201,7 +208,7 @@ impl FakeDiscord {
             .route("/api/v10/channels/{channel}", get(rest::channel))
             .route(
                 "/api/v10/channels/{channel}/messages",
-                post(rest::create_message),
+                post(rest::create_message).get(history::list_messages),
             )
             .route(
                 "/api/v10/channels/{channel}/messages/{message}",
@@ -327,10 +334,41 @@ impl FakeDiscord {
                     target.insert(key.clone(), value.clone());
                 }
             }
+            state.history.push(message.clone());
             (id, message)
         };
         self.dispatch("MESSAGE_CREATE", message);
         id
+    }
+
+    /// A message the bot gets no event for (no Message Content intent for it, or sent while
+    /// it was away): only `GET channels/{id}/messages` lists it. Returns its id.
+    pub fn message_in_history(
+        &self,
+        channel: &str,
+        author: Value,
+        content: &str,
+        extra: Value,
+    ) -> String {
+        let mut state = self.shared.lock();
+        let id = state.snowflake();
+        state
+            .message_channels
+            .insert(id.clone(), channel.to_string());
+        let guild = state.channels.get(channel).and_then(|c| c.guild.clone());
+        let mut message = discord_message(&id, channel, guild.as_deref(), author, content);
+        if let (Some(target), Some(fields)) = (message.as_object_mut(), extra.as_object()) {
+            for (key, value) in fields {
+                target.insert(key.clone(), value.clone());
+            }
+        }
+        state.history.push(message);
+        id
+    }
+
+    /// The bot loses Read Message History in `channel`: listing it answers no messages.
+    pub fn deny_history(&self, channel: &str) {
+        self.shared.lock().no_history.insert(channel.to_string());
     }
 
     /// A file people can attach; returns the attachment object a message carries.

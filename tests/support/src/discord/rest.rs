@@ -16,7 +16,7 @@ use super::{
 };
 
 /// An answer with the headers Discord puts on every one.
-fn answer(status: StatusCode, body: Value, bucket: &str) -> Response {
+pub(crate) fn answer(status: StatusCode, body: Value, bucket: &str) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
     let headers = response.headers_mut();
     for (name, value) in [
@@ -36,7 +36,7 @@ fn no_content() -> Response {
     StatusCode::NO_CONTENT.into_response()
 }
 
-fn error(status: StatusCode, code: i64, message: &str) -> Response {
+pub(crate) fn error(status: StatusCode, code: i64, message: &str) -> Response {
     answer(status, json!({"message": message, "code": code}), "error")
 }
 
@@ -80,7 +80,7 @@ fn failure_response(failure: DiscordFailure) -> Response {
 
 /// Records the call; the refusal when it lacks the bot token or the route has a scripted
 /// failure.
-fn admit(
+pub(crate) fn admit(
     shared: &SharedDiscord,
     method: &Method,
     path: &str,
@@ -306,6 +306,7 @@ pub(crate) async fn create_message(
         .iter()
         .map(|(name, bytes)| json!({"id": format!("{id}0"), "filename": name, "size": bytes.len(), "url": format!("{}/attachments/{id}/{name}", shared.base()), "proxy_url": ""}))
         .collect();
+    state.history.push(message.clone());
     let echo = state.echo_bot_messages;
     drop(state);
     if echo {

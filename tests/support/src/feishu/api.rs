@@ -21,11 +21,11 @@ const IMAGE_LIMIT: usize = 10 * 1024 * 1024;
 const FILE_LIMIT: usize = 30 * 1024 * 1024;
 const FILE_TYPES: &[&str] = &["opus", "mp4", "pdf", "doc", "xls", "ppt", "stream"];
 
-fn success(data: Value) -> Response {
+pub(crate) fn success(data: Value) -> Response {
     Json(json!({"code": 0, "msg": "success", "data": data})).into_response()
 }
 
-fn error(code: i64, msg: &str) -> Response {
+pub(crate) fn error(code: i64, msg: &str) -> Response {
     (
         StatusCode::BAD_REQUEST,
         Json(json!({"code": code, "msg": msg})),
@@ -33,7 +33,7 @@ fn error(code: i64, msg: &str) -> Response {
         .into_response()
 }
 
-fn failure_response(failure: FeishuFailure) -> Response {
+pub(crate) fn failure_response(failure: FeishuFailure) -> Response {
     match failure {
         FeishuFailure::RateLimited(seconds) => {
             let mut headers = HeaderMap::new();
@@ -54,7 +54,7 @@ fn failure_response(failure: FeishuFailure) -> Response {
 }
 
 /// Records the call, then checks the token and any failure queued for it.
-fn begin(
+pub(crate) fn begin(
     shared: &SharedFeishu,
     method: &str,
     headers: &HeaderMap,
@@ -163,14 +163,21 @@ pub(crate) async fn contact_user(
 }
 
 /// The message object Feishu answers sends with.
-fn message_json(message: &FeishuMessage) -> Value {
+pub(crate) fn message_json(message: &FeishuMessage) -> Value {
+    let sender = if message.from_bot {
+        json!({"id": message.sender, "id_type": "app_id", "sender_type": "app",
+            "tenant_key": FAKE_FEISHU_TENANT})
+    } else {
+        json!({"id": message.sender, "id_type": "open_id", "sender_type": "user",
+            "tenant_key": FAKE_FEISHU_TENANT})
+    };
+    let created = message.created_ms.to_string();
     json!({"message_id": message.message_id, "root_id": message.root_id.clone().unwrap_or_default(),
         "parent_id": message.parent_id.clone().unwrap_or_default(), "thread_id": "",
-        "msg_type": message.msg_type, "create_time": "1700000000000", "update_time": "1700000000000",
+        "msg_type": message.msg_type, "create_time": created, "update_time": created,
         "deleted": false, "updated": message.updates > 0, "chat_id": message.chat_id,
-        "sender": {"id": FAKE_FEISHU_APP_ID, "id_type": "app_id", "sender_type": "app",
-            "tenant_key": FAKE_FEISHU_TENANT},
-        "body": {"content": message.content.to_string()}, "mentions": [], "upper_message_id": ""})
+        "sender": sender, "body": {"content": message.content.to_string()},
+        "mentions": message.mentions, "upper_message_id": ""})
 }
 
 /// Checks `content` for `msg_type`; the parsed content, or the error Feishu would answer.
@@ -233,6 +240,9 @@ fn send(
         content,
         from_bot: true,
         updates: 0,
+        sender: FAKE_FEISHU_APP_ID.to_string(),
+        mentions: Vec::new(),
+        created_ms: super::now_ms(),
     };
     if let Some(uuid) = body["uuid"].as_str() {
         state

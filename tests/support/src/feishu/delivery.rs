@@ -207,6 +207,16 @@ impl FakeFeishu {
                 content: incoming.content.clone(),
                 from_bot: false,
                 updates: 0,
+                sender: incoming.open_id.to_string(),
+                mentions: incoming
+                    .mentions
+                    .iter()
+                    .map(|m| {
+                        json!({"key": m["key"], "id": m["id"]["open_id"],
+                        "id_type": "open_id", "name": m["name"], "tenant_key": FAKE_FEISHU_TENANT})
+                    })
+                    .collect(),
+                created_ms: super::now_ms(),
             });
             (message_id, event_id, root_id)
         };

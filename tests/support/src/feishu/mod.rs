@@ -11,6 +11,7 @@
 mod api;
 mod delivery;
 mod events;
+mod history;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
@@ -73,6 +74,12 @@ pub struct FeishuMessage {
     pub from_bot: bool,
     /// How often the bot patched it.
     pub updates: usize,
+    /// Who wrote it: a person's open_id, or an app's id (the bot's is `FAKE_FEISHU_APP_ID`).
+    pub sender: String,
+    /// `mentions` as the list API shows them (`{"key", "id", "id_type", "name"}`).
+    pub mentions: Vec<Value>,
+    /// `create_time`, in milliseconds since the epoch.
+    pub created_ms: u128,
 }
 
 impl FeishuMessage {
@@ -181,7 +188,7 @@ impl FakeFeishu {
             )
             .route("/open-apis/bot/v3/info", get(api::bot_info))
             .route("/open-apis/contact/v3/users/{id}", get(api::contact_user))
-            .route(messages, post(api::create))
+            .route(messages, post(api::create).get(history::list_messages))
             .route(&format!("{messages}/{{id}}"), patch(api::patch_message))
             .route(&format!("{messages}/{{id}}/reply"), post(api::reply))
             .route(&format!("{messages}/{{id}}/reactions"), post(api::react))
@@ -276,6 +283,41 @@ impl FakeFeishu {
         self.shared.lock().messages.clone()
     }
 
+    /// A text message in a group the daemon gets no event for (an app without the permission
+    /// to receive every group message hears only its mentions), from a person's open_id or,
+    /// with `from_app`, another app's id; optionally replying to `parent`. Returns its id.
+    pub fn said_without_event(
+        &self,
+        chat: &str,
+        sender: &str,
+        from_app: bool,
+        text: &str,
+        parent: Option<&str>,
+    ) -> String {
+        let mut state = self.shared.lock();
+        let message_id = state.id("om_");
+        let root_id = parent.map(|parent| {
+            state
+                .message(parent)
+                .and_then(|p| p.root_id.clone())
+                .unwrap_or_else(|| parent.to_string())
+        });
+        state.messages.push(FeishuMessage {
+            message_id: message_id.clone(),
+            chat_id: chat.to_string(),
+            root_id,
+            parent_id: parent.map(str::to_string),
+            msg_type: "text".into(),
+            content: json!({"text": text}),
+            from_bot: from_app,
+            updates: 0,
+            sender: sender.to_string(),
+            mentions: Vec::new(),
+            created_ms: now_ms(),
+        });
+        message_id
+    }
+
     pub fn message(&self, message_id: &str) -> Option<FeishuMessage> {
         self.shared.lock().message(message_id).cloned()
     }
@@ -352,6 +394,14 @@ impl FakeFeishu {
 }
 
 /// The p2p chat of a person in this fake (`ou_…` → `oc_p2p_…`).
+/// Now, in milliseconds since the epoch (Feishu's `create_time`).
+pub(crate) fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default()
+}
+
 pub fn p2p_chat(open_id: &str) -> String {
     format!("oc_p2p_{}", open_id.trim_start_matches("ou_"))
 }

@@ -13,12 +13,12 @@ use super::{
     PostedMessage, SharedFile, SharedSlack, SlackCall, SlackFailure, socket,
 };
 
-fn ok(mut fields: Value) -> Response {
+pub(crate) fn ok(mut fields: Value) -> Response {
     fields["ok"] = json!(true);
     axum::Json(fields).into_response()
 }
 
-fn error(code: &str) -> Response {
+pub(crate) fn error(code: &str) -> Response {
     axum::Json(json!({"ok": false, "error": code})).into_response()
 }
 
@@ -136,6 +136,8 @@ pub(crate) async fn method(
         "reactions.add" | "reactions.remove" => react(&shared, &method, &params),
         "assistant.threads.setStatus" => ok(json!({})),
         "users.info" => users_info(&shared, &params),
+        "conversations.history" => super::history::conversations_history(&shared, &params),
+        "conversations.replies" => super::history::conversations_replies(&shared, &params),
         "files.getUploadURLExternal" => {
             let mut state = shared.lock();
             let file_id = format!("F{:08}", 9000 + state.uploads.len());
@@ -176,6 +178,10 @@ fn post_message(shared: &SharedSlack, params: &Value) -> Response {
     if let Some(thread) = &thread_ts {
         message["thread_ts"] = json!(thread);
     }
+    shared
+        .lock()
+        .history
+        .push((channel.clone(), message.clone()));
     if echo {
         // Apps subscribed to message.im see their own posts come back.
         let mut event = message.clone();

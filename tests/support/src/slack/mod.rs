@@ -11,6 +11,7 @@
 mod api;
 mod blocks;
 mod events;
+mod history;
 mod socket;
 
 use std::collections::{HashMap, VecDeque};
@@ -127,6 +128,9 @@ pub(crate) struct SlackState {
     pub(crate) next_envelope: u64,
     pub(crate) next_event: u64,
     pub(crate) echo_bot_messages: bool,
+    /// Every message people and the bot wrote, as `conversations.history` returns them:
+    /// (channel, message).
+    pub(crate) history: Vec<(String, Value)>,
     /// People `users.info` knows: id → (display name, real name).
     pub(crate) users: HashMap<String, (String, String)>,
 }
@@ -255,8 +259,49 @@ impl FakeSlack {
                 target.insert(key.clone(), value.clone());
             }
         }
+        self.remember(channel, &event);
         self.push_event(event);
         ts
+    }
+
+    /// A message the app gets no event for (it is not subscribed to the channel's messages):
+    /// only `conversations.history`/`replies` show it. `extra` adds fields (`files`,
+    /// `bot_id`, …). Returns its `ts`.
+    pub fn message_in_history(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+        thread_ts: Option<&str>,
+        extra: Value,
+    ) -> String {
+        let ts = self.shared.lock().ts();
+        let mut message = json!({"type": "message", "user": user, "text": text, "ts": ts,
+            "team": FAKE_SLACK_TEAM, "client_msg_id": format!("msg-{ts}")});
+        if let Some(thread) = thread_ts {
+            message["thread_ts"] = json!(thread);
+        }
+        if let (Some(target), Some(fields)) = (message.as_object_mut(), extra.as_object()) {
+            for (key, value) in fields {
+                target.insert(key.clone(), value.clone());
+            }
+        }
+        self.remember(channel, &message);
+        ts
+    }
+
+    /// Keeps a message for `conversations.history`, as Slack stores it (no event fields).
+    fn remember(&self, channel: &str, event: &Value) {
+        let mut message = event.clone();
+        if let Some(fields) = message.as_object_mut() {
+            for key in ["channel", "channel_type", "event_ts"] {
+                fields.remove(key);
+            }
+        }
+        self.shared
+            .lock()
+            .history
+            .push((channel.to_string(), message));
     }
 
     /// A slash command envelope (`/antler <text>`).
