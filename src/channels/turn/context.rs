@@ -173,6 +173,11 @@ fn within_limits(mut earlier: Vec<HistoryMessage>, limits: ContextConfig) -> Vec
     kept
 }
 
+/// A name the platform gave with a message, unless it is blank.
+pub(super) fn given_name(name: Option<&str>) -> Option<&str> {
+    name.map(str::trim).filter(|name| !name.is_empty())
+}
+
 /// Each author's name: the one the payload carried, else the platform's (its cache makes a
 /// known author free), else their id.
 async fn author_names(
@@ -181,12 +186,7 @@ async fn author_names(
 ) -> HashMap<String, String> {
     let mut names = HashMap::new();
     for message in messages {
-        let given = message
-            .display_name
-            .as_deref()
-            .map(str::trim)
-            .filter(|name| !name.is_empty());
-        if let Some(name) = given {
+        if let Some(name) = given_name(message.display_name.as_deref()) {
             names.insert(message.user_id.clone(), name.to_string());
         }
     }

@@ -148,12 +148,7 @@ async fn already_asked(deps: &TurnDeps, record: &ChatRecord, journal_key: &str) 
 /// How the sender of a group message is shown: the name the message came with, else the one
 /// the platform gives (Slack's events carry none), else their platform id.
 async fn sender_name(runtime: &ChannelRuntime, message: &InboundMessage) -> String {
-    let given = message
-        .display_name
-        .as_deref()
-        .map(str::trim)
-        .filter(|name| !name.is_empty());
-    if let Some(name) = given {
+    if let Some(name) = context::given_name(message.display_name.as_deref()) {
         return name.to_string();
     }
     if let Some(names) = &runtime.parts.names {

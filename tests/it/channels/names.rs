@@ -17,11 +17,18 @@ const ALICE: &str = "ou_alice0001";
 const BOB: &str = "ou_bob0002";
 const CAROL: &str = "ou_carol003";
 
-/// The last user message of the model's `n`th request (1-based), waiting for it.
+/// The question of the model's `n`th request (1-based), waiting for it: its last user message
+/// without the quoted block of earlier messages in front of it (each top-level mention in a
+/// group is a conversation of its own, which has not seen the mentions before it; the block is
+/// tested in `context_*`).
 async fn last_user_text(model: &FakeOpenAi, n: usize, wait: impl AsyncFnOnce(usize)) -> String {
     wait(n).await;
     let requests = model.requests();
-    user_texts(&requests[n - 1]).pop().unwrap_or_default()
+    let text = user_texts(&requests[n - 1]).pop().unwrap_or_default();
+    match text.rsplit_once("</channel_context>") {
+        Some((_, question)) => question.trim_start().to_string(),
+        None => text,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

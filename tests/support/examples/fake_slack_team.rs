@@ -1,0 +1,149 @@
+//! Runs the real daemon binary against the fake Slack and a scripted model, the way a team would
+//! try a shared conversation: `cargo run -p antler-test-support --example fake_slack_team --
+//! <path to antler> <work dir>`. Ann and Bob talk in a channel without the bot, Ann mentions it
+//! (the model's request shows what they said, quoted and named), Bob follows up in the thread,
+//! then Bob's Slack account is linked to the web chat's user with a `/link` code. Prints what
+//! the model read, what the bot posted and what `GET /api/me` says.
+
+// A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
+// live as long as its runtime.
+#![allow(clippy::unwrap_used, clippy::print_stdout, clippy::disallowed_methods)]
+
+use std::time::Duration;
+
+use antler_test_support::{
+    FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FakeOpenAi, FakeSlack, Reply, dm_channel,
+};
+use serde_json::{Value, json};
+
+const CHANNEL: &str = "C0000042";
+const ANN: &str = "U0000ANN";
+const BOB: &str = "U0000BOB";
+
+#[tokio::main]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(binary), Some(dir)) = (args.next(), args.next()) else {
+        eprintln!("usage: fake_slack_team <path to antler> <work dir>");
+        std::process::exit(64);
+    };
+    let slack = FakeSlack::start().await;
+    slack.add_user(ANN, "Ann", "Ann Lee");
+    slack.add_user(BOB, "Bob", "Bob Roy");
+    let model = FakeOpenAi::start().await;
+    model.push(Reply::text("You agreed to ship on Friday."));
+    model.push(Reply::text("Noted, Bob."));
+    let dir = std::path::Path::new(&dir);
+    let port = free_port();
+    let config = format!(
+        "config_version: 1\ndata_dir: {data}\nmodels:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model}\nsandbox:\n  provider: local\ngateway:\n  listen: 127.0.0.1:{port}\nchannels:\n  slack:\n    enabled: true\n    bot_token: \"{FAKE_SLACK_BOT_TOKEN}\"\n    app_token: \"{FAKE_SLACK_APP_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [{CHANNEL}]\n",
+        data = dir.join("data").display(),
+        model = model.base_url(),
+        api = slack.api_url(),
+    );
+    let config_path = dir.join("config.yaml");
+    std::fs::write(&config_path, config).expect("write config");
+    let log = std::fs::File::create(dir.join("antler.log")).expect("log file");
+    let mut daemon = tokio::process::Command::new(binary)
+        .arg("--config")
+        .arg(&config_path)
+        .arg("run")
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start antler");
+    slack
+        .wait_for(Duration::from_secs(30), "the daemon's socket", |f| {
+            f.connections().iter().any(|c| c.hello_at.is_some())
+        })
+        .await;
+    slack.message_in_history(CHANNEL, ANN, "Shall we ship on Friday?", None, json!({}));
+    slack.message_in_history(CHANNEL, BOB, "Friday works, QA is done.", None, json!({}));
+    slack.message_in_history(CHANNEL, ANN, "Great, Friday it is.", None, json!({}));
+    let root = slack.user_says_in_channel(CHANNEL, ANN, "what did we decide above?", true, None);
+    slack
+        .wait_for(Duration::from_secs(30), "the mention's answer", |f| {
+            f.channel_texts(CHANNEL)
+                .iter()
+                .any(|t| t.contains("Friday"))
+        })
+        .await;
+    slack.user_says_in_channel(CHANNEL, BOB, "I'll write the notes", false, Some(&root));
+    slack
+        .wait_for(Duration::from_secs(30), "Bob's answer", |f| {
+            f.channel_texts(CHANNEL).iter().any(|t| t.contains("Noted"))
+        })
+        .await;
+    for (n, request) in model.requests().iter().enumerate() {
+        println!("=== model request {n}");
+        for message in request["messages"].as_array().into_iter().flatten() {
+            if message["role"] != "system" {
+                println!("[{}] {}", message["role"], text_of(&message["content"]));
+            }
+        }
+    }
+    slack.user_says_dm(BOB, "/link");
+    let dm = dm_channel(BOB);
+    slack
+        .wait_for(Duration::from_secs(30), "the link code", |f| {
+            f.channel_texts(&dm).iter().any(|t| t.contains("/link"))
+        })
+        .await;
+    let reply = slack
+        .channel_texts(&dm)
+        .into_iter()
+        .last()
+        .unwrap_or_default();
+    println!("=== Bob's /link in his DM\n{reply}");
+    let code = reply
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|word| word.len() == 9 && word.as_bytes()[4] == b'-')
+        .expect("a code in the reply")
+        .to_string();
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let joined = http
+        .post(format!("{base}/api/me/link"))
+        .header("content-type", "application/json")
+        .body(json!({ "code": code }).to_string())
+        .send()
+        .await
+        .unwrap();
+    println!(
+        "=== POST /api/me/link → {}\n{}",
+        joined.status(),
+        joined.text().await.unwrap()
+    );
+    let me = http.get(format!("{base}/api/me")).send().await.unwrap();
+    println!(
+        "=== GET /api/me → {}\n{}",
+        me.status(),
+        me.text().await.unwrap()
+    );
+    println!("=== posted in Slack");
+    for message in slack.messages() {
+        println!("{} {:?}", message.channel, message.text);
+    }
+    let _ = daemon.kill().await;
+}
+
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
