@@ -2,8 +2,8 @@
 //! try a shared conversation: `cargo run -p antler-test-support --example fake_slack_team --
 //! <path to antler> <work dir>`. Ann and Bob talk in a channel without the bot, Ann mentions it
 //! (the model's request shows what they said, quoted and named), Bob follows up in the thread,
-//! then Bob's Slack account is linked to the web chat's user with a `/link` code. Prints what
-//! the model read, what the bot posted and what `GET /api/me` says.
+//! then the web chat's user issues a `/link` code and Bob's Slack account joins it with that
+//! code. Prints what the model read, what the bot posted and what `GET /api/me` says.
 
 // A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
 // live as long as its runtime.
@@ -83,11 +83,23 @@ async fn main() {
             }
         }
     }
-    slack.user_says_dm(BOB, "/link");
+    // The web chat's user (the tokenless `local`, an admin) issues the code; Bob's Slack
+    // account uses it and becomes that user (an admin account never joins someone else).
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let issued = http
+        .post(format!("{base}/api/me/link"))
+        .send()
+        .await
+        .unwrap();
+    let issued: Value = serde_json::from_str(&issued.text().await.unwrap()).unwrap();
+    println!("=== POST /api/me/link\n{issued}");
+    let code = issued["code"].as_str().expect("a code").to_string();
+    slack.user_says_dm(BOB, &format!("/link {code}"));
     let dm = dm_channel(BOB);
     slack
-        .wait_for(Duration::from_secs(30), "the link code", |f| {
-            f.channel_texts(&dm).iter().any(|t| t.contains("/link"))
+        .wait_for(Duration::from_secs(30), "the link's answer", |f| {
+            !f.channel_texts(&dm).is_empty()
         })
         .await;
     let reply = slack
@@ -95,26 +107,7 @@ async fn main() {
         .into_iter()
         .last()
         .unwrap_or_default();
-    println!("=== Bob's /link in his DM\n{reply}");
-    let code = reply
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .find(|word| word.len() == 9 && word.as_bytes()[4] == b'-')
-        .expect("a code in the reply")
-        .to_string();
-    let http = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    let joined = http
-        .post(format!("{base}/api/me/link"))
-        .header("content-type", "application/json")
-        .body(json!({ "code": code }).to_string())
-        .send()
-        .await
-        .unwrap();
-    println!(
-        "=== POST /api/me/link → {}\n{}",
-        joined.status(),
-        joined.text().await.unwrap()
-    );
+    println!("=== Bob's /link CODE in his DM\n{reply}");
     let me = http.get(format!("{base}/api/me")).send().await.unwrap();
     println!(
         "=== GET /api/me → {}\n{}",
