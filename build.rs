@@ -81,9 +81,13 @@ fn bundle_skills() {
     collect_files(&dir, &dir, &mut files);
     files.sort();
     let mut code = String::from("&[\n");
-    for (relative, absolute, executable) in &files {
+    // Paths are spelled from the crate's directory at compile time, not this script's: a
+    // target directory shared by several checkouts (CI clones reusing a warm build) may reuse
+    // this output after the checkout it ran in is gone.
+    for (relative, _, executable) in &files {
+        let within = format!("/{PUBLIC_SKILLS}/{relative}");
         code.push_str(&format!(
-            "    ({relative:?}, include_bytes!({absolute:?}), {executable}),\n"
+            "    ({relative:?}, include_bytes!(concat!(env!(\"CARGO_MANIFEST_DIR\"), {within:?})), {executable}),\n"
         ));
     }
     code.push_str("]\n");
