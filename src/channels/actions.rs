@@ -163,7 +163,7 @@ impl CommandSurface for ChatSurface<'_> {
 
     async fn change(&self, change: SettingChange) -> Result<(), CommandError> {
         self.deps
-            .chat_record(self.key, &self.entry.message)
+            .chat_record(self.key, &self.entry.message, &self.user_id)
             .await
             .map_err(surface_error)?;
         self.deps

@@ -59,13 +59,15 @@ impl TurnDeps {
     /// direct chat and by the chat in a group. A group's record of the old kind (owned by
     /// whoever spoke first) is moved to the chat here, at its next group message. A direct
     /// chat whose sender became another user (`/link`, `/unlink`) continues on a new thread of
-    /// theirs: the old one stays its old owner's, with its history.
+    /// theirs: the old one stays its old owner's, with its history. `user_id` is the sender
+    /// as [`Self::sender`] resolved it (once per message: it costs a store read).
     pub(crate) async fn chat_record(
         &self,
         key: &ChatKey,
         message: &InboundMessage,
+        user_id: &str,
     ) -> Result<ChatRecord, TurnError> {
-        let user_id = self.sender(message)?;
+        let user_id = user_id.to_string();
         let shared = !message.is_direct;
         let owner = if shared {
             chat_owner(key)

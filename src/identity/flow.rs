@@ -73,12 +73,7 @@ impl Identities {
         code: &str,
         now_ms: u64,
     ) -> Result<Joined, IdentityError> {
-        if let Some(user_id) = static_user(config, account) {
-            return Err(Refusal::Provisioned {
-                user_id: user_id.to_string(),
-            }
-            .into());
-        }
+        not_provisioned(config, account)?;
         let (raw, record) = codes::check(self.store(), account, code, now_ms)??;
         let current = self.user_of(config, account)?;
         if record.user_id == current {
@@ -113,12 +108,7 @@ impl Identities {
         user_id: &str,
         now_ms: u64,
     ) -> Result<Joined, IdentityError> {
-        if let Some(user_id) = static_user(config, account) {
-            return Err(Refusal::Provisioned {
-                user_id: user_id.to_string(),
-            }
-            .into());
-        }
+        not_provisioned(config, account)?;
         if user_id.starts_with(CONVERSATION_OWNER_PREFIX) {
             return Err(Refusal::ConversationOwner {
                 user_id: user_id.to_string(),
@@ -149,12 +139,7 @@ impl Identities {
 
     /// Takes `account` back to its own user.
     pub fn unlink(&self, config: &AppConfig, account: &Account) -> Result<Unlinked, IdentityError> {
-        if let Some(user_id) = static_user(config, account) {
-            return Err(Refusal::Provisioned {
-                user_id: user_id.to_string(),
-            }
-            .into());
-        }
+        not_provisioned(config, account)?;
         let Some((raw, record)) = links::get(self.store(), account)? else {
             return Err(Refusal::NotLinked {
                 user_id: account.default_user(),
@@ -192,5 +177,16 @@ impl Identities {
         let user_id = links::get(self.store(), account)?
             .map_or_else(|| account.default_user(), |(_, link)| link.user_id);
         Err(Refusal::AlreadyLinked { user_id }.into())
+    }
+}
+
+/// Refuses to change an account `identities:` sets up: the config, not the store, decides it.
+fn not_provisioned(config: &AppConfig, account: &Account) -> Result<(), IdentityError> {
+    match static_user(config, account) {
+        Some(user_id) => Err(Refusal::Provisioned {
+            user_id: user_id.to_string(),
+        }
+        .into()),
+        None => Ok(()),
     }
 }

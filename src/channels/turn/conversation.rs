@@ -44,7 +44,8 @@ pub(super) async fn resolve(
     rerun: bool,
 ) -> Result<Conversation, TurnError> {
     let message = &entry.message;
-    let record = deps.chat_record(key, message).await?;
+    let user_id = deps.sender(message)?;
+    let record = deps.chat_record(key, message, &user_id).await?;
     let config = deps.config.current();
     let paths = ThreadPaths::new(&config.data_dir(), &record.user_id, &record.thread_id)?;
     if let Err(error) = deps.chats.add_alias(key, &message.platform_message_id) {
@@ -54,7 +55,6 @@ pub(super) async fn resolve(
     let sender = if message.is_direct {
         None
     } else {
-        let user_id = deps.sender(message)?;
         Some((user_id, sender_name(runtime, message).await))
     };
     let (converter, uploads) = (deps.harness.converter(), paths.uploads());
