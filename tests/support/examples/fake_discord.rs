@@ -9,7 +9,9 @@
 
 use std::time::Duration;
 
-use antler_test_support::{FAKE_DISCORD_TOKEN, FakeDiscord, FakeOpenAi, Reply};
+use antler_test_support::{
+    FAKE_DISCORD_TOKEN, FakeDiscord, FakeOpenAi, Reply, start_example_daemon,
+};
 
 const CHANNEL: &str = "400000000000000042";
 const USER: &str = "300000000000000001";
@@ -33,24 +35,11 @@ async fn main() {
     ));
     model.push(Reply::text("And follow-ups need no mention."));
     let dir = std::path::Path::new(&dir);
-    let config = format!(
-        "config_version: 1\ndata_dir: {data}\nmodels:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model}\nsandbox:\n  provider: local\ngateway:\n  listen: 127.0.0.1:0\nchannels:\n  discord:\n    enabled: true\n    bot_token: \"{FAKE_DISCORD_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [{CHANNEL}]\n",
-        data = dir.join("data").display(),
-        model = model.base_url(),
+    let channels = format!(
+        "  discord:\n    enabled: true\n    bot_token: \"{FAKE_DISCORD_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [{CHANNEL}]\n",
         api = discord.api_url(),
     );
-    let config_path = dir.join("config.yaml");
-    std::fs::write(&config_path, config).expect("write config");
-    let log = std::fs::File::create(dir.join("antler.log")).expect("log file");
-    let mut daemon = tokio::process::Command::new(binary)
-        .arg("--config")
-        .arg(&config_path)
-        .arg("run")
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start antler");
+    let mut daemon = start_example_daemon(&binary, dir, &model, "127.0.0.1:0", &channels);
     let limit = Duration::from_secs(30);
     discord
         .wait_for(limit, "the daemon's gateway session", |f| {

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use antler_test_support::{
     FAKE_FEISHU_APP_ID, FAKE_FEISHU_APP_SECRET, FAKE_FEISHU_ENCRYPT_KEY,
-    FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu, FakeOpenAi, FeishuSigning, Reply, p2p_chat,
-    url_verification,
+    FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu, FakeOpenAi, FeishuSigning, Reply, free_port,
+    p2p_chat, start_example_daemon, url_verification,
 };
 use serde_json::json;
 
@@ -39,24 +39,17 @@ async fn main() {
     model.push(Reply::text("Your notes say: meeting at noon."));
     let port = free_port();
     let dir = std::path::Path::new(&dir);
-    let config = format!(
-        "config_version: 1\ndata_dir: {data}\nmodels:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model}\nsandbox:\n  provider: local\ngateway:\n  listen: 127.0.0.1:{port}\nchannels:\n  feishu:\n    enabled: true\n    app_id: {FAKE_FEISHU_APP_ID}\n    app_secret: \"{FAKE_FEISHU_APP_SECRET}\"\n    verification_token: \"{FAKE_FEISHU_VERIFICATION_TOKEN}\"\n    encrypt_key: \"{FAKE_FEISHU_ENCRYPT_KEY}\"\n    domain: {base}\n    allowed_chats: [oc_group0042]\n",
-        data = dir.join("data").display(),
-        model = model.base_url(),
+    let channels = format!(
+        "  feishu:\n    enabled: true\n    app_id: {FAKE_FEISHU_APP_ID}\n    app_secret: \"{FAKE_FEISHU_APP_SECRET}\"\n    verification_token: \"{FAKE_FEISHU_VERIFICATION_TOKEN}\"\n    encrypt_key: \"{FAKE_FEISHU_ENCRYPT_KEY}\"\n    domain: {base}\n    allowed_chats: [oc_group0042]\n",
         base = feishu.base_url(),
     );
-    let config_path = dir.join("config.yaml");
-    std::fs::write(&config_path, config).expect("write config");
-    let log = std::fs::File::create(dir.join("antler.log")).expect("log file");
-    let mut daemon = tokio::process::Command::new(binary)
-        .arg("--config")
-        .arg(&config_path)
-        .arg("run")
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start antler");
+    let mut daemon = start_example_daemon(
+        &binary,
+        dir,
+        &model,
+        &format!("127.0.0.1:{port}"),
+        &channels,
+    );
     feishu.set_webhook(format!("http://127.0.0.1:{port}/channels/feishu/webhook"));
     wait_running(port).await;
 
@@ -143,11 +136,6 @@ async fn main() {
     println!("reactions: {:?}", feishu.reactions());
     println!("model requests: {}", model.requests().len());
     let _ = daemon.kill().await;
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
 }
 
 async fn wait_running(port: u16) {

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use antler_test_support::{
     FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FakeOpenAi, FakeSlack, Reply, dm_channel,
+    start_example_daemon,
 };
 
 #[tokio::main]
@@ -30,24 +31,11 @@ async fn main() {
         Duration::from_millis(700),
     ));
     let dir = std::path::Path::new(&dir);
-    let config = format!(
-        "config_version: 1\ndata_dir: {data}\nmodels:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model}\nsandbox:\n  provider: local\ngateway:\n  listen: 127.0.0.1:0\nchannels:\n  slack:\n    enabled: true\n    bot_token: \"{FAKE_SLACK_BOT_TOKEN}\"\n    app_token: \"{FAKE_SLACK_APP_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [C0000042]\n",
-        data = dir.join("data").display(),
-        model = model.base_url(),
+    let channels = format!(
+        "  slack:\n    enabled: true\n    bot_token: \"{FAKE_SLACK_BOT_TOKEN}\"\n    app_token: \"{FAKE_SLACK_APP_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [C0000042]\n",
         api = slack.api_url(),
     );
-    let config_path = dir.join("config.yaml");
-    std::fs::write(&config_path, config).expect("write config");
-    let log = std::fs::File::create(dir.join("antler.log")).expect("log file");
-    let mut daemon = tokio::process::Command::new(binary)
-        .arg("--config")
-        .arg(&config_path)
-        .arg("run")
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start antler");
+    let mut daemon = start_example_daemon(&binary, dir, &model, "127.0.0.1:0", &channels);
     slack
         .wait_for(Duration::from_secs(30), "the daemon's socket", |f| {
             f.connections().iter().any(|c| c.hello_at.is_some())

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use antler_test_support::{
     FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FakeOpenAi, FakeSlack, Reply, dm_channel,
+    free_port, start_example_daemon,
 };
 use serde_json::{Value, json};
 
@@ -35,24 +36,17 @@ async fn main() {
     model.push(Reply::text("Noted, Bob."));
     let dir = std::path::Path::new(&dir);
     let port = free_port();
-    let config = format!(
-        "config_version: 1\ndata_dir: {data}\nmodels:\n  - name: fake\n    provider: openai\n    model: fake-model\n    base_url: {model}\nsandbox:\n  provider: local\ngateway:\n  listen: 127.0.0.1:{port}\nchannels:\n  slack:\n    enabled: true\n    bot_token: \"{FAKE_SLACK_BOT_TOKEN}\"\n    app_token: \"{FAKE_SLACK_APP_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [{CHANNEL}]\n",
-        data = dir.join("data").display(),
-        model = model.base_url(),
+    let channels = format!(
+        "  slack:\n    enabled: true\n    bot_token: \"{FAKE_SLACK_BOT_TOKEN}\"\n    app_token: \"{FAKE_SLACK_APP_TOKEN}\"\n    api_url: {api}\n    allowed_channels: [{CHANNEL}]\n",
         api = slack.api_url(),
     );
-    let config_path = dir.join("config.yaml");
-    std::fs::write(&config_path, config).expect("write config");
-    let log = std::fs::File::create(dir.join("antler.log")).expect("log file");
-    let mut daemon = tokio::process::Command::new(binary)
-        .arg("--config")
-        .arg(&config_path)
-        .arg("run")
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start antler");
+    let mut daemon = start_example_daemon(
+        &binary,
+        dir,
+        &model,
+        &format!("127.0.0.1:{port}"),
+        &channels,
+    );
     slack
         .wait_for(Duration::from_secs(30), "the daemon's socket", |f| {
             f.connections().iter().any(|c| c.hello_at.is_some())
@@ -131,12 +125,4 @@ fn text_of(content: &Value) -> String {
             .join(" "),
         other => other.to_string(),
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }

@@ -48,6 +48,7 @@ pub mod bench;
 mod discord;
 mod docker;
 pub mod documents;
+mod example_daemon;
 mod feishu;
 mod oauth;
 mod openai;
@@ -66,6 +67,7 @@ pub use discord::{
     discord_message, discord_user,
 };
 pub use docker::{DockerCall, ExecReply, FakeContainer, FakeDocker};
+pub use example_daemon::{free_port, start_example_daemon};
 pub use feishu::{
     FAKE_FEISHU_APP_ID, FAKE_FEISHU_APP_SECRET, FAKE_FEISHU_BOT_NAME, FAKE_FEISHU_BOT_OPEN_ID,
     FAKE_FEISHU_ENCRYPT_KEY, FAKE_FEISHU_TENANT, FAKE_FEISHU_VERIFICATION_TOKEN, FakeFeishu,
