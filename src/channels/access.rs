@@ -83,6 +83,7 @@ mod tests {
             is_bot: false,
             bot_id: None,
             context: Vec::new(),
+            click: None,
         }
     }
 

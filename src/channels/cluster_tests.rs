@@ -125,6 +125,7 @@ fn message(chat: u32, id: u32) -> InboundMessage {
         is_bot: false,
         bot_id: None,
         context: Vec::new(),
+        click: None,
     }
 }
 

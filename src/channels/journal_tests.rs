@@ -23,6 +23,7 @@ pub(crate) fn message(id: &str) -> InboundMessage {
         is_bot: false,
         bot_id: None,
         context: Vec::new(),
+        click: None,
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::buttons::SendButtons;
 use crate::capabilities::{
     DownloadFile, EditMessage, React, SendMessage, TypingIndicator, UploadFile, UserNames,
 };
@@ -21,6 +22,9 @@ pub struct ChannelParts {
     pub names: Option<Arc<dyn UserNames>>,
     /// Earlier messages of a group conversation, read when someone addresses the bot.
     pub history: Option<Arc<dyn FetchHistory>>,
+    /// Messages with buttons (approval requests); without it the daemon asks for a typed
+    /// command instead.
+    pub buttons: Option<Arc<dyn SendButtons>>,
 }
 
 impl ChannelParts {
@@ -35,6 +39,7 @@ impl ChannelParts {
             download: None,
             names: None,
             history: None,
+            buttons: None,
         }
     }
 }
@@ -49,6 +54,7 @@ impl std::fmt::Debug for ChannelParts {
             .field("download", &self.download.is_some())
             .field("names", &self.names.is_some())
             .field("history", &self.history.is_some())
+            .field("buttons", &self.buttons.is_some())
             .finish()
     }
 }

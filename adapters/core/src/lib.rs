@@ -9,6 +9,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod adapter;
+mod buttons;
 mod capabilities;
 mod channel;
 mod chunk;
@@ -26,6 +27,7 @@ pub use adapter::{
     AccessSettings, ChannelAdapter, ChannelConfig, Connection, GroupPolicy, GroupRules,
     SessionConfig, connection_key_of, platform_ids,
 };
+pub use buttons::{BUTTON_VALUE_MAX, Button, ButtonClick, ButtonStyle, SendButtons};
 pub use capabilities::{
     ChannelError, DownloadFile, EditMessage, React, SendMessage, SentMessage, TypingIndicator,
     UploadFile, UserNames,

@@ -42,6 +42,10 @@ pub struct InboundMessage {
     /// or the part of it the person quoted): shown to the model like fetched history.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<crate::history::HistoryMessage>,
+    /// A click on one of the bot's buttons ([`crate::SendButtons`]); `text` is then empty and
+    /// `platform_message_id` is the click's own id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub click: Option<crate::buttons::ButtonClick>,
 }
 
 impl InboundMessage {

@@ -137,6 +137,7 @@ pub(crate) fn command_message(
         is_bot: false,
         bot_id: None,
         context: Vec::new(),
+        click: None,
     }
 }
 

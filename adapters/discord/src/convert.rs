@@ -131,6 +131,7 @@ pub fn inbound_message(
         is_bot: message.author.bot || message.webhook_id.is_some(),
         bot_id: None,
         context: Vec::new(),
+        click: None,
     })
 }
 

@@ -164,6 +164,7 @@ impl DiscordChannel {
             // Its messages carry the sender's name.
             names: None,
             history: Some(self.clone()),
+            buttons: None,
         }
     }
 }

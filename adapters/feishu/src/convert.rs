@@ -94,6 +94,7 @@ pub fn event_message(
         is_bot,
         bot_id: app_id.filter(|id| is_bot && *id != user_id),
         context: Vec::new(),
+        click: None,
     })
 }
 

@@ -184,6 +184,7 @@ impl FeishuChannel {
             // Through the contact API; without its permission, by open_id.
             names: Some(self.clone()),
             history: Some(self.clone()),
+            buttons: None,
         }
     }
 }

@@ -150,6 +150,7 @@ pub fn event_message(
         is_bot,
         bot_id: event.bot_id,
         context: Vec::new(),
+        click: None,
     })
 }
 
@@ -186,6 +187,7 @@ pub fn command_message(fields: &Value, bot: &BotIdentity) -> Option<InboundMessa
         is_bot: false,
         bot_id: None,
         context: Vec::new(),
+        click: None,
     })
 }
 

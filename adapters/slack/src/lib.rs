@@ -216,6 +216,7 @@ impl SlackChannel {
             download: Some(self.clone()),
             names: Some(self.clone()),
             history: Some(self.clone()),
+            buttons: None,
         }
     }
 }

@@ -75,6 +75,7 @@ pub fn inbound_message(message: &Message, bot: &BotIdentity) -> Option<InboundMe
         is_bot: from.is_bot,
         bot_id: None,
         context: replied_to(message, bot).into_iter().collect(),
+        click: None,
     })
 }
 

@@ -170,6 +170,7 @@ impl TelegramChannel {
             // Its messages carry the sender's name.
             names: None,
             history: None,
+            buttons: None,
         }
     }
 
