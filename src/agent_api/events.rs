@@ -62,6 +62,9 @@ pub enum RunEvent {
     },
     /// A sub-agent's task ended (boxed: it is the largest event and the rarest).
     TaskEnded(Box<TaskEnd>),
+    /// A tool call needs a person's yes: the run parks after this (stop reason
+    /// `awaiting_approval`). Boxed like `TaskEnded`.
+    ApprovalRequested(Box<crate::agent_api::approval::ApprovalRequest>),
     /// Progress an extension defines, under a name of its own; the built-in progress has the
     /// typed variants above.
     Custom {
@@ -99,11 +102,13 @@ pub enum StopReason {
     TokenCapped,
     /// The run's sub-agent delegations were spent; the model was told and the run ended.
     SubagentLimitCapped,
+    /// A tool call waits for a person's decision (`approvals:`); the decision resumes the run.
+    AwaitingApproval,
 }
 
 impl StopReason {
     /// Every stop reason (the label values of `antler_runs_finished_total`).
-    pub const ALL: [StopReason; 8] = [
+    pub const ALL: [StopReason; 9] = [
         StopReason::Completed,
         StopReason::Interrupted,
         StopReason::RecursionLimit,
@@ -112,6 +117,7 @@ impl StopReason {
         StopReason::LoopCapped,
         StopReason::TokenCapped,
         StopReason::SubagentLimitCapped,
+        StopReason::AwaitingApproval,
     ];
 
     /// The snake_case name used in `RunEvent::Finished`, `/runs/wait` and thread status.
@@ -125,6 +131,7 @@ impl StopReason {
             StopReason::LoopCapped => "loop_capped",
             StopReason::TokenCapped => "token_capped",
             StopReason::SubagentLimitCapped => "subagent_limit_capped",
+            StopReason::AwaitingApproval => "awaiting_approval",
         }
     }
 

@@ -6,6 +6,7 @@
 //! built-ins). Everything that plugs into a run depends on it instead of on each other, which
 //! keeps the module graph free of cycles.
 
+pub mod approval;
 mod context;
 mod dropped;
 mod events;

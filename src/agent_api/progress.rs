@@ -54,6 +54,10 @@ impl RunEvent {
                 }),
             ),
             RunEvent::TaskEnded(end) => (end.status.event_name(), task_end_data(end)),
+            RunEvent::ApprovalRequested(request) => (
+                crate::agent_api::approval::APPROVAL_REQUESTED,
+                serde_json::to_value(request.as_ref()).unwrap_or(Value::Null),
+            ),
             RunEvent::Custom { name, data } => (name.as_str(), data.clone()),
             _ => return None,
         };

@@ -190,6 +190,7 @@ fn sse_event(event: &RunEvent, run_id: &str, thread_id: &str) -> Event {
         | RunEvent::TaskStarted { .. }
         | RunEvent::TaskRunning { .. }
         | RunEvent::TaskEnded(_)
+        | RunEvent::ApprovalRequested(_)
         | RunEvent::Custom { .. } => match event.custom_wire() {
             Some((name, data)) => ("custom", json!({"type": name, "data": data})),
             None => return Event::default().comment("progress"),
