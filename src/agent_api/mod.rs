@@ -14,6 +14,7 @@ mod middleware;
 mod options;
 pub mod progress;
 pub mod shared;
+pub mod taint;
 mod task;
 mod tool;
 pub mod tool_schema;
