@@ -324,3 +324,46 @@ async fn a_sub_agent_leaves_a_gated_call_to_the_lead_which_parks_it() {
         "{refusal}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_custom_agent_adds_to_the_policy_and_the_default_agent_does_not_get_it() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &fake, |_| {});
+    let harness = open(&config);
+    let agent = antler::custom_agents::AgentConfig {
+        name: "careful".into(),
+        approvals: antler::config::approvals::ApprovalAdditions {
+            tools: vec!["ls".into()],
+            when_untrusted: Vec::new(),
+        },
+        ..Default::default()
+    };
+    harness
+        .agents()
+        .create("alice", "careful", &agent, "You are careful.")
+        .unwrap();
+    let ls = json!({"description": "look", "path": "/mnt/user-data/workspace"});
+    // The default agent lists files without asking.
+    fake.push(Reply::tool_call("ls", ls.clone()));
+    fake.push(Reply::text("listed"));
+    let (outcome, _) = run(&harness, message("alice", "t1", "list")).await;
+    assert_eq!(outcome.stop, StopReason::Completed, "{:?}", outcome.error);
+    // The custom agent asks first.
+    fake.push(Reply::tool_call("ls", ls));
+    let mut request = message("alice", "t2", "list");
+    request.options.agent_name = Some("careful".into());
+    let (outcome, events) = run(&harness, request).await;
+    assert_eq!(
+        outcome.stop,
+        StopReason::AwaitingApproval,
+        "{:?}",
+        outcome.error
+    );
+    let parked = requested(&events).remove(0);
+    assert_eq!(
+        (parked.tool.as_str(), parked.reason),
+        ("ls", ApprovalReason::Always)
+    );
+    assert_eq!(parked.options.agent_name.as_deref(), Some("careful"));
+}
