@@ -3,6 +3,7 @@
 //! model, a conversation grant covers its command prefix, sub-agents leave gated calls to the
 //! lead, and 200 random turns never run a gated call without a recorded approval.
 
+mod config;
 mod flows;
 mod goal;
 
