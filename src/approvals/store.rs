@@ -17,6 +17,9 @@ pub const APPROVALS_BY_THREAD_TREE: &str = "approvals_by_thread";
 /// `{id}` → the run that ran the approved call: written once, by compare-and-set, just before
 /// the call runs.
 pub const APPROVALS_CONSUMED_TREE: &str = "approvals_consumed";
+/// `{expires ms, big-endian}{id}` → empty: the requests still pending, soonest expiry first,
+/// so the timeout job reads only those (the audit trail grows; this stays small).
+pub const APPROVALS_PENDING_TREE: &str = "approvals_pending";
 
 /// How many times a fresh id is drawn before giving up (ids are random; a clash is rare).
 const ID_ATTEMPTS: usize = 8;
@@ -96,6 +99,11 @@ impl ApprovalStore {
                     key: thread_key(&request.thread_id, request.created_at, &request.id),
                     value: Vec::new(),
                 },
+                BatchOp::Put {
+                    tree: APPROVALS_PENDING_TREE,
+                    key: pending_key(request.expires_at, &request.id),
+                    value: Vec::new(),
+                },
             ];
             if self.store.apply_batch_if(&expect, ops)? {
                 return Ok(request);
@@ -127,7 +135,11 @@ impl ApprovalStore {
             let mut settled = current;
             settled.status = status;
             settled.decision = Some(decision.clone());
-            if self.replace(&settled, raw)? {
+            let unlisted = BatchOp::Delete {
+                tree: APPROVALS_PENDING_TREE,
+                key: pending_key(settled.expires_at, &settled.id),
+            };
+            if self.replace(&settled, raw, vec![unlisted])? {
                 return Ok((settled, true));
             }
             // Changed under us (another daemon, the other button): read it again.
@@ -141,7 +153,7 @@ impl ApprovalStore {
                 .get_raw(id)?
                 .ok_or_else(|| ApprovalError::NotFound { id: id.to_string() })?;
             request.origin = Some(origin.clone());
-            if self.replace(&request, raw)? {
+            if self.replace(&request, raw, Vec::new())? {
                 return Ok(());
             }
         }
@@ -178,15 +190,42 @@ impl ApprovalStore {
         Ok(Some((decode(id.as_bytes(), &raw)?, raw)))
     }
 
-    fn replace(&self, request: &ApprovalRequest, old: Vec<u8>) -> Result<bool, ApprovalError> {
+    /// The pending requests whose expiry is at or before `now`, soonest first.
+    pub fn expired(&self, now: DateTime<Utc>) -> Result<Vec<ApprovalRequest>, ApprovalError> {
+        let mut expired = Vec::new();
+        for (key, _) in self.store.scan_prefix(APPROVALS_PENDING_TREE, b"")? {
+            let (Some(at), Some(id)) = (key.get(..8), key.get(8..)) else {
+                continue;
+            };
+            let at = u64::from_be_bytes(at.try_into().unwrap_or_default());
+            if at > millis(now) {
+                break;
+            }
+            if let Some(request) = self.get(&String::from_utf8_lossy(id))?
+                && request.status == ApprovalStatus::Pending
+            {
+                expired.push(request);
+            }
+        }
+        Ok(expired)
+    }
+
+    /// Writes `request` over the record `old` (and `more` in the same batch) if the record is
+    /// still `old`.
+    fn replace(
+        &self,
+        request: &ApprovalRequest,
+        old: Vec<u8>,
+        more: Vec<BatchOp>,
+    ) -> Result<bool, ApprovalError> {
         let expect = Expect {
             tree: APPROVALS_TREE,
             key: request.id.as_bytes().to_vec(),
             value: Some(old),
         };
-        Ok(self
-            .store
-            .apply_batch_if(&expect, vec![put_record(request)?])?)
+        let mut ops = vec![put_record(request)?];
+        ops.extend(more);
+        Ok(self.store.apply_batch_if(&expect, ops)?)
     }
 }
 
@@ -208,12 +247,21 @@ fn decode(key: &[u8], value: &[u8]) -> Result<ApprovalRequest, ApprovalError> {
 }
 
 fn thread_key(thread_id: &str, created_at: DateTime<Utc>, id: &str) -> Vec<u8> {
-    let millis = u64::try_from(created_at.timestamp_millis()).unwrap_or(0);
     let mut key = thread_id.as_bytes().to_vec();
     key.push(0);
-    key.extend_from_slice(&(u64::MAX - millis).to_be_bytes());
+    key.extend_from_slice(&(u64::MAX - millis(created_at)).to_be_bytes());
     key.extend_from_slice(id.as_bytes());
     key
+}
+
+fn pending_key(expires_at: DateTime<Utc>, id: &str) -> Vec<u8> {
+    let mut key = millis(expires_at).to_be_bytes().to_vec();
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+fn millis(at: DateTime<Utc>) -> u64 {
+    u64::try_from(at.timestamp_millis()).unwrap_or(0)
 }
 
 /// Eight lowercase hex digits: short enough to type after `/approve`, safe in button values.

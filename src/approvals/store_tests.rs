@@ -123,3 +123,31 @@ fn a_request_is_settled_once_and_its_call_consumed_once() {
     assert_eq!(stored.origin.unwrap().message_id.as_deref(), Some("7"));
     assert_eq!(stored.status, ApprovalStatus::Approved);
 }
+
+#[test]
+fn only_pending_requests_past_their_expiry_are_expired() {
+    let store = ApprovalStore::new(Arc::new(MemoryStore::new()));
+    // Created 90 and 30 minutes ago, each for an hour: the first expired half an hour ago.
+    let late = store.insert(request("t1", "c1", 90)).unwrap();
+    let fresh = store.insert(request("t1", "c2", 30)).unwrap();
+    let decided = store.insert(request("t2", "c3", 120)).unwrap();
+    store
+        .settle(
+            &decided.id,
+            ApprovalStatus::Denied,
+            decision("alice"),
+            |_| Ok(()),
+        )
+        .unwrap();
+    let ids = |at| -> Vec<String> {
+        store
+            .expired(at)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect()
+    };
+    assert_eq!(ids(Utc::now()), vec![late.id.clone()]);
+    let later = Utc::now() + TimeDelta::try_minutes(31).unwrap();
+    assert_eq!(ids(later), vec![late.id.clone(), fresh.id.clone()]);
+}

@@ -12,7 +12,7 @@ use crate::agent_api::approval::{
     ApprovalRequest, ApprovalStatus, Approvers, Decision, DecisionRecord,
 };
 use crate::approvals::{
-    ApprovalError, ApprovalFilter, ApprovalGate, ApprovalStore, ChatResume, Decided, Decider, texts,
+    ApprovalError, ApprovalGate, ApprovalStore, ChatResume, Decided, Decider, texts,
 };
 use crate::config::AppConfig;
 use crate::middleware::dangling_tool_call::INTERRUPTED_TOOL_RESULT;
@@ -148,19 +148,15 @@ impl Harness {
     /// returns how many it settled.
     pub async fn expire_approvals(&self) -> usize {
         let now = self.approval_gate().now();
-        let filter = ApprovalFilter {
-            status: Some(ApprovalStatus::Pending),
-            ..Default::default()
-        };
-        let pending = match self.inner.approvals.list(&filter) {
-            Ok(pending) => pending,
+        let expired = match self.inner.approvals.expired(now) {
+            Ok(expired) => expired,
             Err(error) => {
                 tracing::warn!(%error, "Could not look for expired approval requests");
                 return 0;
             }
         };
         let mut settled = 0;
-        for request in pending.into_iter().filter(|r| r.expires_at <= now) {
+        for request in expired {
             let minutes = (request.expires_at - request.created_at).num_minutes();
             let record = DecisionRecord {
                 decision: Decision::Deny,
