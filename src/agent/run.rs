@@ -183,14 +183,16 @@ impl Agent {
     }
 
     async fn run_steps(&self, turn: &mut Turn, input: Vec<Message>, ctx: &RunContext) -> Stop {
-        // A run without input continues a parked one: the calls its last AI message left
+        // A run that continues a decided approval request: the calls the last AI message left
         // unanswered run first (the approval middleware sees their decisions), then the model.
-        let resumed = if input.is_empty() {
+        // (Other runs without input continue a checkpointed question, as before.)
+        let resuming = input.is_empty() && ctx.options.resume_approval.is_some();
+        let resumed = if resuming {
             unanswered_calls(&turn.state)
         } else {
             Vec::new()
         };
-        if input.is_empty() && resumed.is_empty() {
+        if resuming && resumed.is_empty() {
             // Nothing to continue (a decision resumed twice): no model call for nothing.
             return Stop::new(StopReason::Completed);
         }

@@ -26,6 +26,11 @@ pub struct RunOptions {
     #[serde(skip)]
     pub agent_owner: Option<String>,
     pub recursion_limit: Option<u32>,
+    /// The approval request this run continues (`Harness::resume_request`): the run first
+    /// answers the calls its thread's last AI message left unanswered, and with none left it
+    /// ends without a model call. Only the daemon sets it, never a request (not read from JSON).
+    #[serde(skip)]
+    pub resume_approval: Option<String>,
     /// No person is waiting: clarification questions are disabled.
     pub non_interactive: bool,
     pub channel_name: Option<String>,

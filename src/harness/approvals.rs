@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::jobs::Work;
 use super::{Harness, RunError, RunRequest, Speaker};
 use crate::agent::run::unanswered_calls;
+use crate::agent_api::RunOptions;
 use crate::agent_api::approval::{
     ApprovalRequest, ApprovalStatus, Approvers, Decision, DecisionRecord,
 };
@@ -95,7 +96,10 @@ impl Harness {
             speaker,
             thread_id: request.thread_id.clone(),
             input: Vec::new(),
-            options: request.options.clone(),
+            options: RunOptions {
+                resume_approval: Some(request.id.clone()),
+                ..request.options.clone()
+            },
             want_values: false,
         }
     }
