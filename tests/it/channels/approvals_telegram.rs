@@ -11,25 +11,31 @@ use super::telegram::has_text;
 use super::{Bot, WAIT, config_yaml};
 
 const GROUP: i64 = -100_777;
-const COMMAND: &str =
+pub(crate) const COMMAND: &str =
     "echo ran >> /mnt/user-data/workspace/runs.txt; wc -l < /mnt/user-data/workspace/runs.txt";
-const ANSWER: &str = "The command ran.";
+pub(crate) const ANSWER: &str = "The command ran.";
 
 /// Telegram against the fakes, `bash` always gated and allowed on the host sandbox.
 fn yaml(dir: &Path, fake: &FakeTelegram, model: &FakeOpenAi) -> String {
-    let base = config_yaml(
+    gate_bash(&config_yaml(
         dir,
         fake,
         model,
         &format!("    allowed_chats: [\"{GROUP}\"]\n"),
-    );
-    base.replace(
+    ))
+}
+
+/// A daemon config (`daemon_yaml`'s) with `bash` always needing approval and allowed to run on
+/// the host sandbox: every platform's approval tests use it.
+pub(crate) fn gate_bash(yaml: &str) -> String {
+    yaml.replace(
         "sandbox:\n  provider: local\n",
         "sandbox:\n  provider: local\n  allow_host_bash: true\napprovals:\n  tools: [bash]\n",
     )
 }
 
-fn script(model: &FakeOpenAi) {
+/// The model asks for [`COMMAND`] (saying so first), then answers [`ANSWER`].
+pub(crate) fn script(model: &FakeOpenAi) {
     model
         .push(Reply::tool_call("bash", json!({"command": COMMAND})).with_text("Let me run it."))
         .push(Reply::text(ANSWER));
@@ -54,7 +60,7 @@ async fn posted_request(fake: &FakeTelegram, chat: i64) -> (i64, String) {
 
 /// How many times the command ran: the lines of the file it appends to, wherever the thread's
 /// workspace is under the data dir.
-fn runs(dir: &Path) -> usize {
+pub(crate) fn runs(dir: &Path) -> usize {
     fn find(dir: &Path) -> Option<std::path::PathBuf> {
         for entry in std::fs::read_dir(dir).ok()?.flatten() {
             let path = entry.path();
@@ -76,8 +82,8 @@ fn runs(dir: &Path) -> usize {
     })
 }
 
-/// The tool results the model was shown, in order of the requests.
-fn tool_results(model: &FakeOpenAi) -> Vec<String> {
+/// The tool results the model was shown in its last request.
+pub(crate) fn tool_results(model: &FakeOpenAi) -> Vec<String> {
     let requests = model.requests();
     let Some(last) = requests.last() else {
         return Vec::new();
@@ -138,6 +144,13 @@ async fn a_group_request_refuses_a_bystander_and_resumes_once_on_the_requesters_
         fake.chat_texts(GROUP)
     );
     assert_eq!(runs(dir.path()), 0, "nothing ran before a decision");
+    let polled = fake.calls_of("getUpdates");
+    let asked = &polled.last().expect("a poll").body["allowed_updates"];
+    assert_eq!(
+        *asked,
+        json!(["message", "callback_query"]),
+        "clicks are asked for"
+    );
 
     // A bystander's click is answered with a refusal and changes nothing.
     let refused = fake.click(GROUP, 43, request_message, &format!("ap:{id}:a"));
