@@ -232,7 +232,9 @@ async fn deliver_answer(
     let request = streamed
         .parked_on()
         .and_then(|request| approvals::plan_request(deps, runtime, key, entry, request));
-    if request.is_some() && answer.text == NO_RESPONSE {
+    // Parked before saying anything in this run: the thread's older text (what a resumed run
+    // said before its first park) is not said again.
+    if request.is_some() && (answer.text == NO_RESPONSE || streamed.text.trim().is_empty()) {
         answer.text = AWAITING_REPLY.into();
     }
     finish::deliver(deps, runtime, key, entry, status_id, answer).await;
