@@ -190,7 +190,13 @@ impl Agent {
         } else {
             Vec::new()
         };
-        if input.is_empty() && resumed.is_empty() {
+        let answered = turn
+            .state
+            .messages
+            .last()
+            .and_then(Message::as_ai)
+            .is_some_and(|ai| ai.tool_calls.is_empty());
+        if input.is_empty() && resumed.is_empty() && answered {
             // Nothing to continue (a decision resumed twice): no model call for nothing.
             return Stop::new(StopReason::Completed);
         }
