@@ -3,6 +3,8 @@
 
 mod attachments;
 mod bots_slack;
+mod buttons_slack;
+mod buttons_support;
 mod commands;
 mod conformance;
 mod context_discord;
