@@ -3,6 +3,8 @@
 
 mod attachments;
 mod bots_slack;
+mod buttons_discord;
+mod buttons_feishu;
 mod buttons_slack;
 mod buttons_support;
 mod commands;
