@@ -3,7 +3,8 @@
 //!
 //! Discord shows "This interaction failed" unless an interaction is answered within 3 s, so a
 //! click is answered with a deferred update (callback type 6: nothing changes on screen yet)
-//! as soon as the daemon journalled it; the daemon then settles the message (an edit without
+//! before it is journalled (Discord never delivers an interaction again, and a follow-up needs
+//! the interaction answered first); the daemon then settles the message (an edit without
 //! components) and may leave the clicker a note as an ephemeral follow-up through the
 //! interaction's token (valid 15 minutes). A click's message id is `ix:{interaction id}`, like
 //! a slash command's: a replayed INTERACTION_CREATE lands on the same journal entry.
@@ -34,7 +35,6 @@ const LABEL_MAX: usize = 80;
 const ACTION_ROW: u64 = 1;
 const BUTTON: u64 = 2;
 const DEFERRED_UPDATE_MESSAGE: u64 = 6;
-const CHANNEL_MESSAGE: u64 = 4;
 
 fn label(text: &str) -> String {
     if text.chars().count() <= LABEL_MAX {
@@ -123,20 +123,12 @@ pub(crate) fn click_message(
 }
 
 impl DiscordChannel {
-    /// Answers a click at once: a deferred update once the daemon has it, else an ephemeral
-    /// "try again" (the click was not taken).
-    pub(crate) async fn acknowledge_click(
+    /// Answers a click at once with a deferred update: nothing changes on screen, and Discord
+    /// shows no failure.
+    pub(crate) async fn defer_click(
         &self,
         interaction: &ComponentInteraction,
-        journalled: bool,
     ) -> Result<(), ChannelError> {
-        let body = if journalled {
-            json!({"type": DEFERRED_UPDATE_MESSAGE})
-        } else {
-            json!({"type": CHANNEL_MESSAGE, "data": {"flags": EPHEMERAL,
-                "content": "I could not take that click; please try again.",
-                "allowed_mentions": {"parse": []}}})
-        };
         self.api
             .call(
                 Method::POST,
@@ -145,6 +137,40 @@ impl DiscordChannel {
                     "interactions/{}/{}/callback",
                     interaction.id, interaction.token
                 ),
+                Body::Json(json!({"type": DEFERRED_UPDATE_MESSAGE})),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|error| error.into_channel("answer a button click"))
+    }
+
+    /// Tells the clicker (only them) that the click was not taken.
+    pub(crate) async fn click_not_taken(
+        &self,
+        interaction: &ComponentInteraction,
+    ) -> Result<(), ChannelError> {
+        self.followup(
+            &interaction.application_id.to_string(),
+            &interaction.token,
+            "I could not take that click; please try again.",
+        )
+        .await
+    }
+
+    /// An ephemeral follow-up message through an interaction's token.
+    async fn followup(
+        &self,
+        application: &str,
+        token: &str,
+        note: &str,
+    ) -> Result<(), ChannelError> {
+        let body = json!({"content": single(note, DISCORD_PROFILE.max_text_len),
+            "flags": EPHEMERAL, "allowed_mentions": {"parse": []}});
+        self.api
+            .call(
+                Method::POST,
+                "followup",
+                &format!("webhooks/{application}/{token}"),
                 Body::Json(body),
             )
             .await
@@ -239,18 +265,7 @@ impl SendButtons for DiscordChannel {
                 "the click carries no discord interaction token to answer it with".into(),
             ));
         };
-        let body = json!({"content": single(note, DISCORD_PROFILE.max_text_len),
-            "flags": EPHEMERAL, "allowed_mentions": {"parse": []}});
-        self.api
-            .call(
-                Method::POST,
-                "followup",
-                &format!("webhooks/{application}/{token}"),
-                Body::Json(body),
-            )
-            .await
-            .map(|_| ())
-            .map_err(|error| error.into_channel("answer a button click"))
+        self.followup(application, token, note).await
     }
 }
 

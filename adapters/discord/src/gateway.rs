@@ -296,8 +296,10 @@ impl Handler {
         }
     }
 
-    /// A button click: journalled like a message, then answered with a deferred update (or,
-    /// when the journal failed, an ephemeral "try again").
+    /// A button click: answered with a deferred update first (Discord never delivers an
+    /// interaction again, and a follow-up the daemon sends for the click needs the interaction
+    /// answered), then journalled like a message; when the journal fails, the clicker is told
+    /// to try again.
     async fn click(&self, interaction: ComponentInteraction) {
         let channel_id = interaction.channel_id.to_string();
         let place = match self
@@ -313,19 +315,14 @@ impl Handler {
         let Some(message) = click_message(&interaction, place.as_ref()) else {
             return;
         };
-        let journalled = match self.ctx.sink.accept(vec![message]).await {
-            Ok(()) => true,
-            Err(error) => {
-                tracing::warn!(%error, "Could not journal a button click");
-                false
-            }
-        };
-        if let Err(error) = self
-            .channel
-            .acknowledge_click(&interaction, journalled)
-            .await
-        {
+        if let Err(error) = self.channel.defer_click(&interaction).await {
             tracing::debug!(%error, "Could not acknowledge a button click");
+        }
+        if let Err(error) = self.ctx.sink.accept(vec![message]).await {
+            tracing::warn!(%error, "Could not journal a button click");
+            if let Err(error) = self.channel.click_not_taken(&interaction).await {
+                tracing::debug!(%error, "Could not tell the clicker to try again");
+            }
         }
     }
 
