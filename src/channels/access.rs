@@ -43,8 +43,10 @@ pub fn verdict(settings: &AccessSettings, rules: &GroupRules, message: &InboundM
     if !user_allowed {
         return Verdict::Deny("user not in allowed_users");
     }
+    // A click answers the bot's own message: addressed to it like a reply.
     if settings.group_policy == GroupPolicy::Mention
         && !message.mentions_bot
+        && message.click.is_none()
         && !rules.free_chats.contains(&message.chat_id)
     {
         return Verdict::NotAddressed;

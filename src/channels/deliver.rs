@@ -134,6 +134,37 @@ async fn perform(
                 .map(|sent| Some(sent.platform_message_id))
                 .map_err(failed)
         }
+        OutboxAction::Buttons {
+            text,
+            buttons,
+            reply_to,
+        } => {
+            crate::metrics::outbound_send(&record.chat.channel);
+            let sent = match &parts.buttons {
+                Some(with_buttons) => {
+                    with_buttons
+                        .send_buttons(&record.chat, text, buttons, reply_to.as_deref())
+                        .await
+                }
+                None => {
+                    parts
+                        .send
+                        .send_text(&record.chat, text, reply_to.as_deref())
+                        .await
+                }
+            };
+            sent.map(|sent| Some(sent.platform_message_id))
+                .map_err(failed)
+        }
+        OutboxAction::Settle { target, text } => {
+            crate::metrics::outbound_edit(&record.chat.channel);
+            let settled = match (&parts.buttons, &parts.edit) {
+                (Some(buttons), _) => buttons.settle_buttons(&record.chat, target, text).await,
+                (None, Some(edit)) => edit.edit_text(&record.chat, target, text).await,
+                (None, None) => return Err(DeliveryError::Unsupported("edit")),
+            };
+            settled.map(|()| Some(target.clone())).map_err(failed)
+        }
     }
 }
 

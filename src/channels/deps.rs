@@ -49,6 +49,8 @@ pub(crate) enum TurnError {
     Record(#[from] RecordError),
     #[error(transparent)]
     Migrate(#[from] shared_chat::MigrateError),
+    #[error(transparent)]
+    Approval(#[from] crate::approvals::ApprovalError),
     /// A command could not be carried out; the text says why.
     #[error("{0}")]
     Command(String),

@@ -107,6 +107,9 @@ impl ChannelManager {
                 tracker: TaskTracker::new(),
             }),
         };
+        // Decisions made away from a request's chat (HTTP, the timeout) resume it there.
+        let hook = crate::channels::approvals::ChatResumeHook::new(&manager.inner);
+        manager.inner.deps.harness.set_chat_resume(Arc::new(hook));
         let inner = manager.inner.clone();
         // Owned by the manager's tracker; ends with the manager's stop token.
         manager

@@ -12,6 +12,7 @@
 pub mod access;
 mod actions;
 mod answer_files;
+mod approvals;
 mod board;
 mod bot_turns;
 pub mod budget;

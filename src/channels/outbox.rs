@@ -9,7 +9,7 @@
 //! send waits for the claim to check out, so an instance that lost the chat sends nothing more
 //! and its successor resumes the records exactly as a restart does.
 
-use antler_channel::{Attachment, ChatKey};
+use antler_channel::{Attachment, Button, ChatKey};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +35,16 @@ pub enum OutboxAction {
         attachment: Attachment,
         reply_to: Option<String>,
     },
+    /// A message with one row of buttons (an approval request); plain text where the channel
+    /// has no buttons.
+    Buttons {
+        text: String,
+        buttons: Vec<Button>,
+        reply_to: Option<String>,
+    },
+    /// Replace the text of the message with buttons another record sent and remove them: the
+    /// question is settled.
+    Settle { target: String, text: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -103,6 +113,10 @@ pub enum OutboxStep {
     File(usize),
     /// A new message carrying the text of an edit that could not land.
     Resend(Box<OutboxStep>),
+    /// The approval request a parked run posts (its id), after the text the run said.
+    Approval(String),
+    /// An approval request's buttons settled (the decision shown in their message).
+    Settle,
 }
 
 impl OutboxStep {
@@ -114,6 +128,8 @@ impl OutboxStep {
             OutboxStep::Final(n) => format!("final-{n}"),
             OutboxStep::File(n) => format!("file-{n}"),
             OutboxStep::Resend(step) => format!("{}-resend", step.encode()),
+            OutboxStep::Approval(id) => format!("approval:{id}"),
+            OutboxStep::Settle => "settle".into(),
         }
     }
 
@@ -123,6 +139,12 @@ impl OutboxStep {
         }
         if text == "status" {
             return Some(OutboxStep::Status);
+        }
+        if text == "settle" {
+            return Some(OutboxStep::Settle);
+        }
+        if let Some(id) = text.strip_prefix("approval:") {
+            return Some(OutboxStep::Approval(id.to_string()));
         }
         let (kind, n) = text.rsplit_once('-')?;
         let n = n.parse().ok()?;
@@ -284,6 +306,8 @@ mod tests {
             OutboxStep::Final(11),
             OutboxStep::File(3),
             OutboxStep::Resend(Box::new(OutboxStep::Final(0))),
+            OutboxStep::Approval("k3-x9".into()),
+            OutboxStep::Settle,
         ];
         for step in steps {
             let action = OutboxAction::Send {

@@ -241,8 +241,12 @@ impl ManagerInner {
         }
     }
 
-    /// Says "queued" only to a message that is still waiting after [`QUEUED_NOTE_DELAY`].
+    /// Says "queued" only to a message that is still waiting after [`QUEUED_NOTE_DELAY`]; a
+    /// click (or a resume entry) is no message to say it to.
     fn note_if_still_waiting(self: &Arc<Self>, job: Job, current: Arc<Mutex<Option<String>>>) {
+        if job.message.click.is_some() {
+            return;
+        }
         let inner = self.clone();
         self.tracker.spawn(async move {
             tokio::select! {

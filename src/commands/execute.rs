@@ -17,6 +17,7 @@ use crate::usage::{UsageStore, usage_text};
 
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
 pub const NEW_CONVERSATION: &str = "New conversation started.";
+const APPROVALS_ELSEWHERE: &str = "Approve or deny in the chat where the request was posted, or with POST /api/threads/{id}/approvals/{approval_id}.";
 const MEMORY_UNAVAILABLE: &str = "Long-term memory is not available in this process.";
 
 /// What the commands read besides the surface: the harness and the config in force.
@@ -87,6 +88,8 @@ pub async fn execute(
             let admin = is_admin(config, &user_id);
             usage_text(&usage, config, &user_id, admin)?
         }
+        // The platform chats decide these themselves (the run resumes in the chat).
+        Command::Approve(_) | Command::Deny { .. } => APPROVALS_ELSEWHERE.into(),
     };
     Ok(CommandOutcome::Reply(text))
 }

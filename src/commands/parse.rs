@@ -43,6 +43,13 @@ pub enum Command {
     Link(Option<String>),
     /// `/unlink`: this account back to its own user.
     Unlink,
+    /// `/approve ID`: approves a parked tool call (an empty id gets the usage).
+    Approve(String),
+    /// `/deny ID [reason]`: denies it, with the reason the model is told.
+    Deny {
+        id: String,
+        reason: Option<String>,
+    },
 }
 
 pub const HELP_TEXT: &str = "Available commands:\n\
@@ -61,6 +68,8 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /skills — List the skills you can use here\n\
 /link [CODE] — Get a code to use from your other account, or use one: one user across apps\n\
 /unlink — Make this account its own user again\n\
+/approve ID — Let a tool call waiting for approval run\n\
+/deny ID [reason] — Refuse a tool call waiting for approval\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -122,6 +131,15 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "/skills" => Command::Skills,
         "/link" => Command::Link(argument),
         "/unlink" => Command::Unlink,
+        "/approve" => Command::Approve(rest.to_string()),
+        "/deny" => {
+            let (id, reason) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let reason = reason.trim();
+            Command::Deny {
+                id: id.to_string(),
+                reason: (!reason.is_empty()).then(|| reason.to_string()),
+            }
+        }
         _ => return None,
     };
     Some(command)
@@ -193,6 +211,22 @@ mod tests {
                 Some(Command::Link(Some("ab2c-9xyz".into()))),
             ),
             ("/unlink", Some(Command::Unlink)),
+            ("/approve k3x9", Some(Command::Approve("k3x9".into()))),
+            ("/approve", Some(Command::Approve(String::new()))),
+            (
+                "/deny k3x9",
+                Some(Command::Deny {
+                    id: "k3x9".into(),
+                    reason: None,
+                }),
+            ),
+            (
+                "/deny k3x9  not on prod ",
+                Some(Command::Deny {
+                    id: "k3x9".into(),
+                    reason: Some("not on prod".into()),
+                }),
+            ),
             ("/weather-skill paris", None),
             ("/x", None),
         ];

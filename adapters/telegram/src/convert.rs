@@ -118,10 +118,12 @@ fn replied_to(message: &Message, bot: &BotIdentity) -> Option<HistoryMessage> {
     })
 }
 
-/// The message of an update the bot answers; `None` for other kinds of update.
+/// The message of an update the bot answers (a click on its buttons is one too); `None` for
+/// other kinds of update.
 pub(crate) fn message_of(update: &Update, bot: &BotIdentity) -> Option<InboundMessage> {
     match &update.kind {
         UpdateKind::Message(message) => inbound_message(message, bot),
+        UpdateKind::CallbackQuery(query) => crate::buttons::click_message(query),
         _ => None,
     }
 }

@@ -8,6 +8,7 @@
 // Tests own their tasks through the test runtime, which ends them with the test.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+mod buttons;
 mod config;
 mod convert;
 mod error;
@@ -35,6 +36,11 @@ pub use convert::{BotIdentity, inbound_message};
 pub use markup::to_html;
 
 use crate::error::channel_error;
+
+/// The updates the bot asks for, polling or by webhook: messages, and the clicks on its
+/// buttons (without `callback_query` Telegram never sends them).
+pub(crate) const ALLOWED_UPDATES: [AllowedUpdate; 2] =
+    [AllowedUpdate::Message, AllowedUpdate::CallbackQuery];
 
 /// The channel name used in chat keys and configuration.
 pub const CHANNEL_NAME: &str = "telegram";
@@ -170,7 +176,7 @@ impl TelegramChannel {
             // Its messages carry the sender's name.
             names: None,
             history: None,
-            buttons: None,
+            buttons: Some(self.clone()),
         }
     }
 
@@ -185,7 +191,7 @@ impl TelegramChannel {
         self.bot
             .set_webhook(url)
             .secret_token(secret)
-            .allowed_updates(vec![AllowedUpdate::Message])
+            .allowed_updates(ALLOWED_UPDATES.to_vec())
             .await
             .map_err(channel_error)?;
         Ok(())

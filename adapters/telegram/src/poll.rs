@@ -6,11 +6,10 @@ use antler_channel::{ChannelError, Transport, TransportContext};
 use async_trait::async_trait;
 use teloxide::payloads::GetUpdatesSetters;
 use teloxide::requests::Requester;
-use teloxide::types::AllowedUpdate;
 
-use crate::TelegramChannel;
 use crate::convert::message_of;
 use crate::error::channel_error;
+use crate::{ALLOWED_UPDATES, TelegramChannel};
 
 pub(crate) struct Poller {
     channel: Arc<TelegramChannel>,
@@ -40,7 +39,7 @@ impl Transport for Poller {
                 .get_updates()
                 .offset(offset)
                 .timeout(self.timeout_secs)
-                .allowed_updates(vec![AllowedUpdate::Message]);
+                .allowed_updates(ALLOWED_UPDATES.to_vec());
             let updates = tokio::select! {
                 _ = ctx.stop.cancelled() => return Ok(()),
                 updates = request => updates.map_err(channel_error)?,

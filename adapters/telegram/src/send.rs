@@ -24,7 +24,7 @@ use crate::error::channel_error;
 use crate::markup::to_html;
 use crate::{TELEGRAM_PROFILE, TelegramChannel};
 
-fn chat_id(chat: &ChatKey) -> Result<ChatId, ChannelError> {
+pub(crate) fn chat_id(chat: &ChatKey) -> Result<ChatId, ChannelError> {
     chat.chat_id
         .parse()
         .map(ChatId)
@@ -32,25 +32,25 @@ fn chat_id(chat: &ChatKey) -> Result<ChatId, ChannelError> {
 }
 
 /// Forum topics are numeric; reply-chain topics (`m…`) have nothing to send back.
-fn forum_thread(chat: &ChatKey) -> Option<ThreadId> {
+pub(crate) fn forum_thread(chat: &ChatKey) -> Option<ThreadId> {
     chat.topic_id
         .as_deref()
         .and_then(|topic| topic.parse().ok())
         .map(|id| ThreadId(MessageId(id)))
 }
 
-fn message_id(id: &str) -> Result<MessageId, ChannelError> {
+pub(crate) fn message_id(id: &str) -> Result<MessageId, ChannelError> {
     id.parse()
         .map(MessageId)
         .map_err(|_| ChannelError::Platform(format!("{id:?} is not a telegram message id")))
 }
 
-fn reply(reply_to: Option<&str>) -> Option<ReplyParameters> {
+pub(crate) fn reply(reply_to: Option<&str>) -> Option<ReplyParameters> {
     let id = reply_to?.parse().ok()?;
     Some(ReplyParameters::new(MessageId(id)).allow_sending_without_reply())
 }
 
-fn sent(message: &teloxide::types::Message) -> SentMessage {
+pub(crate) fn sent(message: &teloxide::types::Message) -> SentMessage {
     SentMessage {
         platform_message_id: message.id.0.to_string(),
     }

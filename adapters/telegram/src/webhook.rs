@@ -99,4 +99,26 @@ mod tests {
             other => panic!("expected the message, got {other:?}"),
         }
     }
+
+    #[test]
+    fn a_pushed_callback_query_is_a_click() {
+        let update = r#"{"update_id": 6, "callback_query": {"id": "77001", "chat_instance": "1",
+            "from": {"id": 42, "is_bot": false, "first_name": "Ann"},
+            "message": {"message_id": 11, "date": 1700000001,
+                "chat": {"id": 42, "type": "private", "first_name": "Ann"},
+                "from": {"id": 999, "is_bot": true, "first_name": "Antler"}, "text": "Approve?"},
+            "data": "ap:r1:d"}}"#;
+        match handle(Some("s3cret"), update) {
+            Ok(WebhookReply::Accept { messages, .. }) => {
+                assert_eq!(messages.len(), 1);
+                let click = messages[0].click.as_ref().expect("a click");
+                assert_eq!(
+                    (click.value.as_str(), click.message_id.as_str()),
+                    ("ap:r1:d", "11")
+                );
+                assert_eq!(messages[0].platform_message_id, "77001");
+            }
+            other => panic!("expected the click, got {other:?}"),
+        }
+    }
 }

@@ -53,7 +53,10 @@ pub(super) async fn redeliver_planned(
     }
     let pending = planned
         .iter()
-        .filter(|r| !r.delivered && r.step() != Some(OutboxStep::Status))
+        // An approval request is sent (and recorded) by `approvals::send_planned`.
+        .filter(|r| {
+            !r.delivered && !matches!(r.step(), Some(OutboxStep::Status | OutboxStep::Approval(_)))
+        })
         .cloned()
         .collect();
     send_all(deps, runtime, key, is_group, pending).await;

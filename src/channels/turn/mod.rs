@@ -3,17 +3,21 @@
 //! A chat turn: [`conversation::resolve`] (chat → thread, files, the question) →
 //! [`plan_status`] (the message the answer streams into) → [`run::start`] → [`run::stream`] →
 //! [`finish::compose`] (answer text and artifacts) → [`finish::deliver`] (planned in the outbox,
-//! delivered once). A turn that crashed after planning its answer only re-delivers it.
+//! delivered once). A turn that crashed after planning its answer only re-delivers it. A run
+//! that parks on an approval posts the request after its answer (`approvals`); clicks, typed
+//! `/approve` `/deny` and the entry that resumes a decided request are answered here too.
 
 mod context;
 mod conversation;
 mod finish;
+mod resume;
 mod run;
 
 use antler_channel::{ChatKey, InboundMessage};
 
 use crate::agent_api::StopReason;
 use crate::channels::actions::run_command;
+use crate::channels::approvals;
 use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::ChatRecord;
@@ -21,9 +25,9 @@ use crate::channels::outbound::{note, react, reply, send_all};
 use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::stream::WORKING_TEXT;
-use crate::commands::{CommandOutcome, Conversation, parse_command};
+use crate::commands::{Command, CommandOutcome, Conversation, parse_command};
 use crate::custom_agents::tools::CREATED_AGENT_NAME_KEY;
-use crate::harness::RunError;
+use crate::harness::{RunError, RunHandle, RunRequest};
 use crate::lead_agent::LeadAgentError;
 use antler_store::state::ThreadState;
 use serde_json::Value;
@@ -31,6 +35,8 @@ use serde_json::Value;
 pub const NO_RESPONSE: &str = "(No response from agent)";
 pub const ERROR_REPLY: &str = "An error occurred while processing your request. Please try again.";
 pub const BUSY_REPLY: &str = "This conversation is already processing another request. Please wait for it to finish and try again.";
+/// The answer of a run that parked before saying anything: the request follows it.
+pub(crate) const AWAITING_REPLY: &str = "⏸ Waiting for approval.";
 
 /// Handles a message; `false` leaves it pending (the daemon is stopping mid-turn, or another
 /// instance took the chat over).
@@ -41,19 +47,29 @@ pub(crate) async fn process(
     entry: &JournalEntry,
 ) -> bool {
     let message = &entry.message;
-    let result = match parse_command(&message.text, runtime.bot_username.as_deref()) {
-        Some(command) => match run_command(deps, key, entry, command).await {
-            Ok(CommandOutcome::Reply(text)) => {
-                reply(deps, runtime, key, entry, OutboxStep::Reply, &text).await;
-                Ok(true)
+    let command = parse_command(&message.text, runtime.bot_username.as_deref());
+    let result = if let Some(approval_id) = approvals::resume_of(message) {
+        resume::resume(deps, runtime, key, entry, &approval_id).await
+    } else if message.click.is_some() {
+        approvals::on_click(deps, runtime, key, entry).await
+    } else {
+        match command {
+            Some(command @ (Command::Approve(_) | Command::Deny { .. })) => {
+                approvals::on_command(deps, runtime, key, entry, command).await
             }
-            // A bootstrap's turn: the command set the chat's bootstrap up, the turn runs it.
-            Ok(CommandOutcome::Turn { text, .. }) => {
-                chat_turn(deps, runtime, key, entry, &text).await
-            }
-            Err(error) => Err(error),
-        },
-        None => chat_turn(deps, runtime, key, entry, &message.text).await,
+            Some(command) => match run_command(deps, key, entry, command).await {
+                Ok(CommandOutcome::Reply(text)) => {
+                    reply(deps, runtime, key, entry, OutboxStep::Reply, &text).await;
+                    Ok(true)
+                }
+                // A bootstrap's turn: the command set the chat's bootstrap up, the turn runs it.
+                Ok(CommandOutcome::Turn { text, .. }) => {
+                    chat_turn(deps, runtime, key, entry, &text).await
+                }
+                Err(error) => Err(error),
+            },
+            None => chat_turn(deps, runtime, key, entry, &message.text).await,
+        }
     };
     match result {
         Ok(finished) => finished,
@@ -104,6 +120,7 @@ async fn chat_turn(
     let is_group = !entry.message.is_direct;
     let planned = deps.outbox.for_entry(&entry.key)?;
     if finish::redeliver_planned(deps, runtime, key, is_group, &planned).await {
+        approvals::send_planned(deps, runtime, key, &planned).await;
         return Ok(true);
     }
     let config = deps.config.current();
@@ -125,34 +142,12 @@ async fn chat_turn(
     let rerun = !planned.is_empty();
     let conversation = conversation::resolve(deps, runtime, key, entry, text, rerun).await?;
     let request = conversation.request(&config, &entry.message.channel);
-    let handle = match run::start(deps, request).await {
-        Ok(handle) => handle,
-        Err(RunError::Busy { .. }) => {
-            let busy = finish::Answer::text(BUSY_REPLY);
-            finish::deliver(deps, runtime, key, entry, status_id, busy).await;
-            return Ok(true);
-        }
-        Err(RunError::BudgetSpent { notice }) => {
-            let spent = finish::Answer::text(&notice);
-            finish::deliver(deps, runtime, key, entry, status_id, spent).await;
-            return Ok(true);
-        }
-        Err(overloaded @ RunError::Overloaded { .. }) => {
-            let notice = finish::Answer::text(&overloaded.to_string());
-            finish::deliver(deps, runtime, key, entry, status_id, notice).await;
-            return Ok(true);
-        }
-        // The speaker may not run this chat's agent (in a group: someone else's custom agent):
-        // the reason says what to do instead.
-        Err(RunError::Agent(
-            denied @ (LeadAgentError::AgentNotFound { .. } | LeadAgentError::Forbidden(_)),
-        )) => {
-            let notice = finish::Answer::text(&format!("Sorry, {denied}."));
-            finish::deliver(deps, runtime, key, entry, status_id, notice).await;
-            return Ok(true);
-        }
-        Err(RunError::ShuttingDown) => return Ok(false),
-        Err(error) => return Err(error.into()),
+    // A request still waiting is overtaken by this message (the run supersedes it).
+    let waiting = approvals::waiting_in(deps, &conversation.record.thread_id);
+    let handle = match start(deps, runtime, key, entry, status_id.clone(), request).await? {
+        Started::Run(handle) => handle,
+        Started::Answered => return Ok(true),
+        Started::Interrupted => return Ok(false),
     };
     let streamed = run::stream(
         deps,
@@ -170,10 +165,11 @@ async fn chat_turn(
     if let Some(outcome) = &streamed.outcome {
         settle_bootstrap(deps, key, &conversation.record, &outcome.state);
     }
+    approvals::settle_overtaken(deps, &waiting);
     let mut answer = finish::compose(&streamed, &conversation.paths);
     finish::name_unreceived(&mut answer, &conversation.unreceived);
     let failed = answer.failed;
-    finish::deliver(deps, runtime, key, entry, status_id, answer).await;
+    deliver_answer(deps, runtime, key, entry, status_id, &streamed, answer).await;
     if reacts {
         let reactions = runtime.profile.reactions;
         let done = if failed {
@@ -184,6 +180,65 @@ async fn chat_turn(
         react(runtime, key, is_group, message_id, done).await;
     }
     Ok(true)
+}
+
+/// Whether a turn's run started.
+enum Started {
+    Run(RunHandle),
+    /// It could not (busy, budget spent, overloaded, not allowed): the answer said why.
+    Answered,
+    /// The turn was interrupted meanwhile: its message stays pending.
+    Interrupted,
+}
+
+/// Starts the turn's run; one that cannot start is answered with the reason instead.
+async fn start(
+    deps: &TurnDeps,
+    runtime: &ChannelRuntime,
+    key: &ChatKey,
+    entry: &JournalEntry,
+    status_id: Option<String>,
+    request: RunRequest,
+) -> Result<Started, TurnError> {
+    let notice = match run::start(deps, request).await {
+        Ok(handle) => return Ok(Started::Run(handle)),
+        Err(RunError::Busy { .. }) => BUSY_REPLY.to_string(),
+        Err(RunError::BudgetSpent { notice }) => notice,
+        Err(overloaded @ RunError::Overloaded { .. }) => overloaded.to_string(),
+        // The speaker may not run this chat's agent (in a group: someone else's custom agent):
+        // the reason says what to do instead.
+        Err(RunError::Agent(
+            denied @ (LeadAgentError::AgentNotFound { .. } | LeadAgentError::Forbidden(_)),
+        )) => format!("Sorry, {denied}."),
+        Err(RunError::ShuttingDown) => return Ok(Started::Interrupted),
+        Err(error) => return Err(error.into()),
+    };
+    let answer = finish::Answer::text(&notice);
+    finish::deliver(deps, runtime, key, entry, status_id, answer).await;
+    Ok(Started::Answered)
+}
+
+/// Delivers a run's answer; a run parked on an approval posts the request after it, planned
+/// before the answer so that a restart finds both in the plan.
+async fn deliver_answer(
+    deps: &TurnDeps,
+    runtime: &ChannelRuntime,
+    key: &ChatKey,
+    entry: &JournalEntry,
+    status_id: Option<String>,
+    streamed: &run::Streamed,
+    mut answer: finish::Answer,
+) {
+    let request = streamed
+        .parked_on()
+        .and_then(|request| approvals::plan_request(deps, runtime, key, entry, request));
+    if request.is_some() && answer.text == NO_RESPONSE {
+        answer.text = AWAITING_REPLY.into();
+    }
+    finish::deliver(deps, runtime, key, entry, status_id, answer).await;
+    if let Some(record) = request {
+        approvals::send_request(deps, runtime, key, record).await;
+    }
 }
 
 /// A bootstrap that created its agent ends: the chat goes on with the new agent.

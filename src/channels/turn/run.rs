@@ -6,6 +6,7 @@ use std::time::Duration;
 use antler_channel::ChatKey;
 
 use crate::agent::RunOutcome;
+use crate::agent_api::approval::ApprovalRequest;
 use crate::agent_api::{RunEvent, StopReason};
 use crate::channels::deps::TurnDeps;
 use crate::channels::runtime::ChannelRuntime;
@@ -26,11 +27,20 @@ pub(super) struct Streamed {
     pub(super) text: String,
     /// An error the run reported.
     pub(super) error: Option<String>,
+    /// The request a parked run (`awaiting_approval`) is waiting on.
+    pub(super) approval: Option<ApprovalRequest>,
 }
 
 impl Streamed {
     pub(super) fn stop(&self) -> Option<StopReason> {
         self.outcome.as_ref().map(|outcome| outcome.stop)
+    }
+
+    /// The request the run parked on, when it stopped to wait for one.
+    pub(super) fn parked_on(&self) -> Option<&ApprovalRequest> {
+        (self.stop() == Some(StopReason::AwaitingApproval))
+            .then_some(self.approval.as_ref())
+            .flatten()
     }
 }
 
@@ -71,6 +81,7 @@ pub(super) async fn stream(
     let mut typing = Typing::new(runtime, key, is_group);
     let mut ticker = tokio::time::interval(TICK);
     let mut error = None;
+    let mut approval = None;
     loop {
         tokio::select! {
             event = handle.events.recv() => match event {
@@ -79,6 +90,7 @@ pub(super) async fn stream(
                 Some(RunEvent::ToolStarted { call }) => status.set_progress(Some(format!("· {}", call.name))),
                 Some(RunEvent::ToolFinished { .. }) => status.set_progress(None),
                 Some(RunEvent::Error { message, .. }) => error = Some(message),
+                Some(RunEvent::ApprovalRequested(request)) => approval = Some(*request),
                 Some(event) => status.apply_progress(&event),
             },
             // Another instance took the chat over: stop at once, it runs the turn again.
@@ -104,5 +116,6 @@ pub(super) async fn stream(
         outcome,
         text: status.text().to_string(),
         error,
+        approval,
     }
 }

@@ -57,6 +57,7 @@ mod reply;
 mod slack;
 mod sse;
 mod telegram;
+mod telegram_buttons;
 mod telegram_entities;
 mod template;
 

@@ -4,6 +4,7 @@
 //! Routes imitate the real API: `POST /bot<TOKEN>/<method>` with method names matched
 //! case-insensitively (teloxide sends `SendMessage`), JSON or multipart bodies, answers in the
 //! `{"ok":true,"result":…}` envelope, and `GET /file/bot<TOKEN>/<path>` for downloads.
+//! Inline keyboards and the clicks on them are in `telegram_buttons`.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
@@ -46,11 +47,11 @@ pub enum BotFailure {
 }
 
 #[derive(Default)]
-struct FakeState {
-    updates: Vec<Value>,
+pub(crate) struct FakeState {
+    pub(crate) updates: Vec<Value>,
     /// Every update ever queued, so a confirmed one can be delivered again.
-    history: Vec<Value>,
-    next_update_id: i64,
+    pub(crate) history: Vec<Value>,
+    pub(crate) next_update_id: i64,
     next_message_id: i64,
     calls: Vec<BotCall>,
     failures: HashMap<String, VecDeque<BotFailure>>,
@@ -61,29 +62,31 @@ struct FakeState {
     polling: usize,
     /// `getUpdates` requests refused because another was in flight.
     overlaps: usize,
-    chats: HashMap<i64, Value>,
+    pub(crate) chats: HashMap<i64, Value>,
     /// Current text of every message the bot sent, by `(chat, message id)`.
-    texts: HashMap<(i64, i64), String>,
+    pub(crate) texts: HashMap<(i64, i64), String>,
+    /// The inline keyboard (`reply_markup`) each of those messages shows now.
+    pub(crate) keyboards: HashMap<(i64, i64), Value>,
     files: HashMap<String, (String, Vec<u8>)>,
     /// The highest offset a poller confirmed.
     confirmed: i64,
 }
 
 #[derive(Clone, Default)]
-struct Shared {
+pub(crate) struct Shared {
     state: Arc<Mutex<FakeState>>,
-    news: Arc<Notify>,
+    pub(crate) news: Arc<Notify>,
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, FakeState> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, FakeState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 pub struct FakeTelegram {
     addr: SocketAddr,
-    shared: Shared,
+    pub(crate) shared: Shared,
 }
 
 impl FakeTelegram {
@@ -404,8 +407,15 @@ async fn method(
             "supports_inline_queries": false, "can_connect_to_business": false, "has_main_web_app": false
         })),
         "getupdates" => get_updates(shared, &body).await,
-        "sendmessage" => sent_message(&shared, &body, json!({"text": body["text"].clone()})),
+        "sendmessage" => {
+            let content = crate::telegram_buttons::with_keyboard(
+                &body,
+                json!({"text": body["text"].clone()}),
+            );
+            sent_message(&shared, &body, content)
+        }
         "editmessagetext" => edit_message(&shared, &body),
+        "answercallbackquery" => ok(json!(true)),
         "sendphoto" => sent_message(
             &shared,
             &body,
@@ -501,6 +511,11 @@ fn sent_message(shared: &Shared, body: &Value, content: Value) -> Response {
         .map(String::from)
         .unwrap_or_else(|| format!("[file {content}]"));
     state.texts.insert((chat_id, message_id), text);
+    if let Some(keyboard) = content.get("reply_markup") {
+        state
+            .keyboards
+            .insert((chat_id, message_id), keyboard.clone());
+    }
     let mut message = json!({
         "message_id": message_id, "date": 1_700_000_001, "chat": chat,
         "from": {"id": FAKE_BOT_ID, "is_bot": true, "first_name": "Antler", "username": FAKE_BOT_USERNAME},
@@ -524,13 +539,25 @@ fn edit_message(shared: &Shared, body: &Value) -> Response {
             "Bad Request: message to edit not found",
             None,
         ),
-        Some(current) if *current == text => error(
-            StatusCode::BAD_REQUEST,
-            "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
-            None,
-        ),
+        Some(current)
+            if *current == text
+                && state.keyboards.get(&(chat_id, message_id)) == body.get("reply_markup") =>
+        {
+            error(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
+                None,
+            )
+        }
         Some(_) => {
             state.texts.insert((chat_id, message_id), text.clone());
+            // Like Telegram: an edit without `reply_markup` removes the inline keyboard.
+            match body.get("reply_markup") {
+                Some(keyboard) => state
+                    .keyboards
+                    .insert((chat_id, message_id), keyboard.clone()),
+                None => state.keyboards.remove(&(chat_id, message_id)),
+            };
             let chat = state
                 .chats
                 .get(&chat_id)

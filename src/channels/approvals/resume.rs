@@ -1,0 +1,217 @@
+//! The resume entry: one synthetic journal entry per decided request, `approval:{id}` in the
+//! request's chat, recorded by whoever learns of the decision (a click or command in the chat,
+//! or [`ChatResumeHook`] for the HTTP API and the timeout). The journal takes an id once, so
+//! the entry, and with it the settled buttons and the resumed run, happens once across
+//! redeliveries, daemons and restarts; the chat's worker answers it like any message.
+
+use std::sync::{Arc, Weak};
+
+use antler_channel::{ButtonClick, ChatKey, InboundMessage};
+
+use crate::agent_api::approval::{ApprovalRequest, ApprovalStatus};
+use crate::approvals::ChatResume;
+use crate::channels::approvals::{Action, parse_value, value};
+use crate::channels::deps::TurnDeps;
+use crate::channels::journal::{Index, Recorded};
+use crate::channels::manager::ManagerInner;
+use crate::channels::slots::Job;
+use antler_store::StoreError;
+
+const ENTRY_PREFIX: &str = "approval:";
+
+/// The resume entry's platform message id (its dedupe key within the chat).
+fn entry_id(approval_id: &str) -> String {
+    format!("{ENTRY_PREFIX}{approval_id}")
+}
+
+/// The request a journalled message resumes, if it is a resume entry. Only the daemon writes
+/// these: a click carrying a resume value (platforms let clients forge button data) has a
+/// platform id of its own, so it is not one.
+pub(crate) fn resume_of(message: &InboundMessage) -> Option<String> {
+    let click = message.click.as_ref()?;
+    match parse_value(&click.value)? {
+        (id, Action::Resume) if message.platform_message_id == entry_id(&id) => Some(id),
+        _ => None,
+    }
+}
+
+/// `channel:chat[:topic]` (a `ChatKey`'s display form) back into the key.
+fn parse_chat_key(text: &str) -> Option<ChatKey> {
+    let mut parts = text.splitn(3, ':');
+    let (channel, chat) = (parts.next()?, parts.next()?);
+    if channel.is_empty() || chat.is_empty() {
+        return None;
+    }
+    Some(ChatKey::new(channel, chat, parts.next().map(String::from)))
+}
+
+/// Resumes decided requests in their chats: the harness's [`ChatResume`], set when the channel
+/// manager starts. Holds the manager weakly (the manager holds the harness).
+pub(crate) struct ChatResumeHook {
+    inner: Weak<ManagerInner>,
+}
+
+impl ChatResumeHook {
+    pub(crate) fn new(inner: &Arc<ManagerInner>) -> Self {
+        Self {
+            inner: Arc::downgrade(inner),
+        }
+    }
+}
+
+impl ChatResume for ChatResumeHook {
+    fn resume(&self, request: ApprovalRequest) {
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        if let Err(error) = inner.queue_resume(&request) {
+            tracing::warn!(%error, approval_id = %request.id, "Could not queue the resumption of a decided request in its chat; decide again to retry");
+        }
+    }
+}
+
+impl ManagerInner {
+    /// Journals `request`'s resume entry in its chat (once: a second call finds it recorded)
+    /// and hands it to the chat's worker. A channel not connected now answers it once it is
+    /// (`recover`).
+    pub(crate) fn queue_resume(
+        self: &Arc<Self>,
+        request: &ApprovalRequest,
+    ) -> Result<(), StoreError> {
+        let Some(origin) = &request.origin else {
+            return Ok(());
+        };
+        let Some(key) = parse_chat_key(&origin.chat_key) else {
+            tracing::warn!(approval_id = %request.id, chat = %origin.chat_key, "An approval request names a chat that is not one");
+            return Ok(());
+        };
+        let shared = self
+            .deps
+            .chats
+            .get(&key)?
+            .is_some_and(|record| record.shared);
+        let message = InboundMessage {
+            channel: key.channel.clone(),
+            workspace_id: None,
+            chat_id: key.chat_id.clone(),
+            topic_id: key.topic_id.clone(),
+            user_id: String::new(),
+            display_name: None,
+            platform_message_id: entry_id(&request.id),
+            text: String::new(),
+            files: Vec::new(),
+            is_direct: !shared,
+            mentions_bot: true,
+            reply_to: origin.message_id.clone(),
+            thread_reply: false,
+            is_bot: false,
+            bot_id: None,
+            context: Vec::new(),
+            click: Some(ButtonClick {
+                value: value(&request.id, 'r'),
+                message_id: origin.message_id.clone().unwrap_or_default(),
+                answer_handle: String::new(),
+            }),
+        };
+        let journal_key = match self.deps.journal.record(&message, &key, Index::Queue)? {
+            Recorded::New(journal_key) => journal_key,
+            Recorded::Duplicate => return Ok(()),
+        };
+        self.deps.journal.flush()?;
+        if let Some(runtime) = self.runtime(&key.channel) {
+            let job = Job {
+                chat: key.clone(),
+                journal_key,
+                runtime,
+                message,
+            };
+            self.dispatch(&key, Some(job));
+        }
+        Ok(())
+    }
+}
+
+/// The requests of `thread_id` still waiting with a message in a chat: a new message's run
+/// supersedes them (see [`settle_overtaken`]).
+pub(crate) fn waiting_in(deps: &TurnDeps, thread_id: &str) -> Vec<String> {
+    match deps.harness.approvals().list_thread(thread_id) {
+        Ok(requests) => requests
+            .into_iter()
+            .filter(|r| r.status == ApprovalStatus::Pending && r.origin.is_some())
+            .map(|r| r.id)
+            .collect(),
+        Err(error) => {
+            tracing::warn!(%error, thread_id, "Could not read the thread's approval requests");
+            Vec::new()
+        }
+    }
+}
+
+/// Settles the buttons of requests that a new message overtook while they waited (their
+/// resume entry only settles: the new message's run went on without the call).
+pub(crate) fn settle_overtaken(deps: &TurnDeps, waiting: &[String]) {
+    let Some(hook) = deps.harness.chat_resume() else {
+        return;
+    };
+    for id in waiting {
+        match deps.harness.approvals().get(id) {
+            Ok(Some(request)) if request.status != ApprovalStatus::Pending => hook.resume(request),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::warn!(%error, approval_id = %id, "Could not read an approval request")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chat_keys_read_back_from_their_display_form() {
+        for key in [
+            ChatKey::new("telegram", "-100", Some("m31".into())),
+            ChatKey::new("telegram", "42", None),
+            ChatKey::new("slack", "C1", Some("1700000001.000100".into())),
+        ] {
+            assert_eq!(parse_chat_key(&key.to_string()), Some(key));
+        }
+        assert_eq!(parse_chat_key("telegram"), None);
+        assert_eq!(parse_chat_key(":1"), None);
+    }
+
+    #[test]
+    fn only_the_daemons_own_entry_resumes() {
+        let click = |platform_id: &str, value: &str| InboundMessage {
+            channel: "telegram".into(),
+            workspace_id: None,
+            chat_id: "42".into(),
+            topic_id: None,
+            user_id: "42".into(),
+            display_name: None,
+            platform_message_id: platform_id.into(),
+            text: String::new(),
+            files: Vec::new(),
+            is_direct: true,
+            mentions_bot: false,
+            reply_to: None,
+            thread_reply: false,
+            is_bot: false,
+            bot_id: None,
+            context: Vec::new(),
+            click: Some(ButtonClick {
+                value: value.into(),
+                message_id: "31".into(),
+                answer_handle: String::new(),
+            }),
+        };
+        assert_eq!(
+            resume_of(&click("approval:k3", "ap:k3:r")),
+            Some("k3".into())
+        );
+        assert_eq!(resume_of(&click("4382001", "ap:k3:r")), None, "forged");
+        assert_eq!(resume_of(&click("approval:k3", "ap:k3:a")), None);
+        assert_eq!(resume_of(&click("approval:k4", "ap:k3:r")), None);
+    }
+}
