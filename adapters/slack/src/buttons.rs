@@ -192,8 +192,6 @@ pub fn click_message(payload: &Value, bot: &BotIdentity) -> Option<InboundMessag
     let workspace = text(&payload["team"]["id"])
         .or_else(|| text(&payload["user"]["team_id"]))
         .unwrap_or_else(|| bot.team_id.clone());
-    let display_name =
-        text(&payload["user"]["name"]).or_else(|| text(&payload["user"]["username"]));
     Some(InboundMessage {
         channel: CHANNEL_NAME.into(),
         workspace_id: Some(workspace),
@@ -202,7 +200,9 @@ pub fn click_message(payload: &Value, bot: &BotIdentity) -> Option<InboundMessag
         topic_id,
         platform_message_id: format!("{CLICK_PREFIX}{user}:{action_ts}"),
         user_id: user,
-        display_name,
+        // `user.name` is the handle, not the name people see: like a message event's, the
+        // clicker's name is looked up (`users.info`).
+        display_name: None,
         text: String::new(),
         files: Vec::new(),
         mentions_bot: true,
