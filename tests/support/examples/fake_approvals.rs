@@ -26,7 +26,7 @@ fn script(model: &FakeOpenAi, platform: &str) {
             Reply::tool_call("write_file", json!({"path": path, "content": "approved\n"}))
                 .with_text("I'll write the file."),
         )
-        .push(Reply::text(&format!("Done on {platform}.")));
+        .push(Reply::text(format!("Done on {platform}.")));
 }
 
 #[tokio::main]
