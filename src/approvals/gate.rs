@@ -116,7 +116,7 @@ impl ApprovalMiddleware {
             return Ok(Verdict::answer(call, text));
         }
         let request = self.park(call, ctx, &config, reason, summary)?;
-        Ok(Verdict::Answer(parked(call, request)))
+        Ok(Verdict::Answer(Box::new(parked(call, request))))
     }
 
     /// The result of a call whose request is settled (or still pending).
@@ -127,7 +127,7 @@ impl ApprovalMiddleware {
         ctx: &ToolContext<'_>,
     ) -> Result<Verdict, ApprovalError> {
         match request.status {
-            ApprovalStatus::Pending => Ok(Verdict::Answer(parked(call, request))),
+            ApprovalStatus::Pending => Ok(Verdict::Answer(Box::new(parked(call, request)))),
             // The mark is set before the call starts: a crash mid-call, or a second resume,
             // never runs it twice.
             ApprovalStatus::Approved => {
@@ -227,7 +227,7 @@ impl Middleware for ApprovalMiddleware {
     ) -> Result<ToolResult, ToolError> {
         match self.decide(call, ctx) {
             Ok(Verdict::Run) => next.call(call, ctx).await,
-            Ok(Verdict::Answer(result)) => Ok(result),
+            Ok(Verdict::Answer(result)) => Ok(*result),
             Err(error) => {
                 tracing::warn!(%error, tool = %call.name, "Could not check a tool call's approval; not running it");
                 let text = texts::unavailable(&call.name, &error.to_string());
@@ -251,12 +251,14 @@ enum Verdict {
     /// Run it (not gated, granted, or approved and not run before).
     Run,
     /// Answer it without running: parked, denied, or left to the lead agent.
-    Answer(ToolResult),
+    Answer(Box<ToolResult>),
 }
 
 impl Verdict {
     fn answer(call: &ToolCall, text: String) -> Self {
-        Verdict::Answer(ToolResult::message(ToolMessage::error(call, text)))
+        Verdict::Answer(Box::new(ToolResult::message(ToolMessage::error(
+            call, text,
+        ))))
     }
 }
 

@@ -58,7 +58,10 @@ fn requests_are_listed_per_thread_newest_first_and_found_by_call() {
         ids(store.list_thread("t1").unwrap()),
         [new.id.clone(), old.id.clone()]
     );
-    assert_eq!(ids(store.list_thread("t10").unwrap()), [other.id.clone()]);
+    assert_eq!(
+        ids(store.list_thread("t10").unwrap()),
+        vec![other.id.clone()]
+    );
     assert_eq!(
         store.find_call("t1", "c1").unwrap().map(|r| r.id),
         Some(old.id.clone())

@@ -96,16 +96,6 @@ impl ApprovalAdditions {
 }
 
 impl ApprovalsConfig {
-    /// Every problem of the section, by key path, against the config's tool groups.
-    pub fn problems_in(&self, config: &crate::config::AppConfig) -> Vec<ConfigProblem> {
-        let groups: Vec<String> = if config.tool_groups.is_empty() {
-            DEFAULT_GROUPS.iter().map(|g| g.to_string()).collect()
-        } else {
-            config.tool_groups.iter().map(|g| g.name.clone()).collect()
-        };
-        self.problems(&groups)
-    }
-
     /// Every problem of the section, by key path; `groups` are the tool groups a `group:`
     /// pattern may name.
     pub fn problems(&self, groups: &[String]) -> Vec<ConfigProblem> {
@@ -154,13 +144,14 @@ pub fn check_pattern(pattern: &str, groups: &[String]) -> Result<(), String> {
     if pattern.trim().is_empty() {
         return Err("is empty; write a tool name, a `*` glob, `mcp:…` or `group:…`".into());
     }
-    if let Some(group) = pattern.strip_prefix("group:") {
-        if group != "mcp" && !groups.iter().any(|g| g == group) {
-            return Err(format!(
-                "names no tool group `{group}`; use one of {} or mcp",
-                groups.join(", ")
-            ));
-        }
+    if let Some(group) = pattern.strip_prefix("group:")
+        && group != "mcp"
+        && !groups.iter().any(|g| g == group)
+    {
+        return Err(format!(
+            "names no tool group `{group}`; use one of {} or mcp",
+            groups.join(", ")
+        ));
     }
     if pattern == "mcp:" {
         return Err("names no MCP tools; write `mcp:*` or `mcp:SERVER_*`".into());

@@ -30,7 +30,9 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
             .problems(|name| config.model(name).is_some()),
     );
     problems.0.extend(config.section_problems());
-    problems.0.extend(config.approvals.problems_in(config));
+    problems
+        .0
+        .extend(config.approvals.problems(&tool_groups(config)));
     for (key, message) in config.store.problems() {
         problems.push(key, message);
     }
@@ -101,6 +103,18 @@ impl Problems {
 }
 
 use crate::paths::CHAT_OWNER_PREFIX;
+
+/// The tool groups a `group:` pattern may name: `tool_groups:`, else the registry's defaults.
+fn tool_groups(config: &AppConfig) -> Vec<String> {
+    if config.tool_groups.is_empty() {
+        crate::config::approvals::DEFAULT_GROUPS
+            .iter()
+            .map(|g| g.to_string())
+            .collect()
+    } else {
+        config.tool_groups.iter().map(|g| g.name.clone()).collect()
+    }
+}
 
 const USER_ID_RULE: &str = "must be 1 to 64 letters, digits, `_` or `-`";
 

@@ -596,3 +596,46 @@ fn a_secret_that_starts_with_a_dollar_is_never_echoed_and_doubling_it_is_the_lit
     let key = config.models[0].api_key.as_ref().expect("a key");
     assert_eq!(key.expose(), "$uperSecret42");
 }
+
+#[test]
+fn approvals_load_from_yaml_and_report_problems_by_key() {
+    let base = "config_version: 1\nmodels:\n  - name: m\n    model: x\n    base_url: http://127.0.0.1:1/v1\n";
+    let config = load_ok(
+        &format!(
+            "{base}approvals:\n  tools: [bash, \"mcp:github_*\"]\n  approvers: [alice, bob]\n  timeout_minutes: 5\n"
+        ),
+        &MapEnv::new(),
+    );
+    assert_eq!(config.approvals.tools, ["bash", "mcp:github_*"]);
+    assert_eq!(
+        config.approvals.approvers,
+        antler::config::approvals::ApproversSetting::Users(vec!["alice".into(), "bob".into()])
+    );
+    assert_eq!(
+        config.approvals.when_untrusted,
+        [
+            "bash",
+            "web_fetch",
+            "group:mcp",
+            "write_file",
+            "str_replace"
+        ],
+        "the default stays while only other keys are set"
+    );
+    let config = load_ok(
+        &format!("{base}approvals:\n  approvers: admins\n"),
+        &MapEnv::new(),
+    );
+    assert_eq!(
+        config.approvals.approvers,
+        antler::config::approvals::ApproversSetting::Named(
+            antler::config::approvals::ApproverKind::Admins
+        )
+    );
+    assert_eq!(
+        paths(&format!(
+            "{base}approvals:\n  when_untrusted: [\"group:nope\"]\n  timeout_minutes: 0\n"
+        )),
+        ["approvals.when_untrusted[0]", "approvals.timeout_minutes"]
+    );
+}

@@ -23,7 +23,7 @@ const DENY_USAGE: &str = "Usage: /deny ID [reason] (the id shown with the reques
 enum Outcome {
     /// Not an approver, or no such request: the reason, for the person only.
     Refused(String),
-    Decided(Decided),
+    Decided(Box<Decided>),
 }
 
 /// A click: answered once (the refusal or "already decided" as the clicker's note, else just
@@ -42,8 +42,8 @@ pub(crate) async fn on_click(
         Some((id, Action::Decide(decision))) => {
             match decide(deps, runtime, message, &id, decision, None).await? {
                 Outcome::Refused(refusal) => Some(refusal),
-                Outcome::Decided(Decided { fresh: true, .. }) => None,
-                Outcome::Decided(Decided { request, .. }) => Some(already_decided(&request)),
+                Outcome::Decided(decided) if decided.fresh => None,
+                Outcome::Decided(decided) => Some(already_decided(&decided.request)),
             }
         }
         // Not ours (or a resume value no platform sends): only the spinner stops.
@@ -74,11 +74,8 @@ pub(crate) async fn on_command(
     } else {
         match decide(deps, runtime, &entry.message, &id, decision, reason).await? {
             Outcome::Refused(refusal) => Some(refusal),
-            Outcome::Decided(Decided {
-                fresh: true,
-                request,
-            }) => elsewhere(&request, key),
-            Outcome::Decided(Decided { request, .. }) => Some(already_decided(&request)),
+            Outcome::Decided(decided) if decided.fresh => elsewhere(&decided.request, key),
+            Outcome::Decided(decided) => Some(already_decided(&decided.request)),
         }
     };
     if let Some(text) = text {
@@ -127,7 +124,7 @@ async fn decide(
             deps.harness.hand_over(request.clone()).await;
         }
     }
-    Ok(Outcome::Decided(decided))
+    Ok(Outcome::Decided(Box::new(decided)))
 }
 
 /// A word for a decision on a request posted in another chat (or none: the run continues).
