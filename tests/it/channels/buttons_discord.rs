@@ -140,7 +140,7 @@ async fn components_clicks_deferred_updates_settling_and_followups() {
     assert!(settled.buttons().is_empty(), "{settled:?}");
 
     // In a DM the click is direct and has no topic.
-    let dm = ChatKey::new("discord", &fake.open_dm("778"), None);
+    let dm = ChatKey::new("discord", fake.open_dm("778"), None);
     let sent = buttons
         .send_buttons(&dm, "Run `ls`?", &approval_buttons("r2"), None)
         .await

@@ -150,7 +150,7 @@ async fn cards_callbacks_patches_and_notes() {
     assert_eq!(settled.updates, 1);
 
     // A direct chat has no ephemeral cards: the note is a reply to the card mentioning them.
-    let direct = ChatKey::new("feishu", &p2p_chat("ou_carol"), None);
+    let direct = ChatKey::new("feishu", p2p_chat("ou_carol"), None);
     let sent = buttons
         .send_buttons(&direct, "Run `ls`?", &approval_buttons("r2"), None)
         .await
