@@ -1,7 +1,7 @@
 //! Messages with buttons under them, and the clicks that come back: how a person answers the
 //! agent with one tap (an approval request's Approve / Deny) instead of typing a command.
 //!
-//! A click reaches the daemon as an [`InboundMessage`](crate::InboundMessage) whose `action` is
+//! A click reaches the daemon as an [`InboundMessage`](crate::InboundMessage) whose `click` is
 //! set and whose `platform_message_id` is the click's own id (Telegram's callback query id,
 //! Slack's `action_ts` with the user, Discord's interaction id, Feishu's event id or token), so
 //! a redelivered click is deduplicated like a redelivered message. The adapter acknowledges the

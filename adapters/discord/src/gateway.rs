@@ -17,7 +17,8 @@
 //! intent not enabled) end the channel with what to fix.
 //!
 //! Gateway events cannot be acknowledged: a message is journalled as soon as it arrives, and a
-//! MESSAGE_CREATE replayed after a RESUME is recognised by the journal.
+//! MESSAGE_CREATE replayed after a RESUME is recognised by the journal. Interactions (slash
+//! commands, button clicks) are journalled, then answered through their callback.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,7 +32,7 @@ use serenity::gateway::{
     ConnectionStage, GatewayError, ShardManager, ShardMessenger, ShardRunnerMessage,
 };
 use serenity::http::{Http, HttpBuilder};
-use serenity::model::application::Interaction;
+use serenity::model::application::{ComponentInteraction, Interaction};
 use serenity::model::channel::Message;
 use serenity::model::event::ResumedEvent;
 use serenity::model::gateway::{GatewayIntents, Ready};
@@ -41,6 +42,7 @@ use tokio::time::Instant;
 
 use crate::DiscordChannel;
 use crate::api::Body;
+use crate::buttons::click_message;
 use crate::commands::command_message;
 use crate::convert::{Place, from_someone_else, inbound_message};
 
@@ -294,9 +296,41 @@ impl Handler {
         }
     }
 
-    async fn command(&self, interaction: Interaction) {
-        let Interaction::Command(command) = interaction else {
+    /// A button click: answered with a deferred update first (Discord never delivers an
+    /// interaction again, and a follow-up the daemon sends for the click needs the interaction
+    /// answered), then journalled like a message; when the journal fails, the clicker is told
+    /// to try again.
+    async fn click(&self, interaction: ComponentInteraction) {
+        let channel_id = interaction.channel_id.to_string();
+        let place = match self
+            .place(interaction.guild_id.is_some(), &channel_id)
+            .await
+        {
+            Ok(place) => place,
+            Err(error) => {
+                tracing::warn!(%error, "Could not tell where a button was clicked");
+                return;
+            }
+        };
+        let Some(message) = click_message(&interaction, place.as_ref()) else {
             return;
+        };
+        if let Err(error) = self.channel.defer_click(&interaction).await {
+            tracing::debug!(%error, "Could not acknowledge a button click");
+        }
+        if let Err(error) = self.ctx.sink.accept(vec![message]).await {
+            tracing::warn!(%error, "Could not journal a button click");
+            if let Err(error) = self.channel.click_not_taken(&interaction).await {
+                tracing::debug!(%error, "Could not tell the clicker to try again");
+            }
+        }
+    }
+
+    async fn command(&self, interaction: Interaction) {
+        let command = match interaction {
+            Interaction::Command(command) => command,
+            Interaction::Component(component) => return self.click(component).await,
+            _ => return,
         };
         let channel_id = command.channel_id.to_string();
         let place = match self.place(command.guild_id.is_some(), &channel_id).await {

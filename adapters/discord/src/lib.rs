@@ -10,6 +10,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod api;
+mod buttons;
 mod commands;
 mod config;
 mod convert;
@@ -164,7 +165,7 @@ impl DiscordChannel {
             // Its messages carry the sender's name.
             names: None,
             history: Some(self.clone()),
-            buttons: None,
+            buttons: Some(self.clone()),
         }
     }
 }

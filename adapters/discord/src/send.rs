@@ -23,7 +23,7 @@ pub(crate) fn no_mentions() -> Value {
 }
 
 /// Whether `reply_to` can be referenced from a message posted to `chat`'s target.
-fn referable<'a>(chat: &ChatKey, reply_to: Option<&'a str>) -> Option<&'a str> {
+pub(crate) fn referable<'a>(chat: &ChatKey, reply_to: Option<&'a str>) -> Option<&'a str> {
     reply_to
         .filter(|id| !id.starts_with(INTERACTION_PREFIX) && chat.topic_id.as_deref() != Some(*id))
 }

@@ -11,6 +11,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod api;
+mod buttons;
 mod config;
 mod convert;
 mod crypto;
@@ -184,7 +185,7 @@ impl FeishuChannel {
             // Through the contact API; without its permission, by open_id.
             names: Some(self.clone()),
             history: Some(self.clone()),
-            buttons: None,
+            buttons: Some(self.clone()),
         }
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::api::data;
+use crate::buttons::CLICK_PREFIX;
 use crate::markup::card;
 use crate::{FEISHU_PROFILE, FeishuChannel};
 
@@ -70,6 +71,8 @@ impl FeishuChannel {
         msg_type: &str,
         content: &str,
     ) -> Result<SentMessage, ChannelError> {
+        // A click is no message to reply to.
+        let reply_to = reply_to.filter(|id| !id.starts_with(CLICK_PREFIX));
         let target = reply_to.or(chat.topic_id.as_deref());
         if let Some(target) = target {
             let path = format!("open-apis/im/v1/messages/{}/reply", segment(target)?);
@@ -166,6 +169,9 @@ impl React for FeishuChannel {
         message_id: &str,
         reaction: &str,
     ) -> Result<(), ChannelError> {
+        if message_id.starts_with(CLICK_PREFIX) {
+            return Ok(());
+        }
         let message = segment(message_id)?;
         let path = format!("open-apis/im/v1/messages/{message}/reactions");
         let body = json!({"reaction_type": {"emoji_type": reaction}});

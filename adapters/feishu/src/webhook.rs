@@ -8,8 +8,9 @@
 //! told apart from a bad JSON, anyone could decrypt a captured push one byte at a time (a CBC
 //! padding oracle); an unsigned push does the same work whatever its padding. Without an
 //! Encrypt Key nothing is secret but the Verification Token, checked on every payload.
-//! The challenge is answered at once; a message event is handed to the daemon, which answers
-//! 200 only after journalling it. Feishu redelivers an event it got no 200 for under the same
+//! The challenge is answered at once; a message event or a card action callback (a button
+//! click, [`crate::buttons`]) is handed to the daemon, which answers 200 only after journalling
+//! it. Feishu redelivers an event it got no 200 for under the same
 //! `event_id` and message id: the journal, keyed by message id, drops the copies.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -19,6 +20,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::buttons::click_message;
 use crate::convert::{BotIdentity, event_message};
 use crate::crypto::{decrypt_uniform, signature_matches};
 
@@ -158,6 +160,9 @@ impl FeishuWebhook {
             return Err(wrong_token().into());
         }
         let event_type = header["event_type"].as_str().unwrap_or("");
+        if event_type == "card.action.trigger" {
+            return Ok(card_action(&payload["event"], header));
+        }
         if event_type != "im.message.receive_v1" {
             return Ok(ignore(format!("a {event_type:?} event")));
         }
@@ -194,6 +199,22 @@ impl WebhookHandler for FeishuWebhook {
                 .map_err(|reason| WebhookError::Concealed { reason }),
             None => self.handle_plain(request.body),
         }
+    }
+}
+
+/// A verified card action callback: a button click is journalled; the answer is an empty
+/// object (no toast, the card unchanged until the daemon decided and patches it).
+fn card_action(event: &Value, header: &Value) -> WebhookReply {
+    let ack = WebhookResponse::json(&json!({}));
+    match click_message(event, header) {
+        Ok(message) => WebhookReply::Accept {
+            messages: vec![message],
+            ack,
+        },
+        Err(why) => WebhookReply::Ignore {
+            reason: why.into(),
+            ack,
+        },
     }
 }
 

@@ -314,3 +314,60 @@ fn without_an_encrypt_key_the_token_is_the_check() {
         Ok(WebhookReply::Ignore { .. })
     ));
 }
+
+fn card_action(token: &str) -> String {
+    json!({"schema": "2.0", "header": {"event_id": "ev_click", "event_type": "card.action.trigger",
+        "create_time": "1700000000000", "token": token, "app_id": "cli_1", "tenant_key": "tk1"},
+        "event": {"operator": {"open_id": "ou_alice", "tenant_key": "tk1"}, "token": "c-1",
+            "action": {"tag": "button", "value": {"antler": "ap:1:a", "topic": "om_root"}},
+            "host": "im_message",
+            "context": {"open_message_id": "om_card", "open_chat_id": "oc_1"}}})
+    .to_string()
+}
+
+#[test]
+fn card_clicks_are_verified_like_every_push() {
+    let encrypted = webhook(Some(KEY));
+    let body = encrypt(&card_action(TOKEN));
+    match handle(&encrypted, &signed_headers(&body, 0, KEY), &body) {
+        Ok(WebhookReply::Accept { messages, ack }) => {
+            assert_eq!(messages.len(), 1);
+            assert_eq!(messages[0].platform_message_id, "click:ev_click");
+            let click = messages[0].click.as_ref().expect("a click");
+            assert_eq!(
+                (click.value.as_str(), click.message_id.as_str()),
+                ("ap:1:a", "om_card")
+            );
+            assert_eq!((ack.status, ack.body.as_slice()), (200, b"{}".as_slice()));
+        }
+        other => panic!("expected the click, got {other:?}"),
+    }
+    // Unsigned, signed with another key, stale, or carrying another token: refused alike.
+    concealed(handle(&encrypted, &headers(&[]), &body));
+    concealed(handle(
+        &encrypted,
+        &signed_headers(&body, 0, "another-key"),
+        &body,
+    ));
+    concealed(handle(
+        &encrypted,
+        &signed_headers(&body, 10 * 60, KEY),
+        &body,
+    ));
+    let foreign = encrypt(&card_action("forged"));
+    concealed(handle(
+        &encrypted,
+        &signed_headers(&foreign, 0, KEY),
+        &foreign,
+    ));
+    // Without an Encrypt Key the token is the check.
+    let plain = webhook(None);
+    assert!(matches!(
+        handle(&plain, &headers(&[]), &card_action(TOKEN)),
+        Ok(WebhookReply::Accept { .. })
+    ));
+    assert!(matches!(
+        handle(&plain, &headers(&[]), &card_action("forged")),
+        Err(WebhookError::Unauthorized(_))
+    ));
+}

@@ -1,4 +1,5 @@
-//! Events mode: Slack posts events and slash commands to `/channels/slack/webhook`.
+//! Events mode: Slack posts events, slash commands and interactivity payloads (button clicks)
+//! to `/channels/slack/webhook`.
 //!
 //! Every request is verified before it is parsed: `X-Slack-Signature` is
 //! `v0=HMAC-SHA256(signing_secret, "v0:{timestamp}:{raw body}")`, compared in constant time,
@@ -14,6 +15,7 @@ use slack_morphism::signature_verifier::{
     SlackEventSignatureVerifier, SlackEventSignatureVerifierError,
 };
 
+use crate::buttons::click_message;
 use crate::config::DmThreading;
 use crate::convert::{BotIdentity, command_message, event_message};
 
@@ -62,7 +64,7 @@ impl EventsWebhook {
         Ok(body)
     }
 
-    /// Slash commands (and interactivity payloads) come form-encoded.
+    /// Slash commands and interactivity payloads (`payload=` holding JSON) come form-encoded.
     fn form(&self, body: &str) -> WebhookReply {
         let fields: Map<String, Value> = url::form_urlencoded::parse(body.as_bytes())
             .map(|(key, value)| (key.into_owned(), Value::String(value.into_owned())))
@@ -71,6 +73,9 @@ impl EventsWebhook {
         if fields.get("ssl_check").is_some() {
             return WebhookReply::Respond(WebhookResponse::ok());
         }
+        if let Some(payload) = fields["payload"].as_str() {
+            return self.interaction(payload);
+        }
         match command_message(&fields, &self.identity) {
             // An empty 200 acknowledges the command; the answer follows ephemerally.
             Some(message) => WebhookReply::Accept {
@@ -78,10 +83,33 @@ impl EventsWebhook {
                 ack: WebhookResponse::ok(),
             },
             None => WebhookReply::Ignore {
-                reason: "a slack form post that is not a slash command (interactivity is not used)"
+                reason: "a slack form post that is neither a slash command nor an interaction"
                     .into(),
                 ack: WebhookResponse::ok(),
             },
+        }
+    }
+
+    /// An interactivity payload: a button click is journalled (the empty 200 ends the
+    /// button's spinner), anything else acknowledged and dropped.
+    fn interaction(&self, payload: &str) -> WebhookReply {
+        let ignore = |reason: String| WebhookReply::Ignore {
+            reason,
+            ack: WebhookResponse::ok(),
+        };
+        let value: Value = match serde_json::from_str(payload) {
+            Ok(value) => value,
+            Err(error) => return ignore(format!("unreadable slack interaction: {error}")),
+        };
+        match click_message(&value, &self.identity) {
+            Some(message) => WebhookReply::Accept {
+                messages: vec![message],
+                ack: WebhookResponse::ok(),
+            },
+            None => ignore(format!(
+                "a slack interaction of type {:?} that is no button click",
+                value["type"].as_str().unwrap_or("")
+            )),
         }
     }
 }
@@ -258,6 +286,69 @@ mod tests {
         }
         assert!(matches!(
             signed("not json", 0),
+            Ok(WebhookReply::Ignore { .. })
+        ));
+    }
+
+    fn form_post(body: &str, secret_ok: bool) -> Result<WebhookReply, WebhookError> {
+        let ts = now().to_string();
+        let signature = if secret_ok {
+            sign(&ts, body)
+        } else {
+            let mut mac = Hmac::<Sha256>::new_from_slice(b"another-secret").expect("key");
+            mac.update(format!("v0:{ts}:{body}").as_bytes());
+            format!("v0={}", hex::encode(mac.finalize().into_bytes()))
+        };
+        handle(
+            &[
+                ("x-slack-request-timestamp", &ts),
+                ("x-slack-signature", &signature),
+                ("content-type", "application/x-www-form-urlencoded"),
+            ],
+            body,
+        )
+    }
+
+    #[test]
+    fn a_signed_button_click_is_journalled_and_a_forged_one_refused() {
+        let payload = json!({"type": "block_actions", "team": {"id": "T1"},
+            "user": {"id": "U1", "name": "alice"},
+            "container": {"type": "message", "message_ts": "5.5", "channel_id": "C1", "thread_ts": "4.4"},
+            "actions": [{"type": "button", "action_id": "antler_2", "value": "ap:9:d",
+                "action_ts": "6.6"}]});
+        let body: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", &payload.to_string())
+            .finish();
+        match form_post(&body, true) {
+            Ok(WebhookReply::Accept { messages, ack }) => {
+                assert_eq!(messages.len(), 1);
+                assert_eq!(messages[0].platform_message_id, "click:U1:6.6");
+                assert_eq!(messages[0].topic_id.as_deref(), Some("4.4"));
+                let click = messages[0].click.as_ref().expect("a click");
+                assert_eq!(
+                    (click.value.as_str(), click.message_id.as_str()),
+                    ("ap:9:d", "5.5")
+                );
+                assert_eq!((ack.status, ack.body.len()), (200, 0));
+            }
+            other => panic!("expected the click, got {other:?}"),
+        }
+        assert!(matches!(
+            form_post(&body, false),
+            Err(WebhookError::Unauthorized(_))
+        ));
+        assert!(matches!(
+            handle(
+                &[("content-type", "application/x-www-form-urlencoded")],
+                &body
+            ),
+            Err(WebhookError::Unauthorized(_))
+        ));
+        let modal: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", r#"{"type":"view_submission"}"#)
+            .finish();
+        assert!(matches!(
+            form_post(&modal, true),
             Ok(WebhookReply::Ignore { .. })
         ));
     }

@@ -10,6 +10,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 mod api;
+mod buttons;
 mod config;
 mod convert;
 mod events;
@@ -32,6 +33,7 @@ use antler_channel::{
 use async_trait::async_trait;
 
 pub use api::DEFAULT_API_URL;
+pub use buttons::click_message;
 pub use config::{DmThreading, SlackConfig, SlackMode, SocketTiming};
 pub use convert::{BotIdentity, command_message, event_message};
 pub use markup::to_mrkdwn;
@@ -216,7 +218,7 @@ impl SlackChannel {
             download: Some(self.clone()),
             names: Some(self.clone()),
             history: Some(self.clone()),
-            buttons: None,
+            buttons: Some(self.clone()),
         }
     }
 }

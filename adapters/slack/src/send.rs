@@ -23,6 +23,7 @@ use slack_morphism::{
 };
 
 use crate::api::api_error_code;
+use crate::buttons::CLICK_PREFIX;
 use crate::convert::slash_user;
 use crate::markup::to_mrkdwn;
 use crate::{SLACK_PROFILE, SlackChannel};
@@ -160,7 +161,7 @@ impl React for SlackChannel {
         message_id: &str,
         reaction: &str,
     ) -> Result<(), ChannelError> {
-        if slash_user(message_id).is_some() {
+        if slash_user(message_id).is_some() || message_id.starts_with(CLICK_PREFIX) {
             return Ok(());
         }
         let timestamp = SlackTs::new(message_id.to_string());

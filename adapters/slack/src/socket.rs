@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::SlackChannel;
 use crate::api::{SlackApi, token};
+use crate::buttons::click_message;
 use crate::config::{DmThreading, SocketTiming};
 use crate::convert::{command_message, event_message};
 
@@ -286,7 +287,7 @@ impl SocketTransport {
         let message = match kind {
             "events_api" => event_message(payload, identity, self.dm_threading),
             "slash_commands" => command_message(payload, identity),
-            _ => None,
+            _ => click_message(payload, identity),
         };
         if let Some(message) = message
             && let Err(error) = ctx.sink.accept(vec![message]).await

@@ -13,6 +13,7 @@ use crate::channels::journal::JournalEntry;
 use crate::channels::outbound::reply;
 use crate::channels::outbox::OutboxStep;
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::turn::sender_name;
 use crate::commands::Command;
 
 const APPROVE_USAGE: &str = "Usage: /approve ID (the id shown with the request).";
@@ -39,7 +40,7 @@ pub(crate) async fn on_click(
     };
     let note = match parse_value(&click.value) {
         Some((id, Action::Decide(decision))) => {
-            match decide(deps, message, &id, decision, None).await? {
+            match decide(deps, runtime, message, &id, decision, None).await? {
                 Outcome::Refused(refusal) => Some(refusal),
                 Outcome::Decided(decided) if decided.fresh => None,
                 Outcome::Decided(decided) => Some(already_decided(&decided.request)),
@@ -71,7 +72,7 @@ pub(crate) async fn on_command(
     let text = if id.is_empty() || id.contains(char::is_whitespace) {
         Some(usage.to_string())
     } else {
-        match decide(deps, &entry.message, &id, decision, reason).await? {
+        match decide(deps, runtime, &entry.message, &id, decision, reason).await? {
             Outcome::Refused(refusal) => Some(refusal),
             Outcome::Decided(decided) if decided.fresh => elsewhere(&decided.request, key),
             Outcome::Decided(decided) => Some(already_decided(&decided.request)),
@@ -87,6 +88,7 @@ pub(crate) async fn on_command(
 /// (again, harmlessly, when it was decided before: a crash may have come between).
 async fn decide(
     deps: &TurnDeps,
+    runtime: &ChannelRuntime,
     message: &InboundMessage,
     id: &str,
     decision: Decision,
@@ -99,7 +101,8 @@ async fn decide(
         .is_some_and(|section| section.access().admins.contains(&message.user_id));
     let decider = Decider {
         user_id: deps.sender(message)?,
-        name: message.display_name.clone(),
+        // Clicks on Slack and Feishu carry no name: the platform's, as for a group sender.
+        name: Some(sender_name(runtime, message).await),
         is_admin: channel_admin,
     };
     let decided = match deps.harness.decide_approval(id, &decider, decision, reason) {

@@ -145,9 +145,10 @@ async fn already_asked(deps: &TurnDeps, record: &ChatRecord, journal_key: &str) 
     })
 }
 
-/// How the sender of a group message is shown: the name the message came with, else the one
-/// the platform gives (Slack's events carry none), else their platform id.
-async fn sender_name(runtime: &ChannelRuntime, message: &InboundMessage) -> String {
+/// How the sender of a group message (or whoever decides an approval) is shown: the name the
+/// message came with, else the one the platform gives (Slack's events carry none), else their
+/// platform id.
+pub(crate) async fn sender_name(runtime: &ChannelRuntime, message: &InboundMessage) -> String {
     if let Some(name) = context::given_name(message.display_name.as_deref()) {
         return name.to_string();
     }

@@ -9,6 +9,7 @@
 
 mod context;
 mod conversation;
+pub(crate) use conversation::sender_name;
 mod finish;
 mod resume;
 mod run;

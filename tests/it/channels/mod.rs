@@ -1,9 +1,14 @@
 //! Channel layer end to end: the daemon in-process, the fake Telegram Bot API, the fake Slack,
 //! the fake Discord or the fake Feishu, and the scripted OpenAI-compatible model.
 
+mod approvals_buttons;
 mod approvals_telegram;
 mod attachments;
 mod bots_slack;
+mod buttons_discord;
+mod buttons_feishu;
+mod buttons_slack;
+mod buttons_support;
 mod commands;
 mod conformance;
 mod context_discord;

@@ -12,6 +12,7 @@
 //! `compress: true`, every frame is a binary frame holding one whole zlib stream, as serenity
 //! decodes them.
 
+mod components;
 mod gateway;
 mod history;
 mod rest;
@@ -80,6 +81,8 @@ pub struct BotMessage {
     /// Uploaded files: (filename, bytes).
     pub files: Vec<(String, Vec<u8>)>,
     pub edits: usize,
+    /// The action rows it shows now (`[]` without components).
+    pub components: Value,
 }
 
 /// A channel the fake knows.
@@ -123,6 +126,10 @@ pub(crate) struct DiscordState {
     pub(crate) attachments: HashMap<String, Vec<u8>>,
     pub(crate) commands: Option<Value>,
     pub(crate) interaction_answers: Vec<(String, Value)>,
+    /// Button clicks sent: interaction id → (token, the INTERACTION_CREATE's `d`).
+    pub(crate) clicks: HashMap<String, (String, Value)>,
+    /// Follow-ups posted through interaction tokens: (token, body).
+    pub(crate) followups: Vec<(String, Value)>,
     pub(crate) next_id: u64,
     pub(crate) echo_bot_messages: bool,
     /// Every message people and the bot wrote, as `GET channels/{id}/messages` lists them.
@@ -227,6 +234,10 @@ impl FakeDiscord {
             .route(
                 "/api/v10/interactions/{id}/{token}/callback",
                 post(rest::interaction_callback),
+            )
+            .route(
+                "/api/v10/webhooks/{app}/{token}",
+                post(components::followup),
             )
             .route("/attachments/{id}/{name}", get(rest::attachment))
             .with_state(shared.clone());

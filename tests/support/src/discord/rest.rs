@@ -261,6 +261,13 @@ pub(crate) async fn create_message(
             "Invalid Form Body (content: Must be 2000 or fewer in length.)",
         );
     }
+    if let Err(why) = super::components::check(&body["components"]) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            50035,
+            &format!("Invalid Form Body (components: {why})"),
+        );
+    }
     if content.is_empty() && files.is_empty() {
         return error(
             StatusCode::BAD_REQUEST,
@@ -294,6 +301,7 @@ pub(crate) async fn create_message(
         allowed_mentions: body["allowed_mentions"].clone(),
         files: files.clone(),
         edits: 0,
+        components: super::components::rows(&body["components"]),
     });
     let mut message = discord_message(
         &id,
@@ -302,6 +310,7 @@ pub(crate) async fn create_message(
         bot_author(),
         &content,
     );
+    message["components"] = super::components::rows(&body["components"]);
     message["attachments"] = files
         .iter()
         .map(|(name, bytes)| json!({"id": format!("{id}0"), "filename": name, "size": bytes.len(), "url": format!("{}/attachments/{id}/{name}", shared.base()), "proxy_url": ""}))
@@ -354,6 +363,13 @@ pub(crate) async fn edit_message(
             "Invalid Form Body (content: Must be 2000 or fewer in length.)",
         );
     }
+    if let Err(why) = super::components::check(&body["components"]) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            50035,
+            &format!("Invalid Form Body (components: {why})"),
+        );
+    }
     let mut state = shared.lock();
     let Some(posted) = state
         .messages
@@ -364,6 +380,10 @@ pub(crate) async fn edit_message(
     };
     posted.content = content.clone();
     posted.edits += 1;
+    // Fields left out of an edit keep their value.
+    if body.get("components").is_some() {
+        posted.components = super::components::rows(&body["components"]);
+    }
     posted.allowed_mentions = body["allowed_mentions"].clone();
     let guild = state.channels.get(&channel).and_then(|c| c.guild.clone());
     let mut edited = discord_message(&message, &channel, guild.as_deref(), bot_author(), &content);
@@ -508,6 +528,17 @@ pub(crate) async fn interaction_callback(
         body: body.clone(),
         at: Instant::now(),
     });
+    if state
+        .interaction_answers
+        .iter()
+        .any(|(answered, _)| *answered == id)
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            40060,
+            "Interaction has already been acknowledged.",
+        );
+    }
     state.interaction_answers.push((id, body));
     no_content()
 }

@@ -260,7 +260,7 @@ impl FakeFeishu {
             .cloned()
     }
 
-    fn queue(&self, event_id: String, payload: Value) {
+    pub(crate) fn queue(&self, event_id: String, payload: Value) {
         self.shared.lock().event_ids.insert(event_id.clone());
         let _ = self
             .shared

@@ -9,6 +9,7 @@
 //! invalidates every token at once, as an app re-publication does.
 
 mod api;
+mod cards;
 mod delivery;
 mod events;
 mod history;
@@ -131,6 +132,8 @@ pub(crate) struct FeishuState {
     pub(crate) event_ids: HashSet<String>,
     /// People the contact API knows: open_id → name.
     pub(crate) users: HashMap<String, String>,
+    /// Ephemeral cards the bot sent: `(chat_id, open_id, card)`.
+    pub(crate) ephemerals: Vec<(String, String, Value)>,
 }
 
 impl FeishuState {
@@ -200,6 +203,7 @@ impl FakeFeishu {
                 &format!("{messages}/{{id}}/resources/{{key}}"),
                 get(api::resource),
             )
+            .route("/open-apis/ephemeral/v1/send", post(cards::ephemeral))
             .route("/open-apis/im/v1/images", post(api::upload_image))
             .route("/open-apis/im/v1/files", post(api::upload_file))
             .layer(DefaultBodyLimit::max(64 * 1024 * 1024))

@@ -129,6 +129,7 @@ pub(crate) async fn method(
                 thread_ts: params["thread_ts"].as_str().map(String::from),
                 text: text(&params["text"]),
                 ephemeral_to: Some(text(&params["user"])),
+                blocks: blocks(&params["blocks"]),
             });
             ok(json!({"message_ts": ts}))
         }
@@ -154,7 +155,19 @@ pub(crate) async fn method(
     }
 }
 
+/// `blocks` as sent: a JSON array, or (form-encoded) the array as a string.
+fn blocks(value: &Value) -> Vec<Value> {
+    match value {
+        Value::Array(blocks) => blocks.clone(),
+        Value::String(raw) => serde_json::from_str(raw).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
 fn post_message(shared: &SharedSlack, params: &Value) -> Response {
+    if let Err(why) = super::interactions::check_blocks(&blocks(&params["blocks"])) {
+        return invalid_blocks(&why);
+    }
     let channel = text(&params["channel"]);
     let thread_ts = params["thread_ts"].as_str().map(String::from);
     let body = text(&params["text"]);
@@ -167,6 +180,7 @@ fn post_message(shared: &SharedSlack, params: &Value) -> Response {
             thread_ts: thread_ts.clone(),
             text: body.clone(),
             ephemeral_to: None,
+            blocks: blocks(&params["blocks"]),
         });
         (ts, state.echo_bot_messages && channel.starts_with('D'))
     };
@@ -192,7 +206,14 @@ fn post_message(shared: &SharedSlack, params: &Value) -> Response {
     ok(json!({"channel": channel, "ts": ts, "message": message}))
 }
 
+fn invalid_blocks(why: &str) -> Response {
+    axum::Json(json!({"ok": false, "error": "invalid_blocks", "errors": [why]})).into_response()
+}
+
 fn update_message(shared: &SharedSlack, params: &Value) -> Response {
+    if let Err(why) = super::interactions::check_blocks(&blocks(&params["blocks"])) {
+        return invalid_blocks(&why);
+    }
     let (channel, ts, body) = (
         text(&params["channel"]),
         text(&params["ts"]),
@@ -207,6 +228,10 @@ fn update_message(shared: &SharedSlack, params: &Value) -> Response {
         return error("message_not_found");
     };
     message.text = body.clone();
+    // Without `blocks` Slack keeps the message's blocks (its buttons too).
+    if params.get("blocks").is_some() {
+        message.blocks = blocks(&params["blocks"]);
+    }
     ok(json!({"channel": channel, "ts": ts, "text": body,
         "message": {"text": body, "user": FAKE_SLACK_BOT_USER, "bot_id": "B0FAKE01"}}))
 }

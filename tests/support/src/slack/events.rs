@@ -67,6 +67,19 @@ impl SlackEventsClient {
             .await
     }
 
+    /// Posts an interactivity payload (a button click) as Slack does: the form field
+    /// `payload` holding the JSON.
+    pub async fn post_interaction(
+        &self,
+        payload: &serde_json::Value,
+        signing: Signing,
+    ) -> (u16, String) {
+        let body: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("payload", &payload.to_string())
+            .finish();
+        self.post_form(&body, signing).await
+    }
+
     async fn post(
         &self,
         body: &str,

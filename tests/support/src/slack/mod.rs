@@ -12,6 +12,7 @@ mod api;
 mod blocks;
 mod events;
 mod history;
+mod interactions;
 mod socket;
 
 use std::collections::{HashMap, VecDeque};
@@ -67,6 +68,25 @@ pub struct PostedMessage {
     pub text: String,
     /// `chat.postEphemeral`: only this user sees it.
     pub ephemeral_to: Option<String>,
+    /// The Block Kit blocks it shows now (`[]` for a text-only message).
+    pub blocks: Vec<Value>,
+}
+
+impl PostedMessage {
+    /// Its buttons, as `(label, value, style)` (`style` empty for the default look).
+    pub fn buttons(&self) -> Vec<(String, String, String)> {
+        interactions::buttons(&self.blocks)
+            .into_iter()
+            .map(|(_, button)| {
+                let field = |key: &str| button[key].as_str().unwrap_or("").to_string();
+                (
+                    button["text"]["text"].as_str().unwrap_or("").to_string(),
+                    field("value"),
+                    field("style"),
+                )
+            })
+            .collect()
+    }
 }
 
 /// A file the bot shared with `files.completeUploadExternal`.
