@@ -195,6 +195,7 @@ fn slot_middleware(
         Slot::Guardrail => from_feature(&features.guardrail, "guardrail", || {
             Some(arc(GuardrailMiddleware::from_config(&config.guardrails)))
         })?,
+        Slot::Approvals => from_feature(&features.approvals, "approvals", || None)?,
         Slot::ToolErrorHandling => Some(arc(ToolErrorHandlingMiddleware)),
         Slot::DynamicContext => from_feature(&features.dynamic_context, "dynamic_context", || {
             Some(arc(DynamicContextMiddleware::new()))

@@ -46,6 +46,8 @@ pub struct RuntimeFeatures {
     pub skill_activation: Feature,
     /// No built-in implementation (it needs the deferred MCP tools): `Off` or `Custom` only.
     pub deferred_tools: Feature,
+    /// No built-in implementation (it needs the approvals store): `Off` or `Custom` only.
+    pub approvals: Feature,
 }
 
 impl Default for RuntimeFeatures {
@@ -63,6 +65,7 @@ impl Default for RuntimeFeatures {
             dynamic_context: Feature::Off,
             skill_activation: Feature::Off,
             deferred_tools: Feature::Off,
+            approvals: Feature::Off,
         }
     }
 }
@@ -86,6 +89,9 @@ pub enum Slot {
     Sandbox,
     DanglingToolCall,
     Guardrail,
+    /// Tool calls that wait for a person (`approvals:`): after the static guardrail (a denied
+    /// tool is never asked about), outside everything that runs or rewrites the call.
+    Approvals,
     ToolErrorHandling,
     DynamicContext,
     SkillActivation,
@@ -117,6 +123,7 @@ pub enum Slot {
 /// SDK list lacks placed where the reference's production chain (`build_middlewares`, §3.1)
 /// puts them. This is the one order: the lead agent fills these slots too (it used to append
 /// three of them as extras, after `TokenBudget`).
+/// - `Approvals` (Antler's own) right after `Guardrail`;
 /// - `DynamicContext` and `SkillActivation` after the runtime part (`ToolErrorHandling`),
 ///   before `Summarization` (reference #14, #15);
 /// - `TokenUsage` after `Todo`, before `Title` (reference #20);
@@ -131,12 +138,13 @@ pub enum Slot {
 /// `TokenBudget, Clarification`, so that spot is here, ahead of the closing tail
 /// (`TerminalResponse`, `LengthFinishReason`, `SafetyFinishReason`, `Clarification`) which must
 /// see the answer first.
-pub const CHAIN_ORDER: [Slot; 24] = [
+pub const CHAIN_ORDER: [Slot; 25] = [
     Slot::ThreadData,
     Slot::Uploads,
     Slot::Sandbox,
     Slot::DanglingToolCall,
     Slot::Guardrail,
+    Slot::Approvals,
     Slot::ToolErrorHandling,
     Slot::DynamicContext,
     Slot::SkillActivation,

@@ -183,6 +183,17 @@ impl Agent {
     }
 
     async fn run_steps(&self, turn: &mut Turn, input: Vec<Message>, ctx: &RunContext) -> Stop {
+        // A run without input continues a parked one: the calls its last AI message left
+        // unanswered run first (the approval middleware sees their decisions), then the model.
+        let resumed = if input.is_empty() {
+            unanswered_calls(&turn.state)
+        } else {
+            Vec::new()
+        };
+        if input.is_empty() && resumed.is_empty() {
+            // Nothing to continue (a decision resumed twice): no model call for nothing.
+            return Stop::new(StopReason::Completed);
+        }
         if !input.is_empty() {
             let update = StateUpdate {
                 messages: input,
@@ -207,6 +218,14 @@ impl Agent {
         // run never loses what was asked.
         if let Some(stop) = self.checkpoint(turn, ctx).await {
             return stop;
+        }
+        if !resumed.is_empty() {
+            if let Some(stop) = self.check_limits(turn, ctx) {
+                return stop;
+            }
+            if let Some(stop) = self.tool_step(turn, &resumed, ctx).await {
+                return stop;
+            }
         }
         let tool_specs: Arc<[Arc<ToolSpec>]> = self.tools.iter().map(|t| t.spec()).collect();
         loop {
@@ -357,7 +376,13 @@ impl Agent {
         };
         let mut update = StateUpdate::default();
         let mut end_run = false;
+        let mut parked = Vec::new();
         for result in &results {
+            // A parked call stays unanswered in the thread: its request holds it.
+            if let Some(request) = &result.parked {
+                parked.push(request.clone());
+                continue;
+            }
             end_run |= result.end_run;
             update.merge(StateUpdate::message(Message::Tool(result.message.clone())));
             update.merge(result.update.clone());
@@ -365,7 +390,7 @@ impl Agent {
         if let Err(e) = turn.apply(update) {
             return Some(Stop::error(ErrorCode::StateError, e.to_string()));
         }
-        for result in results {
+        for result in results.into_iter().filter(|r| r.parked.is_none()) {
             ctx.events.emit(RunEvent::ToolFinished {
                 result: result.message.clone(),
             });
@@ -375,6 +400,17 @@ impl Agent {
         }
         if let Some(stop) = self.complete_step(turn, ctx).await {
             return Some(stop);
+        }
+        if !parked.is_empty() {
+            // The requests are stored (by the middleware) and the other results checkpointed:
+            // only now may a surface post the request and a decision resume it. A request
+            // parked again by a resume was announced by the run that made it.
+            for request in parked {
+                if request.run_id == ctx.run_id {
+                    ctx.events.emit(RunEvent::ApprovalRequested(request));
+                }
+            }
+            return Some(Stop::new(StopReason::AwaitingApproval));
         }
         end_run.then(|| Stop::new(StopReason::Interrupted))
     }
@@ -453,6 +489,32 @@ enum StepEnd {
     Continue,
     Retry,
     Stop(Stop),
+}
+
+/// The calls of the thread's last AI message that have no result yet (a parked run's).
+pub fn unanswered_calls(state: &ThreadState) -> Vec<ToolCall> {
+    let Some(at) = state
+        .messages
+        .iter()
+        .rposition(|m| matches!(m, Message::Ai(_)))
+    else {
+        return Vec::new();
+    };
+    let Some(Message::Ai(ai)) = state.messages.get(at) else {
+        return Vec::new();
+    };
+    let answered: std::collections::HashSet<&str> = state.messages[at + 1..]
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool(tool) => Some(tool.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    ai.tool_calls
+        .iter()
+        .filter(|call| !answered.contains(call.id.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// The error text the model reads when a tool failed and no middleware handled it.

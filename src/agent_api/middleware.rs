@@ -69,6 +69,10 @@ pub struct ToolResult {
     pub update: StateUpdate,
     /// End the run after this tool step (e.g. a clarification question was asked).
     pub end_run: bool,
+    /// The call waits for a person's decision (`approvals:`): the request, stored already.
+    /// `message` is not recorded; the call stays unanswered in the thread until the run that
+    /// continues after the decision answers it.
+    pub parked: Option<Box<crate::agent_api::approval::ApprovalRequest>>,
 }
 
 impl ToolResult {
@@ -77,6 +81,7 @@ impl ToolResult {
             message,
             update: StateUpdate::default(),
             end_run: false,
+            parked: None,
         }
     }
 }
@@ -321,6 +326,7 @@ async fn invoke_tool(
         message,
         update: output.update,
         end_run: false,
+        parked: None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! Configuration: one typed tree (`schema`), loaded from YAML with `$ENV` resolution, validated
 //! with every problem reported by key path, and hot-reloaded when the file changes.
 
+pub mod approvals;
 pub mod budgets;
 pub mod channels;
 pub mod check;

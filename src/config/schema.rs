@@ -109,6 +109,9 @@ pub struct AppConfig {
     /// Accounts provisioned to one user across apps (`- user: alice` with `slack: [U…]`,
     /// `telegram: [123]`, …). They win over links made with `/link` or `antler users link`.
     pub identities: Vec<crate::config::IdentityConfig>,
+    /// Tool calls that wait for a person's yes: always, or once untrusted content is in the
+    /// thread; who decides and how long a request waits.
+    pub approvals: crate::config::approvals::ApprovalsConfig,
 }
 
 impl Default for AppConfig {
@@ -148,6 +151,7 @@ impl Default for AppConfig {
             subagents: Default::default(),
             tool_search: EnabledConfig::default(),
             identities: Vec::new(),
+            approvals: Default::default(),
         }
     }
 }

@@ -30,6 +30,7 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
             .problems(|name| config.model(name).is_some()),
     );
     problems.0.extend(config.section_problems());
+    problems.0.extend(config.approvals.problems_in(config));
     for (key, message) in config.store.problems() {
         problems.push(key, message);
     }

@@ -32,6 +32,13 @@ pub struct AgentConfig {
     pub thinking_enabled: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<ReasoningEffort>,
+    /// Tool patterns this agent adds to the daemon's `approvals.tools` and
+    /// `approvals.when_untrusted` (never removes any).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::config::approvals::ApprovalAdditions::is_empty"
+    )]
+    pub approvals: crate::config::approvals::ApprovalAdditions,
     /// Keys Antler does not manage (e.g. integration bindings), kept verbatim across updates.
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,

@@ -81,6 +81,7 @@ impl Harness {
             })
         });
         self.spawn_job("retention", RETENTION_EVERY, retention);
+        self.start_approval_job();
         if self.inner.shared {
             let sweep: Work = Arc::new(|harness: Harness| {
                 Box::pin(async move {

@@ -5,6 +5,7 @@
 //! tracked for shutdown; its events stream to the caller through the [`RunHandle`].
 
 mod admission;
+pub mod approvals;
 mod errors;
 mod jobs;
 pub(crate) mod memory_queue;
@@ -93,6 +94,10 @@ struct Inner {
     shared: bool,
     /// Periodic work claimed across instances (see [`jobs`]).
     jobs: jobs::Jobs,
+    /// Approval requests and decisions (the `approvals` tree).
+    approvals: crate::approvals::ApprovalStore,
+    /// Where a decision made away from a request's chat goes (the channel layer's hook).
+    chat_resume: Mutex<Option<Arc<dyn crate::approvals::ChatResume>>>,
 }
 
 /// A tool registry and what it was built for.
@@ -190,6 +195,7 @@ impl Harness {
                     skills_loader.clone(),
                 )) as Arc<dyn crate::sandbox::SkillMounts>
             }));
+        let approvals = crate::approvals::ApprovalStore::new(store.clone());
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
                 memory: memory_queue::start(
@@ -198,6 +204,8 @@ impl Harness {
                     &config,
                     shared.then(|| memory_queue::owner(&cluster)),
                 ),
+                approvals,
+                chat_resume: Mutex::new(None),
                 cluster,
                 shared,
                 jobs: jobs::Jobs::default(),
@@ -306,6 +314,7 @@ impl Harness {
             .build_lead(&options, &config, &users, &mut guard)
             .await?;
         let state = self.check_out(&thread_id, &record, lead.agent_name.as_deref())?;
+        let input = self.supersede(&thread_id, &state, input);
 
         let (events, agent_events) = EventSink::channel(want_values);
         let (caller_events, receiver) = RunEvents::channel();
@@ -414,6 +423,7 @@ impl Harness {
                 cache: Some(&self.inner.lead_cache),
                 memory: self.inner.memory.as_ref(),
                 skills: Some(self.skills(config)),
+                approvals: Some(self.approval_gate()),
             },
         )?)
     }

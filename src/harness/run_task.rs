@@ -90,7 +90,8 @@ async fn relay(
 fn finish_run(threads: &ThreadStore, thread_id: &str, stop: StopReason) {
     let status = match stop {
         reason if reason.is_answered() => ThreadStatus::Idle,
-        StopReason::Cancelled => ThreadStatus::Interrupted,
+        // Waiting for a person, as a cancelled run waits for the next message.
+        StopReason::Cancelled | StopReason::AwaitingApproval => ThreadStatus::Interrupted,
         _ => ThreadStatus::Error,
     };
     if let Err(error) = threads.set_status(thread_id, status) {

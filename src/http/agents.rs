@@ -111,6 +111,7 @@ pub(crate) async fn create(
         model_settings: body.model_settings.unwrap_or_default(),
         thinking_enabled: body.thinking_enabled,
         reasoning_effort: body.reasoning_effort,
+        approvals: Default::default(),
         extra: Default::default(),
     };
     let created = state

@@ -25,6 +25,8 @@ pub(super) struct ChainParts<'a> {
     pub(super) deferred: Option<Arc<DeferredCatalog>>,
     pub(super) skill_activation: MiddlewareRef,
     pub(super) subagents: bool,
+    /// The approval gate over the run's tools, when the harness has an approvals store.
+    pub(super) approvals: Option<MiddlewareRef>,
 }
 
 /// The middleware half of the run's [`AgentOptions`] (features, extras and the models the
@@ -102,6 +104,10 @@ fn features(
         subagent: on(parts.subagents),
         dynamic_context: Feature::Custom(Arc::new(dynamic_context)),
         skill_activation: Feature::Custom(parts.skill_activation.clone()),
+        approvals: match &parts.approvals {
+            Some(gate) => Feature::Custom(gate.clone()),
+            None => Feature::Off,
+        },
         deferred_tools: match &parts.deferred {
             Some(catalog) => {
                 Feature::Custom(Arc::new(DeferredToolsMiddleware::new(catalog.clone())))

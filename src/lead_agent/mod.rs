@@ -23,6 +23,7 @@ use crate::agent_api::MiddlewareRef;
 use crate::agent_api::RunOptions;
 use crate::agent_api::RunUsers;
 use crate::agent_api::ToolRef;
+use crate::approvals::{ApprovalGate, ApprovalMiddleware};
 use crate::config::AppConfig;
 use crate::config::subagents::clamp_total;
 use crate::custom_agents::prompt::DEFAULT_MAX_CONCURRENT_SUBAGENTS;
@@ -117,6 +118,8 @@ pub struct LeadAgentDeps<'a> {
     /// Public and custom skills with their enable state; `None` shows every public skill as
     /// enabled (no store to read the state from).
     pub skills: Option<SkillCatalog>,
+    /// Where gated tool calls park (`approvals:`); `None` runs without the approval gate.
+    pub approvals: Option<ApprovalGate>,
 }
 
 impl<'a> LeadAgentDeps<'a> {
@@ -132,6 +135,7 @@ impl<'a> LeadAgentDeps<'a> {
             cache: None,
             memory: None,
             skills: None,
+            approvals: None,
         }
     }
 }
@@ -161,6 +165,7 @@ pub fn make_lead_agent(
         skill_activation,
         facts,
         subagent_tasks,
+        approvals,
     } = run_tools(&deps, config, &run, &store, &model, &mut warnings);
     let system_prompt = system_prompt(
         &deps,
@@ -183,6 +188,7 @@ pub fn make_lead_agent(
             deferred,
             skill_activation,
             subagents: subagent_tasks.is_some(),
+            approvals,
         },
     );
     let agent = create_agent(
@@ -219,6 +225,8 @@ struct RunTools {
     skill_activation: MiddlewareRef,
     facts: prompt_inputs::PromptFacts,
     subagent_tasks: Option<SubagentTasks>,
+    /// The approval gate over these tools (its sub-agent form went to the `task` tool).
+    approvals: Option<MiddlewareRef>,
 }
 
 /// The branch's tools (the configured ones its agent may use, plus its own agent tool), then
@@ -251,10 +259,19 @@ fn run_tools(
         warnings,
     );
     let facts = prompt_inputs::prompt_facts(deps, config, &run.options, &tools);
+    let approvals = deps.approvals.clone().map(|gate| {
+        let additions = agent_config
+            .map(|agent| agent.approvals.clone())
+            .unwrap_or_default();
+        ApprovalMiddleware::new(gate, &tools, additions)
+    });
+    let subagent_gate = approvals
+        .as_ref()
+        .map(|gate| Arc::new(gate.for_subagent()) as MiddlewareRef);
     let subagent_tasks = run
         .options
         .subagent_enabled
-        .then(|| add_task_tool(&mut tools, deps, config, model, &skills));
+        .then(|| add_task_tool(&mut tools, deps, config, model, &skills, subagent_gate));
     RunTools {
         tools,
         deferred,
@@ -262,6 +279,7 @@ fn run_tools(
         skill_activation: Arc::new(skill_activation),
         facts,
         subagent_tasks,
+        approvals: approvals.map(|gate| Arc::new(gate) as MiddlewareRef),
     }
 }
 
@@ -371,20 +389,25 @@ fn add_task_tool(
     config: &AppConfig,
     model: &ResolvedModel,
     skills: &[SkillSummary],
+    approvals: Option<MiddlewareRef>,
 ) -> SubagentTasks {
     let inheritable: Vec<ToolRef> = tools
         .iter()
         .filter(|t| !matches!(t.name(), "setup_agent" | "update_agent"))
         .cloned()
         .collect();
-    let runner = Arc::new(SubagentRunner::new(
+    let mut runner = SubagentRunner::new(
         SubagentRegistry::from_config(&config.subagents),
         model.model.clone(),
         deps.models.clone(),
         inheritable,
         skills.to_vec(),
         deps.sandbox.clone(),
-    ));
+    );
+    if let Some(gate) = approvals {
+        runner = runner.with_approvals(gate);
+    }
+    let runner = Arc::new(runner);
     let tasks = runner.tasks();
     tools.push(Arc::new(TaskTool::new(runner)));
     tasks

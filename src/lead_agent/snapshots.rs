@@ -105,6 +105,7 @@ impl Fixture {
                 cache: Some(&self.cache),
                 memory: None,
                 skills: None,
+                approvals: None,
             },
         )
         .expect("lead agent");

@@ -94,6 +94,7 @@ impl Fixture {
                 cache: Some(&self.cache),
                 memory: None,
                 skills: None,
+                approvals: None,
             },
         )
     }

@@ -222,6 +222,7 @@ impl Middleware for ClarificationMiddleware {
             message,
             update: Default::default(),
             end_run: true,
+            parked: None,
         })
     }
 }

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::agent::{Agent, AgentOptions, Feature, RunOutcome, RuntimeFeatures, create_agent};
 use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::{
-    EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
+    EventSink, MiddlewareRef, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };
 use crate::custom_agents::SkillSummary;
 use crate::model::{ChatModel, ModelRegistry};
@@ -75,6 +75,8 @@ pub struct SubagentRunner {
     pub(crate) skills: Vec<SkillSummary>,
     pub(crate) sandbox: Option<Arc<dyn SandboxProvider>>,
     pub(crate) tasks: SubagentTasks,
+    /// The lead's approval policy in its sub-agent form (a gated call is left to the lead).
+    pub(crate) approvals: Option<MiddlewareRef>,
 }
 
 impl SubagentRunner {
@@ -94,7 +96,14 @@ impl SubagentRunner {
             skills,
             sandbox,
             tasks: SubagentTasks::default(),
+            approvals: None,
         }
+    }
+
+    /// Sub-agents answer calls the approval policy gates instead of running them.
+    pub fn with_approvals(mut self, gate: MiddlewareRef) -> Self {
+        self.approvals = Some(gate);
+        self
     }
 
     pub fn registry(&self) -> &SubagentRegistry {
@@ -140,9 +149,21 @@ impl SubagentRunner {
             subagent_type: spec.name.clone(),
             prompt: request.prompt.clone(),
         });
+        // The thread's untrusted sources come along: the policy gates the sub-agent's calls
+        // as it would the lead's.
+        let untrusted = state
+            .extra
+            .get(crate::agent_api::taint::UNTRUSTED_KEY)
+            .map(|value| {
+                (
+                    crate::agent_api::taint::UNTRUSTED_KEY.to_string(),
+                    value.clone(),
+                )
+            });
         let input_state = ThreadState {
             sandbox: state.sandbox.clone(),
             thread_data: state.thread_data.clone(),
+            extra: untrusted.into_iter().collect(),
             ..Default::default()
         };
         let watch = Watch {
@@ -211,6 +232,10 @@ impl SubagentRunner {
             sandbox: Feature::BuiltIn,
             loop_detection: Feature::BuiltIn,
             token_budget: Feature::BuiltIn,
+            approvals: match &self.approvals {
+                Some(gate) => Feature::Custom(gate.clone()),
+                None => Feature::Off,
+            },
             ..RuntimeFeatures::none()
         };
         let mut agent = create_agent(

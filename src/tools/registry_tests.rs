@@ -216,3 +216,11 @@ fn view_image_is_only_for_vision_models_and_a_tools_list_replaces_the_defaults()
     };
     assert!(problems[0].to_string().contains("needs `api_key`"));
 }
+
+#[test]
+fn approvals_checks_group_patterns_against_the_same_default_groups() {
+    assert_eq!(
+        DEFAULT_TOOL_GROUPS,
+        crate::config::approvals::DEFAULT_GROUPS.as_slice()
+    );
+}

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::disallowed_methods, clippy::print_stdout)]
 
 mod agents;
+mod approvals;
 mod architecture;
 mod chain;
 mod channels;

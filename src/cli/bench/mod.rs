@@ -299,6 +299,7 @@ fn factory_in(dir: &std::path::Path, iterations: usize) -> Result<FactoryReport,
             cache: cached.then_some(&cache),
             memory: None,
             skills: None,
+            approvals: None,
         };
         let warmup = (iterations / 10).max(5);
         let mut samples = Vec::with_capacity(iterations);

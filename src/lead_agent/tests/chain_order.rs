@@ -57,6 +57,13 @@ fn the_lead_chain_follows_the_one_chain_order() {
             cache: Some(&f.cache),
             memory: None,
             skills: None,
+            approvals: Some(crate::approvals::ApprovalGate {
+                store: crate::approvals::ApprovalStore::new(Arc::new(
+                    antler_store::MemoryStore::new(),
+                )),
+                config: None,
+                clock: Arc::new(crate::cluster::SystemWallClock),
+            }),
         },
     )
     .unwrap();
@@ -70,6 +77,7 @@ fn the_lead_chain_follows_the_one_chain_order() {
             "SenderNamesMiddleware",
             "DanglingToolCallMiddleware",
             "GuardrailMiddleware",
+            "ApprovalMiddleware",
             "ToolErrorHandlingMiddleware",
             "DynamicContextMiddleware",
             "SkillActivationMiddleware",
