@@ -43,6 +43,13 @@ pub enum Command {
     Link(Option<String>),
     /// `/unlink`: this account back to its own user.
     Unlink,
+    /// `/approve ID`: run a tool call that waits for approval (empty id: the usage).
+    Approve(String),
+    /// `/deny ID [reason]`: refuse it; the model is told, with the reason.
+    Deny {
+        id: String,
+        reason: Option<String>,
+    },
 }
 
 pub const HELP_TEXT: &str = "Available commands:\n\
@@ -61,6 +68,8 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /skills — List the skills you can use here\n\
 /link [CODE] — Get a code to use from your other account, or use one: one user across apps\n\
 /unlink — Make this account its own user again\n\
+/approve ID — Run a tool call that waits for your approval\n\
+/deny ID [reason] — Refuse it (the agent is told why)\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -122,6 +131,14 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "/skills" => Command::Skills,
         "/link" => Command::Link(argument),
         "/unlink" => Command::Unlink,
+        "/approve" => Command::Approve(rest.to_string()),
+        "/deny" => {
+            let (id, reason) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            Command::Deny {
+                id: id.to_string(),
+                reason: (!reason.trim().is_empty()).then(|| reason.trim().to_string()),
+            }
+        }
         _ => return None,
     };
     Some(command)
@@ -193,6 +210,33 @@ mod tests {
                 Some(Command::Link(Some("ab2c-9xyz".into()))),
             ),
             ("/unlink", Some(Command::Unlink)),
+            ("/approve ap_7k2x", Some(Command::Approve("ap_7k2x".into()))),
+            (
+                "/APPROVE@AntlerBot ap_7k2x ",
+                Some(Command::Approve("ap_7k2x".into())),
+            ),
+            ("/approve", Some(Command::Approve(String::new()))),
+            (
+                "/deny ap_7k2x",
+                Some(Command::Deny {
+                    id: "ap_7k2x".into(),
+                    reason: None,
+                }),
+            ),
+            (
+                "/deny ap_7k2x  not on the prod box ",
+                Some(Command::Deny {
+                    id: "ap_7k2x".into(),
+                    reason: Some("not on the prod box".into()),
+                }),
+            ),
+            (
+                "/deny",
+                Some(Command::Deny {
+                    id: String::new(),
+                    reason: None,
+                }),
+            ),
             ("/weather-skill paris", None),
             ("/x", None),
         ];
@@ -221,6 +265,8 @@ mod tests {
             "skills",
             "link",
             "unlink",
+            "approve",
+            "deny",
         ];
         for name in names {
             assert!(

@@ -51,6 +51,23 @@ pub(crate) async fn process(
             Ok(CommandOutcome::Turn { text, .. }) => {
                 chat_turn(deps, runtime, key, entry, &text).await
             }
+            // A request made outside any chat (the web chat, the API), decided here: its run
+            // continues on its own thread, where its surface shows it; the harness owns the run.
+            Ok(CommandOutcome::Resume {
+                reply: text,
+                request,
+            }) => {
+                let resumed = deps
+                    .harness
+                    .start_run(deps.harness.resume_request(&request))
+                    .await;
+                let text = match resumed {
+                    Ok(_) => format!("{text} The run continues in its conversation."),
+                    Err(error) => format!("{text} The run could not continue yet: {error}"),
+                };
+                reply(deps, runtime, key, entry, OutboxStep::Reply, &text).await;
+                Ok(true)
+            }
             Err(error) => Err(error),
         },
         None => chat_turn(deps, runtime, key, entry, &message.text).await,
