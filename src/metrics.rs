@@ -541,7 +541,10 @@ mod tests {
             value_of(&before, label);
         }
         approval("requested");
-        approval_settled(ApprovalStatus::Approved, Some(Decision::ApproveConversation));
+        approval_settled(
+            ApprovalStatus::Approved,
+            Some(Decision::ApproveConversation),
+        );
         approval_settled(ApprovalStatus::Pending, None);
         let after = render();
         for label in ["requested", "approved_conversation"] {

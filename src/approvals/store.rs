@@ -98,6 +98,7 @@ impl ApprovalStore {
                 },
             ];
             if self.store.apply_batch_if(&expect, ops)? {
+                crate::metrics::approval("requested");
                 return Ok(request);
             }
         }
@@ -128,6 +129,9 @@ impl ApprovalStore {
             settled.status = status;
             settled.decision = Some(decision.clone());
             if self.replace(&settled, raw)? {
+                // Counted here, the one place a request is settled (a decision, a timeout, a
+                // superseding message), and only by the call that changed it.
+                crate::metrics::approval_settled(status, Some(decision.decision));
                 return Ok((settled, true));
             }
             // Changed under us (another daemon, the other button): read it again.
