@@ -344,3 +344,39 @@ async fn only_approvers_decide_a_streamed_denial_reaches_the_model_and_approve_c
         "No approval requests.\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_typed_in_antler_chat_streams_the_resumed_run_through_the_daemon() {
+    let fake = FakeOpenAi::start().await;
+    let setup = Setup::tokenless(&fake.base_url(), "");
+    let yaml = std::fs::read_to_string(&setup.config_path).unwrap();
+    std::fs::write(
+        &setup.config_path,
+        format!("{yaml}approvals:\n  tools: [bash]\n"),
+    )
+    .unwrap();
+    let daemon = setup.start();
+    // Tokenless: every request is the local user's; any token string is ignored.
+    let thread = daemon.create_thread("none").await;
+    let request = park(&daemon, &fake, "none", &thread).await;
+    let id = request["id"].as_str().expect("id").to_string();
+
+    fake.push(Reply::chunks(["Ran it ", "once."]));
+    let output = antler(
+        &setup.config_path,
+        &["chat", "--thread", &thread],
+        &format!("/approve {id}\n"),
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("using the daemon"), "{stderr}");
+    assert!(stdout.contains("Approved: bash `"), "{stdout}");
+    assert!(stdout.contains("[tool] bash"), "{stdout}");
+    assert!(stdout.contains("Ran it once."), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(ran_file(&setup, "local", &thread)).unwrap(),
+        "ran\n"
+    );
+}
