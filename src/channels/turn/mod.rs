@@ -57,11 +57,7 @@ pub(crate) async fn process(
                 reply: text,
                 request,
             }) => {
-                let resumed = deps
-                    .harness
-                    .start_run(deps.harness.resume_request(&request))
-                    .await;
-                let text = match resumed {
+                let text = match deps.harness.resume_in_background(&request).await {
                     Ok(_) => format!("{text} The run continues in its conversation."),
                     Err(error) => format!("{text} The run could not continue yet: {error}"),
                 };
