@@ -97,6 +97,22 @@ impl Client {
         })
     }
 
+    /// Runs the continuation of a decided approval request (`Harness::resume_request`) and
+    /// streams it as [`Client::stream`] does.
+    pub async fn resume(
+        &self,
+        request: &crate::agent_api::approval::ApprovalRequest,
+    ) -> Result<RunStream, ClientError> {
+        let handle = self
+            .harness
+            .start_run(self.harness.resume_request(request))
+            .await?;
+        Ok(RunStream {
+            events: handle.events,
+            _cancel_on_drop: handle.cancel.drop_guard(),
+        })
+    }
+
     /// The thread's state as of its last completed step; `None` for unknown or foreign threads.
     pub async fn state(&self, thread_id: &str) -> Result<Option<ThreadState>, ClientError> {
         if self.harness.get_thread(&self.user_id, thread_id)?.is_none() {

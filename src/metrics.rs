@@ -89,6 +89,10 @@ fn describe() {
     );
     describe_counter!("antler_tool_calls_total", "Tool calls, by tool");
     describe_counter!(
+        "antler_approvals_total",
+        "Approval requests (requested) and how they ended, by decision"
+    );
+    describe_counter!(
         "antler_tool_errors_total",
         "Tool calls that returned an error, by tool"
     );
@@ -183,6 +187,15 @@ const REFUSED_REASONS: &[&str] = &["overloaded"];
 const FULL_QUEUES: &[&str] = &["chat_messages"];
 /// Queues whose depth is reported (`queue_depth`, `chat_queue_added`).
 const DEPTH_QUEUES: &[&str] = &["chat_messages", "memory_updates", "runs_in_flight"];
+/// What becomes of approval requests (`approval`): made, then decided one of five ways.
+pub const APPROVAL_DECISIONS: &[&str] = &[
+    "requested",
+    "approved",
+    "approved_conversation",
+    "denied",
+    "timed_out",
+    "superseded",
+];
 /// Caches and the reasons they drop entries (`cache_evictions`).
 const EVICTIONS: &[(&str, &str)] = &[("thread_states", "idle")];
 
@@ -208,6 +221,9 @@ pub fn register_known(known: &KnownLabels) {
     }
     for &queue in DEPTH_QUEUES {
         gauge!("antler_queue_depth", "queue" => queue).increment(0.0);
+    }
+    for &decision in APPROVAL_DECISIONS {
+        counter!("antler_approvals_total", "decision" => decision).increment(0);
     }
     for &(cache, reason) in EVICTIONS {
         counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
@@ -285,6 +301,30 @@ pub fn tool_call(tool: &str, failed: bool) {
     if failed {
         counter!("antler_tool_errors_total", "tool" => tool.to_owned()).increment(1);
     }
+}
+
+/// An approval request made (`requested`) or settled (`approved`, `approved_conversation`,
+/// `denied`, `timed_out`, `superseded`); counted where the store records it, once per request.
+pub fn approval(decision: &'static str) {
+    counter!("antler_approvals_total", "decision" => decision).increment(1);
+}
+
+/// A request settled: its status (and, approved, whether for the whole conversation) as the
+/// `decision` label.
+pub fn approval_settled(
+    status: crate::agent_api::approval::ApprovalStatus,
+    decision: Option<crate::agent_api::approval::Decision>,
+) {
+    use crate::agent_api::approval::{ApprovalStatus, Decision};
+    let label = match (status, decision) {
+        (ApprovalStatus::Pending, _) => return,
+        (ApprovalStatus::Approved, Some(Decision::ApproveConversation)) => "approved_conversation",
+        (ApprovalStatus::Approved, _) => "approved",
+        (ApprovalStatus::Denied, _) => "denied",
+        (ApprovalStatus::TimedOut, _) => "timed_out",
+        (ApprovalStatus::Superseded, _) => "superseded",
+    };
+    approval(label);
 }
 
 pub fn guardrail_denial(tool: &str) {
@@ -480,5 +520,38 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// Every decision label is on `/metrics` from the start, and a settled request counts under
+    /// its own. Other tests in this process may count too, hence "at least one more".
+    #[test]
+    fn approvals_are_counted_by_decision() {
+        use crate::agent_api::approval::{ApprovalStatus, Decision};
+        install();
+        register_known(&KnownLabels::default());
+        let value_of = |text: &str, label: &str| -> u64 {
+            let series = format!("antler_approvals_total{{decision=\"{label}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(series.as_str()))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{series} missing from {text}"))
+        };
+        let before = render();
+        for &label in APPROVAL_DECISIONS {
+            value_of(&before, label);
+        }
+        approval("requested");
+        approval_settled(
+            ApprovalStatus::Approved,
+            Some(Decision::ApproveConversation),
+        );
+        approval_settled(ApprovalStatus::Pending, None);
+        let after = render();
+        for label in ["requested", "approved_conversation"] {
+            assert!(
+                value_of(&after, label) > value_of(&before, label),
+                "{label}: {after}"
+            );
+        }
     }
 }

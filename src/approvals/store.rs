@@ -106,6 +106,7 @@ impl ApprovalStore {
                 },
             ];
             if self.store.apply_batch_if(&expect, ops)? {
+                crate::metrics::approval("requested");
                 return Ok(request);
             }
         }
@@ -140,6 +141,9 @@ impl ApprovalStore {
                 key: pending_key(settled.expires_at, &settled.id),
             };
             if self.replace(&settled, raw, vec![unlisted])? {
+                // Counted here, the one place a request is settled (a decision, a timeout, a
+                // superseding message), and only by the call that changed it.
+                crate::metrics::approval_settled(status, Some(decision.decision));
                 return Ok((settled, true));
             }
             // Changed under us (another daemon, the other button): read it again.

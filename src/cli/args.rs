@@ -63,6 +63,12 @@ pub enum Command {
     },
     /// Token usage by user, day and model (admins: through the daemon, or on the data dir).
     Usage(crate::cli::usage::UsageArgs),
+    /// Approval requests of gated tool calls and their decisions (through the daemon when one
+    /// owns the data dir).
+    Approvals {
+        #[command(subcommand)]
+        command: crate::cli::approvals::ApprovalsCommand,
+    },
     /// Which accounts (Telegram, Slack, Discord, Feishu, API) act as which user: list, show,
     /// link, unlink (through the daemon when one owns the data dir).
     Users {
@@ -96,6 +102,7 @@ impl Command {
             | Skills { .. }
             | Mcp { .. }
             | Usage(_)
+            | Approvals { .. }
             | Users { .. } => true,
             Run | Config { .. } | Store { .. } | Bench { .. } | Internal(_) => false,
         }

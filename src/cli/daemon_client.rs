@@ -57,6 +57,12 @@ pub struct SseFrame {
     pub data: Value,
 }
 
+/// A POST's answer: a JSON body, or an event stream.
+pub enum Streamed {
+    Json(Value),
+    Events(BoxStream<'static, Result<SseFrame, DaemonClientError>>),
+}
+
 /// A client of one daemon's HTTP API over its socket. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct DaemonClient {
@@ -174,19 +180,41 @@ impl DaemonClient {
         thread_id: &str,
         body: &Value,
     ) -> Result<BoxStream<'static, Result<SseFrame, DaemonClientError>>, DaemonClientError> {
-        use eventsource_stream::Eventsource;
         let path = format!("/api/threads/{}/runs/stream", segment(thread_id));
+        match self.post_streaming(&path, body).await? {
+            Streamed::Events(frames) => Ok(frames),
+            Streamed::Json(_) => Err(DaemonClientError::Protocol(
+                "the daemon answered a run with JSON instead of its events".into(),
+            )),
+        }
+    }
+
+    /// POSTs `body` to `path` asking for an event stream: routes that may go on to run
+    /// (`/api/commands` after `/approve`) answer with one, and with JSON otherwise.
+    pub async fn post_streaming(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> Result<Streamed, DaemonClientError> {
+        use eventsource_stream::Eventsource;
         let response = self
-            .request(Method::POST, &path)
+            .request(Method::POST, path)
+            .header(
+                reqwest::header::ACCEPT,
+                "text/event-stream, application/json",
+            )
             .json(body)
             .send()
             .await
             .map_err(|e| self.unreachable(e))?;
         let status = response.status();
-        if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-            return Err(api_error(status.as_u16(), &body));
+        let is_stream = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("text/event-stream"));
+        if !status.is_success() || !is_stream {
+            return self.answer(response).await.map(Streamed::Json);
         }
         let socket = self.socket.display().to_string();
         let frames = response.bytes_stream().eventsource().map(move |event| {
@@ -200,7 +228,7 @@ impl DaemonClient {
                 data,
             })
         });
-        Ok(frames.boxed())
+        Ok(Streamed::Events(frames.boxed()))
     }
 
     fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {

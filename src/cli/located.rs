@@ -1,5 +1,5 @@
 //! The commands that work through a running daemon when there is one (`status`, `chat`,
-//! `agents`, `skills`, `mcp`, `usage`, `users`): find the daemon, say which (stderr), then work through
+//! `agents`, `skills`, `mcp`, `usage`, `users`, `approvals`): find the daemon, say which (stderr), then work through
 //! it, or load the whole config and work on the data dir.
 
 use std::path::{Path, PathBuf};
@@ -54,6 +54,10 @@ pub async fn run(command: Command, flag: Option<&Path>, cwd: PathBuf) -> anyhow:
         Command::Users { command } => crate::cli::users::execute(&target, command).await,
         Command::Usage(args) => {
             crate::cli::usage::run(config, daemon, &args, &mut stdout).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Approvals { command } => {
+            crate::cli::approvals::run(config, daemon, command, &mut stdout).await?;
             Ok(ExitCode::SUCCESS)
         }
         _ => Ok(ExitCode::SUCCESS),

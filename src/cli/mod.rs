@@ -6,6 +6,7 @@
 #![allow(clippy::print_stdout)]
 
 pub mod agents;
+pub mod approvals;
 mod args;
 pub mod bench;
 pub mod chat;

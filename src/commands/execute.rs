@@ -1,6 +1,8 @@
 //! What each command does, against a [`CommandSurface`] and the harness. Replies are plain
 //! text; `/bootstrap` becomes a turn the surface runs.
 
+use crate::agent_api::approval::Decision;
+use crate::commands::approve;
 use crate::commands::parse::Command;
 use crate::commands::surface::{
     AgentChoice, BootstrapSession, CommandError, CommandSurface, SettingChange,
@@ -27,13 +29,19 @@ pub struct CommandContext<'a> {
 }
 
 /// What became of a command.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum CommandOutcome {
     Reply(String),
     /// Run `text` as a turn (a bootstrap run when `bootstrap`).
     Turn {
         text: String,
         bootstrap: bool,
+    },
+    /// `/approve` or `/deny` decided a request made outside any chat: say `reply`, then run
+    /// `Harness::resume_request(request)` (its run settles the parked call and goes on).
+    Resume {
+        reply: String,
+        request: Box<crate::agent_api::approval::ApprovalRequest>,
     },
 }
 
@@ -83,6 +91,12 @@ pub async fn execute(
             crate::commands::link::link(surface, ctx.harness, config, code.as_deref())?
         }
         Command::Unlink => crate::commands::link::unlink(surface, ctx.harness, config)?,
+        Command::Approve(id) => {
+            return approve::decide(surface, ctx, &id, Decision::Approve, None).await;
+        }
+        Command::Deny { id, reason } => {
+            return approve::decide(surface, ctx, &id, Decision::Deny, reason).await;
+        }
         Command::Usage => {
             let usage = UsageStore::new(ctx.harness.threads().store().clone());
             let admin = is_admin(config, &user_id);

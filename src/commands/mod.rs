@@ -8,6 +8,7 @@
 //! belong: a platform chat in its chat record, `antler chat` in its session, the web chat in
 //! the browser (they travel with each request, as a run's `context` does).
 
+pub mod approve;
 mod execute;
 mod link;
 pub mod parse;
@@ -35,6 +36,13 @@ pub struct CommandAnswer {
     /// A turn the surface runs next (`/bootstrap`): this text, as a bootstrap run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<CommandTurn>,
+    /// The request `/approve` or `/deny` decided, as recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<crate::agent_api::approval::ApprovalRequest>>,
+    /// The decision was fresh and no chat continues its run: the surface runs
+    /// `Harness::resume_request(approval)` next (`POST /api/commands` does, before answering).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume: bool,
 }
 
 /// A turn a command asks the surface to run.

@@ -43,9 +43,9 @@ pub enum Command {
     Link(Option<String>),
     /// `/unlink`: this account back to its own user.
     Unlink,
-    /// `/approve ID`: approves a parked tool call (an empty id gets the usage).
+    /// `/approve ID`: run a tool call that waits for approval (empty id: the usage).
     Approve(String),
-    /// `/deny ID [reason]`: denies it, with the reason the model is told.
+    /// `/deny ID [reason]`: refuse it; the model is told, with the reason.
     Deny {
         id: String,
         reason: Option<String>,
@@ -68,8 +68,8 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /skills — List the skills you can use here\n\
 /link [CODE] — Get a code to use from your other account, or use one: one user across apps\n\
 /unlink — Make this account its own user again\n\
-/approve ID — Let a tool call waiting for approval run\n\
-/deny ID [reason] — Refuse a tool call waiting for approval\n\
+/approve ID — Run a tool call that waits for your approval\n\
+/deny ID [reason] — Refuse it (the agent is told why)\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -134,10 +134,9 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "/approve" => Command::Approve(rest.to_string()),
         "/deny" => {
             let (id, reason) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            let reason = reason.trim();
             Command::Deny {
                 id: id.to_string(),
-                reason: (!reason.is_empty()).then(|| reason.to_string()),
+                reason: (!reason.trim().is_empty()).then(|| reason.trim().to_string()),
             }
         }
         _ => return None,
@@ -211,20 +210,31 @@ mod tests {
                 Some(Command::Link(Some("ab2c-9xyz".into()))),
             ),
             ("/unlink", Some(Command::Unlink)),
-            ("/approve k3x9", Some(Command::Approve("k3x9".into()))),
+            ("/approve ap_7k2x", Some(Command::Approve("ap_7k2x".into()))),
+            (
+                "/APPROVE@AntlerBot ap_7k2x ",
+                Some(Command::Approve("ap_7k2x".into())),
+            ),
             ("/approve", Some(Command::Approve(String::new()))),
             (
-                "/deny k3x9",
+                "/deny ap_7k2x",
                 Some(Command::Deny {
-                    id: "k3x9".into(),
+                    id: "ap_7k2x".into(),
                     reason: None,
                 }),
             ),
             (
-                "/deny k3x9  not on prod ",
+                "/deny ap_7k2x  not on the prod box ",
                 Some(Command::Deny {
-                    id: "k3x9".into(),
-                    reason: Some("not on prod".into()),
+                    id: "ap_7k2x".into(),
+                    reason: Some("not on the prod box".into()),
+                }),
+            ),
+            (
+                "/deny",
+                Some(Command::Deny {
+                    id: String::new(),
+                    reason: None,
                 }),
             ),
             ("/weather-skill paris", None),
@@ -255,6 +265,8 @@ mod tests {
             "skills",
             "link",
             "unlink",
+            "approve",
+            "deny",
         ];
         for name in names {
             assert!(

@@ -44,12 +44,19 @@ pub async fn run_for_session(
         CommandOutcome::Reply(reply) => CommandAnswer {
             reply,
             conversation,
-            turn: None,
+            ..CommandAnswer::default()
         },
         CommandOutcome::Turn { text, bootstrap } => CommandAnswer {
-            reply: String::new(),
             conversation,
             turn: Some(CommandTurn { text, bootstrap }),
+            ..CommandAnswer::default()
+        },
+        CommandOutcome::Resume { reply, request } => CommandAnswer {
+            reply,
+            conversation,
+            approval: Some(request),
+            resume: true,
+            ..CommandAnswer::default()
         },
     }))
 }

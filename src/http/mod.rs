@@ -4,6 +4,7 @@
 //! behaviour lives in the harness and the domain modules.
 
 mod agents;
+mod approvals;
 mod artifacts;
 mod auth;
 mod auth_failures;
@@ -83,6 +84,12 @@ pub fn router(state: Arc<AppState>) -> Router {
     let runs = Router::new()
         .route("/api/threads/{thread_id}/runs/stream", post(runs::stream))
         .route("/api/threads/{thread_id}/runs/wait", post(runs::wait))
+        // A decision, or a typed `/approve`, may go on to wait for the run it resumes.
+        .route(
+            "/api/threads/{thread_id}/approvals/{approval_id}",
+            post(approvals::decide),
+        )
+        .route("/api/commands", post(commands::run))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::REQUEST_TIMEOUT,
             RUN_REQUEST_TIMEOUT,
@@ -108,7 +115,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/users/link", post(users::link))
         .route("/api/users/unlink", post(users::unlink))
         .route("/api/users/{user_id}", get(users::show))
-        .route("/api/commands", post(commands::run))
+        .route("/api/approvals", get(approvals::list))
         .route("/api/agents", get(agents::list).post(agents::create))
         .route(
             "/api/agents/{name}",
@@ -140,6 +147,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(threads::get).delete(threads::delete),
         )
         .route("/api/threads/{thread_id}/state", get(threads::state))
+        .route(
+            "/api/threads/{thread_id}/approvals",
+            get(approvals::for_thread),
+        )
         .route(
             "/api/threads/{thread_id}/runs/{run_id}/cancel",
             post(runs::cancel),

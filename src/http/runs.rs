@@ -123,7 +123,7 @@ fn run_request(
     })
 }
 
-fn run_error(e: RunError) -> ApiError {
+pub(crate) fn run_error(e: RunError) -> ApiError {
     match e {
         RunError::Busy { thread_id } => ApiError::new(
             StatusCode::CONFLICT,
@@ -210,9 +210,24 @@ pub(crate) async fn stream(
     crate::paths::validate_id("thread", &thread_id)?;
     let request = run_request(&user, &thread_id, body, true)?;
     let handle = state.harness.start_run(request).await.map_err(run_error)?;
+    Ok(stream_run(handle, thread_id, None))
+}
+
+/// A started run's events as the `/runs/stream` answer, after `lead` (a frame of the caller's
+/// own, such as the decision that resumed the run).
+pub(crate) fn stream_run(
+    handle: RunHandle,
+    thread_id: String,
+    lead: Option<Event>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let run_id = handle.run_id.clone();
     let mut events = handle.events;
     let stream = async_stream_of(move |tx| async move {
+        if let Some(lead) = lead
+            && tx.send(lead).await.is_err()
+        {
+            return;
+        }
         while let Some(event) = events.recv().await {
             let last = matches!(event, RunEvent::Finished { .. });
             if tx
@@ -225,7 +240,7 @@ pub(crate) async fn stream(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Sse::new(stream).keep_alive(KeepAlive::default())
 }
 
 /// Adapts a producer task writing into a bounded channel into a `Stream` of SSE events.
@@ -256,6 +271,16 @@ pub(crate) async fn wait(
     let handle = Box::pin(state.harness.start_run(request))
         .await
         .map_err(run_error)?;
+    wait_run(handle, thread_id, Map::new()).await
+}
+
+/// Waits for a started run and answers as `/runs/wait` does, with `lead`'s fields first (the
+/// decision that resumed the run, the command that did).
+pub(crate) async fn wait_run(
+    handle: RunHandle,
+    thread_id: String,
+    lead: Map<String, Value>,
+) -> Result<Response, ApiError> {
     // Nobody reads the events of a run waited for: dropping them at once keeps the run's
     // streamed text from queueing up until it ends.
     let RunHandle {
@@ -273,6 +298,7 @@ pub(crate) async fn wait(
     // a dozen times on its way out.
     let mut body = crate::body_buffers::buffer(outcome.state.json_size_hint());
     let wait = WaitResponse {
+        lead,
         run_id,
         thread_id,
         stop_reason: outcome.stop,
@@ -289,6 +315,8 @@ pub(crate) async fn wait(
 /// the state carries the whole history).
 #[derive(serde::Serialize)]
 pub(crate) struct WaitResponse {
+    #[serde(flatten)]
+    lead: Map<String, Value>,
     run_id: String,
     thread_id: String,
     stop_reason: crate::agent_api::StopReason,

@@ -42,6 +42,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
     ("js/app.js", JS, include_bytes!("assets/js/app.js")),
     ("js/api.js", JS, include_bytes!("assets/js/api.js")),
     (
+        "js/approval.js",
+        JS,
+        include_bytes!("assets/js/approval.js"),
+    ),
+    (
         "js/artifact.js",
         JS,
         include_bytes!("assets/js/artifact.js"),

@@ -36,8 +36,10 @@ pub const BOOTSTRAP_SKILL: &str = "bootstrap";
 /// one of these names.
 pub const RESERVED_NAMES: &[&str] = &[
     "agent",
+    "approve",
     "bootstrap",
     "cancel",
+    "deny",
     "exit",
     "forget",
     "goal",

@@ -318,3 +318,55 @@ async fn bootstrap_in_the_console_asks_for_a_name_then_talks_to_the_new_agent() 
     );
     assert!(prompt(3).contains("You are scribe,"), "{}", prompt(3));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_call_is_shown_in_the_console_and_approve_runs_it_in_process() {
+    let fake = FakeOpenAi::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path(), &fake.base_url());
+    let yaml = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{yaml}approvals:\n  tools: [bash]\n")).unwrap();
+
+    fake.push(Reply::tool_call(
+        "bash",
+        json!({"command": "echo ran >> /mnt/user-data/outputs/ran.txt"}),
+    ));
+    let (stdout, _) = chat(&config, &[], "log a run\n");
+    let thread = thread_id(&stdout);
+    let prompt = stdout
+        .lines()
+        .find(|line| line.starts_with("Approval needed ("))
+        .unwrap_or_else(|| panic!("no request shown: {stdout}"));
+    let id = prompt["Approval needed (".len()..]
+        .split(')')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        stdout.contains(&format!("Answer /approve {id}, or /deny {id} [reason].")),
+        "{stdout}"
+    );
+    assert_eq!(fake.requests().len(), 1);
+
+    fake.push(Reply::text("Logged."));
+    let (stdout, _) = chat(
+        &config,
+        &["--thread", &thread],
+        &format!("/approve {id}\n/approve {id}\n"),
+    );
+    assert!(stdout.contains("Approved: bash `echo ran"), "{stdout}");
+    assert!(stdout.contains("Logged."), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{id} was already approved by local; nothing changed."
+        )),
+        "{stdout}"
+    );
+    assert_eq!(fake.requests().len(), 2, "the repeat ran nothing");
+    let ran = dir
+        .path()
+        .join("data/users/local/threads")
+        .join(&thread)
+        .join("user-data/outputs/ran.txt");
+    assert_eq!(std::fs::read_to_string(ran).unwrap(), "ran\n");
+}

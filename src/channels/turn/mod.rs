@@ -67,6 +67,19 @@ pub(crate) async fn process(
                 Ok(CommandOutcome::Turn { text, .. }) => {
                     chat_turn(deps, runtime, key, entry, &text).await
                 }
+                // A request made outside any chat (the web chat, the API), decided here: its run
+                // continues on its own thread, where its surface shows it; the harness owns it.
+                Ok(CommandOutcome::Resume {
+                    reply: text,
+                    request,
+                }) => {
+                    let text = match deps.harness.resume_in_background(&request).await {
+                        Ok(_) => format!("{text} The run continues in its conversation."),
+                        Err(error) => format!("{text} The run could not continue yet: {error}"),
+                    };
+                    reply(deps, runtime, key, entry, OutboxStep::Reply, &text).await;
+                    Ok(true)
+                }
                 Err(error) => Err(error),
             },
             None => chat_turn(deps, runtime, key, entry, &message.text).await,

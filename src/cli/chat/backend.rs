@@ -13,7 +13,7 @@ use crate::agent_api::RunOptions;
 use crate::cli::chat::ChatError;
 use crate::cli::chat::events::{ChatEvent, from_run_event, from_sse};
 use crate::cli::chat::log::ChatLog;
-use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
+use crate::cli::daemon_client::{DaemonClient, DaemonClientError, Streamed, segment};
 use crate::cli::locate::Target;
 use crate::client::{Client, ClientError, LOCAL_USER_ID};
 use crate::commands::{CommandAnswer, Conversation, run_for_session};
@@ -27,6 +27,16 @@ pub enum ChatBackend {
     Embedded(Client),
     /// With the daemon's web address when known (`http://127.0.0.1:8787`), for file links.
     Daemon(DaemonClient, Option<String>),
+}
+
+/// A command's answer, and the run it resumed (`/approve`, `/deny`) to show like a turn.
+pub struct CommandReply {
+    pub answer: CommandAnswer,
+    pub resumed: Option<BoxStream<'static, ChatEvent>>,
+}
+
+fn command_answer(value: Value) -> Result<CommandAnswer, ChatError> {
+    serde_json::from_value(value).map_err(|e| DaemonClientError::Protocol(e.to_string()).into())
 }
 
 /// Whether `--thread` named a thread that exists.
@@ -153,17 +163,18 @@ impl ChatBackend {
     }
 
     /// Runs `text` as a chat command on `conversation` (the implementation every surface
-    /// shares); `Ok(None)` when it is not one, so it goes to the agent as a message.
+    /// shares); `Ok(None)` when it is not one, so it goes to the agent as a message. A command
+    /// that decided an approval comes with the run it resumed.
     pub async fn command(
         &self,
         conversation: &Conversation,
         text: &str,
-    ) -> Result<Option<CommandAnswer>, ChatError> {
+    ) -> Result<Option<CommandReply>, ChatError> {
         match self {
             ChatBackend::Embedded(client) => {
                 let harness = client.harness();
                 let config = harness.config().current();
-                Ok(run_for_session(
+                let Some(answer) = run_for_session(
                     harness,
                     &config,
                     client.user_id(),
@@ -171,17 +182,55 @@ impl ChatBackend {
                     conversation.clone(),
                     text,
                 )
-                .await?)
+                .await?
+                else {
+                    return Ok(None);
+                };
+                let resumed = match answer.approval.as_deref() {
+                    Some(request) if answer.resume => Some(
+                        client
+                            .resume(request)
+                            .await?
+                            .filter_map(|e| async move { from_run_event(e) })
+                            .boxed(),
+                    ),
+                    _ => None,
+                };
+                Ok(Some(CommandReply { answer, resumed }))
             }
             ChatBackend::Daemon(daemon, _) => {
                 let body = json!({"command": text, "conversation": conversation});
-                match daemon
-                    .send(Method::POST, "/api/commands", Some(&body))
-                    .await
-                {
-                    Ok(answer) => serde_json::from_value(answer)
-                        .map(Some)
-                        .map_err(|e| DaemonClientError::Protocol(e.to_string()).into()),
+                match daemon.post_streaming("/api/commands", &body).await {
+                    Ok(Streamed::Json(answer)) => Ok(Some(CommandReply {
+                        answer: command_answer(answer)?,
+                        resumed: None,
+                    })),
+                    Ok(Streamed::Events(mut frames)) => {
+                        // The first frame is the command's answer; the resumed run follows.
+                        let first = match frames.next().await {
+                            Some(Ok(frame)) => frame,
+                            Some(Err(e)) => return Err(e.into()),
+                            None => {
+                                return Err(DaemonClientError::Protocol(
+                                    "the command's event stream was empty".into(),
+                                )
+                                .into());
+                            }
+                        };
+                        let answer = command_answer(first.data["data"].clone())?;
+                        let resumed = frames
+                            .filter_map(|frame| async move {
+                                match frame {
+                                    Ok(frame) => from_sse(&frame),
+                                    Err(e) => Some(ChatEvent::Error(e.to_string())),
+                                }
+                            })
+                            .boxed();
+                        Ok(Some(CommandReply {
+                            answer,
+                            resumed: Some(resumed),
+                        }))
+                    }
                     Err(DaemonClientError::Api { code, .. }) if code == "not_a_command" => Ok(None),
                     Err(e) => Err(e.into()),
                 }

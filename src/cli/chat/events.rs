@@ -4,7 +4,9 @@
 use serde_json::Value;
 
 use crate::agent_api::RunEvent;
+use crate::agent_api::approval::{APPROVAL_REQUESTED, ApprovalRequest};
 use crate::cli::daemon_client::SseFrame;
+use crate::commands::approve::approval_prompt;
 use antler_store::messages::Message;
 
 /// What the console shows of a run, whichever backend produced it.
@@ -16,6 +18,9 @@ pub enum ChatEvent {
     ToolFinished(String),
     /// A clarification question: the run ends waiting for the person's answer.
     Question(String),
+    /// A tool call waits for approval (the run ends `awaiting_approval`): what, why, and how
+    /// to answer (`/approve ID`, `/deny ID`).
+    Approval(String),
     Error(String),
     Finished,
 }
@@ -27,6 +32,9 @@ pub(crate) fn from_run_event(event: RunEvent) -> Option<ChatEvent> {
         RunEvent::ToolStarted { call } => Some(ChatEvent::ToolStarted(call.name)),
         RunEvent::ToolFinished { result } => Some(ChatEvent::ToolFinished(result.name)),
         RunEvent::Message { message } => clarification(&message),
+        RunEvent::ApprovalRequested(request) => {
+            Some(ChatEvent::Approval(approval_prompt(&request)))
+        }
         RunEvent::Error { message, .. } => Some(ChatEvent::Error(message)),
         RunEvent::Finished { .. } => Some(ChatEvent::Finished),
         _ => None,
@@ -49,6 +57,11 @@ pub(crate) fn from_sse(frame: &SseFrame) -> Option<ChatEvent> {
             Some("message") => serde_json::from_value::<Message>(data["message"].clone())
                 .ok()
                 .and_then(|message| clarification(&message)),
+            Some(APPROVAL_REQUESTED) => {
+                serde_json::from_value::<ApprovalRequest>(data["data"].clone())
+                    .ok()
+                    .map(|request| ChatEvent::Approval(approval_prompt(&request)))
+            }
             _ => None,
         },
         "error" => Some(ChatEvent::Error(
@@ -87,6 +100,12 @@ mod tests {
     fn sse_frames_become_what_the_console_shows() {
         let question = json!({"type": "tool", "id": "t1", "tool_call_id": "c1",
             "name": "ask_clarification", "content": "Which city?"});
+        let approval = json!({"id": "ap_1", "thread_id": "t", "run_id": "r",
+            "tool_call_id": "c1", "tool": "bash", "args": {"command": "ls /"}, "summary": "ls /",
+            "reason": {"kind": "always"}, "owner": "local", "requester": "local",
+            "approvers": {"kind": "requester"}, "options": {},
+            "created_at": "2026-12-05T18:30:00Z", "expires_at": "2026-12-05T19:30:00Z",
+            "status": "pending"});
         let cases = [
             (
                 frame("messages", json!([{"content": "Hi"}, {}])),
@@ -124,6 +143,24 @@ mod tests {
             (
                 frame("end", json!({"stop_reason": "completed"})),
                 Some(ChatEvent::Finished),
+            ),
+            (
+                frame(
+                    "custom",
+                    json!({"type": "approval_requested", "data": approval}),
+                ),
+                Some(ChatEvent::Approval(
+                    "Approval needed (ap_1): bash `ls /`\nWhy: this tool always needs approval\n\
+                     Answer /approve ap_1, or /deny ap_1 [reason]."
+                        .into(),
+                )),
+            ),
+            (
+                frame(
+                    "custom",
+                    json!({"type": "approval_requested", "data": {"id": "incomplete"}}),
+                ),
+                None,
             ),
             (frame("metadata", json!({"run_id": "r"})), None),
             (frame("values", json!({})), None),

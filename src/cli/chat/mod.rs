@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::io::Write;
 
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::agent_api::RunOptions;
@@ -196,8 +197,8 @@ async fn command<W: Write>(
     text: &str,
     out: &mut W,
 ) -> std::io::Result<()> {
-    let answer = match backend.command(&session.conversation, text).await {
-        Ok(Some(answer)) => answer,
+    let (answer, resumed) = match backend.command(&session.conversation, text).await {
+        Ok(Some(reply)) => (reply.answer, reply.resumed),
         Ok(None) => return turn(backend, session, text, out).await,
         Err(e) => return writeln!(out, "error: {e}"),
     };
@@ -205,6 +206,7 @@ async fn command<W: Write>(
         reply,
         conversation,
         turn: next,
+        ..
     } = answer;
     if !reply.is_empty() {
         writeln!(out, "{reply}")?;
@@ -223,6 +225,10 @@ async fn command<W: Write>(
         session.shown_files.clear();
     }
     session.conversation = conversation;
+    // `/approve`'s run: the parked call settled, the agent goes on.
+    if let Some(events) = resumed {
+        show_run(backend, session, events, out).await?;
+    }
     // `/bootstrap`'s turn: the conversation it returned carries the bootstrap.
     if let Some(next) = next {
         turn(backend, session, &next.text, out).await?;
@@ -238,13 +244,24 @@ async fn turn<W: Write>(
 ) -> std::io::Result<()> {
     let thread_id = session.thread_id.clone();
     let options = session.run_options();
-    let mut events = match backend.turn(&thread_id, text, &options).await {
+    let events = match backend.turn(&thread_id, text, &options).await {
         Ok(events) => events,
         Err(e) => {
             writeln!(out, "error: {e}")?;
             return Ok(());
         }
     };
+    show_run(backend, session, events, out).await
+}
+
+/// Shows a run's events as they come, then what it presented.
+async fn show_run<W: Write>(
+    backend: &ChatBackend,
+    session: &mut Session,
+    mut events: BoxStream<'static, ChatEvent>,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let thread_id = session.thread_id.clone();
     let mut wrote_text = false;
     let mut finished = false;
     let mut presented = false;
@@ -262,6 +279,7 @@ async fn turn<W: Write>(
             ChatEvent::ToolStarted(name) => writeln!(out, "[tool] {name}")?,
             ChatEvent::ToolFinished(name) => presented |= name == "present_files",
             ChatEvent::Question(question) => writeln!(out, "{question}")?,
+            ChatEvent::Approval(prompt) => writeln!(out, "{prompt}")?,
             ChatEvent::Error(message) => writeln!(out, "error: {message}")?,
             ChatEvent::Finished => {
                 finished = true;

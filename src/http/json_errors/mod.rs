@@ -188,7 +188,11 @@ fn describe(
 }
 
 fn is_run_route(path: &str) -> bool {
-    path.ends_with("/runs/stream") || path.ends_with("/runs/wait")
+    path.ends_with("/runs/stream")
+        || path.ends_with("/runs/wait")
+        // A decision that resumes a run, directly or typed as `/approve`, waits for it too.
+        || path.contains("/approvals/")
+        || path == "/api/commands"
 }
 
 fn timeout_message(path: &str) -> String {

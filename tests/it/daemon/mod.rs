@@ -3,6 +3,7 @@
 
 mod agent_checks;
 mod api;
+mod approvals;
 mod artifact_headers;
 mod chat_commands;
 pub(crate) mod cli;

@@ -7,6 +7,7 @@
 //! `<target dir>/webchat-screenshots/` for a person to look at.
 
 mod answers;
+mod approvals;
 mod artifacts;
 mod chat;
 mod commands;

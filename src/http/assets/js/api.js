@@ -31,8 +31,8 @@ async function errorOf(response) {
 }
 
 /** Sends a request; answers other than 2xx become an ApiError with the server's message. */
-export async function request(method, path, { json, form, signal } = {}) {
-  const init = { method, headers: authHeaders(), signal };
+export async function request(method, path, { json, form, signal, accept } = {}) {
+  const init = { method, headers: authHeaders(accept ? { Accept: accept } : {}), signal };
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(json);
@@ -78,6 +78,11 @@ export async function blobUrl(url) {
     blobUrls.delete(url);
     throw e;
   }
+}
+
+/** Whether `response` is an event stream (else JSON): some routes answer either way. */
+export function isEventStream(response) {
+  return (response.headers.get("Content-Type") || "").startsWith("text/event-stream");
 }
 
 /** Reads a `text/event-stream` body and yields `{event, data}` with `data` parsed as JSON. */

@@ -207,6 +207,11 @@ async function command(text) {
     return banner(e.message);
   }
   if (!answer) return send(text);
+  // `/approve ID`, `/deny ID`: the decision's reply opens the run it resumed.
+  if (answer.stream) {
+    showReply(page.log, text, "");
+    return conversation.resumeFrom(answer.stream);
+  }
   const next = answer.conversation || {};
   const id = next.thread_id || threadId;
   saveSettings(settingsOf(next), id);

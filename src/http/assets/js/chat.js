@@ -1,7 +1,10 @@
 // One conversation on screen: rebuilt from `/state`, extended by streaming runs
 // (`/runs/stream`, LangGraph event names), stopped with the cancel route.
 
-import { ApiError, getJson, request, sseEvents, threadPath } from "./api.js";
+import { ApiError, getJson, isEventStream, request, sseEvents, threadPath } from "./api.js";
+import {
+  approvalCards, createApprovalCard, reopenApprovalCard, settleApprovalCard,
+} from "./approval.js";
 import { closeQuestions } from "./steps.js";
 import { Turn } from "./turn.js";
 
@@ -79,6 +82,7 @@ export class Conversation {
       turn.artifacts(artifacts);
       if (values.todos && values.todos.length) turn.showTodos(values.todos);
     }
+    turn = await this.restoreApprovals(turn);
     this.turn = turn;
     if (body.status === "busy") {
       const note = el("div", "note", "A reply is still being written; it appears here when it is done.");
@@ -87,6 +91,18 @@ export class Conversation {
     }
     this.scroll();
     return true;
+  }
+
+  /** Requests still waiting for a decision, with their buttons, at the end of the history. */
+  async restoreApprovals(turn) {
+    const body = await getJson(threadPath(this.threadId, "/approvals")).catch(() => null);
+    const pending = ((body && body.approvals) || []).filter((r) => r.status === "pending");
+    if (pending.length === 0) return turn;
+    if (!turn) turn = new Turn(this.log, this);
+    // Newest first from the API; shown in the order they were asked.
+    for (const request of pending.reverse()) this.showApproval(turn, request);
+    turn.awaitApproval();
+    return turn;
   }
 
   async pollUntilIdle(note) {
@@ -110,26 +126,69 @@ export class Conversation {
     const files = this.hooks.attachments();
     closeQuestions(this.log);
     this.human(text, files);
+    const message = { role: "user", content: text };
+    if (files.length) message.additional_kwargs = { files };
+    await this.stream(async (signal) => {
+      const response = await request("POST", threadPath(this.threadId, "/runs/stream"), {
+        json: { input: { messages: [message] }, context: context || this.hooks.runOptions() },
+        signal,
+      });
+      this.hooks.clearAttachments();
+      return response;
+    });
+  }
+
+  /** A click on an approval card: the decision is posted and the run it resumes streams into
+   * a new turn. A repeat, or a request a chat continues, answers JSON: the cards settle. */
+  async decide(approval, decision) {
+    const cards = () => approvalCards(this.log, approval.id);
+    if (this.busy) {
+      for (const card of cards()) reopenApprovalCard(card);
+      return;
+    }
+    const path = threadPath(this.threadId, "/approvals/" + encodeURIComponent(approval.id));
+    const settled = await this.stream(async (signal) => request("POST", path, {
+      json: { decision }, signal, accept: "text/event-stream",
+    }), (body) => {
+      if (body && body.approval) for (const card of cards()) settleApprovalCard(card, body.approval);
+    });
+    if (!settled) for (const card of cards()) if (!card.querySelector(".decision")) reopenApprovalCard(card);
+  }
+
+  /** A command's answer that is a resumed run (`/approve ID` typed): streamed like a turn, its
+   * reply first. */
+  async resumeFrom(response) {
+    await this.stream(async () => response);
+  }
+
+  /**
+   * Streams a run into a new turn: `open(signal)` sends the request. An answer that is JSON
+   * rather than a stream goes to `onJson` and the turn goes away. False when nothing was
+   * decided (the request failed).
+   */
+  async stream(open, onJson = null) {
     const turn = new Turn(this.log, this);
     this.turn = turn;
     turn.wait();
     this.scroll();
     this.setBusy(true);
     this.controller = new AbortController();
-    const message = { role: "user", content: text };
-    if (files.length) message.additional_kwargs = { files };
     let stop = null;
+    let ok = true;
     try {
-      const response = await request("POST", threadPath(this.threadId, "/runs/stream"), {
-        json: { input: { messages: [message] }, context: context || this.hooks.runOptions() },
-        signal: this.controller.signal,
-      });
-      this.hooks.clearAttachments();
+      const response = await open(this.controller.signal);
+      if (!isEventStream(response)) {
+        const body = await response.json().catch(() => null);
+        turn.root.remove();
+        if (onJson) onJson(body);
+        return true;
+      }
       for await (const { event, data } of sseEvents(response)) {
         stop = this.handle(turn, event, data) ?? stop;
         if (event === "end") break;
       }
     } catch (e) {
+      ok = false;
       if (e.name === "AbortError") stop = "cancelled";
       else if (e instanceof ApiError && e.unauthorized) this.hooks.onUnauthorized(e);
       else turn.error(e instanceof ApiError ? e.message : "The stream broke off: " + e.message + ". Reload to see what was saved.");
@@ -141,6 +200,7 @@ export class Conversation {
       this.scroll();
       this.hooks.onFinished();
     }
+    return ok;
   }
 
   /** Applies one SSE event; returns the stop reason on `end`. */
@@ -181,8 +241,23 @@ export class Conversation {
       }
       case "tool_started": if (data.call) turn.toolStarted(data.call); return;
       case "tool_finished": if (data.result) turn.toolResult(data.result); return;
+      case "approval_requested": if (data.data) this.showApproval(turn, data.data); return;
+      case "approval_decided": {
+        // The first frame of a resumed run: the decision (and a typed command's reply).
+        const lead = data.data || {};
+        if (lead.approval) for (const card of approvalCards(this.log, lead.approval.id)) settleApprovalCard(card, lead.approval);
+        if (lead.reply) turn.note(lead.reply);
+        return;
+      }
       default: turn.custom(String(data.type || "event"), data.data);
     }
+  }
+
+  /** Shows a request's card in `turn`, once per request. */
+  showApproval(turn, approval) {
+    if (approvalCards(turn.root, approval.id).length) return;
+    turn.settle();
+    turn.add(createApprovalCard(approval, (request, decision) => this.decide(request, decision)));
   }
 
   /** Asks the daemon to stop the run; the stream then ends with `cancelled`. */

@@ -3,11 +3,12 @@
 // chat platforms and `antler chat` share) with this thread's settings, and answers with a
 // reply, the settings as the command left them, and for some a new thread or a turn to run.
 // Text the daemon does not know as a command (a skill's `/name task`) is sent as a message.
+// `/approve ID` and `/deny ID` answer with the run they resume, as an event stream.
 
-import { ApiError, postJson } from "./api.js";
+import { ApiError, isEventStream, request } from "./api.js";
 
 /** Runs `text` for the thread `threadId` with the page's `chosen` settings; `null` when it is
- * not a command. */
+ * not a command, `{stream}` (the response) when it resumed a run. */
 export async function runCommand(text, threadId, chosen) {
   const conversation = {
     thread_id: threadId,
@@ -17,7 +18,10 @@ export async function runCommand(text, threadId, chosen) {
     bootstrap: bootstrapOf(chosen),
   };
   try {
-    return await postJson("/api/commands", { command: text, conversation });
+    const response = await request("POST", "/api/commands", {
+      json: { command: text, conversation }, accept: "text/event-stream, application/json",
+    });
+    return isEventStream(response) ? { stream: response } : await response.json();
   } catch (e) {
     if (e instanceof ApiError && e.code === "not_a_command") return null;
     throw e;

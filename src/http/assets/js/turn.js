@@ -250,6 +250,13 @@ export class Turn {
     this.add(box);
   }
 
+  /** The run parked: its open steps wait for a person's decision (the card below says whose). */
+  awaitApproval() {
+    for (const step of this.root.querySelectorAll(".step.running")) {
+      setStepState(step, "info", "Waiting for approval", "Status");
+    }
+  }
+
   /** The run ended: final rendering, open steps closed as interrupted when it was stopped. */
   finish(stopReason) {
     this.live = false;
@@ -260,6 +267,7 @@ export class Turn {
     for (const [id, block] of this.texts) {
       if (!block.text) { block.element.remove(); this.texts.delete(id); }
     }
+    if (stopReason === "awaiting_approval") this.awaitApproval();
     if (stopReason === "cancelled") {
       for (const step of this.root.querySelectorAll(".step.running")) setStepState(step, "failed", "stopped");
       this.note("Stopped.");
