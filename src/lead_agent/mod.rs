@@ -183,6 +183,7 @@ pub fn make_lead_agent(
             deferred,
             skill_activation,
             subagents: subagent_tasks.is_some(),
+            tools: &tools,
         },
     );
     let agent = create_agent(

@@ -12,10 +12,12 @@ use tracing::Instrument;
 
 use crate::agent::{Agent, AgentOptions, Feature, RunOutcome, RuntimeFeatures, create_agent};
 use crate::agent_api::{CapReason, TaskStatus};
+use crate::agent_api::taint;
 use crate::agent_api::{
-    EventSink, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
+    EventSink, MiddlewareRef, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };
 use crate::custom_agents::SkillSummary;
+use crate::middleware::TaintMiddleware;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::skills::fit::fits;
@@ -140,11 +142,15 @@ impl SubagentRunner {
             subagent_type: spec.name.clone(),
             prompt: request.prompt.clone(),
         });
-        let input_state = ThreadState {
+        // The lead's untrusted sources come along: what the lead read may be in the prompt.
+        let mut input_state = ThreadState {
             sandbox: state.sandbox.clone(),
             thread_data: state.thread_data.clone(),
             ..Default::default()
         };
+        if let Some(inherited) = taint::mark(&input_state, taint::sources(state)) {
+            input_state.extra = inherited.extra;
+        }
         let watch = Watch {
             task_id: request.task_id.clone(),
             parent: parent.events.clone(),
@@ -213,9 +219,11 @@ impl SubagentRunner {
             token_budget: Feature::BuiltIn,
             ..RuntimeFeatures::none()
         };
+        let tools = spec.filter_tools(self.tools.clone());
+        let taint: MiddlewareRef = Arc::new(TaintMiddleware::for_tools(&tools));
         let mut agent = create_agent(
             model,
-            spec.filter_tools(self.tools.clone()),
+            tools,
             AgentOptions {
                 system_prompt: Some(self.prompt(spec).into()),
                 features: Some(features),
@@ -223,6 +231,7 @@ impl SubagentRunner {
                 name: Some(format!("subagent:{}", spec.name)),
                 recursion_limit: Some(max_turns),
                 config: Some(parent.config.clone()),
+                extra_middleware: vec![taint],
                 ..Default::default()
             },
         )
@@ -394,5 +403,6 @@ fn report(task_id: &str, subagent_type: &str, ended: Ended) -> TaskReport {
         model: Some(last_model.unwrap_or(model)),
         usage: watched.usage,
         messages: watched.messages,
+        untrusted: taint::sources(&outcome.state),
     }
 }
