@@ -16,7 +16,7 @@ use crate::agent_api::taint;
 use crate::agent_api::{
     EventSink, MiddlewareRef, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };
-use crate::custom_agents::SkillSummary;
+use crate::custom_agents::{SkillSummary, UNTRUSTED_CONTENT};
 use crate::middleware::TaintMiddleware;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
@@ -242,7 +242,8 @@ impl SubagentRunner {
         Ok(agent)
     }
 
-    /// The type's prompt plus the skills it may read: those its list allows and whose tools it
+    /// The type's prompt, the untrusted-content rule when it has a tool that reads outside text,
+    /// plus the skills it may read: those its list allows and whose tools it
     /// has (`skills::fit`), as one line each instead of the lead's `<available_skills>` block.
     pub(crate) fn prompt(&self, spec: &SubagentSpec) -> String {
         let tools: Vec<&str> = self
@@ -261,16 +262,25 @@ impl SubagentRunner {
             })
             .filter(|skill| fits(skill.allowed_tools.as_deref(), &tools))
             .collect();
+        let untrusted = self
+            .tools
+            .iter()
+            .filter(|tool| spec.allows(tool.name()))
+            .any(|tool| tool.untrusted_output().is_some());
+        let base = if untrusted {
+            format!("{}\n\n{}", spec.system_prompt, UNTRUSTED_CONTENT)
+        } else {
+            spec.system_prompt.clone()
+        };
         if skills.is_empty() {
-            return spec.system_prompt.clone();
+            return base;
         }
         let list: Vec<String> = skills
             .iter()
             .map(|s| format!("- {}: {} ({})", s.name, s.description, s.path))
             .collect();
         format!(
-            "{}\n\n<skill_system>\nSkills hold tested workflows; read a skill's file with read_file before a task it fits.\n{}\n</skill_system>",
-            spec.system_prompt,
+            "{base}\n\n<skill_system>\nSkills hold tested workflows; read a skill's file with read_file before a task it fits.\n{}\n</skill_system>",
             list.join("\n")
         )
     }
