@@ -76,6 +76,7 @@ pub async fn execute(
         Command::Memory { .. }
         | Command::MemoryHistory
         | Command::MemoryRevert(_)
+        | Command::MemoryConfirm(_)
         | Command::Forget(_) => memory(command, surface, ctx, &user_id).await?,
         Command::Skills => skills(surface, ctx, &user_id).await?,
         Command::Link(code) => {
@@ -130,7 +131,29 @@ async fn status(
     if !people.is_empty() {
         text.push_str(&format!("\nPeople: {}", people.join(", ")));
     }
+    text.push_str(&untrusted_line(ctx, &thread_id).await);
     Ok(text)
+}
+
+/// Sources named in `/status` at most; the rest are counted.
+const LISTED_SOURCES: usize = 5;
+
+/// What outside text the conversation's context holds (`agent_api::taint`), newest last: the
+/// reason tools may ask for approval. `/new` starts without any.
+async fn untrusted_line(ctx: &CommandContext<'_>, thread_id: &str) -> String {
+    let Ok(Some(state)) = ctx.harness.thread_state(thread_id).await else {
+        return String::new();
+    };
+    let sources = crate::agent_api::taint::sources(&state);
+    if sources.is_empty() {
+        return "\nUntrusted content: none".into();
+    }
+    let skip = sources.len().saturating_sub(LISTED_SOURCES);
+    let mut labels: Vec<String> = sources[skip..].iter().map(|s| s.label()).collect();
+    if skip > 0 {
+        labels.insert(0, format!("{skip} more"));
+    }
+    format!("\nUntrusted content: {} (/new starts clean)", labels.join("; "))
 }
 
 /// Who has spoken in a shared conversation, by the name they last spoke under, in the order
@@ -328,6 +351,7 @@ async fn memory(
         Command::Memory { facts: false } => memory_chat::summary_reply(&repo.load(&scope)?),
         Command::Forget(argument) => memory_chat::forget_reply(repo, &scope, &argument),
         Command::MemoryRevert(argument) => memory_chat::revert_reply(repo, &scope, &argument),
+        Command::MemoryConfirm(argument) => memory_chat::confirm_reply(repo, &scope, &argument),
         _ => memory_chat::history_reply(repo, &scope),
     })
 }

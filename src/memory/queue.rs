@@ -78,6 +78,10 @@ pub struct PendingConversation {
     /// [`shared`]); `None` on sled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// The untrusted content the thread's context held (`agent_api::taint` labels): the facts
+    /// learned from it wait for the user's confirmation.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<String>,
 }
 
 impl PendingConversation {
@@ -88,6 +92,7 @@ impl PendingConversation {
             model_name,
             earlier: Vec::new(),
             owner: None,
+            untrusted: Vec::new(),
         }
     }
 
@@ -557,7 +562,12 @@ impl MemoryQueue {
         let result = self
             .inner
             .updater
-            .update(model.as_ref(), &conversation.scope, thread_id, messages)
+            .update(
+                model.as_ref(),
+                &conversation.scope,
+                (thread_id, &conversation.untrusted),
+                messages,
+            )
             .await;
         match result {
             Ok(report) => {
