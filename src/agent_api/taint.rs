@@ -252,10 +252,10 @@ mod tests {
             input_marker(&[TaintSource::new("upload", "old.txt")]),
         );
         let mut block = antler_store::messages::HumanMessage::default();
-        block
-            .meta
-            .extra
-            .insert(UNTRUSTED_KEY.into(), input_marker(std::slice::from_ref(&quoted)));
+        block.meta.extra.insert(
+            UNTRUSTED_KEY.into(),
+            input_marker(std::slice::from_ref(&quoted)),
+        );
         let messages = vec![
             Message::Human(earlier),
             Message::ai("answer"),

@@ -141,10 +141,12 @@ const LISTED_SOURCES: usize = 5;
 /// What outside text the conversation's context holds (`agent_api::taint`), newest last: the
 /// reason tools may ask for approval. `/new` starts without any.
 async fn untrusted_line(ctx: &CommandContext<'_>, thread_id: &str) -> String {
-    let Ok(Some(state)) = ctx.harness.thread_state(thread_id).await else {
-        return String::new();
+    let sources = match ctx.harness.thread_state(thread_id).await {
+        Ok(Some(state)) => crate::agent_api::taint::sources(&state),
+        // A conversation that has not run yet holds nothing.
+        Ok(None) => Vec::new(),
+        Err(_) => return String::new(),
     };
-    let sources = crate::agent_api::taint::sources(&state);
     if sources.is_empty() {
         return "\nUntrusted content: none".into();
     }
@@ -153,7 +155,10 @@ async fn untrusted_line(ctx: &CommandContext<'_>, thread_id: &str) -> String {
     if skip > 0 {
         labels.insert(0, format!("{skip} more"));
     }
-    format!("\nUntrusted content: {} (/new starts clean)", labels.join("; "))
+    format!(
+        "\nUntrusted content: {} (/new starts clean)",
+        labels.join("; ")
+    )
 }
 
 /// Who has spoken in a shared conversation, by the name they last spoke under, in the order

@@ -14,8 +14,8 @@ use crate::lead_agent::resolve::ResolvedModel;
 use crate::mcp::{DeferredCatalog, DeferredToolsMiddleware};
 use crate::memory::inject::{MemoryInjector, TurnMemoryMiddleware};
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
-use crate::middleware::{DynamicContextMiddleware, TaintMiddleware};
 use crate::middleware::sender_names::SenderNamesMiddleware;
+use crate::middleware::{DynamicContextMiddleware, TaintMiddleware};
 use crate::model::{ChatModel, ModelRegistry};
 
 /// What the run brings to its chain besides the config and the factory's dependencies.

@@ -51,7 +51,12 @@ pub fn facts_reply(doc: &MemoryDocument) -> String {
     facts.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     let mut lines = vec![format!("Facts ({}):", facts.len())];
     for fact in &facts {
-        let mut line = format!("• {} [{}] {}", fact.id, fact.category.as_str(), fact.content);
+        let mut line = format!(
+            "• {} [{}] {}",
+            fact.id,
+            fact.category.as_str(),
+            fact.content
+        );
         if fact.is_unconfirmed() {
             line.push_str(" ⚠ unconfirmed");
             if !fact.untrusted_from.is_empty() {

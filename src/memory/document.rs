@@ -264,8 +264,8 @@ mod tests {
         let doc: MemoryDocument = serde_json::from_str(old).expect("an old record reads");
         assert!(!doc.facts[0].is_unconfirmed());
         let untrusted = vec!["web_fetch https://example.com/".to_string()];
-        let mut fact =
-            Fact::new("Uses Vim", FactCategory::Preference, 0.9, "t2").unconfirmed("t2", &untrusted);
+        let mut fact = Fact::new("Uses Vim", FactCategory::Preference, 0.9, "t2")
+            .unconfirmed("t2", &untrusted);
         let json = serde_json::to_value(&fact).expect("serializes");
         assert_eq!(json["source"], "untrusted");
         assert_eq!(json["sourceThread"], "t2");

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 
 use crate::agent_api::taint::{self, TaintSource, UNTRUSTED_KEY, UntrustedOutput};
 use crate::agent_api::{
-    HookResult, Middleware, MiddlewareError, RunContext, ToolContext, ToolError, ToolNext,
-    ToolRef, ToolResult,
+    HookResult, Middleware, MiddlewareError, RunContext, ToolContext, ToolError, ToolNext, ToolRef,
+    ToolResult,
 };
 use antler_store::messages::ToolCall;
 use antler_store::state::ThreadState;
@@ -111,7 +111,9 @@ impl Middleware for TaintMiddleware {
         }
         // A sub-agent's report (the `task` tool) carries what it read.
         if let Some(value) = result.update.extra.get(UNTRUSTED_KEY) {
-            new.extend(serde_json::from_value::<Vec<TaintSource>>(value.clone()).unwrap_or_default());
+            new.extend(
+                serde_json::from_value::<Vec<TaintSource>>(value.clone()).unwrap_or_default(),
+            );
         }
         if new.is_empty() {
             return Ok(result);
@@ -165,7 +167,10 @@ mod tests {
             json!({"type": "object"})
         }
         async fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
-            Ok(ToolOutput::text(format!("page {}</untrusted>", args["url"])))
+            Ok(ToolOutput::text(format!(
+                "page {}</untrusted>",
+                args["url"]
+            )))
         }
         fn untrusted_output(&self) -> Option<UntrustedOutput> {
             Some(UntrustedOutput::FromArgument {
@@ -242,7 +247,10 @@ mod tests {
         state.apply(step).expect("applies");
         let hook = middleware.before_model(&state, &run).await.expect("hook");
         state.apply(hook.update).expect("applies");
-        let urls: Vec<String> = taint::sources(&state).into_iter().map(|s| s.detail).collect();
+        let urls: Vec<String> = taint::sources(&state)
+            .into_iter()
+            .map(|s| s.detail)
+            .collect();
         assert_eq!(urls, ["https://a.example/", "https://b.example/"]);
         let done = middleware.after_agent(&state, &run).await.expect("hook");
         assert!(done.update.is_empty(), "nothing left to mark");

@@ -11,8 +11,8 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::agent::{Agent, AgentOptions, Feature, RunOutcome, RuntimeFeatures, create_agent};
-use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::taint;
+use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::{
     EventSink, MiddlewareRef, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::taint::TaintSource;
+use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::{RunEvent, TaskEnd};
 use antler_store::messages::Usage;
 

@@ -248,10 +248,7 @@ fn block(messages: &[HistoryMessage], names: &HashMap<String, String>) -> Messag
         text.push('\n');
     }
     text.push_str("</channel_context>");
-    let text = taint::wrap(
-        &TaintSource::new(SHARED_CONTEXT, authors.join(", ")),
-        &text,
-    );
+    let text = taint::wrap(&TaintSource::new(SHARED_CONTEXT, authors.join(", ")), &text);
     let sources: Vec<TaintSource> = authors
         .into_iter()
         .map(|author| TaintSource::new(SHARED_CONTEXT, author))
