@@ -186,6 +186,15 @@ mod tests {
             Arc::new(FnTool::new("echo", "echoes", |_args| async {
                 Ok(ToolOutput::text("own words"))
             })),
+            // Like `task`: its report carries what the sub-agent read.
+            Arc::new(FnTool::new("delegate", "a sub-agent", |_args| async {
+                let read = [TaintSource::new("mcp", "jira")];
+                Ok(ToolOutput {
+                    content: "Task Succeeded. Result: done".into(),
+                    update: taint::mark(&ThreadState::default(), read).unwrap_or_default(),
+                    artifact: None,
+                })
+            })),
         ]
     }
 
@@ -232,6 +241,25 @@ mod tests {
         let own = call(&middleware, &run, &state, "echo", "").await;
         assert_eq!(own.message.content.to_string(), "own words");
         assert!(own.update.is_empty(), "a trusted tool marks nothing");
+    }
+
+    #[tokio::test]
+    async fn a_sub_agents_sources_join_the_threads_without_a_marker() {
+        let middleware = TaintMiddleware::for_tools(&tools());
+        let run = RunContext::new("t", "u", Arc::new(AppConfig::default()));
+        let mut state = ThreadState::default();
+        state
+            .apply(taint::mark(&state, [TaintSource::new("web_search", "tea")]).expect("new"))
+            .expect("applies");
+        let result = call(&middleware, &run, &state, "delegate", "").await;
+        assert_eq!(
+            result.message.content.to_string(),
+            "Task Succeeded. Result: done",
+            "the sub-agent's own words are not wrapped"
+        );
+        state.apply(result.update).expect("applies");
+        let kinds: Vec<String> = taint::sources(&state).into_iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, ["web_search", "mcp"], "added, the thread's kept");
     }
 
     #[tokio::test]

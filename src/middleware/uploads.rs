@@ -164,6 +164,31 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn converted_documents_and_a_shared_conversations_uploads_are_untrusted() {
+        let files = json!([
+            {"filename": "notes.txt", "size": 10},
+            {"filename": "../report.pdf", "size": 2048, "markdown_path": "/mnt/user-data/uploads/report.md"},
+        ]);
+        let alone: Vec<String> = upload_sources(&files, false)
+            .iter()
+            .map(TaintSource::label)
+            .collect();
+        assert_eq!(alone, ["document report.pdf"], "one's own text file is not");
+        let shared: Vec<String> = upload_sources(&files, true)
+            .iter()
+            .map(TaintSource::label)
+            .collect();
+        assert_eq!(
+            shared,
+            [
+                "upload notes.txt",
+                "upload report.pdf",
+                "document report.pdf"
+            ]
+        );
+    }
+
+    #[test]
     fn lists_name_size_and_virtual_path() {
         let block = uploads_block(&json!([
             {"filename": "report.pdf", "size": 12800, "path": "/mnt/user-data/uploads/report.pdf"},

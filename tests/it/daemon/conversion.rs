@@ -182,6 +182,15 @@ async fn hostile_uploads_stop_their_converter_not_the_daemon() {
         "{sent}"
     );
     assert!(sent.contains("inflates past"), "{sent}");
+    // A converted document is outside text: the thread now holds untrusted content.
+    let state = daemon
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
+    let untrusted = state["values"]["extra"]["untrusted"].to_string();
+    assert!(
+        untrusted.contains(r#"{"kind":"document","detail":"report.docx"}"#),
+        "{untrusted}"
+    );
     assert_daemon_small(&daemon);
 }
 
