@@ -35,8 +35,8 @@ pub fn summary_reply(doc: &MemoryDocument) -> String {
     let unconfirmed = doc.facts.iter().filter(|f| f.is_unconfirmed()).count();
     if unconfirmed > 0 {
         lines.push(format!(
-            "{unconfirmed} of them were learned while the conversation held untrusted content \
-             and are not used until you confirm them: see /memory facts."
+            "Not used until you confirm them: {unconfirmed} learned while the conversation held \
+             untrusted content (see /memory facts)."
         ));
     }
     lines.join("\n")
