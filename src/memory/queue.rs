@@ -78,8 +78,7 @@ pub struct PendingConversation {
     /// [`shared`]); `None` on sled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
-    /// The untrusted content the thread's context held (`agent_api::taint` labels): the facts
-    /// learned from it wait for the user's confirmation.
+    /// What untrusted content the thread held (`agent_api::taint` labels): its facts wait.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub untrusted: Vec<String>,
 }
@@ -559,15 +558,10 @@ impl MemoryQueue {
             return Ok(());
         };
         let thread_id = &conversation.thread_id;
-        let result = self
-            .inner
-            .updater
-            .update(
-                model.as_ref(),
-                &conversation.scope,
-                (thread_id, &conversation.untrusted),
-                messages,
-            )
+        let origin = (thread_id.as_str(), conversation.untrusted.as_slice());
+        let (scope, updater) = (&conversation.scope, &self.inner.updater);
+        let result = updater
+            .update(model.as_ref(), scope, origin, messages)
             .await;
         match result {
             Ok(report) => {
