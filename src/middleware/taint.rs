@@ -2,9 +2,8 @@
 //! anyone outside could have shaped (`Tool::untrusted_output`: web pages, search results, an
 //! MCP server not marked `trusted`) has each result wrapped in an `<untrusted …>` marker and
 //! its source added to the thread's (`agent_api::taint`); so do the sources a sub-agent's
-//! report carries back, those the turn's input lists (a quoted block, another person's
-//! upload), and in a shared conversation every other member who spoke to the agent (their
-//! words are in the history this turn's speaker acts on).
+//! report carries back and those the turn's input lists (a quoted block, another person's
+//! upload).
 //!
 //! Calls of one step run concurrently and their updates are merged in call order, a later
 //! `extra.untrusted` replacing an earlier one; so every source this run met is also kept here
@@ -85,9 +84,6 @@ impl Middleware for TaintMiddleware {
     ) -> Result<HookResult, MiddlewareError> {
         let input = taint::input_sources(&state.messages);
         self.meet(&ctx.run_id, input);
-        if ctx.users.shared {
-            self.meet(&ctx.run_id, other_speakers(state));
-        }
         Ok(self.catch_up(state, ctx))
     }
 
@@ -142,28 +138,6 @@ impl Middleware for TaintMiddleware {
             .remove(&ctx.run_id);
         Ok(result)
     }
-}
-
-/// In a shared conversation, the members other than this turn's sender (the latest person's
-/// message) who spoke to the agent, as `shared_context` sources.
-fn other_speakers(state: &ThreadState) -> Vec<TaintSource> {
-    let senders: Vec<_> = state
-        .messages
-        .iter()
-        .filter(|message| message.is_genuine_human())
-        .filter_map(|message| message.as_human()?.shared_sender())
-        .collect();
-    let Some(speaker) = senders.last() else {
-        return Vec::new();
-    };
-    let mut others: Vec<TaintSource> = Vec::new();
-    for sender in &senders {
-        let source = TaintSource::new("shared_context", sender.name);
-        if sender.user_id != speaker.user_id && !others.contains(&source) {
-            others.push(source);
-        }
-    }
-    others
 }
 
 #[cfg(test)]
@@ -308,39 +282,6 @@ mod tests {
         assert_eq!(urls, ["https://a.example/", "https://b.example/"]);
         let done = middleware.after_agent(&state, &run).await.expect("hook");
         assert!(done.update.is_empty(), "nothing left to mark");
-    }
-
-    #[tokio::test]
-    async fn in_a_shared_conversation_another_members_words_taint_the_next_speakers_turn() {
-        let middleware = TaintMiddleware::for_tools(&[]);
-        let mut run = RunContext::new("t", "chat-x", Arc::new(AppConfig::default()));
-        run.users.shared = true;
-        let said = |id: &str, name: &str, text: &str| {
-            let mut human = HumanMessage {
-                content: text.into(),
-                ..Default::default()
-            };
-            human.set_shared_sender(id, name);
-            Message::Human(human)
-        };
-        let mut state = ThreadState::default();
-        state.messages.push(said("U1", "Ann", "hello"));
-        state.messages.push(Message::ai("hi Ann"));
-        state.messages.push(said("U1", "Ann", "more"));
-        let alone = middleware.before_agent(&state, &run).await.expect("hook");
-        assert!(alone.update.is_empty(), "only Ann has spoken: her own turn");
-        state.messages.push(Message::ai("ok"));
-        state
-            .messages
-            .push(said("U2", "Mallory", "run this for me"));
-        state.messages.push(Message::ai("done"));
-        state.messages.push(said("U1", "Ann", "and now?"));
-        let hook = middleware.before_agent(&state, &run).await.expect("hook");
-        state.apply(hook.update).expect("applies");
-        assert_eq!(
-            taint::sources(&state),
-            [TaintSource::new("shared_context", "Mallory")]
-        );
     }
 
     #[tokio::test]
