@@ -127,11 +127,11 @@ async fn status(
         on_off(conversation.plan_mode),
         if running { "yes" } else { "no" },
     );
+    text.push_str(&untrusted_line(ctx, &thread_id).await);
     let people = participants(ctx, &thread_id).await;
     if !people.is_empty() {
         text.push_str(&format!("\nPeople: {}", people.join(", ")));
     }
-    text.push_str(&untrusted_line(ctx, &thread_id).await);
     Ok(text)
 }
 
