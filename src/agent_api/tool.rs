@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::agent_api::ToolContext;
+use crate::agent_api::taint::UntrustedOutput;
 use crate::model::ToolSpec;
 use antler_store::state::StateUpdate;
 
@@ -24,6 +25,13 @@ pub trait Tool: Send + Sync {
         None
     }
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError>;
+
+    /// Where this tool's results come from when anyone outside could have shaped them (a web
+    /// page, an MCP server's output): they reach the model inside an `<untrusted>` marker and
+    /// mark the thread (`middleware::taint`). `None`: the workspace's own results.
+    fn untrusted_output(&self) -> Option<UntrustedOutput> {
+        None
+    }
 
     /// What the model is shown. Building it generates the JSON schema (about a hundred
     /// allocations); tools in a registry are wrapped in [`MemoSpec`] to do that once.
@@ -72,6 +80,10 @@ impl Tool for MemoSpec {
 
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {
         self.inner.call(args, ctx).await
+    }
+
+    fn untrusted_output(&self) -> Option<UntrustedOutput> {
+        self.inner.untrusted_output()
     }
 
     fn spec(&self) -> Arc<ToolSpec> {

@@ -19,7 +19,6 @@ use crate::usage::{UsageStore, usage_text};
 
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
 pub const NEW_CONVERSATION: &str = "New conversation started.";
-const APPROVALS_ELSEWHERE: &str = "Approve or deny in the chat where the request was posted, or with POST /api/threads/{id}/approvals/{approval_id}.";
 const MEMORY_UNAVAILABLE: &str = "Long-term memory is not available in this process.";
 
 /// What the commands read besides the surface: the harness and the config in force.
@@ -85,6 +84,7 @@ pub async fn execute(
         Command::Memory { .. }
         | Command::MemoryHistory
         | Command::MemoryRevert(_)
+        | Command::MemoryConfirm(_)
         | Command::Forget(_) => memory(command, surface, ctx, &user_id).await?,
         Command::Skills => skills(surface, ctx, &user_id).await?,
         Command::Link(code) => {
@@ -102,8 +102,6 @@ pub async fn execute(
             let admin = is_admin(config, &user_id);
             usage_text(&usage, config, &user_id, admin)?
         }
-        // The platform chats decide these themselves (the run resumes in the chat).
-        Command::Approve(_) | Command::Deny { .. } => APPROVALS_ELSEWHERE.into(),
     };
     Ok(CommandOutcome::Reply(text))
 }
@@ -143,11 +141,38 @@ async fn status(
         on_off(conversation.plan_mode),
         if running { "yes" } else { "no" },
     );
+    text.push_str(&untrusted_line(ctx, &thread_id).await);
     let people = participants(ctx, &thread_id).await;
     if !people.is_empty() {
         text.push_str(&format!("\nPeople: {}", people.join(", ")));
     }
     Ok(text)
+}
+
+/// Sources named in `/status` at most; the rest are counted.
+const LISTED_SOURCES: usize = 5;
+
+/// What outside text the conversation's context holds (`agent_api::taint`), newest last: the
+/// reason tools may ask for approval. `/new` starts without any.
+async fn untrusted_line(ctx: &CommandContext<'_>, thread_id: &str) -> String {
+    let sources = match ctx.harness.thread_state(thread_id).await {
+        Ok(Some(state)) => crate::agent_api::taint::sources(&state),
+        // A conversation that has not run yet holds nothing.
+        Ok(None) => Vec::new(),
+        Err(_) => return String::new(),
+    };
+    if sources.is_empty() {
+        return "\nUntrusted content: none".into();
+    }
+    let skip = sources.len().saturating_sub(LISTED_SOURCES);
+    let mut labels: Vec<String> = sources[skip..].iter().map(|s| s.label()).collect();
+    if skip > 0 {
+        labels.insert(0, format!("{skip} more"));
+    }
+    format!(
+        "\nUntrusted content: {} (/new starts clean)",
+        labels.join("; ")
+    )
 }
 
 /// Who has spoken in a shared conversation, by the name they last spoke under, in the order
@@ -345,6 +370,7 @@ async fn memory(
         Command::Memory { facts: false } => memory_chat::summary_reply(&repo.load(&scope)?),
         Command::Forget(argument) => memory_chat::forget_reply(repo, &scope, &argument),
         Command::MemoryRevert(argument) => memory_chat::revert_reply(repo, &scope, &argument),
+        Command::MemoryConfirm(argument) => memory_chat::confirm_reply(repo, &scope, &argument),
         _ => memory_chat::history_reply(repo, &scope),
     })
 }

@@ -35,6 +35,8 @@ pub enum Command {
     MemoryHistory,
     /// `/memory revert <n>` (argument checked when run, so a typo gets the usage).
     MemoryRevert(String),
+    /// `/memory confirm <id>`: a fact learned from untrusted content is used from now on.
+    MemoryConfirm(String),
     /// `/forget <id|all>` (empty: usage).
     Forget(String),
     /// The skills this conversation can activate.
@@ -63,6 +65,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /cancel — Stop the running request\n\
 /memory [facts] — What I remember about you (facts with their ids)\n\
 /memory history — Earlier versions of your memory (/memory revert N puts one back)\n\
+/memory confirm ID — Use a fact learned from untrusted content\n\
 /forget ID|all — Delete a remembered fact, or everything\n\
 /usage — Show today's token usage\n\
 /skills — List the skills you can use here\n\
@@ -124,6 +127,7 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
                 "facts" => Command::Memory { facts: true },
                 "history" if argument.is_empty() => Command::MemoryHistory,
                 "revert" => Command::MemoryRevert(argument.trim().to_string()),
+                "confirm" => Command::MemoryConfirm(argument.trim().to_string()),
                 _ => return None,
             }
         }
@@ -201,6 +205,10 @@ mod tests {
             ("/memory history 2", None),
             ("/memory revert 3", Some(Command::MemoryRevert("3".into()))),
             ("/memory revert", Some(Command::MemoryRevert(String::new()))),
+            (
+                "/memory confirm fact_1",
+                Some(Command::MemoryConfirm("fact_1".into())),
+            ),
             ("/forget fact_1", Some(Command::Forget("fact_1".into()))),
             ("/forget", Some(Command::Forget(String::new()))),
             ("/skills", Some(Command::Skills)),

@@ -11,6 +11,7 @@ pub mod config;
 mod history;
 pub mod prompt;
 mod prompt_sections;
+pub(crate) use prompt_sections::UNTRUSTED_CONTENT;
 pub mod store;
 pub mod surface;
 pub mod tools;

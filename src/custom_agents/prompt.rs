@@ -65,6 +65,9 @@ pub struct PromptOptions<'a> {
     /// A conversation of several people (a group chat's thread): the `<participants>`
     /// section says that each message names its sender.
     pub participants: bool,
+    /// Outside text can reach the context (a tool with untrusted output, other people's
+    /// words, converted uploads): the `<untrusted_content>` rule says what its marker means.
+    pub untrusted_content: bool,
 }
 
 impl Default for PromptOptions<'_> {
@@ -87,6 +90,7 @@ impl Default for PromptOptions<'_> {
             bootstrap: None,
             memory: false,
             participants: false,
+            untrusted_content: false,
         }
     }
 }
@@ -111,8 +115,9 @@ impl PromptOptions<'_> {
 /// Builds the system prompt. Sections, in order: role, soul, self_update (custom agents),
 /// bootstrap (the agent a bootstrap sets up), thinking style, clarification, participants (a
 /// shared conversation), todo list (plan mode), skills, deferred tools, sub-agents (when
-/// enabled), working directory, response style, citations (with web tools), critical
-/// reminders, and the memory note (memory on).
+/// enabled), working directory, response style, citations (with web tools), untrusted content
+/// (when outside text can reach the context), critical reminders, and the memory note (memory
+/// on).
 pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     let mut sections: Vec<String> = Vec::with_capacity(13);
     sections.push(role(options.agent_name));
@@ -151,6 +156,9 @@ pub fn apply_prompt_template(options: &PromptOptions<'_>) -> String {
     sections.push(response_style(options.chat));
     if options.has_web_tools() {
         sections.push(s::CITATIONS.to_string());
+    }
+    if options.untrusted_content {
+        sections.push(s::UNTRUSTED_CONTENT.to_string());
     }
     sections.push(critical_reminders(options));
     if options.memory {

@@ -2,6 +2,7 @@
 //! custom agent's memory; without it, the default agent's.
 //!
 //! `GET/DELETE /api/memory`, `POST /api/memory/facts`, `PATCH/DELETE /api/memory/facts/{id}`,
+//! `POST /api/memory/facts/{id}/confirm` (a fact learned from untrusted content is used),
 //! `GET /api/memory/export`, `POST /api/memory/import`. Documents are the seed's JSON shape.
 //! History and revert have their own file, `memory_history.rs`.
 
@@ -187,6 +188,22 @@ pub(crate) async fn patch_fact(
             }
             Ok(fact.clone())
         })
+        .map_err(memory_error)?;
+    Ok(Json(fact))
+}
+
+/// Confirms a fact learned while the conversation held untrusted content (`source:
+/// "untrusted"`): it is injected from now on. Confirming a confirmed fact changes nothing.
+pub(crate) async fn confirm_fact(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(id): Path<String>,
+    Query(query): Query<AgentQuery>,
+) -> Result<Json<Fact>, ApiError> {
+    let scope = scope(&user, &query)?;
+    let source = api_source(&format!("POST /api/memory/facts/{id}/confirm"));
+    let (fact, _) = repo(&state)?
+        .confirm_fact(&scope, &id, &source)
         .map_err(memory_error)?;
     Ok(Json(fact))
 }

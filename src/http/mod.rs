@@ -136,6 +136,7 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/memory/facts/{id}",
             patch(memory::patch_fact).delete(memory::delete_fact),
         )
+        .route("/api/memory/facts/{id}/confirm", post(memory::confirm_fact))
         .route("/api/memory/export", get(memory::export))
         .route("/api/memory/import", post(memory::import))
         .route("/api/memory/history", get(memory_history::list))

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::agent::{AgentOptions, Feature, RuntimeFeatures};
-use crate::agent_api::{DroppedMessagesSink, MiddlewareRef};
+use crate::agent_api::{DroppedMessagesSink, MiddlewareRef, ToolRef};
 use crate::config::AppConfig;
 use crate::custom_agents::AgentConfig;
 use crate::lead_agent::LeadAgentDeps;
@@ -14,8 +14,8 @@ use crate::lead_agent::resolve::ResolvedModel;
 use crate::mcp::{DeferredCatalog, DeferredToolsMiddleware};
 use crate::memory::inject::{MemoryInjector, TurnMemoryMiddleware};
 use crate::memory::{DroppedToMemory, MemoryMiddleware, MemoryService};
-use crate::middleware::DynamicContextMiddleware;
 use crate::middleware::sender_names::SenderNamesMiddleware;
+use crate::middleware::{DynamicContextMiddleware, TaintMiddleware};
 use crate::model::{ChatModel, ModelRegistry};
 
 /// What the run brings to its chain besides the config and the factory's dependencies.
@@ -27,6 +27,8 @@ pub(super) struct ChainParts<'a> {
     pub(super) subagents: bool,
     /// The approval gate over the run's tools, when the harness has an approvals store.
     pub(super) approvals: Option<MiddlewareRef>,
+    /// The run's tools: those that bring untrusted content are marked (`TaintMiddleware`).
+    pub(super) tools: &'a [ToolRef],
 }
 
 /// The middleware half of the run's [`AgentOptions`] (features, extras and the models the
@@ -45,7 +47,7 @@ pub(super) fn chain_options(
     });
     AgentOptions {
         features: Some(features(deps, config, &parts, memory, injector.as_ref())),
-        extra_middleware: extras(deps, config, parts.agent_config, injector),
+        extra_middleware: extras(deps, config, &parts, injector),
         title_model: title_model(
             deps.models,
             config,
@@ -120,14 +122,17 @@ fn features(
 
 /// The lead's middlewares that the seed's chain has no slot for: a group's sender names (it
 /// anchors itself before `DanglingToolCall`), a speaker's memory and a custom agent's model
-/// settings, which only change the model request (in the `Extras` slot, after `TokenBudget`).
+/// settings, which only change the model request, and the untrusted-content marks, which wrap
+/// tool results before the outer middlewares see them (in the `Extras` slot, after
+/// `TokenBudget`).
 fn extras(
     deps: &LeadAgentDeps<'_>,
     config: &AppConfig,
-    agent_config: Option<&AgentConfig>,
+    parts: &ChainParts<'_>,
     injector: Option<Arc<MemoryInjector>>,
 ) -> Vec<MiddlewareRef> {
-    let mut extras: Vec<MiddlewareRef> = Vec::new();
+    let agent_config = parts.agent_config;
+    let mut extras: Vec<MiddlewareRef> = vec![Arc::new(TaintMiddleware::for_tools(parts.tools))];
     if deps.users.shared {
         extras.push(Arc::new(SenderNamesMiddleware));
         if let Some(injector) = injector.filter(|_| config.memory.inject_in_groups) {

@@ -189,6 +189,7 @@ pub fn make_lead_agent(
             skill_activation,
             subagents: subagent_tasks.is_some(),
             approvals,
+            tools: &tools,
         },
     );
     let agent = create_agent(
@@ -465,6 +466,9 @@ fn system_prompt(
         bootstrap: run.setup_target.as_ref(),
         memory: deps.memory.is_some() && config.memory.enabled,
         participants: deps.users.shared,
+        // Other people's words and uploads in a shared conversation, documents converted from
+        // uploads, and tools that read outside text all arrive marked.
+        untrusted_content: facts.untrusted_tools || deps.users.shared || facts.converted_uploads,
     };
     match deps.cache {
         Some(cache) => cache.prompt(&prompt_options),

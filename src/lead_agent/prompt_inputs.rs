@@ -86,6 +86,8 @@ pub(super) struct PromptFacts {
     pub(super) chat: Option<ChatSurface>,
     /// Extra sandbox mounts: (virtual path, read-only).
     pub(super) mounts: Vec<(String, bool)>,
+    /// A tool brings outside text (`Tool::untrusted_output`).
+    pub(super) untrusted_tools: bool,
 }
 
 pub(super) fn prompt_facts(
@@ -113,5 +115,6 @@ pub(super) fn prompt_facts(
             Some(info) => info.mounts,
             None => SandboxInfo::extra_mounts(&config.sandbox),
         },
+        untrusted_tools: tools.iter().any(|tool| tool.untrusted_output().is_some()),
     }
 }

@@ -128,6 +128,8 @@ struct RawServer {
     description: Option<String>,
     #[serde(default = "yes")]
     tool_name_prefix: bool,
+    #[serde(default)]
+    trusted: bool,
     /// Seconds.
     #[serde(default)]
     tool_call_timeout: Option<f64>,
@@ -174,6 +176,10 @@ pub struct ServerConfig {
     pub description: Option<String>,
     pub tool_name_prefix: bool,
     pub tool_call_timeout: Duration,
+    /// Its tools' output is the operator's own (an internal database, a trusted service):
+    /// not marked untrusted. Default false: anyone who can write to what the server reads
+    /// (issues, tickets, pages) could steer the agent through it.
+    pub trusted: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -342,6 +348,7 @@ fn parse_server(
         description: raw.description,
         tool_name_prefix: raw.tool_name_prefix,
         tool_call_timeout: timeout,
+        trusted: raw.trusted,
     })
 }
 

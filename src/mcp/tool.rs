@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use rmcp::model::CallToolRequestParams;
 use serde_json::Value;
 
+use crate::agent_api::taint::{TaintSource, UntrustedOutput};
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::mcp::result::to_tool_output;
 use crate::mcp::server::ServerSlot;
@@ -68,6 +69,11 @@ impl Tool for McpTool {
 
     fn group(&self) -> Option<&str> {
         Some(MCP_GROUP)
+    }
+
+    fn untrusted_output(&self) -> Option<UntrustedOutput> {
+        let config = &self.server.config;
+        (!config.trusted).then(|| UntrustedOutput::Fixed(TaintSource::new("mcp", &config.name)))
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {

@@ -1,5 +1,5 @@
 //! The replies of the chat commands `/memory`, `/memory facts`, `/memory history`,
-//! `/memory revert <n>` and `/forget <id|all>`.
+//! `/memory revert <n>`, `/memory confirm <id>` and `/forget <id|all>`.
 
 use crate::memory::MemoryError;
 use crate::memory::document::MemoryDocument;
@@ -32,6 +32,13 @@ pub fn summary_reply(doc: &MemoryDocument) -> String {
         "Facts: {}. Use /memory facts to list them and /forget <id|all> to delete.",
         doc.facts.len()
     ));
+    let unconfirmed = doc.facts.iter().filter(|f| f.is_unconfirmed()).count();
+    if unconfirmed > 0 {
+        lines.push(format!(
+            "Not used until you confirm them: {unconfirmed} learned while the conversation held \
+             untrusted content (see /memory facts)."
+        ));
+    }
     lines.join("\n")
 }
 
@@ -43,13 +50,28 @@ pub fn facts_reply(doc: &MemoryDocument) -> String {
     let mut facts: Vec<_> = doc.facts.iter().collect();
     facts.sort_by(|a, b| b.confidence.total_cmp(&a.confidence));
     let mut lines = vec![format!("Facts ({}):", facts.len())];
-    for fact in facts {
-        lines.push(format!(
+    for fact in &facts {
+        let mut line = format!(
             "• {} [{}] {}",
             fact.id,
             fact.category.as_str(),
             fact.content
-        ));
+        );
+        if fact.is_unconfirmed() {
+            line.push_str(" ⚠ unconfirmed");
+            if !fact.untrusted_from.is_empty() {
+                line.push_str(&format!(
+                    " (learned with untrusted content: {})",
+                    fact.untrusted_from.join("; ")
+                ));
+            }
+        }
+        lines.push(line);
+    }
+    if facts.iter().any(|f| f.is_unconfirmed()) {
+        lines.push(
+            "Unconfirmed facts are not used until you confirm them: /memory confirm <id>.".into(),
+        );
     }
     lines.push("Delete one with /forget <id>, everything with /forget all.".into());
     lines.join("\n")
@@ -77,6 +99,25 @@ pub fn forget_reply(repo: &MemoryRepo, scope: &MemoryScope, argument: &str) -> S
     };
     match result {
         Ok(text) => text,
+        Err(MemoryError::FactNotFound { id }) => {
+            format!("No fact {id}. List them with /memory facts.")
+        }
+        Err(error) => failed(scope, &error),
+    }
+}
+
+/// `/memory confirm <id>`: a fact learned from untrusted content is used from now on.
+pub fn confirm_reply(repo: &MemoryRepo, scope: &MemoryScope, argument: &str) -> String {
+    let id = argument.trim();
+    if id.is_empty() {
+        return "Usage: /memory confirm <id> (ids from /memory facts).".into();
+    }
+    let source = WriteSource::Chat {
+        command: format!("/memory confirm {id}"),
+    };
+    match repo.confirm_fact(scope, id, &source) {
+        Ok((fact, true)) => format!("Confirmed {id}: \"{}\" is used from now on.", fact.content),
+        Ok((_, false)) => format!("{id} needs no confirmation: it is already used."),
         Err(MemoryError::FactNotFound { id }) => {
             format!("No fact {id}. List them with /memory facts.")
         }

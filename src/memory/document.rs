@@ -70,10 +70,22 @@ pub struct Fact {
     pub category: FactCategory,
     pub confidence: f64,
     pub created_at: String,
-    /// The thread the fact came from (`"api"`, `"import"` for facts written by hand).
+    /// The thread the fact came from (`"api"`, `"import"` for facts written by hand), or
+    /// [`UNTRUSTED_SOURCE`] while a fact learned in a turn whose context held untrusted content
+    /// waits for the user's confirmation: until then it is never injected into a prompt.
     #[serde(default)]
     pub source: String,
+    /// The thread an unconfirmed fact came from; it becomes `source` once confirmed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_thread: Option<String>,
+    /// The untrusted content that thread held when the fact was learned (`web_fetch https://…`),
+    /// so the user can judge before confirming.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted_from: Vec<String>,
 }
+
+/// `Fact::source` of a fact learned from untrusted content and not confirmed yet.
+pub const UNTRUSTED_SOURCE: &str = "untrusted";
 
 impl Fact {
     pub fn new(content: &str, category: FactCategory, confidence: f64, source: &str) -> Self {
@@ -84,7 +96,33 @@ impl Fact {
             confidence: confidence.clamp(0.0, 1.0),
             created_at: now(),
             source: source.to_string(),
+            source_thread: None,
+            untrusted_from: Vec::new(),
         }
+    }
+
+    /// A fact learned in `thread_id` while its context held `untrusted` content: kept out of
+    /// prompts until confirmed.
+    pub fn unconfirmed(mut self, thread_id: &str, untrusted: &[String]) -> Self {
+        self.source = UNTRUSTED_SOURCE.to_string();
+        self.source_thread = Some(thread_id.to_string());
+        self.untrusted_from = untrusted.to_vec();
+        self
+    }
+
+    /// Waits for the user's confirmation (`/memory confirm ID`).
+    pub fn is_unconfirmed(&self) -> bool {
+        self.source == UNTRUSTED_SOURCE
+    }
+
+    /// The user vouches for it: it is injected from now on, attributed to its thread again.
+    pub fn confirm(&mut self) {
+        if let Some(thread) = self.source_thread.take() {
+            self.source = thread;
+        } else if self.is_unconfirmed() {
+            self.source = "confirmed".to_string();
+        }
+        self.untrusted_from.clear();
     }
 }
 
@@ -217,6 +255,28 @@ mod tests {
         doc.facts.push(Fact::new("x", FactCategory::Goal, 0.5, "t"));
         doc.facts[0].confidence = 1.5;
         assert!(doc.validate().is_err());
+    }
+
+    #[test]
+    fn an_unconfirmed_fact_round_trips_and_confirming_restores_its_thread() {
+        let old = r#"{"facts":[{"id":"fact_1","content":"Likes tea","category":"preference",
+            "confidence":0.9,"createdAt":"x","source":"t1"}]}"#;
+        let doc: MemoryDocument = serde_json::from_str(old).expect("an old record reads");
+        assert!(!doc.facts[0].is_unconfirmed());
+        let untrusted = vec!["web_fetch https://example.com/".to_string()];
+        let mut fact = Fact::new("Uses Vim", FactCategory::Preference, 0.9, "t2")
+            .unconfirmed("t2", &untrusted);
+        let json = serde_json::to_value(&fact).expect("serializes");
+        assert_eq!(json["source"], "untrusted");
+        assert_eq!(json["sourceThread"], "t2");
+        assert_eq!(json["untrustedFrom"][0], "web_fetch https://example.com/");
+        let back: Fact = serde_json::from_value(json).expect("reads back");
+        assert!(back.is_unconfirmed());
+        fact.confirm();
+        assert!(!fact.is_unconfirmed());
+        assert_eq!(fact.source, "t2");
+        let json = serde_json::to_value(&fact).expect("serializes");
+        assert!(json.get("sourceThread").is_none() && json.get("untrustedFrom").is_none());
     }
 
     #[test]

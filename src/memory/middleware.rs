@@ -8,6 +8,7 @@
 
 use async_trait::async_trait;
 
+use crate::agent_api::taint;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError, RunContext};
 use crate::memory::conversation::{Author, has_exchange};
 use crate::memory::queue::MAX_MESSAGES;
@@ -52,11 +53,13 @@ impl Middleware for MemoryMiddleware {
             .agent_name
             .as_deref()
             .or(ctx.options.agent_name.as_deref());
-        let pending = PendingConversation::new(
+        let mut pending = PendingConversation::new(
             MemoryScope::new(ctx.users.speaker.clone(), agent),
             ctx.thread_id.clone(),
             ctx.options.model_name.clone(),
         );
+        // What is learned from a context holding outside text waits for the user's word.
+        pending.untrusted = taint::sources(state).iter().map(|s| s.label()).collect();
         if let Err(error) = self.queue.enqueue(pending) {
             // Memory is best effort: the answer is already given.
             tracing::warn!(%error, thread_id = %ctx.thread_id, "Could not queue the memory update");

@@ -78,6 +78,9 @@ pub struct PendingConversation {
     /// [`shared`]); `None` on sled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<String>,
+    /// What untrusted content the thread held (`agent_api::taint` labels): its facts wait.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untrusted: Vec<String>,
 }
 
 impl PendingConversation {
@@ -88,6 +91,7 @@ impl PendingConversation {
             model_name,
             earlier: Vec::new(),
             owner: None,
+            untrusted: Vec::new(),
         }
     }
 
@@ -554,10 +558,10 @@ impl MemoryQueue {
             return Ok(());
         };
         let thread_id = &conversation.thread_id;
-        let result = self
-            .inner
-            .updater
-            .update(model.as_ref(), &conversation.scope, thread_id, messages)
+        let origin = (thread_id.as_str(), conversation.untrusted.as_slice());
+        let (scope, updater) = (&conversation.scope, &self.inner.updater);
+        let result = updater
+            .update(model.as_ref(), scope, origin, messages)
             .await;
         match result {
             Ok(report) => {

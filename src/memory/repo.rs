@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::memory::MemoryError;
-use crate::memory::document::{MemoryDocument, normalize, now};
+use crate::memory::document::{Fact, MemoryDocument, normalize, now};
 use crate::memory::history::{self, ChangeSummary, HISTORY_TREE, MemoryVersion, WriteSource};
 use crate::memory::settings::MemorySettings;
 use antler_store::{BatchOp, Expect, StoreError, StoreRef};
@@ -204,6 +204,28 @@ impl MemoryRepo {
                 Ok(())
             })?
             .0)
+    }
+
+    /// Confirms a fact learned from untrusted content, so it is injected from now on. `Ok(false)`:
+    /// it needed no confirmation.
+    pub fn confirm_fact(
+        &self,
+        scope: &MemoryScope,
+        id: &str,
+        source: &WriteSource,
+    ) -> Result<(Fact, bool), MemoryError> {
+        Ok(self
+            .update(scope, source, |doc, _| {
+                let fact = doc
+                    .facts
+                    .iter_mut()
+                    .find(|f| f.id == id)
+                    .ok_or_else(|| MemoryError::FactNotFound { id: id.to_string() })?;
+                let pending = fact.is_unconfirmed();
+                fact.confirm();
+                Ok((fact.clone(), pending))
+            })?
+            .1)
     }
 
     /// Forgets everything: summaries and facts (all fact contents become forgotten). The

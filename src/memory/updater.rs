@@ -159,12 +159,13 @@ pub fn parse_update(text: &str) -> Result<MemoryUpdate, MemoryError> {
     Ok(update)
 }
 
-/// Applies `update` to `doc` (pure: the repo runs it inside its transaction).
+/// Applies `update` to `doc` (pure: the repo runs it inside its transaction). New facts of a
+/// thread whose context held `untrusted` content wait for the user's confirmation.
 pub fn apply_update(
     doc: &mut MemoryDocument,
     forgotten: &[String],
     update: &MemoryUpdate,
-    thread_id: &str,
+    (thread_id, untrusted): (&str, &[String]),
     config: &MemoryConfig,
 ) -> ApplyReport {
     let mut report = ApplyReport::default();
@@ -199,8 +200,12 @@ pub fn apply_update(
         {
             continue;
         }
-        doc.facts
-            .push(Fact::new(&content, new.category, new.confidence, thread_id));
+        let fact = Fact::new(&content, new.category, new.confidence, thread_id);
+        doc.facts.push(if untrusted.is_empty() {
+            fact
+        } else {
+            fact.unconfirmed(thread_id, untrusted)
+        });
         report.added += 1;
     }
     if doc.facts.len() > config.max_facts {
@@ -261,12 +266,13 @@ impl MemoryUpdater {
     }
 
     /// Asks `model` for updates from `conversation` and applies them; memory is unchanged on
-    /// any error.
+    /// any error. `untrusted` is what outside content the thread's context held (labels of
+    /// `agent_api::taint` sources): the facts learned then wait for confirmation.
     pub async fn update(
         &self,
         model: &dyn ChatModel,
         scope: &MemoryScope,
-        thread_id: &str,
+        (thread_id, untrusted): (&str, &[String]),
         conversation: &[ConversationMessage],
     ) -> Result<ApplyReport, MemoryError> {
         let current = self.repo.load(scope)?;
@@ -284,7 +290,13 @@ impl MemoryUpdater {
         // Read now, not when the update was queued: a reload applies to the next update.
         let config = self.settings.current();
         let (_, report) = self.repo.update(scope, &source, |doc, forgotten| {
-            Ok(apply_update(doc, forgotten, &update, thread_id, &config))
+            Ok(apply_update(
+                doc,
+                forgotten,
+                &update,
+                (thread_id, untrusted),
+                &config,
+            ))
         })?;
         Ok(report)
     }

@@ -3,12 +3,16 @@
 //! The files are listed in the human message's `meta.extra["files"]` (`[{filename, size, path}]`);
 //! a `<current_uploads>` block naming them and their virtual paths is prepended to that message in
 //! the request only, so the stored message stays what the user typed.
+//!
+//! A document converted from an upload is text from outside (anyone could have written it), and
+//! so is any upload in a shared conversation (one member's file is another's untrusted input):
+//! `before_agent` adds them to the thread's untrusted sources (`agent_api::taint`).
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::agent_api::RunContext;
-use crate::agent_api::{Middleware, ModelNext};
+use crate::agent_api::taint::{self, TaintSource};
+use crate::agent_api::{HookResult, Middleware, MiddlewareError, ModelNext, RunContext};
 use crate::files::uploads::convert::{CONVERSION_ERROR, MARKDOWN_PATH};
 use crate::model::{ModelError, ModelRequest};
 use crate::paths::VIRTUAL_UPLOADS;
@@ -82,10 +86,53 @@ pub fn uploads_block(files: &Value) -> Option<String> {
     Some(block)
 }
 
+/// The untrusted sources among a message's `files`: converted documents (`document`), and in a
+/// shared conversation every file (`upload`).
+pub fn upload_sources(files: &Value, shared: bool) -> Vec<TaintSource> {
+    let mut sources = Vec::new();
+    for file in files.as_array().into_iter().flatten() {
+        let Some(name) = file.get("filename").and_then(Value::as_str) else {
+            continue;
+        };
+        let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
+        if name.is_empty() {
+            continue;
+        }
+        if shared {
+            sources.push(TaintSource::new("upload", name));
+        }
+        if file.get(MARKDOWN_PATH).and_then(Value::as_str).is_some() {
+            sources.push(TaintSource::new("document", name));
+        }
+    }
+    sources
+}
+
 #[async_trait]
 impl Middleware for UploadsMiddleware {
     fn name(&self) -> &str {
         "UploadsMiddleware"
+    }
+
+    async fn before_agent(
+        &self,
+        state: &ThreadState,
+        ctx: &RunContext,
+    ) -> Result<HookResult, MiddlewareError> {
+        let files = state
+            .messages
+            .iter()
+            .rev()
+            .find(|message| message.is_genuine_human())
+            .and_then(Message::as_human)
+            .and_then(|human| human.meta.extra.get("files"));
+        let sources = files
+            .map(|files| upload_sources(files, ctx.users.shared))
+            .unwrap_or_default();
+        Ok(match taint::mark(state, sources) {
+            Some(update) => HookResult::update(update),
+            None => HookResult::proceed(),
+        })
     }
 
     async fn wrap_model_call(
@@ -115,6 +162,31 @@ impl Middleware for UploadsMiddleware {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn converted_documents_and_a_shared_conversations_uploads_are_untrusted() {
+        let files = json!([
+            {"filename": "notes.txt", "size": 10},
+            {"filename": "../report.pdf", "size": 2048, "markdown_path": "/mnt/user-data/uploads/report.md"},
+        ]);
+        let alone: Vec<String> = upload_sources(&files, false)
+            .iter()
+            .map(TaintSource::label)
+            .collect();
+        assert_eq!(alone, ["document report.pdf"], "one's own text file is not");
+        let shared: Vec<String> = upload_sources(&files, true)
+            .iter()
+            .map(TaintSource::label)
+            .collect();
+        assert_eq!(
+            shared,
+            [
+                "upload notes.txt",
+                "upload report.pdf",
+                "document report.pdf"
+            ]
+        );
+    }
 
     #[test]
     fn lists_name_size_and_virtual_path() {

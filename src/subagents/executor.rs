@@ -11,11 +11,13 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use crate::agent::{Agent, AgentOptions, Feature, RunOutcome, RuntimeFeatures, create_agent};
+use crate::agent_api::taint;
 use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::{
     EventSink, MiddlewareRef, RunContext, RunEvent, RunEvents, RunOptions, StopReason, ToolRef,
 };
-use crate::custom_agents::SkillSummary;
+use crate::custom_agents::{SkillSummary, UNTRUSTED_CONTENT};
+use crate::middleware::TaintMiddleware;
 use crate::model::{ChatModel, ModelRegistry};
 use crate::sandbox::SandboxProvider;
 use crate::skills::fit::fits;
@@ -149,23 +151,15 @@ impl SubagentRunner {
             subagent_type: spec.name.clone(),
             prompt: request.prompt.clone(),
         });
-        // The thread's untrusted sources come along: the policy gates the sub-agent's calls
-        // as it would the lead's.
-        let untrusted = state
-            .extra
-            .get(crate::agent_api::taint::UNTRUSTED_KEY)
-            .map(|value| {
-                (
-                    crate::agent_api::taint::UNTRUSTED_KEY.to_string(),
-                    value.clone(),
-                )
-            });
-        let input_state = ThreadState {
+        // The lead's untrusted sources come along: what the lead read may be in the prompt.
+        let mut input_state = ThreadState {
             sandbox: state.sandbox.clone(),
             thread_data: state.thread_data.clone(),
-            extra: untrusted.into_iter().collect(),
             ..Default::default()
         };
+        if let Some(inherited) = taint::mark(&input_state, taint::sources(state)) {
+            input_state.extra = inherited.extra;
+        }
         let watch = Watch {
             task_id: request.task_id.clone(),
             parent: parent.events.clone(),
@@ -238,9 +232,11 @@ impl SubagentRunner {
             },
             ..RuntimeFeatures::none()
         };
+        let tools = spec.filter_tools(self.tools.clone());
+        let taint: MiddlewareRef = Arc::new(TaintMiddleware::for_tools(&tools));
         let mut agent = create_agent(
             model,
-            spec.filter_tools(self.tools.clone()),
+            tools,
             AgentOptions {
                 system_prompt: Some(self.prompt(spec).into()),
                 features: Some(features),
@@ -248,6 +244,7 @@ impl SubagentRunner {
                 name: Some(format!("subagent:{}", spec.name)),
                 recursion_limit: Some(max_turns),
                 config: Some(parent.config.clone()),
+                extra_middleware: vec![taint],
                 ..Default::default()
             },
         )
@@ -258,7 +255,8 @@ impl SubagentRunner {
         Ok(agent)
     }
 
-    /// The type's prompt plus the skills it may read: those its list allows and whose tools it
+    /// The type's prompt, the untrusted-content rule when it has a tool that reads outside text,
+    /// plus the skills it may read: those its list allows and whose tools it
     /// has (`skills::fit`), as one line each instead of the lead's `<available_skills>` block.
     pub(crate) fn prompt(&self, spec: &SubagentSpec) -> String {
         let tools: Vec<&str> = self
@@ -277,16 +275,25 @@ impl SubagentRunner {
             })
             .filter(|skill| fits(skill.allowed_tools.as_deref(), &tools))
             .collect();
+        let untrusted = self
+            .tools
+            .iter()
+            .filter(|tool| spec.allows(tool.name()))
+            .any(|tool| tool.untrusted_output().is_some());
+        let base = if untrusted {
+            format!("{}\n\n{}", spec.system_prompt, UNTRUSTED_CONTENT)
+        } else {
+            spec.system_prompt.clone()
+        };
         if skills.is_empty() {
-            return spec.system_prompt.clone();
+            return base;
         }
         let list: Vec<String> = skills
             .iter()
             .map(|s| format!("- {}: {} ({})", s.name, s.description, s.path))
             .collect();
         format!(
-            "{}\n\n<skill_system>\nSkills hold tested workflows; read a skill's file with read_file before a task it fits.\n{}\n</skill_system>",
-            spec.system_prompt,
+            "{base}\n\n<skill_system>\nSkills hold tested workflows; read a skill's file with read_file before a task it fits.\n{}\n</skill_system>",
             list.join("\n")
         )
     }
@@ -419,5 +426,6 @@ fn report(task_id: &str, subagent_type: &str, ended: Ended) -> TaskReport {
         model: Some(last_model.unwrap_or(model)),
         usage: watched.usage,
         messages: watched.messages,
+        untrusted: taint::sources(&outcome.state),
     }
 }

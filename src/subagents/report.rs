@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::agent_api::taint::TaintSource;
 use crate::agent_api::{CapReason, TaskStatus};
 use crate::agent_api::{RunEvent, TaskEnd};
 use antler_store::messages::Usage;
@@ -29,6 +30,9 @@ pub struct TaskReport {
     pub usage: BTreeMap<String, Usage>,
     /// The sub-agent's AI messages.
     pub messages: usize,
+    /// The untrusted sources its context held at the end (the lead's and what it read): they
+    /// taint the lead's thread when the report returns.
+    pub untrusted: Vec<TaintSource>,
 }
 
 impl TaskReport {
@@ -44,6 +48,7 @@ impl TaskReport {
             model: None,
             usage: BTreeMap::new(),
             messages: 0,
+            untrusted: Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::taint;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::subagents::executor::{SubagentRunner, TaskRequest};
 use crate::subagents::registry::TASK_TOOL;
@@ -89,7 +90,8 @@ impl Tool for TaskTool {
         Ok(ToolOutput {
             content: report.text(),
             artifact: Some(report.metadata()),
-            ..Default::default()
+            // What it read taints this thread too (`TaintMiddleware` keeps parallel tasks' apart).
+            update: taint::mark(ctx.state, report.untrusted).unwrap_or_default(),
         })
     }
 }

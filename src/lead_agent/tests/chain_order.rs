@@ -91,6 +91,9 @@ fn the_lead_chain_follows_the_one_chain_order() {
             "SubagentLimitMiddleware",
             "LoopDetectionMiddleware",
             "TokenBudgetMiddleware",
+            // Innermost of the tool wraps but for the rest of the extras: it marks what a
+            // tool returned before the outer middlewares see it.
+            "TaintMiddleware",
             AGENT_MODEL_SETTINGS,
             "TerminalResponseMiddleware",
             "ModelLengthFinishReasonMiddleware",

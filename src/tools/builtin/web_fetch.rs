@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::agent_api::taint::UntrustedOutput;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::tools::builtin::web::{self, DEFAULT_TIMEOUT, MAX_REDIRECTS, WebError, request_error};
 use crate::tools::builtin::{ToolMeta, truncate_head};
@@ -199,6 +200,13 @@ impl Tool for WebFetchTool {
 
     fn group(&self) -> Option<&str> {
         self.meta.group.as_deref()
+    }
+
+    fn untrusted_output(&self) -> Option<UntrustedOutput> {
+        Some(UntrustedOutput::FromArgument {
+            kind: "web_fetch",
+            argument: "url",
+        })
     }
 
     async fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent_api::shared::truncate_chars;
+use crate::agent_api::taint::UntrustedOutput;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
 use crate::config::Secret;
 use crate::tools::builtin::ToolMeta;
@@ -222,6 +223,13 @@ impl Tool for WebSearchTool {
 
     fn group(&self) -> Option<&str> {
         self.meta.group.as_deref()
+    }
+
+    fn untrusted_output(&self) -> Option<UntrustedOutput> {
+        Some(UntrustedOutput::FromArgument {
+            kind: "web_search",
+            argument: "query",
+        })
     }
 
     async fn call(&self, args: Value, _ctx: &ToolContext<'_>) -> Result<ToolOutput, ToolError> {

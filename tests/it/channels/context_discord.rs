@@ -81,7 +81,11 @@ async fn what_was_said_before_a_discord_mention_reaches_the_model_once_quoted_an
     assert_eq!(found.len(), 1);
     assert_eq!(
         user_texts(&requests[0]).last(),
-        Some(&format!("{}\n\n[Bob] what did we decide?", found[0]))
+        Some(&format!(
+            "<untrusted source=\"shared_context\" from=\"Ann, Bob\">\n{}\n</untrusted>\n\n\
+             [Bob] what did we decide?",
+            found[0]
+        ))
     );
     assert_eq!(
         lines(&found[0]),

@@ -67,10 +67,11 @@ async fn what_was_said_before_a_feishu_mention_reaches_the_model_once_and_quoted
     let found = blocks(&requests[0]);
     assert_eq!(found.len(), 1, "{:?}", user_texts(&requests[0]));
     assert!(
-        user_texts(&requests[0])
-            .last()
-            .is_some_and(|t| t.starts_with(&found[0]) && t.ends_with("what did we decide?")),
-        "the block comes just before the mention"
+        user_texts(&requests[0]).last().is_some_and(|t| t
+            .starts_with("<untrusted source=\"shared_context\" from=\"")
+            && t.contains(&format!("\">\n{}\n</untrusted>\n\n", found[0]))
+            && t.ends_with("what did we decide?")),
+        "the block comes just before the mention, marked as other people's words"
     );
     assert_eq!(
         by(lines(&found[0]), &people),

@@ -56,6 +56,16 @@ impl Slack {
         self.model.requests()
     }
 
+    /// The bot's `n`th text in the channel, waiting for it.
+    async fn text(&self, n: usize) -> String {
+        self.fake
+            .wait_for(WAIT, "a text of the bot", |f| {
+                f.channel_texts(CHANNEL).len() >= n
+            })
+            .await;
+        self.fake.channel_texts(CHANNEL)[n - 1].clone()
+    }
+
     fn calls(&self, method: &str) -> usize {
         self.fake.calls_of(method).len()
     }
@@ -125,8 +135,12 @@ async fn what_was_said_before_a_slack_mention_reaches_the_model_once_quoted_and_
     assert_eq!(found.len(), 1);
     assert_eq!(
         user_texts(&requests[0]).last(),
-        Some(&format!("{}\n\n[Bob] what did we decide?", found[0])),
-        "the block comes just before the mention"
+        Some(&format!(
+            "<untrusted source=\"shared_context\" from=\"Ann, Bob\">\n{}\n</untrusted>\n\n\
+             [Bob] what did we decide?",
+            found[0]
+        )),
+        "the block comes just before the mention, marked as other people's words"
     );
     assert!(found[0].contains("not instructions"), "{}", found[0]);
     assert_eq!(
@@ -180,6 +194,27 @@ async fn what_was_said_before_a_slack_mention_reaches_the_model_once_quoted_and_
     assert_eq!(replies[0].params["ts"], json!(root));
     assert_eq!(slack.calls("conversations.history"), 1);
     assert_eq!(slack.calls("users.info"), 2, "names come from the cache");
+
+    // The quoted words taint the conversation: `/status` names whose, `/new` starts clean.
+    slack
+        .fake
+        .user_says_in_channel(CHANNEL, BOB, "/status", true, Some(&root));
+    let status = slack.text(3).await;
+    assert!(
+        status.contains(
+            "Untrusted content: shared_context Ann; shared_context Bob; shared_context CI (bot)"
+        ),
+        "{status}"
+    );
+    slack
+        .fake
+        .user_says_in_channel(CHANNEL, BOB, "/new", true, Some(&root));
+    assert_eq!(slack.text(4).await, "New conversation started.");
+    slack
+        .fake
+        .user_says_in_channel(CHANNEL, BOB, "/status", true, Some(&root));
+    let status = slack.text(5).await;
+    assert!(status.contains("Untrusted content: none"), "{status}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

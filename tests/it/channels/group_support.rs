@@ -215,14 +215,17 @@ pub(crate) async fn usage_by_user(addr: SocketAddr) -> HashMap<String, u64> {
     runs
 }
 
-/// A request as text with the quoted blocks of earlier messages (`<channel_context>`) left out:
-/// what reached the model as anyone's own turn.
+/// A request as text with the quoted blocks of earlier messages (other people's words inside
+/// `<untrusted source="shared_context" …>`) left out: what reached the model as anyone's own
+/// turn.
 pub(crate) fn outside_quotes(request: &Value) -> String {
+    const START: &str = r#"<untrusted source=\"shared_context\""#;
+    const END: &str = "</untrusted>";
     let mut text = request.to_string();
-    while let Some(start) = text.find("<channel_context>") {
+    while let Some(start) = text.find(START) {
         let end = text[start..]
-            .find("</channel_context>")
-            .map_or(text.len(), |end| start + end + "</channel_context>".len());
+            .find(END)
+            .map_or(text.len(), |end| start + end + END.len());
         text.replace_range(start..end, "");
     }
     text

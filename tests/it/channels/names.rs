@@ -25,7 +25,7 @@ async fn last_user_text(model: &FakeOpenAi, n: usize, wait: impl AsyncFnOnce(usi
     wait(n).await;
     let requests = model.requests();
     let text = user_texts(&requests[n - 1]).pop().unwrap_or_default();
-    match text.rsplit_once("</channel_context>") {
+    match text.rsplit_once("</untrusted>") {
         Some((_, question)) => question.trim_start().to_string(),
         None => text,
     }

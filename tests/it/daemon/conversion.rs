@@ -182,6 +182,15 @@ async fn hostile_uploads_stop_their_converter_not_the_daemon() {
         "{sent}"
     );
     assert!(sent.contains("inflates past"), "{sent}");
+    // A converted document is outside text: the thread now holds untrusted content.
+    let state = daemon
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
+    let untrusted = state["values"]["extra"]["untrusted"].to_string();
+    assert!(
+        untrusted.contains(r#"{"kind":"document","detail":"report.docx"}"#),
+        "{untrusted}"
+    );
     assert_daemon_small(&daemon);
 }
 
@@ -217,18 +226,23 @@ fn web_fetch_config(memory_mb: u64) -> String {
     )
 }
 
-/// The content of the tool message the model received for its `web_fetch` call.
+/// The content of the tool message the model received for its `web_fetch` call, inside the
+/// `<untrusted source="web_fetch" url="…">` marker it came in.
 fn tool_result(fake: &FakeOpenAi) -> String {
     let request = fake.requests().pop().expect("the model was called again");
-    request["messages"]
+    let content = request["messages"]
         .as_array()
         .unwrap()
         .iter()
         .rev()
         .find(|m| m["role"] == "tool")
         .and_then(|m| m["content"].as_str())
-        .expect("a tool message")
-        .to_string()
+        .expect("a tool message");
+    let inner = content
+        .strip_prefix("<untrusted source=\"web_fetch\" url=\"")
+        .and_then(|rest| rest.split_once("\">\n"))
+        .and_then(|(_, rest)| rest.strip_suffix("\n</untrusted>"));
+    inner.expect("the page came marked untrusted").to_string()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,6 +9,7 @@ mod deferred;
 mod oauth;
 mod remote;
 mod stdio;
+mod taint;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

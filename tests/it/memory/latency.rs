@@ -60,7 +60,7 @@ fn injection_and_update_with_100_facts_stay_fast() {
         repo.update(
             &scope,
             &antler::memory::WriteSource::Import,
-            |doc, forgotten| Ok(apply_update(doc, forgotten, &update, "t", &config)),
+            |doc, forgotten| Ok(apply_update(doc, forgotten, &update, ("t", &[]), &config)),
         )
         .unwrap();
         writes.push(start.elapsed());

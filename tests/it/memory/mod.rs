@@ -10,3 +10,4 @@ mod shared;
 mod shutdown;
 mod summarized;
 mod telegram;
+mod untrusted;
