@@ -304,27 +304,10 @@ pub fn tool_call(tool: &str, failed: bool) {
 }
 
 /// An approval request made (`requested`) or settled (`approved`, `approved_conversation`,
-/// `denied`, `timed_out`, `superseded`); counted where the store records it, once per request.
+/// `denied`, `timed_out`, `superseded`: `agent_api::approval::outcome_label`); counted where the
+/// store records it, once per request.
 pub fn approval(decision: &'static str) {
     counter!("antler_approvals_total", "decision" => decision).increment(1);
-}
-
-/// A request settled: its status (and, approved, whether for the whole conversation) as the
-/// `decision` label.
-pub fn approval_settled(
-    status: crate::agent_api::approval::ApprovalStatus,
-    decision: Option<crate::agent_api::approval::Decision>,
-) {
-    use crate::agent_api::approval::{ApprovalStatus, Decision};
-    let label = match (status, decision) {
-        (ApprovalStatus::Pending, _) => return,
-        (ApprovalStatus::Approved, Some(Decision::ApproveConversation)) => "approved_conversation",
-        (ApprovalStatus::Approved, _) => "approved",
-        (ApprovalStatus::Denied, _) => "denied",
-        (ApprovalStatus::TimedOut, _) => "timed_out",
-        (ApprovalStatus::Superseded, _) => "superseded",
-    };
-    approval(label);
 }
 
 pub fn guardrail_denial(tool: &str) {
@@ -526,7 +509,6 @@ mod tests {
     /// its own. Other tests in this process may count too, hence "at least one more".
     #[test]
     fn approvals_are_counted_by_decision() {
-        use crate::agent_api::approval::{ApprovalStatus, Decision};
         install();
         register_known(&KnownLabels::default());
         let value_of = |text: &str, label: &str| -> u64 {
@@ -541,11 +523,7 @@ mod tests {
             value_of(&before, label);
         }
         approval("requested");
-        approval_settled(
-            ApprovalStatus::Approved,
-            Some(Decision::ApproveConversation),
-        );
-        approval_settled(ApprovalStatus::Pending, None);
+        approval("approved_conversation");
         let after = render();
         for label in ["requested", "approved_conversation"] {
             assert!(

@@ -63,6 +63,19 @@ impl ApprovalStatus {
     }
 }
 
+/// The `antler_approvals_total` label of a settled request: its status, and for an approval
+/// whether it was for the whole conversation; `None` while pending.
+pub fn outcome_label(status: ApprovalStatus, decision: Option<Decision>) -> Option<&'static str> {
+    Some(match (status, decision) {
+        (ApprovalStatus::Pending, _) => return None,
+        (ApprovalStatus::Approved, Some(Decision::ApproveConversation)) => "approved_conversation",
+        (ApprovalStatus::Approved, _) => "approved",
+        (ApprovalStatus::Denied, _) => "denied",
+        (ApprovalStatus::TimedOut, _) => "timed_out",
+        (ApprovalStatus::Superseded, _) => "superseded",
+    })
+}
+
 /// Why the call needs a person's yes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -142,4 +155,40 @@ pub struct ApprovalRequest {
     /// Set when the request was posted in a chat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<ChatOrigin>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_settled_request_has_its_metric_label() {
+        let cases = [
+            (ApprovalStatus::Pending, None, None),
+            (
+                ApprovalStatus::Approved,
+                Some(Decision::Approve),
+                Some("approved"),
+            ),
+            (
+                ApprovalStatus::Approved,
+                Some(Decision::ApproveConversation),
+                Some("approved_conversation"),
+            ),
+            (ApprovalStatus::Denied, Some(Decision::Deny), Some("denied")),
+            (
+                ApprovalStatus::TimedOut,
+                Some(Decision::Deny),
+                Some("timed_out"),
+            ),
+            (
+                ApprovalStatus::Superseded,
+                Some(Decision::Deny),
+                Some("superseded"),
+            ),
+        ];
+        for (status, decision, label) in cases {
+            assert_eq!(outcome_label(status, decision), label, "{status:?}");
+        }
+    }
 }

@@ -6,7 +6,9 @@
 use antler_store::{BatchOp, Expect, StoreRef};
 use chrono::{DateTime, Utc};
 
-use crate::agent_api::approval::{ApprovalRequest, ApprovalStatus, ChatOrigin, DecisionRecord};
+use crate::agent_api::approval::{
+    ApprovalRequest, ApprovalStatus, ChatOrigin, DecisionRecord, outcome_label,
+};
 use crate::approvals::{ApprovalError, ApprovalFilter};
 
 /// `{id}` → the request as JSON.
@@ -143,7 +145,9 @@ impl ApprovalStore {
             if self.replace(&settled, raw, vec![unlisted])? {
                 // Counted here, the one place a request is settled (a decision, a timeout, a
                 // superseding message), and only by the call that changed it.
-                crate::metrics::approval_settled(status, Some(decision.decision));
+                if let Some(label) = outcome_label(status, Some(decision.decision)) {
+                    crate::metrics::approval(label);
+                }
                 return Ok((settled, true));
             }
             // Changed under us (another daemon, the other button): read it again.

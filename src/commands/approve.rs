@@ -7,64 +7,74 @@
 
 use crate::agent_api::approval::{ApprovalReason, ApprovalRequest, ApprovalStatus, Decision};
 use crate::approvals::{ApprovalError, Decider};
-use crate::commands::execute::{CommandContext, CommandOutcome};
 use crate::commands::surface::{CommandError, CommandSurface};
+use crate::config::AppConfig;
+use crate::harness::Harness;
 use crate::identity::is_admin;
 
 const APPROVE_USAGE: &str =
     "Usage: /approve ID — the id is in the request's message (e.g. /approve ap_7k2x).";
 const DENY_USAGE: &str = "Usage: /deny ID [reason] — the id is in the request's message.";
 
+/// What a typed decision comes to (`execute` makes it a `CommandOutcome`).
+pub(crate) enum Typed {
+    Reply(String),
+    /// Fresh, and no chat continues it: the surface runs `Harness::resume_request(request)`.
+    Resume {
+        reply: String,
+        request: Box<ApprovalRequest>,
+    },
+}
+
 /// Records `decision` on request `id` for the surface's user and says what became of it.
 pub(crate) async fn decide(
     surface: &dyn CommandSurface,
-    ctx: &CommandContext<'_>,
+    harness: &Harness,
+    config: &AppConfig,
     id: &str,
     decision: Decision,
     reason: Option<String>,
-) -> Result<CommandOutcome, CommandError> {
+) -> Result<Typed, CommandError> {
     let id = id.trim();
     if id.is_empty() {
         let usage = match decision {
             Decision::Deny => DENY_USAGE,
             _ => APPROVE_USAGE,
         };
-        return Ok(CommandOutcome::Reply(usage.into()));
+        return Ok(Typed::Reply(usage.into()));
     }
     let user_id = surface.user_id();
     let decider = Decider {
         user_id: user_id.to_string(),
         name: None,
-        is_admin: is_admin(ctx.config, user_id),
+        is_admin: is_admin(config, user_id),
     };
-    let decided = match ctx.harness.decide_approval(id, &decider, decision, reason) {
+    let decided = match harness.decide_approval(id, &decider, decision, reason) {
         Ok(decided) => decided,
         Err(ApprovalError::NotFound { .. }) => {
-            return Ok(CommandOutcome::Reply(format!(
+            return Ok(Typed::Reply(format!(
                 "There is no approval request {id}; check the id in the request's message."
             )));
         }
         Err(ApprovalError::NotAllowed { who }) => {
-            return Ok(CommandOutcome::Reply(format!(
-                "You cannot decide on {id}: {who}."
-            )));
+            return Ok(Typed::Reply(format!("You cannot decide on {id}: {who}.")));
         }
         Err(other) => return Err(CommandError::Surface(other.to_string())),
     };
     let request = decided.request;
     if !decided.fresh {
-        return Ok(CommandOutcome::Reply(already_decided(&request)));
+        return Ok(Typed::Reply(already_decided(&request)));
     }
     let said = decided_line(&request);
     if request.origin.is_some()
-        && let Some(hook) = ctx.harness.chat_resume()
+        && let Some(hook) = harness.chat_resume()
     {
         hook.resume(request);
-        return Ok(CommandOutcome::Reply(format!(
+        return Ok(Typed::Reply(format!(
             "{said} The run continues in the chat it was asked in."
         )));
     }
-    Ok(CommandOutcome::Resume {
+    Ok(Typed::Resume {
         reply: said,
         request: Box::new(request),
     })

@@ -92,10 +92,10 @@ pub async fn execute(
         }
         Command::Unlink => crate::commands::link::unlink(surface, ctx.harness, config)?,
         Command::Approve(id) => {
-            return approve::decide(surface, ctx, &id, Decision::Approve, None).await;
+            return typed_decision(surface, ctx, &id, Decision::Approve, None).await;
         }
         Command::Deny { id, reason } => {
-            return approve::decide(surface, ctx, &id, Decision::Deny, reason).await;
+            return typed_decision(surface, ctx, &id, Decision::Deny, reason).await;
         }
         Command::Usage => {
             let usage = UsageStore::new(ctx.harness.threads().store().clone());
@@ -104,6 +104,21 @@ pub async fn execute(
         }
     };
     Ok(CommandOutcome::Reply(text))
+}
+
+/// `/approve`, `/deny`: see [`approve::decide`].
+async fn typed_decision(
+    surface: &dyn CommandSurface,
+    ctx: &CommandContext<'_>,
+    id: &str,
+    decision: Decision,
+    reason: Option<String>,
+) -> Result<CommandOutcome, CommandError> {
+    let typed = approve::decide(surface, ctx.harness, ctx.config, id, decision, reason).await?;
+    Ok(match typed {
+        approve::Typed::Reply(text) => CommandOutcome::Reply(text),
+        approve::Typed::Resume { reply, request } => CommandOutcome::Resume { reply, request },
+    })
 }
 
 /// `/status`: the chat's thread, its title, agent, model, whether a run is going on, and in a
