@@ -107,9 +107,6 @@ impl ChannelManager {
                 tracker: TaskTracker::new(),
             }),
         };
-        // Decisions made away from a request's chat (HTTP, the timeout) resume it there.
-        let hook = crate::channels::approvals::ChatResumeHook::new(&manager.inner);
-        manager.inner.deps.harness.set_chat_resume(Arc::new(hook));
         let inner = manager.inner.clone();
         // Owned by the manager's tracker; ends with the manager's stop token.
         manager
@@ -129,6 +126,11 @@ impl ChannelManager {
     /// connection. Turns in flight keep the runtime they started with.
     pub fn unregister(&self, channel: &str) {
         self.channels_mut().remove(channel);
+    }
+
+    /// What the manager shares with its workers (and the approvals' resume hook).
+    pub(crate) fn inner(&self) -> &Arc<ManagerInner> {
+        &self.inner
     }
 
     pub fn chats(&self) -> &ChatMap {

@@ -32,6 +32,7 @@ mod outbound;
 pub mod outbox;
 mod records;
 mod reload;
+mod resume_hook;
 mod runtime;
 mod shared_chat;
 mod slots;
@@ -103,7 +104,9 @@ impl Channels {
     /// failures show in `hub.health`.
     pub fn start(harness: Arc<Harness>, config: ConfigHandle, hub: ChannelHub) -> Self {
         let cluster = harness.cluster().clone();
-        let manager = ChannelManager::new(harness, config.clone());
+        let manager = ChannelManager::new(harness.clone(), config.clone());
+        // Decisions made away from a request's chat (HTTP, the timeout) resume it there.
+        harness.set_chat_resume(Arc::new(resume_hook::ChatResumeHook::new(&manager)));
         let tasks = TaskTracker::new();
         let intake_stop = CancellationToken::new();
         for section in config.current().channels.sections() {

@@ -10,15 +10,13 @@
 //! continues once.
 
 mod decide;
-#[cfg(test)]
-mod hook_tests;
 mod post;
 mod resume;
 mod text;
 
 pub(crate) use decide::{on_click, on_command};
 pub(crate) use post::{plan_request, send_planned, send_request};
-pub(crate) use resume::{ChatResumeHook, resume_of, settle_overtaken, waiting_in};
+pub(crate) use resume::{resume_entry, resume_of, settle_overtaken, waiting_in};
 pub(crate) use text::settled_text;
 
 use antler_channel::{BUTTON_VALUE_MAX, Button, ButtonStyle};

@@ -2,19 +2,15 @@
 //! request's chat, recorded by whoever learns of the decision (a click or command in the chat,
 //! or [`ChatResumeHook`] for the HTTP API and the timeout). The journal takes an id once, so
 //! the entry, and with it the settled buttons and the resumed run, happens once across
-//! redeliveries, daemons and restarts; the chat's worker answers it like any message.
-
-use std::sync::{Arc, Weak};
+//! redeliveries, daemons and restarts; the chat's worker answers it like any message. The
+//! hook that journals it lives in `channels::resume_hook` (it needs the manager).
 
 use antler_channel::{ButtonClick, ChatKey, InboundMessage};
 
 use crate::agent_api::approval::{ApprovalRequest, ApprovalStatus};
-use crate::approvals::ChatResume;
 use crate::channels::approvals::{Action, parse_value, value};
 use crate::channels::deps::TurnDeps;
-use crate::channels::journal::{Index, Recorded};
-use crate::channels::manager::ManagerInner;
-use crate::channels::slots::Job;
+use crate::channels::mapping::ChatMap;
 use antler_store::StoreError;
 
 const ENTRY_PREFIX: &str = "approval:";
@@ -45,90 +41,44 @@ fn parse_chat_key(text: &str) -> Option<ChatKey> {
     Some(ChatKey::new(channel, chat, parts.next().map(String::from)))
 }
 
-/// Resumes decided requests in their chats: the harness's [`ChatResume`], set when the channel
-/// manager starts. Holds the manager weakly (the manager holds the harness).
-pub(crate) struct ChatResumeHook {
-    inner: Weak<ManagerInner>,
-}
-
-impl ChatResumeHook {
-    pub(crate) fn new(inner: &Arc<ManagerInner>) -> Self {
-        Self {
-            inner: Arc::downgrade(inner),
-        }
-    }
-}
-
-impl ChatResume for ChatResumeHook {
-    fn resume(&self, request: ApprovalRequest) {
-        let Some(inner) = self.inner.upgrade() else {
-            return;
-        };
-        if let Err(error) = inner.queue_resume(&request) {
-            tracing::warn!(%error, approval_id = %request.id, "Could not queue the resumption of a decided request in its chat; decide again to retry");
-        }
-    }
-}
-
-impl ManagerInner {
-    /// Journals `request`'s resume entry in its chat (once: a second call finds it recorded)
-    /// and hands it to the chat's worker. A channel not connected now answers it once it is
-    /// (`recover`).
-    pub(crate) fn queue_resume(
-        self: &Arc<Self>,
-        request: &ApprovalRequest,
-    ) -> Result<(), StoreError> {
-        let Some(origin) = &request.origin else {
-            return Ok(());
-        };
-        let Some(key) = parse_chat_key(&origin.chat_key) else {
-            tracing::warn!(approval_id = %request.id, chat = %origin.chat_key, "An approval request names a chat that is not one");
-            return Ok(());
-        };
-        let shared = self
-            .deps
-            .chats
-            .get(&key)?
-            .is_some_and(|record| record.shared);
-        let message = InboundMessage {
-            channel: key.channel.clone(),
-            workspace_id: None,
-            chat_id: key.chat_id.clone(),
-            topic_id: key.topic_id.clone(),
-            user_id: String::new(),
-            display_name: None,
-            platform_message_id: entry_id(&request.id),
-            text: String::new(),
-            files: Vec::new(),
-            is_direct: !shared,
-            mentions_bot: true,
-            reply_to: origin.message_id.clone(),
-            thread_reply: false,
-            is_bot: false,
-            bot_id: None,
-            context: Vec::new(),
-            click: Some(ButtonClick {
-                value: value(&request.id, 'r'),
-                message_id: origin.message_id.clone().unwrap_or_default(),
-                answer_handle: String::new(),
-            }),
-        };
-        let journal_key = match self.deps.journal.record(&message, &key, Index::Queue)? {
-            Recorded::New(journal_key) => journal_key,
-            Recorded::Duplicate => return Ok(()),
-        };
-        self.deps.journal.flush()?;
-        if let Some(runtime) = self.runtime(&key.channel) {
-            let job = Job {
-                chat: key.clone(),
-                journal_key,
-                runtime,
-                message,
-            };
-            self.dispatch(&key, Some(job));
-        }
-        Ok(())
-    }
+/// The resume entry of a decided request: its chat and the synthetic message to journal there
+/// (`None` without a chat origin). `shared`: whether that chat's conversation is a group's.
+pub(crate) fn resume_entry(
+    request: &ApprovalRequest,
+    chats: &ChatMap,
+) -> Result<Option<(ChatKey, InboundMessage)>, StoreError> {
+    let Some(origin) = &request.origin else {
+        return Ok(None);
+    };
+    let Some(key) = parse_chat_key(&origin.chat_key) else {
+        tracing::warn!(approval_id = %request.id, chat = %origin.chat_key, "An approval request names a chat that is not one");
+        return Ok(None);
+    };
+    let shared = chats.get(&key)?.is_some_and(|record| record.shared);
+    let message = InboundMessage {
+        channel: key.channel.clone(),
+        workspace_id: None,
+        chat_id: key.chat_id.clone(),
+        topic_id: key.topic_id.clone(),
+        user_id: String::new(),
+        display_name: None,
+        platform_message_id: entry_id(&request.id),
+        text: String::new(),
+        files: Vec::new(),
+        is_direct: !shared,
+        mentions_bot: true,
+        reply_to: origin.message_id.clone(),
+        thread_reply: false,
+        is_bot: false,
+        bot_id: None,
+        context: Vec::new(),
+        click: Some(ButtonClick {
+            value: value(&request.id, 'r'),
+            message_id: origin.message_id.clone().unwrap_or_default(),
+            answer_handle: String::new(),
+        }),
+    };
+    Ok(Some((key, message)))
 }
 
 /// The requests of `thread_id` still waiting with a message in a chat: a new message's run

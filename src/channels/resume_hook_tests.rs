@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::agent_api::approval::ApprovalStatus;
 use crate::approvals::{ApprovalFilter, Decider};
 use crate::channels::manager::{Accepted, ChannelManager};
+use crate::channels::resume_hook::ChatResumeHook;
 use crate::channels::runtime::ChannelRuntime;
 use crate::config::{AppConfig, ConfigHandle, ModelConfig};
 use crate::harness::Harness;
@@ -85,6 +86,7 @@ fn daemon(
     let harness =
         Arc::new(Harness::with_parts(config.clone(), store.clone(), Some(models)).unwrap());
     let manager = ChannelManager::new(harness.clone(), config);
+    harness.set_chat_resume(Arc::new(ChatResumeHook::new(&manager)));
     let parts = ChannelParts::send_only(platform.clone());
     manager.register(ChannelRuntime::new("telegram", parts, profile, None));
     Daemon {
