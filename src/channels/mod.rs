@@ -33,6 +33,7 @@ pub mod outbox;
 mod records;
 mod reload;
 mod runtime;
+mod sender;
 mod shared_chat;
 mod slots;
 mod stream;
