@@ -34,6 +34,7 @@ mod records;
 mod reload;
 mod resume_hook;
 mod runtime;
+mod sender;
 mod shared_chat;
 mod slots;
 mod stream;

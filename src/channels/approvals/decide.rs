@@ -13,7 +13,7 @@ use crate::channels::journal::JournalEntry;
 use crate::channels::outbound::reply;
 use crate::channels::outbox::OutboxStep;
 use crate::channels::runtime::ChannelRuntime;
-use crate::channels::turn::sender_name;
+use crate::channels::sender::sender_name;
 use crate::commands::Command;
 
 const APPROVE_USAGE: &str = "Usage: /approve ID (the id shown with the request).";

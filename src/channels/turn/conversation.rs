@@ -12,6 +12,7 @@ use crate::channels::files::receive_files;
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::sender::sender_name;
 use crate::channels::turn::context;
 use crate::config::AppConfig;
 use crate::files::uploads::convert::convert_listed_uploads;
@@ -21,8 +22,6 @@ use antler_store::messages::{HumanMessage, Message, SENDER_NAME};
 
 /// Marks the human message of an inbound platform message with its journal key.
 const INBOUND_KEY: &str = "inbound_key";
-/// How long a turn waits for the platform to say what a sender is called.
-const NAME_LOOKUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The thread a turn runs on, who speaks, and what it appends to the thread.
 pub(super) struct Conversation {
@@ -143,29 +142,6 @@ async fn already_asked(deps: &TurnDeps, record: &ChatRecord, journal_key: &str) 
             })
         })
     })
-}
-
-/// How the sender of a group message (or whoever decides an approval) is shown: the name the
-/// message came with, else the one the platform gives (Slack's events carry none), else their
-/// platform id.
-pub(crate) async fn sender_name(runtime: &ChannelRuntime, message: &InboundMessage) -> String {
-    if let Some(name) = context::given_name(message.display_name.as_deref()) {
-        return name.to_string();
-    }
-    if let Some(names) = &runtime.parts.names {
-        let lookup = names.display_name(&message.user_id);
-        match tokio::time::timeout(NAME_LOOKUP_TIMEOUT, lookup).await {
-            Ok(Ok(Some(name))) => return name,
-            Ok(Ok(None)) => {}
-            Ok(Err(error)) => {
-                tracing::warn!(%error, channel = %message.channel, "Could not look up a sender's name; the agent sees their user id")
-            }
-            Err(_) => {
-                tracing::warn!(channel = %message.channel, "Looking up a sender's name took too long; the agent sees their user id")
-            }
-        }
-    }
-    message.user_id.clone()
 }
 
 fn human_message(

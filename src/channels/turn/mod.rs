@@ -9,7 +9,6 @@
 
 mod context;
 mod conversation;
-pub(crate) use conversation::sender_name;
 mod finish;
 mod resume;
 mod run;
