@@ -155,6 +155,11 @@ pub struct ApprovalRequest {
     /// Set when the request was posted in a chat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<ChatOrigin>,
+    /// Whose custom agent the parked run ran (a shared conversation's chooser): kept apart
+    /// from `options`, whose `agent_owner` is never (de)serialized, so that no request body
+    /// can set it. The resumed run gets it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_owner: Option<String>,
 }
 
 #[cfg(test)]

@@ -197,6 +197,7 @@ impl ApprovalMiddleware {
             status: ApprovalStatus::Pending,
             decision: None,
             origin: None,
+            agent_owner: run.options.agent_owner.clone(),
         };
         let request = self.gate.store.insert(request)?;
         tracing::info!(

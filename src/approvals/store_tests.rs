@@ -32,6 +32,7 @@ fn request(thread: &str, call: &str, minutes_ago: i64) -> ApprovalRequest {
         status: ApprovalStatus::Pending,
         decision: None,
         origin: None,
+        agent_owner: None,
     }
 }
 

@@ -200,6 +200,7 @@ mod tests {
                 at,
             }),
             origin: None,
+            agent_owner: None,
         }
     }
 

@@ -177,6 +177,7 @@ mod tests {
                 at: now,
             }),
             origin: None,
+            agent_owner: None,
         }
     }
 

@@ -98,6 +98,7 @@ impl Harness {
             input: Vec::new(),
             options: RunOptions {
                 resume_approval: Some(request.id.clone()),
+                agent_owner: request.agent_owner.clone(),
                 ..request.options.clone()
             },
             want_values: false,

@@ -373,3 +373,41 @@ async fn an_unanswered_request_times_out_as_a_denial_and_the_run_goes_on() {
     assert_eq!(f.runs_counted("t1"), 0);
     assert_eq!(f.harness.expire_approvals().await, 0, "settled once");
 }
+
+/// In a shared conversation the parked run may have run the chooser's custom agent; the stored
+/// request cannot carry that in its options (never (de)serialized), so it keeps it apart and
+/// the resumed run gets it back.
+#[tokio::test]
+async fn a_resumed_run_keeps_the_chosen_agents_owner() {
+    let f = fixture(always_bash);
+    let request = ApprovalRequest {
+        owner: "chat-slack-abc".into(),
+        requester: "bob".into(),
+        options: RunOptions {
+            agent_name: Some("reviewer".into()),
+            agent_owner: Some("ann".into()),
+            ..Default::default()
+        },
+        agent_owner: Some("ann".into()),
+        ..serde_json::from_value(serde_json::json!({
+            "id": "0a1b2c3d", "thread_id": "t", "run_id": "r", "tool_call_id": "c",
+            "tool": "bash", "args": {}, "summary": "ls", "reason": {"kind": "always"},
+            "owner": "o", "requester": "r", "approvers": {"kind": "requester"},
+            "options": {}, "created_at": "2026-12-05T00:00:00Z",
+            "expires_at": "2026-12-05T01:00:00Z", "status": "approved"
+        }))
+        .unwrap()
+    };
+    let stored: ApprovalRequest =
+        serde_json::from_value(serde_json::to_value(&request).unwrap()).unwrap();
+    assert_eq!(stored.options.agent_owner, None, "options never carry it");
+    let resumed = f.harness.resume_request(&stored);
+    assert_eq!(resumed.options.agent_owner.as_deref(), Some("ann"));
+    assert_eq!(resumed.options.agent_name.as_deref(), Some("reviewer"));
+    assert_eq!(
+        resumed.speaker,
+        Speaker::Member {
+            user_id: "bob".into()
+        }
+    );
+}

@@ -5,8 +5,9 @@
 //! the request only, so the stored message stays what the user typed.
 //!
 //! A document converted from an upload is text from outside (anyone could have written it), and
-//! so is any upload in a shared conversation (one member's file is another's untrusted input):
-//! `before_agent` adds them to the thread's untrusted sources (`agent_api::taint`).
+//! so is a file another member uploaded into a shared conversation (one member's file is
+//! another's untrusted input; the speaker's own are not): `before_agent` adds them to the
+//! thread's untrusted sources (`agent_api::taint`).
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -86,9 +87,9 @@ pub fn uploads_block(files: &Value) -> Option<String> {
     Some(block)
 }
 
-/// The untrusted sources among a message's `files`: converted documents (`document`), and in a
-/// shared conversation every file (`upload`).
-pub fn upload_sources(files: &Value, shared: bool) -> Vec<TaintSource> {
+/// The untrusted sources among a message's `files`: converted documents (`document`), and every
+/// file when someone other than the speaker uploaded it into a shared conversation (`upload`).
+pub fn upload_sources(files: &Value, someone_else: bool) -> Vec<TaintSource> {
     let mut sources = Vec::new();
     for file in files.as_array().into_iter().flatten() {
         let Some(name) = file.get("filename").and_then(Value::as_str) else {
@@ -98,7 +99,7 @@ pub fn upload_sources(files: &Value, shared: bool) -> Vec<TaintSource> {
         if name.is_empty() {
             continue;
         }
-        if shared {
+        if someone_else {
             sources.push(TaintSource::new("upload", name));
         }
         if file.get(MARKDOWN_PATH).and_then(Value::as_str).is_some() {
@@ -119,16 +120,29 @@ impl Middleware for UploadsMiddleware {
         state: &ThreadState,
         ctx: &RunContext,
     ) -> Result<HookResult, MiddlewareError> {
-        let files = state
+        // The turn's own files are the speaker's: only a converted document is outside text.
+        // In a shared conversation the files other members uploaded earlier are too.
+        let mut humans = state
             .messages
             .iter()
             .rev()
-            .find(|message| message.is_genuine_human())
-            .and_then(Message::as_human)
-            .and_then(|human| human.meta.extra.get("files"));
-        let sources = files
-            .map(|files| upload_sources(files, ctx.users.shared))
+            .filter(|message| message.is_genuine_human())
+            .filter_map(Message::as_human);
+        let mut sources = humans
+            .next()
+            .and_then(|human| human.meta.extra.get("files"))
+            .map(|files| upload_sources(files, false))
             .unwrap_or_default();
+        if ctx.users.shared {
+            for human in humans {
+                let someone_else = human
+                    .shared_sender()
+                    .is_none_or(|sender| sender.user_id != ctx.users.speaker);
+                if let Some(files) = human.meta.extra.get("files") {
+                    sources.extend(upload_sources(files, someone_else));
+                }
+            }
+        }
         Ok(match taint::mark(state, sources) {
             Some(update) => HookResult::update(update),
             None => HookResult::proceed(),
@@ -164,7 +178,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn converted_documents_and_a_shared_conversations_uploads_are_untrusted() {
+    fn converted_documents_and_other_members_uploads_are_untrusted() {
         let files = json!([
             {"filename": "notes.txt", "size": 10},
             {"filename": "../report.pdf", "size": 2048, "markdown_path": "/mnt/user-data/uploads/report.md"},
@@ -174,12 +188,12 @@ mod tests {
             .map(TaintSource::label)
             .collect();
         assert_eq!(alone, ["document report.pdf"], "one's own text file is not");
-        let shared: Vec<String> = upload_sources(&files, true)
+        let others: Vec<String> = upload_sources(&files, true)
             .iter()
             .map(TaintSource::label)
             .collect();
         assert_eq!(
-            shared,
+            others,
             [
                 "upload notes.txt",
                 "upload report.pdf",
@@ -257,6 +271,60 @@ mod tests {
         assert!(content.ends_with("summarise this"));
         assert_eq!(sent.messages[0].content(), "earlier");
         assert_eq!(state.messages[2].content(), "summarise this");
+    }
+
+    /// In a group, the speaker's own upload is theirs; a file another member uploaded earlier
+    /// taints the speaker's turn.
+    #[tokio::test]
+    async fn only_other_members_uploads_taint_a_shared_turn() {
+        use std::sync::Arc;
+
+        use crate::agent_api::RunUsers;
+        use crate::config::AppConfig;
+
+        let with_file = |text: &str, sender: &str, file: &str| {
+            let mut message = Message::human(text);
+            if let Message::Human(h) = &mut message {
+                h.set_shared_sender(sender, sender);
+                h.meta
+                    .extra
+                    .insert("files".into(), json!([{"filename": file, "size": 1}]));
+            }
+            message
+        };
+        let mut ctx = RunContext::new("t", "chat-x", Arc::new(AppConfig::default()));
+        ctx.users = RunUsers {
+            owner: "chat-x".into(),
+            speaker: "alice".into(),
+            shared: true,
+        };
+        async fn labels(state: &ThreadState, ctx: &RunContext) -> Vec<String> {
+            let result = UploadsMiddleware.before_agent(state, ctx).await.unwrap();
+            let mut marked = state.clone();
+            marked.apply(result.update).unwrap();
+            taint::sources(&marked)
+                .iter()
+                .map(TaintSource::label)
+                .collect()
+        }
+        let own = ThreadState {
+            messages: vec![with_file("look", "alice", "mine.png")].into(),
+            ..Default::default()
+        };
+        assert!(
+            labels(&own, &ctx).await.is_empty(),
+            "the speaker's own file"
+        );
+        let after_bob = ThreadState {
+            messages: vec![
+                with_file("here", "bob", "bobs.txt"),
+                Message::ai("ok"),
+                with_file("look", "alice", "mine.png"),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        assert_eq!(labels(&after_bob, &ctx).await, ["upload bobs.txt"]);
     }
 
     #[test]

@@ -124,6 +124,7 @@ mod tests {
             status: ApprovalStatus::Pending,
             decision: None,
             origin: None,
+            agent_owner: None,
         }
     }
 

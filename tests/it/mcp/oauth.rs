@@ -17,9 +17,12 @@ async fn client_credentials_token_is_cached_refreshed_and_injected() {
     let proxy = AuthProxy::start(&format!("http://127.0.0.1:{port}")).await;
     // 62 s tokens refreshed 60 s early: the cached token is good for 2 s.
     let tokens = FakeTokenEndpoint::start(62).await;
+    // Trusted: later calls would otherwise wait for approval once the first result tainted
+    // the thread; this test is about the tokens.
     let f = Fixture::new(
         json!({"secured": {
             "type": "http",
+            "trusted": true,
             "url": format!("{}/mcp", proxy.url),
             "oauth": {
                 "token_url": tokens.url,

@@ -9,8 +9,14 @@ use super::{Fixture, answer, calls, everything, start_http_server, tool_messages
 async fn echo_over(kind: &str, mode: &str, path: &str) {
     let Some(index) = everything() else { return };
     let (_server, port) = start_http_server(&index, mode).await;
+    // Trusted: the second run's call would otherwise wait for approval (the first run's
+    // results tainted the thread); this test is about the transports.
     let f = Fixture::new(
-        json!({"remote": {"type": kind, "url": format!("http://127.0.0.1:{port}{path}")}}),
+        json!({"remote": {
+            "type": kind,
+            "url": format!("http://127.0.0.1:{port}{path}"),
+            "trusted": true
+        }}),
         false,
         vec![
             calls(&[
