@@ -129,7 +129,8 @@ fn message(chat: u32, id: u32) -> InboundMessage {
     }
 }
 
-async fn wait_until(what: &str, check: impl Fn() -> bool) {
+/// Waits for `check` with a deadline (shared with the resume hook's tests).
+pub(crate) async fn wait_until(what: &str, check: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !check() {
         assert!(

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::agent_api::approval::ApprovalStatus;
 use crate::approvals::{ApprovalFilter, Decider};
+use crate::channels::cluster_tests::wait_until;
 use crate::channels::manager::{Accepted, ChannelManager};
 use crate::channels::resume_hook::ChatResumeHook;
 use crate::channels::runtime::ChannelRuntime;
@@ -20,8 +21,6 @@ use crate::config::{AppConfig, ConfigHandle, ModelConfig};
 use crate::harness::Harness;
 use crate::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
 use antler_store::{MemoryStore, StoreRef};
-
-const WAIT: Duration = Duration::from_secs(60);
 
 /// What the platform received: (text, reply_to).
 #[derive(Default)]
@@ -93,17 +92,6 @@ fn daemon(
         harness,
         manager,
         _dir: dir,
-    }
-}
-
-async fn wait_until(what: &str, check: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
