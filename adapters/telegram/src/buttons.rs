@@ -7,14 +7,14 @@ use antler_channel::{
     SentMessage,
 };
 use async_trait::async_trait;
-use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters, SendMessageSetters};
+use teloxide::payloads::{AnswerCallbackQuerySetters, EditMessageTextSetters};
 use teloxide::requests::Requester;
 use teloxide::types::{CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, ParseMode};
 use teloxide::{ApiError, RequestError};
 
 use crate::error::channel_error;
 use crate::markup::to_html;
-use crate::send::{chat_id, forum_thread, message_id, reply, sent};
+use crate::send::{chat_id, message_id};
 use crate::{CHANNEL_NAME, TelegramChannel};
 
 /// One row of callback buttons; a value longer than `callback_data` allows is refused before
@@ -47,31 +47,8 @@ impl SendButtons for TelegramChannel {
         buttons: &[Button],
         reply_to: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
-        let chat_id = chat_id(chat)?;
         let markup = keyboard(buttons)?;
-        let request = |body: String, html: bool| {
-            let mut request = self
-                .bot
-                .send_message(chat_id, body)
-                .reply_markup(markup.clone());
-            if html {
-                request = request.parse_mode(ParseMode::Html);
-            }
-            if let Some(thread) = forum_thread(chat) {
-                request = request.message_thread_id(thread);
-            }
-            if let Some(parameters) = reply(reply_to) {
-                request = request.reply_parameters(parameters);
-            }
-            request
-        };
-        let result = match request(to_html(text), true).await {
-            Err(RequestError::Api(ApiError::CantParseEntities(_))) => {
-                request(text.to_string(), false).await
-            }
-            other => other,
-        };
-        result.map(|m| sent(&m)).map_err(channel_error)
+        self.send_markdown(chat, text, reply_to, Some(markup)).await
     }
 
     /// `editMessageText` without `reply_markup` removes the inline keyboard with the new text.

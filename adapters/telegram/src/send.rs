@@ -15,8 +15,8 @@ use teloxide::payloads::{
 };
 use teloxide::requests::Requester;
 use teloxide::types::{
-    ChatAction, ChatId, FileId, InputFile, MessageId, ParseMode, ReactionType, ReplyParameters,
-    ThreadId,
+    ChatAction, ChatId, FileId, InlineKeyboardMarkup, InputFile, MessageId, ParseMode,
+    ReactionType, ReplyParameters, ThreadId,
 };
 use teloxide::{ApiError, RequestError};
 
@@ -64,9 +64,26 @@ impl SendMessage for TelegramChannel {
         text: &str,
         reply_to: Option<&str>,
     ) -> Result<SentMessage, ChannelError> {
+        self.send_markdown(chat, text, reply_to, None).await
+    }
+}
+
+impl TelegramChannel {
+    /// `sendMessage` of Markdown as HTML, with an inline keyboard when given; when Telegram
+    /// refuses the markup the plain text always goes through.
+    pub(crate) async fn send_markdown(
+        &self,
+        chat: &ChatKey,
+        text: &str,
+        reply_to: Option<&str>,
+        keyboard: Option<InlineKeyboardMarkup>,
+    ) -> Result<SentMessage, ChannelError> {
         let chat_id = chat_id(chat)?;
         let request = |body: String, html: bool| {
             let mut request = self.bot.send_message(chat_id, body);
+            if let Some(keyboard) = &keyboard {
+                request = request.reply_markup(keyboard.clone());
+            }
             if html {
                 request = request.parse_mode(ParseMode::Html);
             }
@@ -79,7 +96,6 @@ impl SendMessage for TelegramChannel {
             request
         };
         let result = match request(to_html(text), true).await {
-            // Telegram refused the markup: the plain text always goes through.
             Err(RequestError::Api(ApiError::CantParseEntities(_))) => {
                 request(text.to_string(), false).await
             }
