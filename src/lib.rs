@@ -31,6 +31,7 @@ pub mod middleware;
 pub mod model;
 pub mod paths;
 pub mod sandbox;
+pub mod scheduler;
 pub mod skills;
 pub mod storage;
 pub mod subagents;

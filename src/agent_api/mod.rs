@@ -26,7 +26,7 @@ pub use middleware::{
     Anchors, Flow, HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,
     ToolResult,
 };
-pub use options::RunOptions;
+pub use options::{ChatPlace, RunOptions};
 pub use task::{CapReason, TaskEnd, TaskStatus};
 pub use tool::{
     MemoSpec, Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for,

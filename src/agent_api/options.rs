@@ -31,12 +31,36 @@ pub struct RunOptions {
     /// ends without a model call. Only the daemon sets it, never a request (not read from JSON).
     #[serde(skip)]
     pub resume_approval: Option<String>,
+    /// The chat this run answers in, when a chat platform started it: where a schedule the
+    /// run creates delivers (`schedule_task`'s `deliver: here`). Only the daemon sets it (the
+    /// channels' turn), never a request (not read from JSON).
+    #[serde(skip)]
+    pub chat: Option<ChatPlace>,
+    /// The schedule slot this run fires (`{schedule id}@{slot, RFC 3339}`), set by the
+    /// scheduler only (not read from JSON): such a run may not create schedules itself.
+    #[serde(skip)]
+    pub schedule_fire: Option<String>,
     /// No person is waiting: clarification questions are disabled.
     pub non_interactive: bool,
     pub channel_name: Option<String>,
     /// Anything else the caller sent, kept for middlewares that look for their own keys.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// A chat a run answers in, as the scheduler needs it to post there again later.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatPlace {
+    /// The chat key's string form (`ChatKey`'s `Display`: `channel:chat[:topic]`).
+    pub chat_key: String,
+    /// The speaker's platform account id in that chat (who a scheduled turn is "from").
+    pub sender_id: String,
+    /// Their display name, when the platform gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_name: Option<String>,
+    /// Whether the chat's conversation is shared (a group's).
+    #[serde(default)]
+    pub shared: bool,
 }
 
 impl RunOptions {

@@ -92,6 +92,11 @@ impl Cluster {
         self.inner.clock.now_ms()
     }
 
+    /// That clock, for what else keeps time with it (the scheduler).
+    pub fn clock(&self) -> Arc<dyn WallClock> {
+        self.inner.clock.clone()
+    }
+
     /// One attempt to take `name`; `None` while another instance's lease on it is live.
     pub fn try_hold(&self, name: &str) -> Result<Option<HeldLease>, StoreError> {
         let ttl_ms = ttl_ms(self.inner.ttl);

@@ -19,6 +19,7 @@ mod problem;
 pub mod reference;
 pub mod runtime;
 pub mod sandbox;
+pub mod scheduler;
 pub mod schema;
 pub mod storage;
 pub mod subagents;

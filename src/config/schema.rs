@@ -112,6 +112,8 @@ pub struct AppConfig {
     /// Tool calls that wait for a person's yes: always, or once untrusted content is in the
     /// thread; who decides and how long a request waits.
     pub approvals: crate::config::approvals::ApprovalsConfig,
+    /// Scheduled tasks (the `schedule_task` tool): on by default; limits per user and slot.
+    pub scheduler: crate::config::scheduler::SchedulerConfig,
 }
 
 impl Default for AppConfig {
@@ -152,6 +154,7 @@ impl Default for AppConfig {
             tool_search: EnabledConfig::default(),
             identities: Vec::new(),
             approvals: Default::default(),
+            scheduler: Default::default(),
         }
     }
 }

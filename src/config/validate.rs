@@ -33,6 +33,7 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
     problems
         .0
         .extend(config.approvals.problems(&tool_groups(config)));
+    problems.0.extend(config.scheduler.problems());
     for (key, message) in config.store.problems() {
         problems.push(key, message);
     }

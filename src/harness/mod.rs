@@ -98,6 +98,10 @@ struct Inner {
     approvals: crate::approvals::ApprovalStore,
     /// Where a decision made away from a request's chat goes (the channel layer's hook).
     chat_resume: Mutex<Option<Arc<dyn crate::approvals::ChatResume>>>,
+    /// Schedules and their slots (see [`crate::scheduler`]; the firing loop is `schedules`).
+    scheduler: crate::scheduler::Scheduler,
+    /// Where a fired slot of a schedule created in a chat goes (the channel layer's hook).
+    chat_schedule: Mutex<Option<Arc<dyn crate::scheduler::ChatSchedule>>>,
 }
 
 /// A tool registry and what it was built for.
@@ -196,6 +200,7 @@ impl Harness {
                 )) as Arc<dyn crate::sandbox::SkillMounts>
             }));
         let approvals = crate::approvals::ApprovalStore::new(store.clone());
+        let scheduler = crate::scheduler::Scheduler::new(store.clone(), cluster.clock());
         Ok(Self {
             inner: Arc::new_cyclic(|weak| Inner {
                 memory: memory_queue::start(
@@ -206,6 +211,8 @@ impl Harness {
                 ),
                 approvals,
                 chat_resume: Mutex::new(None),
+                scheduler,
+                chat_schedule: Mutex::new(None),
                 cluster,
                 shared,
                 jobs: jobs::Jobs::default(),
@@ -248,6 +255,11 @@ impl Harness {
     }
 
     /// This daemon's leases and the instances sharing its store.
+    /// Schedules: what every surface creates, lists and changes them through.
+    pub fn scheduler(&self) -> &crate::scheduler::Scheduler {
+        &self.inner.scheduler
+    }
+
     pub fn cluster(&self) -> &Cluster {
         &self.inner.cluster
     }

@@ -27,7 +27,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The agent contracts the loop, the middlewares and the tools share.
     ("contracts", &["agent_api"]),
     // Domains the agents use: memory, usage, skills.
-    ("domains", &["memory", "usage", "skills", "approvals"]),
+    (
+        "domains",
+        &["memory", "usage", "skills", "approvals", "scheduler"],
+    ),
     // What an agent is made of.
     ("agent parts", &["tools", "mcp", "middleware"]),
     // Agents: the loop, custom agents, sub-agents, the app-level factory.
