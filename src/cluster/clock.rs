@@ -38,6 +38,16 @@ impl TokioWallClock {
     }
 }
 
+impl TokioWallClock {
+    /// A clock that reads `base_ms` now (tests that need a given day: DST changes).
+    pub fn at(base_ms: u64) -> Self {
+        Self {
+            base_ms,
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
 impl Default for TokioWallClock {
     fn default() -> Self {
         Self::new()

@@ -355,3 +355,11 @@ pub(super) fn pause_notice(schedule: &Schedule, detail: Option<&str>) -> String 
         id = schedule.id,
     )
 }
+
+#[cfg(test)]
+#[path = "schedules_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "schedules_cluster_tests.rs"]
+mod cluster_tests;
