@@ -75,7 +75,10 @@ fn a_restart_during_a_slots_run_finishes_that_slot_once_with_one_question() {
             |_| {},
         );
         rig.harness.start_schedules();
-        wait_for("the slot's end", Duration::from_secs(1), || done(&rig, &id) == 1).await;
+        wait_for("the slot's end", Duration::from_secs(1), || {
+            done(&rig, &id) == 1
+        })
+        .await;
         let all = fires(&rig, &id);
         assert_eq!(all.len(), 1, "not claimed again as a new slot: {all:?}");
         assert_eq!(
@@ -89,7 +92,11 @@ fn a_restart_during_a_slots_run_finishes_that_slot_once_with_one_question() {
             "{thread:?}"
         );
         assert_eq!(answers(&thread), ["the answer after all"]);
-        assert_eq!(rig.model.requests().len(), 1, "the model once more, at most");
+        assert_eq!(
+            rig.model.requests().len(),
+            1,
+            "the model once more, at most"
+        );
         rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
     });
 }
@@ -146,15 +153,27 @@ async fn two_instances_on_one_store_claim_each_slot_once() {
             assert_eq!(fire.outcome, Some(FireOutcome::Ran), "{fire:?}");
         }
         let keys: std::collections::HashSet<_> = recorded.iter().map(|f| f.key()).collect();
-        assert_eq!(keys.len(), recorded.len(), "a slot recorded twice: {recorded:?}");
-        ran += recorded.iter().filter(|f| f.outcome == Some(FireOutcome::Ran)).count();
+        assert_eq!(
+            keys.len(),
+            recorded.len(),
+            "a slot recorded twice: {recorded:?}"
+        );
+        ran += recorded
+            .iter()
+            .filter(|f| f.outcome == Some(FireOutcome::Ran))
+            .count();
         let said = answers(&messages(&a, &s.thread_id).await);
         let asked = messages(&a, &s.thread_id)
             .await
             .iter()
             .filter(|m| m.is_genuine_human())
             .count();
-        assert_eq!(said.len(), asked, "one answer per question in {}", s.thread_id);
+        assert_eq!(
+            said.len(),
+            asked,
+            "one answer per question in {}",
+            s.thread_id
+        );
     }
     let asked_models = a.model.requests().len() + b.model.requests().len();
     assert!(
