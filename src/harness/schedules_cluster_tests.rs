@@ -4,10 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::tests::{answering, answers, create, done, fires, in_thread, messages, rig, wait_for};
+use super::tests::{
+    FakeChat, alice, answering, answers, create, done, fires, in_chat, in_thread, messages, rig,
+    wait_for,
+};
 use crate::cluster::TokioWallClock;
 use crate::model::{ScriptedModel, ScriptedTurn};
-use crate::scheduler::{CatchUp, FireKind, FireOutcome, When};
+use crate::scheduler::{Caller, CatchUp, FireKind, FireOutcome, FireStatus, SchedulerError, When};
 use antler_store::{MemoryStore, StoreRef};
 
 const HOUR: u64 = 3600;
@@ -182,4 +185,134 @@ async fn two_instances_on_one_store_claim_each_slot_once() {
     );
     a.harness.shutdown(Duration::from_secs(1)).await.unwrap();
     b.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// A chat's slot claimed before a restart is handed to the chat again (its journal entry
+/// dedupes), not claimed as a new slot; the chat's report of its end finishes it once.
+#[tokio::test(start_paused = true)]
+async fn a_chat_slot_claimed_before_a_restart_is_handed_to_its_chat_again() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let before = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("unused"),
+        |_| {},
+    );
+    let chat = Arc::new(FakeChat::default());
+    before.harness.set_chat_schedule(chat.clone());
+    before.harness.start_schedules();
+    let made = create(
+        &before,
+        in_chat("c-restart"),
+        When::EverySeconds(HOUR),
+        CatchUp::Latest,
+        None,
+    );
+    wait_for("the chat's slot", Duration::from_secs(1), || {
+        chat.log.lock().unwrap().len() == 1
+    })
+    .await;
+    let handed = chat.log.lock().unwrap()[0].1.clone();
+    before.harness.stop_schedules().await;
+
+    let after = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("unused"),
+        |_| {},
+    );
+    let chat_after = Arc::new(FakeChat::default());
+    after.harness.set_chat_schedule(chat_after.clone());
+    after.harness.start_schedules();
+    wait_for("the slot handed over again", Duration::from_secs(1), || {
+        chat_after.log.lock().unwrap().len() == 1
+    })
+    .await;
+    let again = chat_after.log.lock().unwrap()[0].1.clone();
+    assert_eq!(again.key(), handed.key());
+    assert_eq!(again.status, FireStatus::Claimed);
+    after.harness.finish_fire(&again, FireOutcome::Ran, None);
+    after
+        .harness
+        .finish_fire(&again, FireOutcome::Failed, Some("late".into()));
+    let recorded = fires(&after, &made.id);
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        recorded[0].outcome,
+        Some(FireOutcome::Ran),
+        "the first end counts"
+    );
+    after
+        .harness
+        .shutdown(Duration::from_secs(1))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_now_fires_a_manual_slot_for_its_owner_or_an_admin_only() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let rig = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("done by hand"),
+        |_| {},
+    );
+    rig.harness.start_schedules();
+    let made = create(
+        &rig,
+        in_thread("t-manual"),
+        When::EverySeconds(HOUR),
+        CatchUp::Latest,
+        None,
+    );
+    let bob = Caller {
+        user_id: "bob".into(),
+        is_admin: false,
+    };
+    let refused = rig.harness.run_schedule_now(&bob, &made.id).await;
+    assert!(
+        matches!(refused, Err(SchedulerError::NotFound { .. })),
+        "{refused:?}"
+    );
+    let fire = rig
+        .harness
+        .run_schedule_now(&alice(), &made.id)
+        .await
+        .unwrap();
+    assert_eq!(fire.kind, FireKind::Manual);
+    wait_for("the manual run", Duration::from_secs(1), || {
+        done(&rig, &made.id) == 1
+    })
+    .await;
+    assert_eq!(answers(&messages(&rig, "t-manual").await), ["done by hand"]);
+    let admin = Caller {
+        user_id: "root".into(),
+        is_admin: true,
+    };
+    tokio::time::advance(Duration::from_secs(1)).await;
+    rig.harness
+        .run_schedule_now(&admin, &made.id)
+        .await
+        .unwrap();
+    wait_for("the admin's run", Duration::from_secs(1), || {
+        done(&rig, &made.id) == 2
+    })
+    .await;
+    // A manual run does not move the schedule's own next slot.
+    let after = rig
+        .harness
+        .scheduler()
+        .store()
+        .get(&made.id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.next_fire, made.next_fire);
+    rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
 }
