@@ -316,3 +316,54 @@ async fn run_now_fires_a_manual_slot_for_its_owner_or_an_admin_only() {
     assert_eq!(after.next_fire, made.next_fire);
     rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
 }
+
+/// Four days down for a schedule every five minutes: 1,152 slots passed, recorded in claims of
+/// at most 1,000 missed slots each, and only the latest runs.
+#[tokio::test(start_paused = true)]
+async fn a_long_outage_is_recorded_slot_by_slot_and_the_latest_runs_once() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let rig = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("back"),
+        |_| {},
+    );
+    let made = create(
+        &rig,
+        in_thread("t-outage"),
+        When::EverySeconds(300),
+        CatchUp::Latest,
+        None,
+    );
+    tokio::time::advance(Duration::from_secs(4 * 24 * HOUR + 60)).await;
+    rig.harness.start_schedules();
+    let slots = 4 * 24 * 12;
+    wait_for("every slot's record", Duration::from_secs(1), || {
+        done(&rig, &made.id) == slots
+    })
+    .await;
+    let recorded = fires(&rig, &made.id);
+    let missed = recorded
+        .iter()
+        .filter(|f| f.outcome == Some(FireOutcome::Missed))
+        .count();
+    assert_eq!(missed, slots - 1);
+    let last = &recorded[slots - 1];
+    assert_eq!(
+        (last.kind, last.outcome),
+        (FireKind::CatchUp, Some(FireOutcome::Ran))
+    );
+    assert_eq!(rig.model.requests().len(), 1);
+    let after = rig
+        .harness
+        .scheduler()
+        .store()
+        .get(&made.id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.missed, u64::try_from(slots - 1).unwrap());
+    assert!(after.next_fire.unwrap() > rig.harness.scheduler().now());
+    rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+}
