@@ -367,3 +367,68 @@ async fn a_long_outage_is_recorded_slot_by_slot_and_the_latest_runs_once() {
     assert!(after.next_fire.unwrap() > rig.harness.scheduler().now());
     rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
 }
+
+/// `scheduler.jitter_seconds`: each slot starts at a random moment within that many seconds
+/// after its time, never before it.
+#[tokio::test(start_paused = true)]
+async fn jitter_starts_each_slot_within_its_bound_after_its_time() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let rig = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("unused"),
+        |config| {
+            config.scheduler.jitter_seconds = 600;
+            // All three at once: only the jitter delays them.
+            config.scheduler.max_concurrent = 3;
+        },
+    );
+    let chat = Arc::new(FakeChat::default());
+    rig.harness.set_chat_schedule(chat.clone());
+    rig.harness.start_schedules();
+    let made: Vec<_> = (0..3)
+        .map(|n| {
+            create(
+                &rig,
+                in_chat(&format!("j{n}")),
+                When::EverySeconds(HOUR),
+                CatchUp::Latest,
+                None,
+            )
+        })
+        .collect();
+    let slot = made[0].next_fire.unwrap();
+    let mut handed_at = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3 * HOUR);
+    while handed_at.len() < made.len() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not all handed over"
+        );
+        let seen = chat.log.lock().unwrap().len();
+        let now = rig.harness.scheduler().now();
+        handed_at.extend(std::iter::repeat_n(now, seen - handed_at.len()));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    for at in &handed_at {
+        assert!(*at >= slot, "{at} before the slot {slot}");
+        assert!(
+            *at <= slot + chrono::TimeDelta::seconds(601),
+            "{at} later than the jitter allows after {slot}"
+        );
+    }
+    let fires: Vec<_> = chat
+        .log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, f)| f.clone())
+        .collect();
+    for fire in &fires {
+        assert_eq!(fire.slot, slot);
+        rig.harness.finish_fire(fire, FireOutcome::Ran, None);
+    }
+    rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+}
