@@ -432,3 +432,52 @@ async fn jitter_starts_each_slot_within_its_bound_after_its_time() {
     }
     rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
 }
+
+/// `deliver: new_thread`: each slot runs in a fresh thread of the owner, named by the schedule
+/// and the slot (so a restart finds it), not in the thread it was created in.
+#[tokio::test(start_paused = true)]
+async fn new_thread_runs_each_slot_in_a_thread_of_its_own() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let rig = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("fresh"),
+        |_| {},
+    );
+    rig.harness.start_schedules();
+    let config = rig.harness.config().current();
+    let made = rig
+        .harness
+        .scheduler()
+        .create(
+            &config.scheduler,
+            &alice(),
+            crate::scheduler::ScheduleSpec {
+                prompt: "A new page each hour".into(),
+                when: Some(When::EverySeconds(HOUR)),
+                deliver: Some(crate::scheduler::Deliver::NewThread),
+                ..Default::default()
+            },
+            in_thread("t-origin"),
+        )
+        .unwrap();
+    wait_for("two slots", Duration::from_secs(10), || {
+        done(&rig, &made.id) == 2
+    })
+    .await;
+    let recorded = fires(&rig, &made.id);
+    for fire in &recorded {
+        assert_eq!(
+            fire.thread_id,
+            format!("sched-{}-{}", made.id, fire.slot.timestamp_millis())
+        );
+        assert_eq!(answers(&messages(&rig, &fire.thread_id).await), ["fresh"]);
+        let record = rig.harness.get_thread("alice", &fire.thread_id).unwrap();
+        assert!(record.is_some(), "the thread is alice's");
+    }
+    assert_ne!(recorded[0].thread_id, recorded[1].thread_id);
+    assert!(messages(&rig, "t-origin").await.is_empty());
+    rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+}
