@@ -93,6 +93,10 @@ fn describe() {
         "Approval requests (requested) and how they ended, by decision"
     );
     describe_counter!(
+        "antler_schedule_fires_total",
+        "Scheduled slots by outcome (ran, failed, skipped_budget, caught_up: a missed slot run by its catch_up policy, missed: recorded without a run)"
+    );
+    describe_counter!(
         "antler_tool_errors_total",
         "Tool calls that returned an error, by tool"
     );
@@ -196,6 +200,9 @@ pub const APPROVAL_DECISIONS: &[&str] = &[
     "timed_out",
     "superseded",
 ];
+/// How scheduled slots end (`schedule_fire`).
+pub const SCHEDULE_FIRE_OUTCOMES: &[&str] =
+    &["ran", "failed", "skipped_budget", "caught_up", "missed"];
 /// Caches and the reasons they drop entries (`cache_evictions`).
 const EVICTIONS: &[(&str, &str)] = &[("thread_states", "idle")];
 
@@ -224,6 +231,9 @@ pub fn register_known(known: &KnownLabels) {
     }
     for &decision in APPROVAL_DECISIONS {
         counter!("antler_approvals_total", "decision" => decision).increment(0);
+    }
+    for &outcome in SCHEDULE_FIRE_OUTCOMES {
+        counter!("antler_schedule_fires_total", "outcome" => outcome).increment(0);
     }
     for &(cache, reason) in EVICTIONS {
         counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
@@ -308,6 +318,11 @@ pub fn tool_call(tool: &str, failed: bool) {
 /// store records it, once per request.
 pub fn approval(decision: &'static str) {
     counter!("antler_approvals_total", "decision" => decision).increment(1);
+}
+
+/// A scheduled slot ended (one of [`SCHEDULE_FIRE_OUTCOMES`]), counted by whoever recorded it.
+pub fn schedule_fire(outcome: &'static str) {
+    counter!("antler_schedule_fires_total", "outcome" => outcome).increment(1);
 }
 
 pub fn guardrail_denial(tool: &str) {
@@ -531,5 +546,25 @@ mod tests {
                 "{label}: {after}"
             );
         }
+    }
+
+    /// Every scheduled-slot outcome is on `/metrics` from the start, and counts under its own.
+    #[test]
+    fn schedule_fires_are_counted_by_outcome() {
+        install();
+        register_known(&KnownLabels::default());
+        let value_of = |text: &str, label: &str| -> u64 {
+            let series = format!("antler_schedule_fires_total{{outcome=\"{label}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(series.as_str()))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{series} missing from {text}"))
+        };
+        let before = render();
+        for &label in SCHEDULE_FIRE_OUTCOMES {
+            value_of(&before, label);
+        }
+        schedule_fire("caught_up");
+        assert!(value_of(&render(), "caught_up") > value_of(&before, "caught_up"));
     }
 }

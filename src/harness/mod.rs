@@ -12,8 +12,12 @@ pub(crate) mod memory_queue;
 mod registries;
 mod request;
 mod run_claims;
+mod run_guard;
 mod run_task;
 mod sandbox_slot;
+mod schedules;
+mod schedules_dispatch;
+mod schedules_loop;
 mod shutdown;
 pub mod testing;
 
@@ -32,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
-use crate::cluster::{Cluster, SystemWallClock};
+use crate::cluster::Cluster;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::custom_agents::AgentStore;
@@ -50,7 +54,8 @@ use antler_store::threads::ThreadError;
 use antler_store::threads::ThreadStoreOptions;
 use antler_store::{Checkpointer, StoreRef, ThreadRecord, ThreadStatus, ThreadStore};
 
-use sandbox_slot::{SandboxLease, SandboxSlot};
+use run_guard::RunGuard;
+use sandbox_slot::SandboxSlot;
 
 /// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -102,6 +107,8 @@ struct Inner {
     scheduler: crate::scheduler::Scheduler,
     /// Where a fired slot of a schedule created in a chat goes (the channel layer's hook).
     chat_schedule: Mutex<Option<Arc<dyn crate::scheduler::ChatSchedule>>>,
+    /// The firing loop and the scheduled runs it dispatches (see [`schedules`]).
+    runner: schedules::Runner,
 }
 
 /// A tool registry and what it was built for.
@@ -150,7 +157,7 @@ impl Harness {
             snapshot.cluster.effective_instance_id(),
             Duration::from_secs(snapshot.cluster.lease_seconds),
             backend_label(&snapshot),
-            Arc::new(SystemWallClock),
+            schedules::wall_clock()?,
         );
         Self::with_cluster(config, store, models, cluster)
     }
@@ -213,6 +220,7 @@ impl Harness {
                 chat_resume: Mutex::new(None),
                 scheduler,
                 chat_schedule: Mutex::new(None),
+                runner: schedules::Runner::default(),
                 cluster,
                 shared,
                 jobs: jobs::Jobs::default(),
@@ -562,33 +570,6 @@ fn lock_runs(inner: &Inner) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
     match inner.runs.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-/// Frees the thread for the next run when the run task ends, however it ends.
-struct RunGuard {
-    inner: Arc<Inner>,
-    thread_id: String,
-    run_id: String,
-    /// Keeps the run's sandbox provider from being shut down under it.
-    sandbox: Option<SandboxLease>,
-    /// The thread's claim across instances (shared stores only).
-    claim: Option<run_claims::RunClaim>,
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        self.inner.runs_finished.fetch_add(1, Ordering::Relaxed);
-        if let Some(claim) = self.claim.take() {
-            run_claims::release(claim, &self.thread_id);
-        }
-        let mut runs = lock_runs(&self.inner);
-        if runs
-            .get(&self.thread_id)
-            .is_some_and(|active| active.run_id == self.run_id)
-        {
-            runs.remove(&self.thread_id);
-        }
     }
 }
 
