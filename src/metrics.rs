@@ -93,6 +93,10 @@ fn describe() {
         "Approval requests (requested) and how they ended, by decision"
     );
     describe_counter!(
+        "antler_schedule_fires_total",
+        "Scheduled slots by outcome (ran, failed, skipped_budget, caught_up: a missed slot run by its catch_up policy, missed: recorded without a run)"
+    );
+    describe_counter!(
         "antler_tool_errors_total",
         "Tool calls that returned an error, by tool"
     );
@@ -196,6 +200,9 @@ pub const APPROVAL_DECISIONS: &[&str] = &[
     "timed_out",
     "superseded",
 ];
+/// How scheduled slots end (`schedule_fire`).
+pub const SCHEDULE_FIRE_OUTCOMES: &[&str] =
+    &["ran", "failed", "skipped_budget", "caught_up", "missed"];
 /// Caches and the reasons they drop entries (`cache_evictions`).
 const EVICTIONS: &[(&str, &str)] = &[("thread_states", "idle")];
 
@@ -224,6 +231,9 @@ pub fn register_known(known: &KnownLabels) {
     }
     for &decision in APPROVAL_DECISIONS {
         counter!("antler_approvals_total", "decision" => decision).increment(0);
+    }
+    for &outcome in SCHEDULE_FIRE_OUTCOMES {
+        counter!("antler_schedule_fires_total", "outcome" => outcome).increment(0);
     }
     for &(cache, reason) in EVICTIONS {
         counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
@@ -308,6 +318,11 @@ pub fn tool_call(tool: &str, failed: bool) {
 /// store records it, once per request.
 pub fn approval(decision: &'static str) {
     counter!("antler_approvals_total", "decision" => decision).increment(1);
+}
+
+/// A scheduled slot ended (one of [`SCHEDULE_FIRE_OUTCOMES`]), counted by whoever recorded it.
+pub fn schedule_fire(outcome: &'static str) {
+    counter!("antler_schedule_fires_total", "outcome" => outcome).increment(1);
 }
 
 pub fn guardrail_denial(tool: &str) {

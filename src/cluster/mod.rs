@@ -20,7 +20,9 @@ use antler_store::{BatchOp, StoreError, StoreRef};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-pub use clock::{SystemWallClock, TokioWallClock, WallClock};
+pub use clock::{
+    CLOCK_START_ENV, OffsetWallClock, SystemWallClock, TokioWallClock, WallClock, clock_from_env,
+};
 
 /// The lease every running daemon holds on its own name: the cluster's member list.
 pub const INSTANCE_PREFIX: &str = "instance:";

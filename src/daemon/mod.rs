@@ -180,6 +180,8 @@ pub async fn run(
     let manager = ServiceManager::default();
     spawn_upkeep(&harness, &config, &options, &manager, &tasks, &watcher_stop);
     let channels = Channels::start(harness.clone(), config.clone(), hub);
+    // After the channels installed their hook: a chat's slot recovered at start reaches it.
+    harness.start_schedules();
     tasks.close();
     log_default_model(&snapshot);
     warn_about_default_model(&snapshot, &model_probe).await;

@@ -16,6 +16,9 @@ pub enum HarnessError {
         "could not create the data directory {path}: {detail}; set data_dir to a writable path"
     )]
     DataDir { path: String, detail: String },
+    /// `ANTLER_CLOCK_START` (tests only) is set but unreadable; the message says what to write.
+    #[error("{0}")]
+    Clock(String),
 }
 
 /// Why a run could not start. Callers branch on the variant (HTTP 409, 404, 503, …).

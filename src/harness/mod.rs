@@ -14,6 +14,9 @@ mod request;
 mod run_claims;
 mod run_task;
 mod sandbox_slot;
+mod schedules;
+mod schedules_dispatch;
+mod schedules_loop;
 mod shutdown;
 pub mod testing;
 
@@ -32,7 +35,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
-use crate::cluster::{Cluster, SystemWallClock};
+use crate::cluster::Cluster;
 use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::custom_agents::AgentStore;
@@ -102,6 +105,8 @@ struct Inner {
     scheduler: crate::scheduler::Scheduler,
     /// Where a fired slot of a schedule created in a chat goes (the channel layer's hook).
     chat_schedule: Mutex<Option<Arc<dyn crate::scheduler::ChatSchedule>>>,
+    /// The firing loop and the scheduled runs it dispatches (see [`schedules`]).
+    runner: schedules::Runner,
 }
 
 /// A tool registry and what it was built for.
@@ -150,7 +155,7 @@ impl Harness {
             snapshot.cluster.effective_instance_id(),
             Duration::from_secs(snapshot.cluster.lease_seconds),
             backend_label(&snapshot),
-            Arc::new(SystemWallClock),
+            schedules::wall_clock()?,
         );
         Self::with_cluster(config, store, models, cluster)
     }
@@ -213,6 +218,7 @@ impl Harness {
                 chat_resume: Mutex::new(None),
                 scheduler,
                 chat_schedule: Mutex::new(None),
+                runner: schedules::Runner::default(),
                 cluster,
                 shared,
                 jobs: jobs::Jobs::default(),

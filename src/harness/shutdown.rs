@@ -14,6 +14,8 @@ impl Harness {
     /// (their threads end `Interrupted`) and flushes the store.
     pub async fn shutdown(&self, grace: Duration) -> Result<(), HarnessError> {
         self.inner.accepting.store(false, Ordering::SeqCst);
+        // First: no slot is claimed or started from here on (claimed ones wait for a restart).
+        self.stop_schedules().await;
         self.inner.jobs.shutdown().await;
         self.inner.tracker.close();
         if tokio::time::timeout(grace, self.inner.tracker.wait())

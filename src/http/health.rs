@@ -22,7 +22,8 @@ pub(crate) async fn healthz() -> &'static str {
 /// says which provider runs tools and whether shell commands work. `reload` is what the last
 /// config reload did (absent until one happened): a rollback shows here as well as in the log.
 /// `store` names the backend; `cluster` this instance, the leases it holds and the instances
-/// sharing the store (from their `instance:` leases).
+/// sharing the store (from their `instance:` leases). `scheduler` says whether schedules fire,
+/// how many there are and when the soonest active one fires next.
 /// Over the local socket (the operator) it also names the config file and the data dir.
 pub(crate) async fn readyz(
     State(state): State<Arc<AppState>>,
@@ -48,6 +49,7 @@ pub(crate) async fn readyz(
     };
     body["store"] = json!({"backend": state.harness.cluster().backend()});
     body["cluster"] = cluster_json(state.harness.cluster());
+    body["scheduler"] = scheduler_json(&state);
     if operator.is_some() {
         body["config"] = json!(state.config.origin().to_string());
         body["data_dir"] = json!(state.config.current().data_dir().display().to_string());
@@ -92,6 +94,21 @@ fn cluster_json(cluster: &crate::cluster::Cluster) -> Value {
                 })
                 .collect();
         }
+        Err(problem) => body["problem"] = json!(problem.to_string()),
+    }
+    body
+}
+
+/// `{"enabled": true, "schedules": 3, "next_fire": "2026-12-07T08:00:00Z"}` (`next_fire` null
+/// with nothing active); `schedules` is replaced by `problem` when the store cannot list them.
+fn scheduler_json(state: &AppState) -> Value {
+    let enabled = state.config.current().scheduler.enabled;
+    let mut body = json!({
+        "enabled": enabled,
+        "next_fire": state.harness.next_schedule_fire(),
+    });
+    match state.harness.scheduler().store().list_all() {
+        Ok(schedules) => body["schedules"] = json!(schedules.len()),
         Err(problem) => body["problem"] = json!(problem.to_string()),
     }
     body

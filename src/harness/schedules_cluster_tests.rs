@@ -1,0 +1,166 @@
+//! Slots across lives and instances: a restart in the middle of a slot's run finishes that
+//! slot once, and two instances on one store claim each slot once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::tests::{answering, answers, create, done, fires, in_thread, messages, rig, wait_for};
+use crate::cluster::TokioWallClock;
+use crate::model::{ScriptedModel, ScriptedTurn};
+use crate::scheduler::{CatchUp, FireKind, FireOutcome, When};
+use antler_store::{MemoryStore, StoreRef};
+
+const HOUR: u64 = 3600;
+
+fn paused_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+/// The first life runs on its own runtime, dropped mid-run: every task of that life stops
+/// where it is, as in a crash (nothing it would write at its end is written); the store stays.
+#[test]
+fn a_restart_during_a_slots_run_finishes_that_slot_once_with_one_question() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let first_life = paused_runtime();
+    let (id, slot) = first_life.block_on(async {
+        let stuck = ScriptedModel::new(
+            "scripted",
+            [ScriptedTurn::Slow {
+                chunks: vec!["never".into()],
+                delay: Duration::from_secs(30 * 24 * HOUR),
+            }],
+        );
+        let rig = rig(
+            &store,
+            "solo",
+            "sled",
+            Arc::new(TokioWallClock::new()),
+            stuck,
+            |_| {},
+        );
+        rig.harness.start_schedules();
+        let made = create(
+            &rig,
+            in_thread("t-crash"),
+            When::EverySeconds(HOUR),
+            CatchUp::Latest,
+            None,
+        );
+        wait_for("the slot's model call", Duration::from_secs(10), || {
+            rig.model.requests().len() == 1
+        })
+        .await;
+        let thread = messages(&rig, "t-crash").await;
+        assert_eq!(thread.iter().filter(|m| m.is_genuine_human()).count(), 1);
+        (made.id.clone(), made.next_fire.unwrap())
+    });
+    drop(first_life);
+    let claimed = crate::scheduler::ScheduleStore::new(store.clone())
+        .claimed()
+        .unwrap();
+    assert_eq!(claimed.len(), 1, "{claimed:?}");
+
+    let second_life = paused_runtime();
+    second_life.block_on(async {
+        let rig = rig(
+            &store,
+            "solo",
+            "sled",
+            Arc::new(TokioWallClock::new()),
+            answering("the answer after all"),
+            |_| {},
+        );
+        rig.harness.start_schedules();
+        wait_for("the slot's end", Duration::from_secs(1), || done(&rig, &id) == 1).await;
+        let all = fires(&rig, &id);
+        assert_eq!(all.len(), 1, "not claimed again as a new slot: {all:?}");
+        assert_eq!(
+            (all[0].slot, all[0].kind, all[0].outcome),
+            (slot, FireKind::Due, Some(FireOutcome::Ran))
+        );
+        let thread = messages(&rig, "t-crash").await;
+        assert_eq!(
+            thread.iter().filter(|m| m.is_genuine_human()).count(),
+            1,
+            "{thread:?}"
+        );
+        assert_eq!(answers(&thread), ["the answer after all"]);
+        assert_eq!(rig.model.requests().len(), 1, "the model once more, at most");
+        rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_instances_on_one_store_claim_each_slot_once() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let a = rig(
+        &store,
+        "a",
+        "memory",
+        Arc::new(TokioWallClock::new()),
+        answering("from a"),
+        |_| {},
+    );
+    let b = rig(
+        &store,
+        "b",
+        "memory",
+        Arc::new(TokioWallClock::new()),
+        answering("from b"),
+        |_| {},
+    );
+    a.harness.start_schedules();
+    b.harness.start_schedules();
+    let every = 300;
+    let made: Vec<_> = (0..4)
+        .map(|n| {
+            create(
+                &a,
+                in_thread(&format!("t-{n}")),
+                When::EverySeconds(every),
+                CatchUp::All,
+                None,
+            )
+        })
+        .collect();
+    let slots = 6;
+    wait_for("six slots of each", Duration::from_secs(5), || {
+        made.iter().all(|s| done(&a, &s.id) >= slots)
+    })
+    .await;
+    let mut ran = 0;
+    for s in &made {
+        let first = s.next_fire.unwrap();
+        let recorded = fires(&a, &s.id);
+        for (n, fire) in recorded.iter().take(slots).enumerate() {
+            let n = i32::try_from(n).unwrap();
+            assert_eq!(
+                fire.slot,
+                first + chrono::TimeDelta::seconds(i64::try_from(every).unwrap()) * n,
+                "{recorded:?}"
+            );
+            assert_eq!(fire.outcome, Some(FireOutcome::Ran), "{fire:?}");
+        }
+        let keys: std::collections::HashSet<_> = recorded.iter().map(|f| f.key()).collect();
+        assert_eq!(keys.len(), recorded.len(), "a slot recorded twice: {recorded:?}");
+        ran += recorded.iter().filter(|f| f.outcome == Some(FireOutcome::Ran)).count();
+        let said = answers(&messages(&a, &s.thread_id).await);
+        let asked = messages(&a, &s.thread_id)
+            .await
+            .iter()
+            .filter(|m| m.is_genuine_human())
+            .count();
+        assert_eq!(said.len(), asked, "one answer per question in {}", s.thread_id);
+    }
+    let asked_models = a.model.requests().len() + b.model.requests().len();
+    assert!(
+        asked_models >= ran && asked_models <= ran + made.len(),
+        "{asked_models} model calls for {ran} slots run"
+    );
+    a.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+    b.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+}
