@@ -51,6 +51,8 @@ pub(crate) enum TurnError {
     Migrate(#[from] shared_chat::MigrateError),
     #[error(transparent)]
     Approval(#[from] crate::approvals::ApprovalError),
+    #[error(transparent)]
+    Schedule(#[from] crate::scheduler::SchedulerError),
     /// A command could not be carried out; the text says why.
     #[error("{0}")]
     Command(String),

@@ -162,10 +162,10 @@ pub(super) async fn already_asked(deps: &TurnDeps, thread_id: &str, journal_key:
 
 /// Marks a human message as the question of the journal entry `journal_key`.
 pub(super) fn mark_inbound(human: &mut HumanMessage, journal_key: &str) {
-    human.meta.extra.insert(
-        INBOUND_KEY.into(),
-        Value::String(journal_key.to_string()),
-    );
+    human
+        .meta
+        .extra
+        .insert(INBOUND_KEY.into(), Value::String(journal_key.to_string()));
 }
 
 fn human_message(
