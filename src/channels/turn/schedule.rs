@@ -122,6 +122,11 @@ async fn fire_turn(
     for message in &mut request.input {
         if let Message::Human(human) = message {
             mark_inbound(human, &entry.key);
+            // In a group the prompt is the owner's words, named like every member's.
+            if !entry.message.is_direct {
+                let name = entry.message.display_name.as_deref();
+                human.set_shared_sender(&schedule.owner, name.unwrap_or(&schedule.owner));
+            }
         }
     }
     // A re-run after a crash (its status was planned) may find the prompt checkpointed.
