@@ -18,7 +18,7 @@ use crate::channels::runtime::ChannelRuntime;
 use crate::channels::schedule_hook::ChatScheduleHook;
 use crate::config::{AppConfig, ConfigHandle, ModelConfig};
 use crate::harness::Harness;
-use crate::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
+use crate::model::{ModelErrorKind, ModelRegistry, ScriptedModel, ScriptedTurn};
 use crate::scheduler::{
     CatchUp, ChatSchedule, Claim, Deliver, Fire, FireKind, FireOutcome, FireStatus, Schedule,
     ScheduleStatus, Target, When,
@@ -78,6 +78,7 @@ fn daemon(
         ..AppConfig::default()
     };
     config.cluster.instance_id = id.to_string();
+    config.llm_call.retry_max_attempts = 1;
     config.channels.telegram.allowed_users = allowed_users.iter().map(|u| u.to_string()).collect();
     let profile = config
         .channels
@@ -110,6 +111,11 @@ impl Daemon {
 
 /// A schedule of `u1` in the direct chat `telegram:c1`, stored, with its first slot claimed.
 fn claimed_schedule(harness: &Harness) -> (Schedule, Fire) {
+    claimed_schedule_delivering(harness, Deliver::Here)
+}
+
+/// [`claimed_schedule`] with `deliver`; a `new_thread` slot runs on a thread of its own.
+fn claimed_schedule_delivering(harness: &Harness, deliver: Deliver) -> (Schedule, Fire) {
     let created = Utc.with_ymd_and_hms(2026, 12, 5, 21, 0, 0).unwrap();
     let slot = Utc.with_ymd_and_hms(2026, 12, 7, 8, 0, 0).unwrap();
     let store = harness.scheduler().store();
@@ -123,7 +129,7 @@ fn claimed_schedule(harness: &Harness) -> (Schedule, Fire) {
                 when: When::Cron("0 9 * * MON".into()),
                 timezone: "Europe/Berlin".into(),
                 catch_up: CatchUp::Latest,
-                deliver: Deliver::Here,
+                deliver,
                 target: Target::Chat {
                     chat_key: "telegram:c1".into(),
                     sender_id: "u1".into(),
@@ -151,7 +157,10 @@ fn claimed_schedule(harness: &Harness) -> (Schedule, Fire) {
         slot,
         kind: FireKind::Due,
         status: FireStatus::Claimed,
-        thread_id: schedule.thread_id.clone(),
+        thread_id: match deliver {
+            Deliver::Here => schedule.thread_id.clone(),
+            Deliver::NewThread => format!("sched-{}-{}", schedule.id, slot.timestamp_millis()),
+        },
         thread_owner: schedule.thread_owner.clone(),
         claimed_at: slot,
         claimed_by: "a".into(),
@@ -357,4 +366,111 @@ async fn a_notice_is_posted_once() {
     assert!(model.requests().is_empty(), "a notice runs nothing");
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_thread_slot_answers_in_the_chat_and_leaves_its_conversation_alone() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let platform = Arc::new(Platform::default());
+    let model = Arc::new(ScriptedModel::new(
+        "scripted",
+        [
+            ScriptedTurn::Text(vec!["Hello.".into()]),
+            ScriptedTurn::Text(vec!["Time to send the report.".into()]),
+        ],
+    ));
+    let a = daemon(&store, "a", &platform, &model, &[]);
+    a.manager
+        .accept_batch("telegram", vec![message("m1", "u1", "hi")])
+        .unwrap();
+    wait_until("the chat's first answer", || {
+        platform.count(|t| t == "Hello.") == 1
+    })
+    .await;
+    let key = ChatKey::new("telegram", "c1", None);
+    let before = a
+        .manager
+        .chats()
+        .get(&key)
+        .unwrap()
+        .expect("the chat's record");
+
+    let (schedule, fire) = claimed_schedule_delivering(&a.harness, Deliver::NewThread);
+    assert_ne!(fire.thread_id, before.thread_id);
+    a.hook.fire(&schedule, &fire).unwrap();
+    wait_until("the slot finished", || {
+        outcome_of(&a.harness, &fire).is_some()
+    })
+    .await;
+    assert_eq!(
+        outcome_of(&a.harness, &fire),
+        Some((FireOutcome::Ran, None))
+    );
+    assert_eq!(platform.count(|t| t == ANSWER), 1, "answered in the chat");
+    let after = a
+        .manager
+        .chats()
+        .get(&key)
+        .unwrap()
+        .expect("the chat's record");
+    assert_eq!(
+        after.thread_id, before.thread_id,
+        "the chat's conversation stays"
+    );
+    let own = a
+        .harness
+        .thread_state(&fire.thread_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(own.messages.iter().any(|m| {
+        m.as_human()
+            .is_some_and(|h| h.content.contains("Remind me to send the report"))
+    }));
+    let chat = a
+        .harness
+        .thread_state(&before.thread_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!chat.messages.iter().any(|m| {
+        m.as_human()
+            .is_some_and(|h| h.content.contains("Remind me to send the report"))
+    }));
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_slot_says_so_briefly_and_when_it_runs_again() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let platform = Arc::new(Platform::default());
+    let model = Arc::new(ScriptedModel::new(
+        "scripted",
+        [ScriptedTurn::Fail(ModelErrorKind::Status(500))],
+    ));
+    let a = daemon(&store, "a", &platform, &model, &[]);
+    let (schedule, fire) = claimed_schedule(&a.harness);
+    a.hook.fire(&schedule, &fire).unwrap();
+    wait_until("the slot finished", || {
+        outcome_of(&a.harness, &fire).is_some()
+    })
+    .await;
+    let (outcome, detail) = outcome_of(&a.harness, &fire).unwrap();
+    assert_eq!(outcome, FireOutcome::Failed);
+    assert!(detail.is_some());
+    let notices: Vec<String> = platform
+        .sent
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| t.starts_with("⚠ Scheduled task Weekly report failed: "))
+        .cloned()
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(
+        notices[0].ends_with(" It will run again at Mon 2026-12-14 09:00 CET."),
+        "{}",
+        notices[0]
+    );
+    a.stop().await;
 }
