@@ -4,10 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::tests::{answering, answers, create, done, fires, in_thread, messages, rig, wait_for};
+use super::tests::{
+    FakeChat, alice, answering, answers, create, done, fires, in_chat, in_thread, messages, rig,
+    wait_for,
+};
 use crate::cluster::TokioWallClock;
 use crate::model::{ScriptedModel, ScriptedTurn};
-use crate::scheduler::{CatchUp, FireKind, FireOutcome, When};
+use crate::scheduler::{Caller, CatchUp, FireKind, FireOutcome, FireStatus, SchedulerError, When};
 use antler_store::{MemoryStore, StoreRef};
 
 const HOUR: u64 = 3600;
@@ -75,7 +78,10 @@ fn a_restart_during_a_slots_run_finishes_that_slot_once_with_one_question() {
             |_| {},
         );
         rig.harness.start_schedules();
-        wait_for("the slot's end", Duration::from_secs(1), || done(&rig, &id) == 1).await;
+        wait_for("the slot's end", Duration::from_secs(1), || {
+            done(&rig, &id) == 1
+        })
+        .await;
         let all = fires(&rig, &id);
         assert_eq!(all.len(), 1, "not claimed again as a new slot: {all:?}");
         assert_eq!(
@@ -89,7 +95,11 @@ fn a_restart_during_a_slots_run_finishes_that_slot_once_with_one_question() {
             "{thread:?}"
         );
         assert_eq!(answers(&thread), ["the answer after all"]);
-        assert_eq!(rig.model.requests().len(), 1, "the model once more, at most");
+        assert_eq!(
+            rig.model.requests().len(),
+            1,
+            "the model once more, at most"
+        );
         rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
     });
 }
@@ -146,15 +156,27 @@ async fn two_instances_on_one_store_claim_each_slot_once() {
             assert_eq!(fire.outcome, Some(FireOutcome::Ran), "{fire:?}");
         }
         let keys: std::collections::HashSet<_> = recorded.iter().map(|f| f.key()).collect();
-        assert_eq!(keys.len(), recorded.len(), "a slot recorded twice: {recorded:?}");
-        ran += recorded.iter().filter(|f| f.outcome == Some(FireOutcome::Ran)).count();
+        assert_eq!(
+            keys.len(),
+            recorded.len(),
+            "a slot recorded twice: {recorded:?}"
+        );
+        ran += recorded
+            .iter()
+            .filter(|f| f.outcome == Some(FireOutcome::Ran))
+            .count();
         let said = answers(&messages(&a, &s.thread_id).await);
         let asked = messages(&a, &s.thread_id)
             .await
             .iter()
             .filter(|m| m.is_genuine_human())
             .count();
-        assert_eq!(said.len(), asked, "one answer per question in {}", s.thread_id);
+        assert_eq!(
+            said.len(),
+            asked,
+            "one answer per question in {}",
+            s.thread_id
+        );
     }
     let asked_models = a.model.requests().len() + b.model.requests().len();
     assert!(
@@ -163,4 +185,134 @@ async fn two_instances_on_one_store_claim_each_slot_once() {
     );
     a.harness.shutdown(Duration::from_secs(1)).await.unwrap();
     b.harness.shutdown(Duration::from_secs(1)).await.unwrap();
+}
+
+/// A chat's slot claimed before a restart is handed to the chat again (its journal entry
+/// dedupes), not claimed as a new slot; the chat's report of its end finishes it once.
+#[tokio::test(start_paused = true)]
+async fn a_chat_slot_claimed_before_a_restart_is_handed_to_its_chat_again() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let before = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("unused"),
+        |_| {},
+    );
+    let chat = Arc::new(FakeChat::default());
+    before.harness.set_chat_schedule(chat.clone());
+    before.harness.start_schedules();
+    let made = create(
+        &before,
+        in_chat("c-restart"),
+        When::EverySeconds(HOUR),
+        CatchUp::Latest,
+        None,
+    );
+    wait_for("the chat's slot", Duration::from_secs(1), || {
+        chat.log.lock().unwrap().len() == 1
+    })
+    .await;
+    let handed = chat.log.lock().unwrap()[0].1.clone();
+    before.harness.stop_schedules().await;
+
+    let after = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("unused"),
+        |_| {},
+    );
+    let chat_after = Arc::new(FakeChat::default());
+    after.harness.set_chat_schedule(chat_after.clone());
+    after.harness.start_schedules();
+    wait_for("the slot handed over again", Duration::from_secs(1), || {
+        chat_after.log.lock().unwrap().len() == 1
+    })
+    .await;
+    let again = chat_after.log.lock().unwrap()[0].1.clone();
+    assert_eq!(again.key(), handed.key());
+    assert_eq!(again.status, FireStatus::Claimed);
+    after.harness.finish_fire(&again, FireOutcome::Ran, None);
+    after
+        .harness
+        .finish_fire(&again, FireOutcome::Failed, Some("late".into()));
+    let recorded = fires(&after, &made.id);
+    assert_eq!(recorded.len(), 1);
+    assert_eq!(
+        recorded[0].outcome,
+        Some(FireOutcome::Ran),
+        "the first end counts"
+    );
+    after
+        .harness
+        .shutdown(Duration::from_secs(1))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_now_fires_a_manual_slot_for_its_owner_or_an_admin_only() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let rig = rig(
+        &store,
+        "solo",
+        "sled",
+        Arc::new(TokioWallClock::new()),
+        answering("done by hand"),
+        |_| {},
+    );
+    rig.harness.start_schedules();
+    let made = create(
+        &rig,
+        in_thread("t-manual"),
+        When::EverySeconds(HOUR),
+        CatchUp::Latest,
+        None,
+    );
+    let bob = Caller {
+        user_id: "bob".into(),
+        is_admin: false,
+    };
+    let refused = rig.harness.run_schedule_now(&bob, &made.id).await;
+    assert!(
+        matches!(refused, Err(SchedulerError::NotFound { .. })),
+        "{refused:?}"
+    );
+    let fire = rig
+        .harness
+        .run_schedule_now(&alice(), &made.id)
+        .await
+        .unwrap();
+    assert_eq!(fire.kind, FireKind::Manual);
+    wait_for("the manual run", Duration::from_secs(1), || {
+        done(&rig, &made.id) == 1
+    })
+    .await;
+    assert_eq!(answers(&messages(&rig, "t-manual").await), ["done by hand"]);
+    let admin = Caller {
+        user_id: "root".into(),
+        is_admin: true,
+    };
+    tokio::time::advance(Duration::from_secs(1)).await;
+    rig.harness
+        .run_schedule_now(&admin, &made.id)
+        .await
+        .unwrap();
+    wait_for("the admin's run", Duration::from_secs(1), || {
+        done(&rig, &made.id) == 2
+    })
+    .await;
+    // A manual run does not move the schedule's own next slot.
+    let after = rig
+        .harness
+        .scheduler()
+        .store()
+        .get(&made.id)
+        .unwrap()
+        .unwrap();
+    assert_eq!(after.next_fire, made.next_fire);
+    rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::DateTime;
 
 use super::super::{Harness, Speaker};
 use crate::cluster::{Cluster, TokioWallClock, WallClock};
@@ -55,8 +55,20 @@ pub(super) fn rig(
     }
 }
 
+/// Answers `text` to the first 50 calls (a script records its requests; a cycling one not).
 pub(super) fn answering(text: &str) -> ScriptedModel {
-    ScriptedModel::cycling("scripted", vec![ScriptedTurn::Text(vec![text.into()])])
+    ScriptedModel::new(
+        "scripted",
+        std::iter::repeat_n(ScriptedTurn::Text(vec![text.into()]), 50),
+    )
+}
+
+/// What the schedule said in its thread (not the run's own failure marker).
+pub(super) fn notices(messages: &[Message]) -> Vec<String> {
+    answers(messages)
+        .into_iter()
+        .filter(|text| text.starts_with(['⚠', '⏸', '⏭']))
+        .collect()
 }
 
 pub(super) fn alice() -> Caller {
@@ -211,8 +223,20 @@ async fn daemon_down_across_three_slots_latest_runs_one_none_none_all_three() {
         |_| {},
     );
     let hourly = When::EverySeconds(HOUR);
-    let latest = create(&rig, in_thread("t-latest"), hourly.clone(), CatchUp::Latest, None);
-    let none = create(&rig, in_thread("t-none"), hourly.clone(), CatchUp::None, None);
+    let latest = create(
+        &rig,
+        in_thread("t-latest"),
+        hourly.clone(),
+        CatchUp::Latest,
+        None,
+    );
+    let none = create(
+        &rig,
+        in_thread("t-none"),
+        hourly.clone(),
+        CatchUp::None,
+        None,
+    );
     let all = create(&rig, in_thread("t-all"), hourly, CatchUp::All, None);
     let first = latest.next_fire.unwrap();
     // Down across three slots: nothing runs the loop meanwhile.
@@ -226,7 +250,10 @@ async fn daemon_down_across_three_slots_latest_runs_one_none_none_all_three() {
     .await;
 
     let outcomes = |s: &Schedule| -> Vec<(FireKind, Option<FireOutcome>)> {
-        fires(&rig, &s.id).iter().map(|f| (f.kind, f.outcome)).collect()
+        fires(&rig, &s.id)
+            .iter()
+            .map(|f| (f.kind, f.outcome))
+            .collect()
     };
     let missed = (FireKind::Due, Some(FireOutcome::Missed));
     let caught_up = (FireKind::CatchUp, Some(FireOutcome::Ran));
@@ -324,13 +351,29 @@ async fn a_slot_whose_owner_has_no_budget_left_is_skipped_with_a_notice_not_queu
     wait_for("the skipped slot", STEP, || done(&rig, &made.id) == 1).await;
     let fire = &fires(&rig, &made.id)[0];
     assert_eq!(fire.outcome, Some(FireOutcome::SkippedBudget));
-    assert!(fire.detail.as_deref().unwrap_or_default().contains("budget"), "{fire:?}");
+    assert!(
+        fire.detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("budget"),
+        "{fire:?}"
+    );
     let said = answers(&messages(&rig, "t-budget").await);
     assert_eq!(said.len(), 1, "{said:?}");
-    assert!(said[0].starts_with("⏭ Schedule job in t-budget skipped"), "{said:?}");
+    assert!(
+        said[0].starts_with("⏭ Schedule job in t-budget skipped"),
+        "{said:?}"
+    );
     assert!(rig.model.requests().is_empty());
     // Not queued: nothing stays claimed, the next slot is the next one.
-    assert!(rig.harness.scheduler().store().claimed().unwrap().is_empty());
+    assert!(
+        rig.harness
+            .scheduler()
+            .store()
+            .claimed()
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         schedule(&rig, &made.id).next_fire,
         Some(slot + chrono::TimeDelta::hours(1))
@@ -341,8 +384,10 @@ async fn a_slot_whose_owner_has_no_budget_left_is_skipped_with_a_notice_not_queu
 #[tokio::test(start_paused = true)]
 async fn three_failed_runs_in_a_row_pause_the_schedule_with_a_notice() {
     let store: StoreRef = Arc::new(MemoryStore::new());
-    let failing =
-        ScriptedModel::cycling("scripted", vec![ScriptedTurn::Fail(ModelErrorKind::Status(400))]);
+    let failing = ScriptedModel::new(
+        "scripted",
+        std::iter::repeat_n(ScriptedTurn::Fail(ModelErrorKind::Status(400)), 3),
+    );
     let rig = rig(
         &store,
         "solo",
@@ -367,14 +412,27 @@ async fn three_failed_runs_in_a_row_pause_the_schedule_with_a_notice() {
     assert_eq!(after.consecutive_failures, 3);
     let outcomes: Vec<_> = fires(&rig, &made.id).iter().map(|f| f.outcome).collect();
     assert_eq!(outcomes, [Some(FireOutcome::Failed); 3]);
-    let said = answers(&messages(&rig, "t-fail").await);
-    assert_eq!(said.len(), 4, "three failure notices and the pause: {said:?}");
-    assert!(said[..3].iter().all(|s| s.starts_with("⚠ Schedule job in t-fail could not run")), "{said:?}");
+    let said = notices(&messages(&rig, "t-fail").await);
+    assert_eq!(
+        said.len(),
+        4,
+        "three failure notices and the pause: {said:?}"
+    );
+    assert!(
+        said[..3]
+            .iter()
+            .all(|s| s.starts_with("⚠ Schedule job in t-fail could not run")),
+        "{said:?}"
+    );
+    assert_eq!(rig.model.requests().len(), 3);
     assert!(
         said[3].starts_with("⏸ Schedule job in t-fail paused after 3 failed runs in a row"),
         "{said:?}"
     );
-    assert!(said[3].contains(&format!("resume schedule {}", made.id)), "{said:?}");
+    assert!(
+        said[3].contains(&format!("resume schedule {}", made.id)),
+        "{said:?}"
+    );
     // Paused: no active schedule is left to wake for.
     assert_eq!(rig.harness.next_schedule_fire(), None);
     rig.harness.shutdown(Duration::from_secs(1)).await.unwrap();
