@@ -444,6 +444,7 @@ impl Harness {
                 memory: self.inner.memory.as_ref(),
                 skills: Some(self.skills(config)),
                 approvals: Some(self.approval_gate()),
+                scheduler: Some(self.inner.scheduler.clone()),
             },
         )?)
     }
