@@ -106,6 +106,12 @@ impl TurnDeps {
         if shared && !record.shared {
             return Ok(self.migrate(key)?);
         }
+        if shared && message.workspace_id.is_some() && record.workspace_id != message.workspace_id {
+            let workspace_id = message.workspace_id.clone();
+            self.chats
+                .update(key, |record| record.workspace_id.clone_from(&workspace_id))?;
+            record.workspace_id = workspace_id;
+        }
         if !shared && record.user_id != user_id {
             let thread = self.harness.create_thread(&user_id, None, metadata())?;
             record.user_id = user_id;

@@ -78,6 +78,11 @@ pub struct ChatRecord {
     /// A bootstrap in progress: the chat's turns set this agent up until it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootstrap: Option<BootstrapSession>,
+    /// The workspace (Discord guild, Slack team) a group chat is in, as its last message
+    /// said: a schedule's turn, which has no platform message of its own, is checked against
+    /// the allowed workspaces with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -96,6 +101,7 @@ impl ChatRecord {
             agent: None,
             plan_mode: false,
             bootstrap: None,
+            workspace_id: None,
             created_at: now,
             updated_at: now,
         }

@@ -25,6 +25,9 @@ use crate::scheduler::{
 };
 use antler_store::{MemoryStore, StoreRef};
 
+#[path = "schedule_group_tests.rs"]
+mod group;
+
 /// What the platform received.
 #[derive(Default)]
 struct Platform {
@@ -72,6 +75,22 @@ fn daemon(
     model: &Arc<ScriptedModel>,
     allowed_users: &[&str],
 ) -> Daemon {
+    let allowed_users: Vec<String> = allowed_users.iter().map(|u| u.to_string()).collect();
+    daemon_on("telegram", store, id, platform, model, |config| {
+        config.channels.telegram.allowed_users = allowed_users;
+    })
+}
+
+/// A daemon on `store` whose channel `channel` sends to `platform`, its config changed by
+/// `configure`.
+fn daemon_on(
+    channel: &str,
+    store: &StoreRef,
+    id: &str,
+    platform: &Arc<Platform>,
+    model: &Arc<ScriptedModel>,
+    configure: impl FnOnce(&mut AppConfig),
+) -> Daemon {
     let dir = tempfile::tempdir().unwrap();
     let mut config = AppConfig {
         data_dir: Some(dir.path().to_path_buf()),
@@ -79,10 +98,10 @@ fn daemon(
     };
     config.cluster.instance_id = id.to_string();
     config.llm_call.retry_max_attempts = 1;
-    config.channels.telegram.allowed_users = allowed_users.iter().map(|u| u.to_string()).collect();
+    configure(&mut config);
     let profile = config
         .channels
-        .section("telegram")
+        .section(channel)
         .unwrap()
         .adapter()
         .profile();
@@ -93,7 +112,7 @@ fn daemon(
     let manager = ChannelManager::new(harness.clone(), config);
     let hook = ChatScheduleHook::new(&manager);
     let parts = ChannelParts::send_only(platform.clone());
-    manager.register(ChannelRuntime::new("telegram", parts, profile, None));
+    manager.register(ChannelRuntime::new(channel, parts, profile, None));
     Daemon {
         harness,
         manager,
@@ -116,6 +135,23 @@ fn claimed_schedule(harness: &Harness) -> (Schedule, Fire) {
 
 /// [`claimed_schedule`] with `deliver`; a `new_thread` slot runs on a thread of its own.
 fn claimed_schedule_delivering(harness: &Harness, deliver: Deliver) -> (Schedule, Fire) {
+    let target = Target::Chat {
+        chat_key: "telegram:c1".into(),
+        sender_id: "u1".into(),
+        sender_name: Some("Ann".into()),
+        shared: false,
+    };
+    claimed_in(harness, deliver, target, "telegram-u1")
+}
+
+/// A schedule of `telegram-u1` answering at `target`, whose thread `sched-t1` is
+/// `thread_owner`'s, stored with its first slot (Monday 7 December, 09:00 Berlin) claimed.
+fn claimed_in(
+    harness: &Harness,
+    deliver: Deliver,
+    target: Target,
+    thread_owner: &str,
+) -> (Schedule, Fire) {
     let created = Utc.with_ymd_and_hms(2026, 12, 5, 21, 0, 0).unwrap();
     let slot = Utc.with_ymd_and_hms(2026, 12, 7, 8, 0, 0).unwrap();
     let store = harness.scheduler().store();
@@ -130,14 +166,9 @@ fn claimed_schedule_delivering(harness: &Harness, deliver: Deliver) -> (Schedule
                 timezone: "Europe/Berlin".into(),
                 catch_up: CatchUp::Latest,
                 deliver,
-                target: Target::Chat {
-                    chat_key: "telegram:c1".into(),
-                    sender_id: "u1".into(),
-                    sender_name: Some("Ann".into()),
-                    shared: false,
-                },
+                target,
                 thread_id: "sched-t1".into(),
-                thread_owner: "telegram-u1".into(),
+                thread_owner: thread_owner.into(),
                 agent_name: None,
                 agent_owner: None,
                 model_name: None,

@@ -110,7 +110,7 @@ async fn fire_turn(
         deps.harness.finish_fire(fire, outcome, detail);
         return Ok(true);
     }
-    if let Err(reason) = owner_allowed(deps, key, entry) {
+    if let Err(reason) = owner_allowed(deps, key, entry)? {
         tracing::info!(fire = %fire.key(), chat = %key, reason, "Not running a scheduled slot: its owner may no longer use this chat");
         let detail = format!("the owner may no longer use this chat ({reason})");
         deps.harness
@@ -226,7 +226,7 @@ async fn notice(
         tracing::warn!(notice = notice_key, chat = %key, "Ignoring a schedule notice for no schedule of this chat");
         return Ok(true);
     }
-    if let Err(reason) = owner_allowed(deps, key, entry) {
+    if let Err(reason) = owner_allowed(deps, key, entry)? {
         tracing::info!(notice = notice_key, chat = %key, reason, "Not posting a schedule notice: its owner may no longer use this chat");
         return Ok(true);
     }
@@ -243,17 +243,27 @@ async fn notice(
 }
 
 /// Whether the schedule's owner may still use this chat, by the live config (allowlists,
-/// admins, group chats allowed).
-fn owner_allowed(deps: &TurnDeps, key: &ChatKey, entry: &JournalEntry) -> Result<(), String> {
+/// admins, group chats allowed, in the workspace the chat's record names); `Err` says why not.
+fn owner_allowed(
+    deps: &TurnDeps,
+    key: &ChatKey,
+    entry: &JournalEntry,
+) -> Result<Result<(), String>, TurnError> {
     let config = deps.config.current();
     let Some(section) = config.channels.section(&key.channel) else {
-        return Err(format!("channel {} is not configured", key.channel));
+        return Ok(Err(format!("channel {} is not configured", key.channel)));
     };
-    match verdict(&section.access(), &section.group_rules(), &entry.message) {
-        Verdict::Allow => Ok(()),
-        Verdict::Deny(reason) => Err(reason.to_string()),
-        Verdict::NotAddressed | Verdict::Bot => Err("not addressed to the bot".into()),
+    let mut message = entry.message.clone();
+    if !message.is_direct {
+        message.workspace_id = deps.chats.get(key)?.and_then(|r| r.workspace_id);
     }
+    Ok(
+        match verdict(&section.access(), &section.group_rules(), &message) {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny(reason) => Err(reason.to_string()),
+            Verdict::NotAddressed | Verdict::Bot => Err("not addressed to the bot".into()),
+        },
+    )
 }
 
 /// The status message the run streams into, naming the schedule.
