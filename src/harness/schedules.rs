@@ -91,8 +91,8 @@ pub(super) fn fire_thread(schedule: &Schedule, slot: DateTime<Utc>) -> String {
     }
 }
 
-/// The id of a fire's human message: fixed by the fire, so a restart tells whether its run
-/// had started.
+/// The id of a fire's human message, fixed by the fire (a restart finds the message by its
+/// `meta.extra.schedule_fire` mark: a thread's first message lends its id to the date reminder).
 pub(super) fn fire_message_id(fire: &Fire) -> String {
     format!(
         "human-sched-{}-{}",

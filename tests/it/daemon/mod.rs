@@ -23,6 +23,7 @@ mod prompt_budget;
 mod reload;
 mod run_errors;
 mod schedule_task;
+mod scheduled_slots;
 mod subagents;
 mod systemd;
 mod usage;
