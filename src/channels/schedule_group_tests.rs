@@ -17,6 +17,7 @@ async fn a_members_slot_in_a_guild_allowed_group_runs_as_them() {
         ],
     ));
     let a = daemon_on("discord", &store, "a", &platform, &model, |config| {
+        config.channels.discord.enabled = true;
         config.channels.discord.allowed_guilds = vec!["g1".into()];
     });
     let mut hello = message("m1", "u1", "hi all");

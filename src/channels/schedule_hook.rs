@@ -37,6 +37,24 @@ impl ChatSchedule for ChatScheduleHook {
         let Some(inner) = self.inner.upgrade() else {
             return Ok(());
         };
+        // A chat whose channel is gone or turned off would hold the slot until the permit's
+        // patience runs out: it fails now, with the reason, and the next slot tries again.
+        let config = inner.deps.config.current();
+        match config.channels.section(&key.channel) {
+            Some(section) if section.enabled() => {}
+            Some(_) => {
+                return Err(SchedulerError::Invalid(format!(
+                    "channel {channel} is turned off (`channels.{channel}.enabled`)",
+                    channel = key.channel
+                )));
+            }
+            None => {
+                return Err(SchedulerError::Invalid(format!(
+                    "no channel {} is configured for this schedule's chat",
+                    key.channel
+                )));
+            }
+        }
         let journal_key = Journal::key_of(&message);
         if inner.queue_entry(&key, message)? {
             return Ok(());

@@ -77,6 +77,7 @@ fn daemon(
 ) -> Daemon {
     let allowed_users: Vec<String> = allowed_users.iter().map(|u| u.to_string()).collect();
     daemon_on("telegram", store, id, platform, model, |config| {
+        config.channels.telegram.enabled = true;
         config.channels.telegram.allowed_users = allowed_users;
     })
 }
@@ -502,6 +503,31 @@ async fn a_failed_slot_says_so_briefly_and_when_it_runs_again() {
         notices[0].ends_with(" It will run again at Mon 2026-12-14 09:00 CET."),
         "{}",
         notices[0]
+    );
+    a.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_for_a_channel_turned_off_fails_at_once_with_the_reason() {
+    let store: StoreRef = Arc::new(MemoryStore::new());
+    let platform = Arc::new(Platform::default());
+    let model = Arc::new(ScriptedModel::new("scripted", []));
+    let a = daemon(&store, "a", &platform, &model, &[]);
+    let target = Target::Chat {
+        chat_key: "slack:C1".into(),
+        sender_id: "U1".into(),
+        sender_name: None,
+        shared: false,
+    };
+    let (schedule, fire) = claimed_in(&a.harness, Deliver::Here, target, "slack-U1");
+    let error = a.hook.fire(&schedule, &fire).unwrap_err();
+    assert!(
+        error.to_string().contains("`channels.slack.enabled`"),
+        "{error}"
+    );
+    assert!(
+        a.manager.journal().pending_chats(None).unwrap().is_empty(),
+        "nothing journalled"
     );
     a.stop().await;
 }
