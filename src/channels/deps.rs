@@ -51,6 +51,8 @@ pub(crate) enum TurnError {
     Migrate(#[from] shared_chat::MigrateError),
     #[error(transparent)]
     Approval(#[from] crate::approvals::ApprovalError),
+    #[error(transparent)]
+    Schedule(#[from] crate::scheduler::SchedulerError),
     /// A command could not be carried out; the text says why.
     #[error("{0}")]
     Command(String),
@@ -103,6 +105,12 @@ impl TurnDeps {
             .await?;
         if shared && !record.shared {
             return Ok(self.migrate(key)?);
+        }
+        if shared && message.workspace_id.is_some() && record.workspace_id != message.workspace_id {
+            let workspace_id = message.workspace_id.clone();
+            self.chats
+                .update(key, |record| record.workspace_id.clone_from(&workspace_id))?;
+            record.workspace_id = workspace_id;
         }
         if !shared && record.user_id != user_id {
             let thread = self.harness.create_thread(&user_id, None, metadata())?;

@@ -40,6 +40,16 @@ pub fn chat_owner(key: &ChatKey) -> String {
     format!("{CHAT_OWNER_PREFIX}{channel}-{}", &digest[..24])
 }
 
+/// `channel:chat[:topic]` (a `ChatKey`'s display form) back into the key.
+pub(crate) fn parse_chat_key(text: &str) -> Option<ChatKey> {
+    let mut parts = text.splitn(3, ':');
+    let (channel, chat) = (parts.next()?, parts.next()?);
+    if channel.is_empty() || chat.is_empty() {
+        return None;
+    }
+    Some(ChatKey::new(channel, chat, parts.next().map(String::from)))
+}
+
 /// What a chat (or topic) is bound to.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatRecord {
@@ -68,6 +78,11 @@ pub struct ChatRecord {
     /// A bootstrap in progress: the chat's turns set this agent up until it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bootstrap: Option<BootstrapSession>,
+    /// The workspace (Discord guild, Slack team) a group chat is in, as its last message
+    /// said: a schedule's turn, which has no platform message of its own, is checked against
+    /// the allowed workspaces with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -86,6 +101,7 @@ impl ChatRecord {
             agent: None,
             plan_mode: false,
             bootstrap: None,
+            workspace_id: None,
             created_at: now,
             updated_at: now,
         }
@@ -329,6 +345,19 @@ mod tests {
         }
         assert_eq!(created.load(Ordering::SeqCst), 1);
         assert!(ids.iter().all(|id| id == "thread-0"));
+    }
+
+    #[test]
+    fn chat_keys_read_back_from_their_display_form() {
+        for key in [
+            ChatKey::new("telegram", "-100", Some("m31".into())),
+            ChatKey::new("telegram", "42", None),
+            ChatKey::new("slack", "C1", Some("1700000001.000100".into())),
+        ] {
+            assert_eq!(parse_chat_key(&key.to_string()), Some(key));
+        }
+        assert_eq!(parse_chat_key("telegram"), None);
+        assert_eq!(parse_chat_key(":1"), None);
     }
 
     #[tokio::test]

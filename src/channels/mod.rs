@@ -34,6 +34,10 @@ mod records;
 mod reload;
 mod resume_hook;
 mod runtime;
+mod schedule_entry;
+mod schedule_hook;
+#[cfg(test)]
+mod schedule_tests;
 mod sender;
 mod shared_chat;
 mod slots;
@@ -108,6 +112,8 @@ impl Channels {
         let manager = ChannelManager::new(harness.clone(), config.clone());
         // Decisions made away from a request's chat (HTTP, the timeout) resume it there.
         harness.set_chat_resume(Arc::new(resume_hook::ChatResumeHook::new(&manager)));
+        // Fired slots of schedules created in a chat run there (see `turn::schedule`).
+        harness.set_chat_schedule(Arc::new(schedule_hook::ChatScheduleHook::new(&manager)));
         let tasks = TaskTracker::new();
         let intake_stop = CancellationToken::new();
         for section in config.current().channels.sections() {

@@ -63,7 +63,9 @@ pub(crate) async fn reply(
         .map(|(idx, chunk)| {
             let action = OutboxAction::Send {
                 text: chunk,
-                reply_to: (idx == 0).then(|| entry.message.platform_message_id.clone()),
+                reply_to: (idx == 0)
+                    .then(|| entry.message.platform_message_id.clone())
+                    .filter(|id| !id.is_empty()),
             };
             OutboxRecord::new(step(idx).key(&entry.key), key.clone(), is_group, action)
         })

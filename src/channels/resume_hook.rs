@@ -4,6 +4,8 @@
 
 use std::sync::{Arc, Weak};
 
+use antler_channel::{ChatKey, InboundMessage};
+
 use crate::agent_api::approval::ApprovalRequest;
 use crate::approvals::ChatResume;
 use crate::channels::approvals::resume_entry;
@@ -48,9 +50,22 @@ impl ManagerInner {
         let Some((key, message)) = resume_entry(request, &self.deps.chats)? else {
             return Ok(());
         };
-        let journal_key = match self.deps.journal.record(&message, &key, Index::Queue)? {
+        self.queue_entry(&key, message)?;
+        Ok(())
+    }
+
+    /// Journals a synthetic entry the daemon writes itself (a resume, a schedule's fire or
+    /// notice) in `key`'s chat and hands it to the chat's worker; `false` when it was
+    /// journalled before (the first one is, or was, answered). A channel not connected now
+    /// answers it once it is (`recover`).
+    pub(crate) fn queue_entry(
+        self: &Arc<Self>,
+        key: &ChatKey,
+        message: InboundMessage,
+    ) -> Result<bool, StoreError> {
+        let journal_key = match self.deps.journal.record(&message, key, Index::Queue)? {
             Recorded::New(journal_key) => journal_key,
-            Recorded::Duplicate => return Ok(()),
+            Recorded::Duplicate => return Ok(false),
         };
         self.deps.journal.flush()?;
         if let Some(runtime) = self.runtime(&key.channel) {
@@ -60,9 +75,9 @@ impl ManagerInner {
                 runtime,
                 message,
             };
-            self.dispatch(&key, Some(job));
+            self.dispatch(key, Some(job));
         }
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -25,6 +25,7 @@ use crate::channels::journal::{JournalEntry, JournalState};
 use crate::channels::manager::{ManagerInner, QUEUE_FULL_NOTE, QUEUED_NOTE};
 use crate::channels::outbound::note;
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::schedule_entry::schedule_entry_of;
 use crate::channels::slots::{ChatQueue, Job, Slot};
 use crate::channels::turn;
 use crate::cluster::HeldLease;
@@ -242,9 +243,9 @@ impl ManagerInner {
     }
 
     /// Says "queued" only to a message that is still waiting after [`QUEUED_NOTE_DELAY`]; a
-    /// click (or a resume entry) is no message to say it to.
+    /// click (or a resume entry, or a schedule's) is no message to say it to.
     fn note_if_still_waiting(self: &Arc<Self>, job: Job, current: Arc<Mutex<Option<String>>>) {
-        if job.message.click.is_some() {
+        if job.message.click.is_some() || schedule_entry_of(&job.message).is_some() {
             return;
         }
         let inner = self.clone();

@@ -10,7 +10,7 @@ use antler_channel::{ButtonClick, ChatKey, InboundMessage};
 use crate::agent_api::approval::{ApprovalRequest, ApprovalStatus};
 use crate::channels::approvals::{Action, parse_value, value};
 use crate::channels::deps::TurnDeps;
-use crate::channels::mapping::ChatMap;
+use crate::channels::mapping::{ChatMap, parse_chat_key};
 use antler_store::StoreError;
 
 const ENTRY_PREFIX: &str = "approval:";
@@ -29,16 +29,6 @@ pub(crate) fn resume_of(message: &InboundMessage) -> Option<String> {
         (id, Action::Resume) if message.platform_message_id == entry_id(&id) => Some(id),
         _ => None,
     }
-}
-
-/// `channel:chat[:topic]` (a `ChatKey`'s display form) back into the key.
-fn parse_chat_key(text: &str) -> Option<ChatKey> {
-    let mut parts = text.splitn(3, ':');
-    let (channel, chat) = (parts.next()?, parts.next()?);
-    if channel.is_empty() || chat.is_empty() {
-        return None;
-    }
-    Some(ChatKey::new(channel, chat, parts.next().map(String::from)))
 }
 
 /// The resume entry of a decided request: its chat and the synthetic message to journal there
@@ -117,19 +107,6 @@ pub(crate) fn settle_overtaken(deps: &TurnDeps, waiting: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chat_keys_read_back_from_their_display_form() {
-        for key in [
-            ChatKey::new("telegram", "-100", Some("m31".into())),
-            ChatKey::new("telegram", "42", None),
-            ChatKey::new("slack", "C1", Some("1700000001.000100".into())),
-        ] {
-            assert_eq!(parse_chat_key(&key.to_string()), Some(key));
-        }
-        assert_eq!(parse_chat_key("telegram"), None);
-        assert_eq!(parse_chat_key(":1"), None);
-    }
 
     #[test]
     fn only_the_daemons_own_entry_resumes() {

@@ -6,7 +6,7 @@
 use antler_channel::{ChatKey, InboundMessage};
 use serde_json::Value;
 
-use crate::agent_api::RunOptions;
+use crate::agent_api::{ChatPlace, RunOptions};
 use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::files::receive_files;
 use crate::channels::journal::JournalEntry;
@@ -32,6 +32,9 @@ pub(super) struct Conversation {
     input: Vec<Message>,
     /// Files of the message that were not received, with why: the reply names them.
     pub(super) unreceived: Vec<String>,
+    /// The chat and who spoke in it (`RunOptions::chat`): a schedule created in this turn
+    /// answers here, journalled as theirs.
+    place: ChatPlace,
 }
 
 pub(super) async fn resolve(
@@ -61,7 +64,7 @@ pub(super) async fn resolve(
     // The loop saves the input before calling the model, so a re-run may find its question
     // checkpointed: continue from the thread instead of asking twice. New messages skip the
     // extra state read.
-    let input = if rerun && already_asked(deps, &record, &entry.key).await {
+    let input = if rerun && already_asked(deps, &record.thread_id, &entry.key).await {
         Vec::new()
     } else {
         let mut input = Vec::new();
@@ -89,6 +92,15 @@ pub(super) async fn resolve(
         ));
         input
     };
+    let place = ChatPlace {
+        chat_key: key.to_string(),
+        sender_id: message.user_id.clone(),
+        sender_name: match &sender {
+            Some((_, name)) => Some(name.clone()),
+            None => message.display_name.clone(),
+        },
+        shared: record.shared,
+    };
     let speaker = match sender {
         Some((user_id, _)) => Speaker::Member { user_id },
         None => Speaker::Owner,
@@ -99,6 +111,7 @@ pub(super) async fn resolve(
         speaker,
         input,
         unreceived: received.problems,
+        place,
     })
 }
 
@@ -120,6 +133,7 @@ impl Conversation {
             agent_name,
             agent_owner: record.agent_owner(),
             channel_name: Some(channel.to_string()),
+            chat: Some(self.place.clone()),
             ..Default::default()
         };
         RunRequest {
@@ -133,8 +147,10 @@ impl Conversation {
     }
 }
 
-async fn already_asked(deps: &TurnDeps, record: &ChatRecord, journal_key: &str) -> bool {
-    let state = deps.harness.thread_state(&record.thread_id).await;
+/// Whether `thread_id` holds the human message of the entry `journal_key` (see
+/// [`mark_inbound`]): a re-run after a crash continues from it instead of asking again.
+pub(super) async fn already_asked(deps: &TurnDeps, thread_id: &str, journal_key: &str) -> bool {
+    let state = deps.harness.thread_state(thread_id).await;
     state.ok().flatten().is_some_and(|state| {
         state.messages.iter().any(|m| {
             m.as_human().is_some_and(|h| {
@@ -142,6 +158,14 @@ async fn already_asked(deps: &TurnDeps, record: &ChatRecord, journal_key: &str) 
             })
         })
     })
+}
+
+/// Marks a human message as the question of the journal entry `journal_key`.
+pub(super) fn mark_inbound(human: &mut HumanMessage, journal_key: &str) {
+    human
+        .meta
+        .extra
+        .insert(INBOUND_KEY.into(), Value::String(journal_key.to_string()));
 }
 
 fn human_message(
@@ -162,8 +186,8 @@ fn human_message(
         // Not `name`: a named human message counts as injected context, not the user's turn.
         ..Default::default()
     };
+    mark_inbound(&mut human, journal_key);
     let extra = &mut human.meta.extra;
-    extra.insert(INBOUND_KEY.into(), Value::String(journal_key.to_string()));
     extra.insert(
         context::PLATFORM_MESSAGE_ID.into(),
         Value::String(message.platform_message_id.clone()),

@@ -120,7 +120,9 @@ pub(super) async fn deliver(
     answer: Answer,
 ) {
     let is_group = !entry.message.is_direct;
-    let reply_to = entry.message.platform_message_id.clone();
+    // An entry the daemon wrote itself (a scheduled slot, a resume) may have no message to
+    // reply to.
+    let reply_to = Some(entry.message.platform_message_id.clone()).filter(|id| !id.is_empty());
     let (attachments, text) = within_upload_limit(answer.attachments, answer.text, runtime);
     let chunks = split_message(&text, runtime.profile.max_text_len);
     let mut records = Vec::new();
@@ -132,7 +134,7 @@ pub(super) async fn deliver(
             },
             _ => OutboxAction::Send {
                 text: chunk,
-                reply_to: Some(reply_to.clone()),
+                reply_to: reply_to.clone(),
             },
         };
         let step = OutboxStep::Final(idx).key(&entry.key);
@@ -141,7 +143,7 @@ pub(super) async fn deliver(
     for (idx, attachment) in attachments.into_iter().enumerate() {
         let action = OutboxAction::Upload {
             attachment,
-            reply_to: Some(reply_to.clone()),
+            reply_to: reply_to.clone(),
         };
         let step = OutboxStep::File(idx).key(&entry.key);
         records.push(OutboxRecord::new(step, key.clone(), is_group, action));

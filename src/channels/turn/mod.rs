@@ -5,13 +5,15 @@
 //! [`finish::compose`] (answer text and artifacts) → [`finish::deliver`] (planned in the outbox,
 //! delivered once). A turn that crashed after planning its answer only re-delivers it. A run
 //! that parks on an approval posts the request after its answer (`approvals`); clicks, typed
-//! `/approve` `/deny` and the entry that resumes a decided request are answered here too.
+//! `/approve` `/deny` and the entry that resumes a decided request are answered here too, and
+//! the entries of a schedule's fired slots and notices ([`schedule`]) before anything else.
 
 mod context;
 mod conversation;
 mod finish;
 mod resume;
 mod run;
+mod schedule;
 
 use antler_channel::{ChatKey, InboundMessage};
 
@@ -24,6 +26,7 @@ use crate::channels::mapping::ChatRecord;
 use crate::channels::outbound::{note, react, reply, send_all};
 use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
+use crate::channels::schedule_entry::schedule_entry_of;
 use crate::channels::stream::WORKING_TEXT;
 use crate::commands::{Command, CommandOutcome, Conversation, parse_command};
 use crate::custom_agents::tools::CREATED_AGENT_NAME_KEY;
@@ -48,7 +51,9 @@ pub(crate) async fn process(
 ) -> bool {
     let message = &entry.message;
     let command = parse_command(&message.text, runtime.bot_username.as_deref());
-    let result = if let Some(approval_id) = approvals::resume_of(message) {
+    let result = if let Some(which) = schedule_entry_of(message) {
+        schedule::scheduled(deps, runtime, key, entry, which).await
+    } else if let Some(approval_id) = approvals::resume_of(message) {
         resume::resume(deps, runtime, key, entry, &approval_id).await
     } else if message.click.is_some() {
         approvals::on_click(deps, runtime, key, entry).await

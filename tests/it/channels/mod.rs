@@ -30,6 +30,7 @@ mod group_support;
 mod link;
 mod names;
 mod reload;
+mod schedules_telegram;
 mod slack;
 mod slack_driver;
 mod slack_events;
