@@ -22,6 +22,8 @@ mod model_trouble;
 mod prompt_budget;
 mod reload;
 mod run_errors;
+mod schedules;
+mod schedules_cli;
 mod subagents;
 mod systemd;
 mod usage;
