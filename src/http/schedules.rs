@@ -146,19 +146,27 @@ pub(crate) async fn create(
     ))
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct GetQuery {
+    /// How many of the newest fires to include (default 20; 0: every one on record).
+    fires: Option<usize>,
+}
+
 /// `GET /api/schedules/{id}`: the schedule, its next fire times and its recent fires (newest
-/// first).
+/// first; `?fires=N`, `0` for all).
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
     user: AuthUser,
     Path(id): Path<String>,
+    Query(query): Query<GetQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let caller = caller(&state, &user);
     let scheduler = state.harness.scheduler();
     let schedule = scheduler.get(&caller, &id).map_err(scheduler_error)?;
     let fires = scheduler
         .store()
-        .fires(&schedule.id, RECENT_FIRES)
+        .fires(&schedule.id, query.fires.unwrap_or(RECENT_FIRES))
         .map_err(scheduler_error)?;
     Ok(Json(json!({
         "schedule": view(&schedule),
