@@ -7,7 +7,7 @@
 //! `--stream-ms N` (how long the model streams each answer), `--png PATH` (soak: the RSS plot),
 //! `--channels telegram,slack|all|none` (idle: which channels to connect).
 //! `schedules`: scheduled tasks under SIGKILL (`--schedules N`, `--slots N`, `--every-s N`,
-//! `--kills N`, `--max-concurrent N`, `--stream-ms N`, `--seed N`); `schedule-idle`: an idle
+//! `--kills N`, `--down-ms N` (how long it stays down after a kill), `--max-concurrent N`, `--stream-ms N`, `--seed N`); `schedule-idle`: an idle
 //! daemon's CPU with `--schedules N` schedules hours away against none (`--window-s N`).
 
 // A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
@@ -134,6 +134,7 @@ async fn run(args: &Args) -> Result<bool, String> {
                 slots: args.number("slots", defaults.slots)?,
                 every_seconds: args.number("every-s", defaults.every_seconds)?,
                 kills: args.number("kills", defaults.kills)?,
+                down: Duration::from_millis(args.number("down-ms", 5000)?),
                 max_concurrent: args.number("max-concurrent", defaults.max_concurrent)?,
                 stream_over: Duration::from_millis(args.number("stream-ms", 100)?),
                 seed: args.number("seed", defaults.seed)?,

@@ -26,6 +26,10 @@ pub struct ScheduleCrashOptions {
     pub slots: u64,
     pub every_seconds: u64,
     pub kills: u32,
+    /// The longest the daemon stays down after a kill (each time between half of it and all of it): slots
+    /// falling in it are run or recorded missed by their schedule's policy; those further back
+    /// than the daemon's grace (30 s) run as catch-up.
+    pub down: Duration,
     /// `scheduler.max_concurrent`.
     pub max_concurrent: u32,
     /// How long each model answer streams (a kill can land inside a run).
@@ -40,6 +44,7 @@ impl Default for ScheduleCrashOptions {
             slots: 10_000,
             every_seconds: 2,
             kills: 10,
+            down: Duration::from_secs(5),
             max_concurrent: 16,
             stream_over: Duration::from_millis(100),
             seed: Rng::clock_seed(),
@@ -84,8 +89,13 @@ impl fmt::Display for ScheduleCrashReport {
         if let Some(options) = &self.options {
             writeln!(
                 f,
-                "schedules: {} schedules every {} s, {} slots, {} SIGKILLs at random moments, one daemon on sled (seed {})",
-                options.schedules, options.every_seconds, options.slots, self.kills, options.seed
+                "schedules: {} schedules every {} s (catch_up latest, none, all in turn), {} slots, {} SIGKILLs at random moments, down up to {:.1} s each, one daemon on sled (seed {})",
+                options.schedules,
+                options.every_seconds,
+                options.slots,
+                self.kills,
+                options.down.as_secs_f64(),
+                options.seed
             )?;
         }
         let rows: [(&str, String); 12] = [
@@ -177,10 +187,14 @@ pub async fn schedule_crash(
     kill_at.reverse();
     let started = Instant::now();
     let mut restarts = Vec::new();
-    while started.elapsed() < expected {
+    // Every kill happens, even when the outages outlast the planned slots.
+    while started.elapsed() < expected || !kill_at.is_empty() {
         if kill_at.last().is_some_and(|at| started.elapsed() >= *at) {
             kill_at.pop();
             daemon.kill().await;
+            let longest = options.down.as_millis() as u64;
+            let down = rng.range(longest / 2, longest + 1);
+            tokio::time::sleep(Duration::from_millis(down)).await;
             daemon = DaemonProcess::start(binary, &dir, port, &[]).await?;
             restarts.push(daemon.ready_after);
             continue;
