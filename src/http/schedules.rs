@@ -381,7 +381,7 @@ mod tests {
     use super::*;
 
     fn message(result: Result<(Option<String>, ScheduleSpec), ApiError>) -> String {
-        let error = result.err().expect("an error");
+        let error = result.expect_err("an error");
         assert_eq!(error.status, StatusCode::BAD_REQUEST);
         error.message
     }
@@ -429,8 +429,7 @@ mod tests {
     #[test]
     fn a_patch_refuses_unknown_fields_by_name() {
         let error = fields::<SchedulePatch>(json!({"status": "paused", "owner": "mallory"}))
-            .err()
-            .unwrap();
+            .expect_err("an unknown field");
         assert!(error.message.contains("owner"), "{}", error.message);
         let patch: SchedulePatch = fields(json!({"status": "paused"})).unwrap();
         assert_eq!(patch.status, Some(ScheduleStatus::Paused));
