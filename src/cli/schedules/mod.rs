@@ -67,6 +67,8 @@ pub enum SchedulesCliError {
         "running a schedule needs the daemon: start it (`antler run`, or its service), then run `antler schedules run {id}` again"
     )]
     NeedsDaemon { id: String },
+    #[error("no schedule {id}; `antler schedules list --all` lists them with their ids")]
+    NotFound { id: String },
     #[error(
         "whose schedules? gateway.api_tokens names several users ({users}); say --user ID (e.g. --user {example}) or --all"
     )]
@@ -93,10 +95,30 @@ pub async fn run(
     command: SchedulesCommand,
     out: &mut dyn Write,
 ) -> Result<(), SchedulesCliError> {
-    match daemon {
+    let id = match &command {
+        SchedulesCommand::List { .. } => None,
+        SchedulesCommand::Show { id }
+        | SchedulesCommand::Pause { id }
+        | SchedulesCommand::Resume { id }
+        | SchedulesCommand::Remove { id }
+        | SchedulesCommand::Run { id } => Some(id.clone()),
+    };
+    let result = match daemon {
         Some(daemon) => through_daemon(config, daemon, command, out).await,
         None => on_data_dir(config, command, out),
-    }
+    };
+    // One message for a missing schedule, whichever backend noticed it, in the CLI's words.
+    result.map_err(|error| match (error, id) {
+        (SchedulesCliError::Scheduler(SchedulerError::NotFound { .. }), Some(id)) => {
+            SchedulesCliError::NotFound { id }
+        }
+        (SchedulesCliError::Daemon(DaemonClientError::Api { code, .. }), Some(id))
+            if code == "schedule_not_found" =>
+        {
+            SchedulesCliError::NotFound { id }
+        }
+        (error, _) => error,
+    })
 }
 
 async fn through_daemon(

@@ -115,7 +115,9 @@ async fn the_operator_manages_schedules_through_the_daemon_and_on_the_data_dir()
     let missing = antler(&config, &["schedules", "show", bobs], "").await;
     assert!(!missing.status.success());
     assert!(
-        text(&missing).1.contains(&format!("no schedule {bobs}")),
+        text(&missing).1.contains(&format!(
+            "no schedule {bobs}; `antler schedules list --all`"
+        )),
         "{}",
         text(&missing).1
     );
