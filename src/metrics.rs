@@ -547,4 +547,24 @@ mod tests {
             );
         }
     }
+
+    /// Every scheduled-slot outcome is on `/metrics` from the start, and counts under its own.
+    #[test]
+    fn schedule_fires_are_counted_by_outcome() {
+        install();
+        register_known(&KnownLabels::default());
+        let value_of = |text: &str, label: &str| -> u64 {
+            let series = format!("antler_schedule_fires_total{{outcome=\"{label}\"}} ");
+            text.lines()
+                .find_map(|l| l.strip_prefix(series.as_str()))
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or_else(|| panic!("{series} missing from {text}"))
+        };
+        let before = render();
+        for &label in SCHEDULE_FIRE_OUTCOMES {
+            value_of(&before, label);
+        }
+        schedule_fire("caught_up");
+        assert!(value_of(&render(), "caught_up") > value_of(&before, "caught_up"));
+    }
 }

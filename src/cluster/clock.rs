@@ -38,6 +38,16 @@ impl TokioWallClock {
     }
 }
 
+impl TokioWallClock {
+    /// A clock that reads `base_ms` now (tests that need a given day: DST changes).
+    pub fn at(base_ms: u64) -> Self {
+        Self {
+            base_ms,
+            start: tokio::time::Instant::now(),
+        }
+    }
+}
+
 impl Default for TokioWallClock {
     fn default() -> Self {
         Self::new()
@@ -100,7 +110,9 @@ mod tests {
 
     #[test]
     fn the_offset_clock_starts_where_asked_and_runs_on() {
-        let clock = clock_from_env(Some("2026-12-07T08:59:58Z")).unwrap().unwrap();
+        let clock = clock_from_env(Some("2026-12-07T08:59:58Z"))
+            .unwrap()
+            .unwrap();
         let start = 1_796_633_998_000_u64;
         let now = clock.now_ms();
         assert!(now >= start && now < start + 60_000, "{now}");

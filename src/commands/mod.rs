@@ -12,6 +12,7 @@ pub mod approve;
 mod execute;
 mod link;
 pub mod parse;
+mod schedules;
 mod session;
 mod surface;
 

@@ -52,6 +52,10 @@ pub enum Command {
         id: String,
         reason: Option<String>,
     },
+    /// `/schedules`: the person's scheduled tasks (an admin's: everyone's).
+    Schedules,
+    /// `/unschedule ID`: remove one (empty id: the usage).
+    Unschedule(String),
 }
 
 pub const HELP_TEXT: &str = "Available commands:\n\
@@ -73,6 +77,8 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /unlink — Make this account its own user again\n\
 /approve ID — Run a tool call that waits for your approval\n\
 /deny ID [reason] — Refuse it (the agent is told why)\n\
+/schedules — List your scheduled tasks\n\
+/unschedule ID — Remove a scheduled task\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -143,6 +149,8 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
                 reason: (!reason.trim().is_empty()).then(|| reason.trim().to_string()),
             }
         }
+        "/schedules" => Command::Schedules,
+        "/unschedule" => Command::Unschedule(rest.to_string()),
         _ => return None,
     };
     Some(command)
@@ -198,6 +206,13 @@ mod tests {
             ("/help", Some(Command::Help)),
             ("/start", Some(Command::Start)),
             ("/memory", Some(Command::Memory { facts: false })),
+            ("/schedules", Some(Command::Schedules)),
+            ("/Schedules@AntlerBot", Some(Command::Schedules)),
+            (
+                "/unschedule 1a2b3c4d",
+                Some(Command::Unschedule("1a2b3c4d".into())),
+            ),
+            ("/unschedule", Some(Command::Unschedule(String::new()))),
             ("/memory facts", Some(Command::Memory { facts: true })),
             ("/memory dump", None),
             ("/memory history", Some(Command::MemoryHistory)),
@@ -275,6 +290,8 @@ mod tests {
             "unlink",
             "approve",
             "deny",
+            "schedules",
+            "unschedule",
         ];
         for name in names {
             assert!(

@@ -7,6 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigProblem;
 
+/// The tool group of `schedule_task`: a group that exists while `scheduler.enabled`, besides
+/// the default or configured `tool_groups`, so a custom agent may name it.
+pub const SCHEDULE_GROUP: &str = "schedule";
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct SchedulerConfig {

@@ -107,14 +107,19 @@ use crate::paths::CHAT_OWNER_PREFIX;
 
 /// The tool groups a `group:` pattern may name: `tool_groups:`, else the registry's defaults.
 fn tool_groups(config: &AppConfig) -> Vec<String> {
-    if config.tool_groups.is_empty() {
+    let mut groups: Vec<String> = if config.tool_groups.is_empty() {
         crate::config::approvals::DEFAULT_GROUPS
             .iter()
             .map(|g| g.to_string())
             .collect()
     } else {
         config.tool_groups.iter().map(|g| g.name.clone()).collect()
+    };
+    let schedule = crate::config::scheduler::SCHEDULE_GROUP;
+    if config.scheduler.enabled && !groups.iter().any(|g| g == schedule) {
+        groups.push(schedule.to_string());
     }
+    groups
 }
 
 const USER_ID_RULE: &str = "must be 1 to 64 letters, digits, `_` or `-`";

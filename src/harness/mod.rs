@@ -12,6 +12,7 @@ pub(crate) mod memory_queue;
 mod registries;
 mod request;
 mod run_claims;
+mod run_guard;
 mod run_task;
 mod sandbox_slot;
 mod schedules;
@@ -53,7 +54,8 @@ use antler_store::threads::ThreadError;
 use antler_store::threads::ThreadStoreOptions;
 use antler_store::{Checkpointer, StoreRef, ThreadRecord, ThreadStatus, ThreadStore};
 
-use sandbox_slot::{SandboxLease, SandboxSlot};
+use run_guard::RunGuard;
+use sandbox_slot::SandboxSlot;
 
 /// How long cancelled runs get to wind down at shutdown before the harness stops waiting.
 pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(5);
@@ -442,6 +444,7 @@ impl Harness {
                 memory: self.inner.memory.as_ref(),
                 skills: Some(self.skills(config)),
                 approvals: Some(self.approval_gate()),
+                scheduler: Some(self.inner.scheduler.clone()),
             },
         )?)
     }
@@ -567,33 +570,6 @@ fn lock_runs(inner: &Inner) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
     match inner.runs.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
-/// Frees the thread for the next run when the run task ends, however it ends.
-struct RunGuard {
-    inner: Arc<Inner>,
-    thread_id: String,
-    run_id: String,
-    /// Keeps the run's sandbox provider from being shut down under it.
-    sandbox: Option<SandboxLease>,
-    /// The thread's claim across instances (shared stores only).
-    claim: Option<run_claims::RunClaim>,
-}
-
-impl Drop for RunGuard {
-    fn drop(&mut self) {
-        self.inner.runs_finished.fetch_add(1, Ordering::Relaxed);
-        if let Some(claim) = self.claim.take() {
-            run_claims::release(claim, &self.thread_id);
-        }
-        let mut runs = lock_runs(&self.inner);
-        if runs
-            .get(&self.thread_id)
-            .is_some_and(|active| active.run_id == self.run_id)
-        {
-            runs.remove(&self.thread_id);
-        }
     }
 }
 

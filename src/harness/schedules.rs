@@ -24,9 +24,9 @@ use crate::scheduler::{
     Caller, ChatSchedule, Deliver, Fire, FireKind, FireOutcome, FireStatus, Schedule,
     ScheduleStatus, SchedulerError, Target,
 };
+use antler_store::StepCheckpoint;
 use antler_store::messages::{HumanMessage, Message, MessageMeta};
 use antler_store::state::{StateChanges, StateUpdate};
-use antler_store::StepCheckpoint;
 use antler_store::threads::ThreadError;
 
 /// The key of a scheduled run's human message's `meta.extra` naming its fire.
@@ -91,8 +91,8 @@ pub(super) fn fire_thread(schedule: &Schedule, slot: DateTime<Utc>) -> String {
     }
 }
 
-/// The id of a fire's human message: fixed by the fire, so a restart tells whether its run
-/// had started.
+/// The id of a fire's human message, fixed by the fire (a restart finds the message by its
+/// `meta.extra.schedule_fire` mark: a thread's first message lends its id to the date reminder).
 pub(super) fn fire_message_id(fire: &Fire) -> String {
     format!(
         "human-sched-{}-{}",
@@ -230,7 +230,11 @@ impl Harness {
     /// paused or not; returns the claimed fire. It waits for a permit like any slot; with no
     /// firing loop running (the CLI on the data dir) it stays claimed and runs when the
     /// daemon starts.
-    pub async fn run_schedule_now(&self, caller: &Caller, id: &str) -> Result<Fire, SchedulerError> {
+    pub async fn run_schedule_now(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Fire, SchedulerError> {
         if !self.inner.config.current().scheduler.enabled {
             return Err(SchedulerError::Disabled);
         }
@@ -291,11 +295,19 @@ impl Harness {
     ) -> Result<(), ThreadError> {
         let runs = self.runs();
         if runs.contains_key(thread_id) {
-            tracing::info!(thread_id, notice = text, "A run holds the thread; the schedule's notice is only logged");
+            tracing::info!(
+                thread_id,
+                notice = text,
+                "A run holds the thread; the schedule's notice is only logged"
+            );
             return Ok(());
         }
         let Ok(held) = self.hold_thread(thread_id) else {
-            tracing::info!(thread_id, notice = text, "A run holds the thread on another instance; the schedule's notice is only logged");
+            tracing::info!(
+                thread_id,
+                notice = text,
+                "A run holds the thread on another instance; the schedule's notice is only logged"
+            );
             return Ok(());
         };
         if self.inner.threads.get(thread_id)?.is_none() {
@@ -346,7 +358,12 @@ fn fire_label(fire: &Fire, outcome: FireOutcome) -> &'static str {
 /// "⏸ Schedule NAME paused after 3 failed runs in a row; …", with how to resume it.
 pub(super) fn pause_notice(schedule: &Schedule, detail: Option<&str>) -> String {
     let last = detail
-        .map(|d| format!(" (the last: {})", crate::agent_api::shared::truncate_chars(d, 200)))
+        .map(|d| {
+            format!(
+                " (the last: {})",
+                crate::agent_api::shared::truncate_chars(d, 200)
+            )
+        })
         .unwrap_or_default();
     format!(
         "⏸ Schedule {name} paused after {n} failed runs in a row{last}. /schedules shows it; resume it by asking me to resume schedule {id}, or with `antler schedules resume {id}`.",
@@ -355,3 +372,11 @@ pub(super) fn pause_notice(schedule: &Schedule, detail: Option<&str>) -> String 
         id = schedule.id,
     )
 }
+
+#[cfg(test)]
+#[path = "schedules_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "schedules_cluster_tests.rs"]
+mod cluster_tests;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::schedules::{Queued, fire_message_id, lock};
+use super::schedules::{Queued, SCHEDULE_FIRE_META, lock};
 use super::{Harness, Inner, RunError, RunHandle};
 use crate::agent::RunOutcome;
 use crate::agent_api::StopReason;
@@ -256,7 +256,7 @@ impl Harness {
 
     /// Whether the fire's question (and its answer) are in its thread.
     async fn progress(&self, fire: &Fire) -> Progress {
-        let id = fire_message_id(fire);
+        let key = fire.key();
         let state = match self.thread_state(&fire.thread_id).await {
             Ok(Some(state)) => state,
             Ok(None) => return Progress::NotStarted,
@@ -266,7 +266,11 @@ impl Harness {
             }
         };
         let messages = state.messages.iter().collect::<Vec<_>>();
-        let Some(at) = messages.iter().position(|m| m.id() == id) else {
+        // By its mark, not its id: the first message of a thread gives its id to the date
+        // reminder placed before it (`DynamicContextMiddleware`).
+        let Some(at) = messages.iter().position(|m| {
+            matches!(m, Message::Human(h) if h.meta.extra.get(SCHEDULE_FIRE_META).and_then(|v| v.as_str()) == Some(key.as_str()))
+        }) else {
             return Progress::NotStarted;
         };
         let answered = messages[at + 1..]

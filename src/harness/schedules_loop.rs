@@ -42,7 +42,9 @@ impl Harness {
         }
         let max = self.inner.config.current().scheduler.max_concurrent.max(1);
         let weak = Arc::downgrade(&self.inner);
-        runner.tracker.spawn(firing_loop(weak.clone(), runner.stop.clone()));
+        runner
+            .tracker
+            .spawn(firing_loop(weak.clone(), runner.stop.clone()));
         runner.tracker.spawn(super::schedules_dispatch::dispatcher(
             weak,
             runner.stop.clone(),
@@ -292,7 +294,10 @@ pub(super) fn plan(
         let why = format!("{down} (catch_up: {})", catch_up_name(schedule.catch_up));
         return Claim {
             fire: None,
-            skipped: slots[..RECORD_CHUNK].iter().map(|s| missed(*s, &why)).collect(),
+            skipped: slots[..RECORD_CHUNK]
+                .iter()
+                .map(|s| missed(*s, &why))
+                .collect(),
             next_fire: Some(next),
         };
     }

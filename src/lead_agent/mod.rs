@@ -39,6 +39,8 @@ use crate::memory::MemoryService;
 use crate::middleware::subagent_limit::clamp_concurrency;
 use crate::model::ModelRegistry;
 use crate::sandbox::SandboxProvider;
+use crate::scheduler::Scheduler;
+use crate::scheduler::tool::{SCHEDULE_TASK, ScheduleTaskTool, offered as schedule_offered};
 use crate::skills::SkillCatalog;
 use crate::subagents::{SubagentRegistry, SubagentRunner, SubagentTasks, TaskTool};
 use crate::tools::registry::ToolRegistry;
@@ -120,6 +122,8 @@ pub struct LeadAgentDeps<'a> {
     pub skills: Option<SkillCatalog>,
     /// Where gated tool calls park (`approvals:`); `None` runs without the approval gate.
     pub approvals: Option<ApprovalGate>,
+    /// Schedules (`schedule_task`, while `scheduler.enabled`); `None` runs without the tool.
+    pub scheduler: Option<Scheduler>,
 }
 
 impl<'a> LeadAgentDeps<'a> {
@@ -136,6 +140,7 @@ impl<'a> LeadAgentDeps<'a> {
             memory: None,
             skills: None,
             approvals: None,
+            scheduler: None,
         }
     }
 }
@@ -251,6 +256,12 @@ fn run_tools(
         (store, &catalog),
         model.supports_vision,
     );
+    let groups = agent_config.and_then(|agent| agent.tool_groups.as_deref());
+    if let Some(scheduler) = &deps.scheduler
+        && schedule_offered(config, groups)
+    {
+        tools.push(Arc::new(ScheduleTaskTool::new(scheduler.clone())));
+    }
     let deferred = deferred_catalog(deps, config, &tools);
     let (skills, skill_activation) = prompt_inputs::select_skills(
         deps,
@@ -382,7 +393,7 @@ fn resolve_run_model(
 }
 
 /// Adds the `task` tool; its sub-agents get the lead's tools, not the tool of its branch
-/// (creating or updating an agent is the lead conversation's business). The tasks are the
+/// (creating or updating an agent, or a schedule, is the lead conversation's business). The tasks are the
 /// run's to wait for.
 fn add_task_tool(
     tools: &mut Vec<ToolRef>,
@@ -394,7 +405,7 @@ fn add_task_tool(
 ) -> SubagentTasks {
     let inheritable: Vec<ToolRef> = tools
         .iter()
-        .filter(|t| !matches!(t.name(), "setup_agent" | "update_agent"))
+        .filter(|t| !matches!(t.name(), "setup_agent" | "update_agent" | SCHEDULE_TASK))
         .cloned()
         .collect();
     let mut runner = SubagentRunner::new(

@@ -6,8 +6,8 @@ use serde_json::Value;
 use super::*;
 
 /// Every tool any branch can hand the model: the configured kinds (the web tools added), the
-/// middlewares' (`ask_clarification`, `write_todos`, `present_files`), `task`, `setup_agent`
-/// and `update_agent`.
+/// middlewares' (`ask_clarification`, `write_todos`, `present_files`), `task`, `setup_agent`,
+/// `update_agent` and `schedule_task`.
 fn every_builtin_tool() -> Vec<ToolRef> {
     let f = fixture(|config| {
         let kinds = [
@@ -56,7 +56,7 @@ fn every_builtin_tool() -> Vec<ToolRef> {
 }
 
 /// The properties of each tool's arguments in the order their structs declare them.
-const DECLARED_ORDER: [(&str, &[&str]); 17] = [
+const DECLARED_ORDER: [(&str, &[&str]); 18] = [
     ("bash", &["description", "command"]),
     ("ls", &["description", "path"]),
     (
@@ -109,6 +109,12 @@ const DECLARED_ORDER: [(&str, &[&str]); 17] = [
         &["soul", "description", "skills", "tool_groups", "model"],
     ),
     ("tool_search", &["query", "max_results"]),
+    (
+        "schedule_task",
+        &[
+            "action", "prompt", "when", "timezone", "name", "catch_up", "deliver", "id",
+        ],
+    ),
 ];
 
 /// Every schema node below `schema` (itself included).

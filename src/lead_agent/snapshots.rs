@@ -106,6 +106,11 @@ impl Fixture {
                 memory: None,
                 skills: None,
                 approvals: None,
+                // The daemon's agents have `schedule_task` (`scheduler.enabled` by default).
+                scheduler: Some(crate::scheduler::Scheduler::new(
+                    Arc::new(antler_store::MemoryStore::new()),
+                    Arc::new(crate::cluster::SystemWallClock),
+                )),
             },
         )
         .expect("lead agent");

@@ -137,7 +137,15 @@ async fn run_lead(model: Arc<TestModel>, config: AppConfig, dir: &tempfile::Temp
         subagent_enabled: true,
         ..Default::default()
     };
-    let lead = make_lead_agent(&options, &config, LeadAgentDeps::models_only(&models)).unwrap();
+    // The lead has `schedule_task`; its sub-agents must not inherit it.
+    let deps = LeadAgentDeps {
+        scheduler: Some(crate::scheduler::Scheduler::new(
+            Arc::new(antler_store::MemoryStore::new()),
+            Arc::new(crate::cluster::SystemWallClock),
+        )),
+        ..LeadAgentDeps::models_only(&models)
+    };
+    let lead = make_lead_agent(&options, &config, deps).unwrap();
     let (events, mut receiver) = EventSink::channel(false);
     let mut ctx = RunContext::new("thread", "alice", config);
     ctx.options = lead.options;
@@ -191,8 +199,10 @@ async fn parallel_sub_agents_take_about_the_time_of_one() {
     let tools = model.sub_tool_names();
     assert_eq!(tools.len(), 2);
     assert!(
-        tools.iter().all(|names| !names.iter().any(|n| n == "task")),
-        "no recursion: {tools:?}"
+        tools
+            .iter()
+            .all(|names| !names.iter().any(|n| n == "task" || n == "schedule_task")),
+        "no recursion, no schedules: {tools:?}"
     );
     let names = lead.custom_names();
     assert_eq!(names.iter().filter(|n| *n == "task_started").count(), 2);

@@ -13,6 +13,7 @@ struct Fixture {
     tools: ToolRegistry,
     store: Arc<AgentStore>,
     cache: LeadAgentCache,
+    scheduler: crate::scheduler::Scheduler,
 }
 
 fn write_skill(root: &Path, name: &str) {
@@ -76,6 +77,10 @@ fn fixture(edit: impl FnOnce(&mut AppConfig)) -> Fixture {
         tools,
         store,
         cache: LeadAgentCache::new(),
+        scheduler: crate::scheduler::Scheduler::new(
+            Arc::new(antler_store::MemoryStore::new()),
+            Arc::new(crate::cluster::SystemWallClock),
+        ),
     }
 }
 
@@ -95,6 +100,7 @@ impl Fixture {
                 memory: None,
                 skills: None,
                 approvals: None,
+                scheduler: Some(self.scheduler.clone()),
             },
         )
     }
@@ -555,3 +561,5 @@ fn a_bootstrap_tells_the_model_which_agent_it_sets_up() {
 mod schema;
 
 mod chain_order;
+
+mod schedule_tool;

@@ -8,6 +8,7 @@
 //! (`harness::schedules`: it sleeps until [`ScheduleStore::next_due`], woken by
 //! [`Scheduler::wake`]); answering in a chat is the channels' ([`ChatSchedule`]).
 
+pub mod describe;
 pub mod model;
 pub mod store;
 pub mod timing;

@@ -246,7 +246,7 @@ fn a_finish_happens_once_and_three_failures_pause() {
         .unwrap();
     let mut read = made.clone();
     for hour in 9..12 {
-        read = store
+        store
             .claim(
                 &read,
                 Claim {

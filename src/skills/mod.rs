@@ -51,11 +51,13 @@ pub const RESERVED_NAMES: &[&str] = &[
     "new",
     "plan",
     "quit",
+    "schedules",
     "skills",
     "start",
     "status",
     "stop",
     "unlink",
+    "unschedule",
     "usage",
 ];
 

@@ -249,13 +249,19 @@ fn filter_groups(tools: &[ToolRef], groups: Option<&[String]>) -> Vec<ToolRef> {
         .collect()
 }
 
-/// The tool groups agents may name: `tool_groups:`, or the defaults when it lists none.
+/// The tool groups agents may name: `tool_groups:`, or the defaults when it lists none; and
+/// `schedule` (`schedule_task`, which the lead agent adds) while `scheduler.enabled`.
 pub fn configured_groups(config: &AppConfig) -> Vec<String> {
-    if config.tool_groups.is_empty() {
+    let mut groups: Vec<String> = if config.tool_groups.is_empty() {
         DEFAULT_TOOL_GROUPS.iter().map(|g| g.to_string()).collect()
     } else {
         config.tool_groups.iter().map(|g| g.name.clone()).collect()
+    };
+    let schedule = crate::config::scheduler::SCHEDULE_GROUP;
+    if config.scheduler.enabled && !groups.iter().any(|g| g == schedule) {
+        groups.push(schedule.to_string());
     }
+    groups
 }
 
 /// The names of the tools every run may have: the `tools:` entries (or the defaults) and

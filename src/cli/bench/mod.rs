@@ -300,6 +300,7 @@ fn factory_in(dir: &std::path::Path, iterations: usize) -> Result<FactoryReport,
             memory: None,
             skills: None,
             approvals: None,
+            scheduler: None,
         };
         let warmup = (iterations / 10).max(5);
         let mut samples = Vec::with_capacity(iterations);

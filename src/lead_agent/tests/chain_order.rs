@@ -64,6 +64,7 @@ fn the_lead_chain_follows_the_one_chain_order() {
                 config: None,
                 clock: Arc::new(crate::cluster::SystemWallClock),
             }),
+            scheduler: None,
         },
     )
     .unwrap();
