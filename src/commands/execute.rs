@@ -97,8 +97,10 @@ pub async fn execute(
         Command::Deny { id, reason } => {
             return typed_decision(surface, ctx, &id, Decision::Deny, reason).await;
         }
-        Command::Schedules => crate::commands::schedules::list(ctx, &user_id)?,
-        Command::Unschedule(id) => crate::commands::schedules::unschedule(ctx, &user_id, &id)?,
+        Command::Schedules => crate::commands::schedules::list(ctx.harness, config, &user_id)?,
+        Command::Unschedule(id) => {
+            crate::commands::schedules::unschedule(ctx.harness, config, &user_id, &id)?
+        }
         Command::Usage => {
             let usage = UsageStore::new(ctx.harness.threads().store().clone());
             let admin = is_admin(config, &user_id);

@@ -2,8 +2,9 @@
 //! list is everyone's, with their owners), through [`crate::scheduler::Scheduler`] like the
 //! tool and the HTTP API.
 
-use crate::commands::execute::CommandContext;
 use crate::commands::surface::CommandError;
+use crate::config::AppConfig;
+use crate::harness::Harness;
 use crate::lead_agent::access::is_admin;
 use crate::scheduler::describe::list_text;
 use crate::scheduler::{Caller, SchedulerError};
@@ -13,15 +14,15 @@ pub(crate) const UNSCHEDULE_USAGE: &str =
 
 /// `/schedules`: id, name, when, next fire in the schedule's zone, status, last outcome and
 /// missed slots of each.
-pub(crate) fn list(ctx: &CommandContext<'_>, user_id: &str) -> Result<String, CommandError> {
-    let caller = caller(ctx, user_id);
-    let schedules = ctx
-        .harness
-        .scheduler()
-        .list(&caller)
-        .map_err(surface_error)?;
+pub(crate) fn list(
+    harness: &Harness,
+    config: &AppConfig,
+    user_id: &str,
+) -> Result<String, CommandError> {
+    let caller = caller(config, user_id);
+    let schedules = harness.scheduler().list(&caller).map_err(surface_error)?;
     let mut text = list_text(&schedules, caller.is_admin);
-    if !ctx.config.scheduler.enabled && !schedules.is_empty() {
+    if !config.scheduler.enabled && !schedules.is_empty() {
         text.push_str(
             "\nScheduled tasks are turned off (`scheduler.enabled: false`): none of these fires.",
         );
@@ -32,7 +33,8 @@ pub(crate) fn list(ctx: &CommandContext<'_>, user_id: &str) -> Result<String, Co
 /// `/unschedule ID`: removes one of the person's schedules (any, for an admin); another
 /// person's is "no schedule", like a missing one.
 pub(crate) fn unschedule(
-    ctx: &CommandContext<'_>,
+    harness: &Harness,
+    config: &AppConfig,
     user_id: &str,
     id: &str,
 ) -> Result<String, CommandError> {
@@ -40,7 +42,7 @@ pub(crate) fn unschedule(
     if id.is_empty() || id.contains(char::is_whitespace) {
         return Ok(UNSCHEDULE_USAGE.into());
     }
-    match ctx.harness.scheduler().remove(&caller(ctx, user_id), id) {
+    match harness.scheduler().remove(&caller(config, user_id), id) {
         Ok(removed) => Ok(format!(
             "Removed schedule `{}` \"{}\"; it will not run again.",
             removed.id, removed.name
@@ -50,10 +52,10 @@ pub(crate) fn unschedule(
     }
 }
 
-fn caller(ctx: &CommandContext<'_>, user_id: &str) -> Caller {
+fn caller(config: &AppConfig, user_id: &str) -> Caller {
     Caller {
         user_id: user_id.to_string(),
-        is_admin: is_admin(ctx.config, user_id),
+        is_admin: is_admin(config, user_id),
     }
 }
 

@@ -1,6 +1,3 @@
-use crate::commands::execute::CommandContext;
-use crate::commands::run_for_session;
-use crate::commands::surface::Conversation;
 use crate::config::AppConfig;
 use crate::scheduler::{Caller, Placement, ScheduleSpec, Target, When};
 
@@ -56,23 +53,7 @@ async fn schedules_lists_ones_own_admins_all_and_unschedule_removes() {
     let theirs = scheduler
         .create(&config.scheduler, &bob, spec("Weekly report"), here("bob"))
         .unwrap();
-    let ctx = CommandContext {
-        harness,
-        config: &config,
-    };
-    let run = |user: &'static str, text: &'static str| {
-        let config = &config;
-        async move {
-            let answer =
-                run_for_session(harness, config, user, None, Conversation::default(), text)
-                    .await
-                    .unwrap()
-                    .unwrap();
-            answer.reply
-        }
-    };
-
-    let listed = run("alice", "/schedules").await;
+    let listed = list(harness, &config, "alice").unwrap();
     assert!(listed.starts_with("Schedules (1):"), "{listed}");
     assert!(
         listed.contains(&format!("`{}` Water the plants every Monday", mine.id)),
@@ -80,30 +61,29 @@ async fn schedules_lists_ones_own_admins_all_and_unschedule_removes() {
     );
     assert!(listed.contains("next Mon "), "{listed}");
     assert!(!listed.contains(&theirs.id), "{listed}");
-    let everyone = run("root", "/schedules").await;
+    let everyone = list(harness, &config, "root").unwrap();
     assert!(everyone.starts_with("Schedules (2):"), "{everyone}");
     assert!(everyone.contains("(of bob)"), "{everyone}");
 
-    let usage = run("alice", "/unschedule").await;
+    let usage = unschedule(harness, &config, "alice", " ").unwrap();
     assert_eq!(usage, UNSCHEDULE_USAGE);
-    let not_hers = ctx_unschedule(&ctx, "alice", &theirs.id);
+    let not_hers = unschedule(harness, &config, "alice", &theirs.id).unwrap();
     assert!(
         not_hers.starts_with(&format!("no schedule {}", theirs.id)),
         "{not_hers}"
     );
-    let removed = ctx_unschedule(&ctx, "alice", &mine.id);
+    let removed = unschedule(harness, &config, "alice", &mine.id).unwrap();
     assert!(
         removed.starts_with(&format!("Removed schedule `{}`", mine.id)),
         "{removed}"
     );
-    assert_eq!(run("alice", "/schedules").await, list_text(&[], false));
+    assert_eq!(
+        list(harness, &config, "alice").unwrap(),
+        list_text(&[], false)
+    );
     assert_eq!(scheduler.list(&bob).unwrap().len(), 1, "bob's stays");
     client
         .shutdown(std::time::Duration::from_secs(1))
         .await
         .unwrap();
-}
-
-fn ctx_unschedule(ctx: &CommandContext<'_>, user: &str, id: &str) -> String {
-    unschedule(ctx, user, id).unwrap()
 }

@@ -15,7 +15,7 @@ use crate::scheduler::model::{
 
 /// `{id}` → the schedule as JSON.
 pub const SCHEDULES_TREE: &str = "schedules";
-/// `{owner}\0{id}` → empty: a user's schedules.
+/// `{owner}\0{id}` → empty: a user's schedules; `{owner}` → their generation (see `insert`).
 pub const SCHEDULES_BY_OWNER_TREE: &str = "schedules_by_owner";
 /// `{next fire ms, big-endian}{id}` → empty: active schedules by their next slot, soonest
 /// first (what the scheduler sleeps until; paused and done ones are not in it).
@@ -63,21 +63,33 @@ impl ScheduleStore {
         mut schedule: Schedule,
         max_per_user: Option<u32>,
     ) -> Result<Schedule, SchedulerError> {
-        if let Some(limit) = max_per_user {
-            let owned = self
-                .store
-                .scan_prefix(SCHEDULES_BY_OWNER_TREE, &id_prefix(&schedule.owner))?
-                .len();
-            if owned >= limit as usize {
-                return Err(SchedulerError::TooMany { limit });
+        let generation_key = schedule.owner.as_bytes().to_vec();
+        for _ in 0..INSERT_ATTEMPTS {
+            // The owner's generation changes with each of their inserts and removals, so a count
+            // taken under it holds until the batch lands: two creations racing past the limit
+            // (on two daemons) cannot both win.
+            let generation = self.store.get(SCHEDULES_BY_OWNER_TREE, &generation_key)?;
+            if let Some(limit) = max_per_user {
+                let owned = self
+                    .store
+                    .scan_prefix(SCHEDULES_BY_OWNER_TREE, &id_prefix(&schedule.owner))?
+                    .len();
+                if owned >= limit as usize {
+                    return Err(SchedulerError::TooMany { limit });
+                }
             }
-        }
-        for _ in 0..ID_ATTEMPTS {
             schedule.id = new_id();
+            if self
+                .store
+                .get(SCHEDULES_TREE, schedule.id.as_bytes())?
+                .is_some()
+            {
+                continue;
+            }
             let expect = Expect {
-                tree: SCHEDULES_TREE,
-                key: schedule.id.as_bytes().to_vec(),
-                value: None,
+                tree: SCHEDULES_BY_OWNER_TREE,
+                key: generation_key.clone(),
+                value: generation,
             };
             let mut ops = vec![
                 put_json(SCHEDULES_TREE, schedule.id.as_bytes().to_vec(), &schedule)?,
@@ -86,6 +98,7 @@ impl ScheduleStore {
                     key: owner_key(&schedule.owner, &schedule.id),
                     value: Vec::new(),
                 },
+                new_generation(&schedule.owner),
             ];
             ops.extend(due_put(&schedule));
             if self.store.apply_batch_if(&expect, ops)? {
@@ -93,7 +106,7 @@ impl ScheduleStore {
             }
         }
         Err(SchedulerError::Store(
-            "could not find a free schedule id; try again".into(),
+            "could not store the schedule: other creations kept racing it; try again".into(),
         ))
     }
 
@@ -170,6 +183,7 @@ impl ScheduleStore {
                     tree: SCHEDULES_BY_OWNER_TREE,
                     key: owner_key(&read.owner, id),
                 },
+                new_generation(&read.owner),
             ];
             if let Some(key) = due_key(&read) {
                 ops.push(BatchOp::Delete {
@@ -438,8 +452,19 @@ fn record_end(schedule: &mut Schedule, fire: &Fire, now: DateTime<Utc>, pause_af
     schedule.updated_at = now;
 }
 
-/// Tries at a fresh id before giving up (eight hex digits collide rarely).
-const ID_ATTEMPTS: usize = 8;
+/// Tries before giving up: a taken id (eight hex digits collide rarely) or the owner's
+/// schedules changed meanwhile.
+const INSERT_ATTEMPTS: usize = 16;
+
+/// The owner's generation (key `{owner}`, beside their `{owner}\0{id}` entries): a fresh
+/// random value at each insert and removal, what an insert's count is conditional on.
+fn new_generation(owner: &str) -> BatchOp {
+    BatchOp::Put {
+        tree: SCHEDULES_BY_OWNER_TREE,
+        key: owner.as_bytes().to_vec(),
+        value: uuid::Uuid::new_v4().as_bytes().to_vec(),
+    }
+}
 /// Entries of `schedules_due` read at a time by `due`.
 const DUE_PAGE: usize = 256;
 

@@ -336,3 +336,71 @@ fn a_manual_claim_is_once_per_time_and_a_run_resets_failures() {
     assert_eq!(fire.status, FireStatus::Done);
     assert_eq!(schedule, None);
 }
+
+/// A store that lets a rival write land between a caller's reads and its conditional batch,
+/// once: what another daemon on a shared store can do.
+struct Racing {
+    inner: Arc<MemoryStore>,
+    rival: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl antler_store::Store for Racing {
+    fn get(&self, tree: &str, key: &[u8]) -> Result<Option<Vec<u8>>, antler_store::StoreError> {
+        self.inner.get(tree, key)
+    }
+    fn put(&self, tree: &str, key: &[u8], value: &[u8]) -> Result<(), antler_store::StoreError> {
+        self.inner.put(tree, key, value)
+    }
+    fn delete(&self, tree: &str, key: &[u8]) -> Result<(), antler_store::StoreError> {
+        self.inner.delete(tree, key)
+    }
+    fn scan_prefix(
+        &self,
+        tree: &str,
+        prefix: &[u8],
+    ) -> Result<antler_store::KeyValues, antler_store::StoreError> {
+        self.inner.scan_prefix(tree, prefix)
+    }
+    fn apply_batch(&self, ops: Vec<BatchOp>) -> Result<(), antler_store::StoreError> {
+        self.inner.apply_batch(ops)
+    }
+    fn apply_batch_if(
+        &self,
+        expect: &Expect,
+        ops: Vec<BatchOp>,
+    ) -> Result<bool, antler_store::StoreError> {
+        let rival = self.rival.lock().unwrap().take();
+        if let Some(rival) = rival {
+            rival();
+        }
+        self.inner.apply_batch_if(expect, ops)
+    }
+    fn flush(&self) -> Result<(), antler_store::StoreError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn two_creations_racing_past_the_limit_cannot_both_win() {
+    let inner = Arc::new(MemoryStore::new());
+    let plain = ScheduleStore::new(inner.clone());
+    plain
+        .insert(schedule("ann", hourly(), Some(at(9))), Some(2))
+        .unwrap();
+    let rival_store = plain.clone();
+    let racing = ScheduleStore::new(Arc::new(Racing {
+        inner,
+        rival: std::sync::Mutex::new(Some(Box::new(move || {
+            rival_store
+                .insert(schedule("ann", hourly(), Some(at(9))), Some(2))
+                .unwrap();
+        }))),
+    }));
+    // It counted one of two, then the rival's creation landed first: it counts again.
+    let refused = racing.insert(schedule("ann", hourly(), Some(at(9))), Some(2));
+    assert!(
+        matches!(refused, Err(SchedulerError::TooMany { limit: 2 })),
+        "{refused:?}"
+    );
+    assert_eq!(plain.list_owner("ann").unwrap().len(), 2);
+}

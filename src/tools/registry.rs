@@ -264,14 +264,18 @@ pub fn configured_groups(config: &AppConfig) -> Vec<String> {
     groups
 }
 
-/// The names of the tools every run may have: the `tools:` entries (or the defaults) and
-/// `present_files`. Without MCP tools, which are known only once their servers answer.
+/// The names of the tools every run may have: the `tools:` entries (or the defaults),
+/// `present_files`, and `schedule_task` while `scheduler.enabled`. Without MCP tools, which
+/// are known only once their servers answer.
 pub fn configured_tool_names(config: &AppConfig) -> Vec<String> {
     let mut names: Vec<String> = configured_tools(config)
         .into_iter()
         .map(|entry| entry.name)
         .collect();
     names.push("present_files".to_string());
+    if config.scheduler.enabled {
+        names.push(crate::scheduler::tool::SCHEDULE_TASK.to_string());
+    }
     names.sort();
     names.dedup();
     names

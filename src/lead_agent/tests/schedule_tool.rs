@@ -34,6 +34,9 @@ fn the_lead_and_agents_whose_groups_allow_it_get_schedule_task() {
     // `schedule` is a group custom agents may name.
     let groups = crate::tools::registry::configured_groups(&f.config);
     assert!(groups.iter().any(|g| g == "schedule"), "{groups:?}");
+    // Its metric label exists from the start, like the configured tools'.
+    let names = crate::tools::registry::configured_tool_names(&f.config);
+    assert!(names.iter().any(|n| n == SCHEDULE_TASK), "{names:?}");
 }
 
 #[test]
@@ -43,4 +46,6 @@ fn disabled_no_agent_gets_it_nor_may_name_its_group() {
     assert!(!has_schedule_task(&default), "{:?}", tool_names(&default));
     let groups = crate::tools::registry::configured_groups(&f.config);
     assert!(!groups.iter().any(|g| g == "schedule"), "{groups:?}");
+    let names = crate::tools::registry::configured_tool_names(&f.config);
+    assert!(!names.iter().any(|n| n == SCHEDULE_TASK), "{names:?}");
 }

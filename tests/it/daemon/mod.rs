@@ -22,6 +22,7 @@ mod model_trouble;
 mod prompt_budget;
 mod reload;
 mod run_errors;
+mod schedule_task;
 mod scheduled_slots;
 mod schedules;
 mod schedules_cli;
