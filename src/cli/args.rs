@@ -69,6 +69,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::cli::approvals::ApprovalsCommand,
     },
+    /// Scheduled tasks: list, show, pause, resume, remove, run now (through the daemon when one
+    /// owns the data dir).
+    Schedules {
+        #[command(subcommand)]
+        command: crate::cli::schedules::SchedulesCommand,
+    },
     /// Which accounts (Telegram, Slack, Discord, Feishu, API) act as which user: list, show,
     /// link, unlink (through the daemon when one owns the data dir).
     Users {
@@ -103,6 +109,7 @@ impl Command {
             | Mcp { .. }
             | Usage(_)
             | Approvals { .. }
+            | Schedules { .. }
             | Users { .. } => true,
             Run | Config { .. } | Store { .. } | Bench { .. } | Internal(_) => false,
         }

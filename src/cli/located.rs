@@ -1,5 +1,5 @@
 //! The commands that work through a running daemon when there is one (`status`, `chat`,
-//! `agents`, `skills`, `mcp`, `usage`, `users`, `approvals`): find the daemon, say which (stderr), then work through
+//! `agents`, `skills`, `mcp`, `usage`, `users`, `approvals`, `schedules`): find the daemon, say which (stderr), then work through
 //! it, or load the whole config and work on the data dir.
 
 use std::path::{Path, PathBuf};
@@ -52,6 +52,7 @@ pub async fn run(command: Command, flag: Option<&Path>, cwd: PathBuf) -> anyhow:
             Ok(ExitCode::SUCCESS)
         }
         Command::Users { command } => crate::cli::users::execute(&target, command).await,
+        Command::Schedules { command } => crate::cli::schedules::execute(&target, command).await,
         Command::Usage(args) => {
             crate::cli::usage::run(config, daemon, &args, &mut stdout).await?;
             Ok(ExitCode::SUCCESS)

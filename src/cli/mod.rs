@@ -18,6 +18,7 @@ pub mod located;
 pub mod logging;
 pub mod mcp;
 pub mod run;
+pub mod schedules;
 pub mod skills;
 pub mod status;
 pub mod store;

@@ -23,6 +23,7 @@ mod models;
 mod origin;
 pub mod peer;
 mod runs;
+mod schedules;
 mod skills;
 mod threads;
 mod uploads;
@@ -116,6 +117,17 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/users/unlink", post(users::unlink))
         .route("/api/users/{user_id}", get(users::show))
         .route("/api/approvals", get(approvals::list))
+        .route(
+            "/api/schedules",
+            get(schedules::list).post(schedules::create),
+        )
+        .route(
+            "/api/schedules/{id}",
+            get(schedules::get)
+                .patch(schedules::change)
+                .delete(schedules::remove),
+        )
+        .route("/api/schedules/{id}/run", post(schedules::run_now))
         .route("/api/agents", get(agents::list).post(agents::create))
         .route(
             "/api/agents/{name}",

@@ -68,6 +68,11 @@ const ASSETS: &[(&str, &str, &[u8])] = &[
         JS,
         include_bytes!("assets/js/markdown.js"),
     ),
+    (
+        "js/schedules.js",
+        JS,
+        include_bytes!("assets/js/schedules.js"),
+    ),
     ("js/sidebar.js", JS, include_bytes!("assets/js/sidebar.js")),
     ("js/signin.js", JS, include_bytes!("assets/js/signin.js")),
     ("js/steps.js", JS, include_bytes!("assets/js/steps.js")),

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use antler_test_support::bench::{
-    ConcurrencyOptions, CrashOptions, Rng, SoakOptions, concurrency, crash, soak,
+    ConcurrencyOptions, CrashOptions, Rng, ScheduleCrashOptions, SoakOptions, concurrency, crash,
+    schedule_crash, schedule_idle, soak,
 };
 
 fn binary() -> &'static Path {
@@ -77,6 +78,46 @@ async fn a_short_soak_through_all_four_channels_finishes() {
     );
     assert!(
         report.samples.iter().all(|(_, rss, _)| *rss > 0),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkills_among_scheduled_slots_lose_none_and_run_none_twice() {
+    let options = ScheduleCrashOptions {
+        schedules: 20,
+        slots: 300,
+        every_seconds: 1,
+        kills: 2,
+        down: Duration::from_secs(4),
+        max_concurrent: 8,
+        seed: Rng::clock_seed(),
+        ..ScheduleCrashOptions::default()
+    };
+    let report = schedule_crash(binary(), options)
+        .await
+        .expect("benchmark runs");
+    println!("{report}");
+    assert_eq!(report.kills, 2, "{report}");
+    assert!(report.slots >= 300, "{report}");
+    assert_eq!(report.lost, Vec::<String>::new(), "{report}");
+    assert_eq!(report.duplicates, Vec::<String>::new(), "{report}");
+    assert_eq!(report.ran_without_answer, Vec::<String>::new(), "{report}");
+    let count = |outcome: &str| report.outcomes.get(outcome).copied().unwrap_or(0);
+    assert!(count("ran") > 0, "{report}");
+    // Down across slots a second apart: `latest` and `none` record the slots they skip.
+    assert!(count("missed") > 0, "{report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schedules_hours_away_cost_an_idle_daemon_no_cpu() {
+    let report = schedule_idle(binary(), 100, Duration::from_secs(5))
+        .await
+        .expect("benchmark runs");
+    println!("{report}");
+    // No polling loop: a few ticks of noise at most, whatever the schedules.
+    assert!(
+        report.cpu_with <= report.cpu_without + Duration::from_millis(100),
         "{report}"
     );
 }

@@ -24,6 +24,8 @@ mod reload;
 mod run_errors;
 mod schedule_task;
 mod scheduled_slots;
+mod schedules;
+mod schedules_cli;
 mod subagents;
 mod systemd;
 mod usage;

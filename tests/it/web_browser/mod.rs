@@ -13,6 +13,7 @@ mod chat;
 mod commands;
 mod cross_site;
 mod look;
+mod schedules;
 mod senders;
 mod signin;
 mod site;

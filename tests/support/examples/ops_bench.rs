@@ -6,6 +6,9 @@
 //! Options: `--chats N`, `--turns N`, `--threads N`, `--kills N`, `--seed N`,
 //! `--stream-ms N` (how long the model streams each answer), `--png PATH` (soak: the RSS plot),
 //! `--channels telegram,slack|all|none` (idle: which channels to connect).
+//! `schedules`: scheduled tasks under SIGKILL (`--schedules N`, `--slots N`, `--every-s N`,
+//! `--kills N`, `--down-ms N` (how long it stays down after a kill), `--max-concurrent N`, `--stream-ms N`, `--seed N`); `schedule-idle`: an idle
+//! daemon's CPU with `--schedules N` schedules hours away against none (`--window-s N`).
 
 // A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
 // live as long as its runtime.
@@ -16,7 +19,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use antler_test_support::bench::{
-    self, ConcurrencyOptions, CrashOptions, FailoverOptions, SoakOptions, rss_plot_png,
+    self, ConcurrencyOptions, CrashOptions, FailoverOptions, ScheduleCrashOptions, SoakOptions,
+    rss_plot_png,
 };
 
 struct Args {
@@ -30,7 +34,7 @@ impl Args {
         let mut args = std::env::args().skip(1);
         let name = args
             .next()
-            .ok_or("name a benchmark: concurrency, crash, soak, idle or failover")?;
+            .ok_or("name a benchmark: concurrency, crash, soak, idle, failover, schedules or schedule-idle")?;
         let mut binary = None;
         let mut values = Vec::new();
         while let Some(flag) = args.next() {
@@ -123,6 +127,32 @@ async fn run(args: &Args) -> Result<bool, String> {
                 && report.tally.lost.is_empty()
                 && report.tally.duplicated.is_empty())
         }
+        "schedules" => {
+            let defaults = ScheduleCrashOptions::default();
+            let options = ScheduleCrashOptions {
+                schedules: args.number("schedules", defaults.schedules)?,
+                slots: args.number("slots", defaults.slots)?,
+                every_seconds: args.number("every-s", defaults.every_seconds)?,
+                kills: args.number("kills", defaults.kills)?,
+                down: Duration::from_millis(args.number("down-ms", 5000)?),
+                max_concurrent: args.number("max-concurrent", defaults.max_concurrent)?,
+                stream_over: Duration::from_millis(args.number("stream-ms", 100)?),
+                seed: args.number("seed", defaults.seed)?,
+            };
+            let report = bench::schedule_crash(&args.binary, options)
+                .await
+                .map_err(err)?;
+            println!("{report}");
+            Ok(report.ok())
+        }
+        "schedule-idle" => {
+            let window = Duration::from_secs(args.number("window-s", 30)?);
+            let report = bench::schedule_idle(&args.binary, args.number("schedules", 100)?, window)
+                .await
+                .map_err(err)?;
+            println!("{report}");
+            Ok(true)
+        }
         "idle" => {
             let settle = Duration::from_secs(args.number("settle-s", 5)?);
             let platforms = bench::Platform::parse_list(args.text("channels").unwrap_or("all"))?;
@@ -151,7 +181,7 @@ async fn run(args: &Args) -> Result<bool, String> {
                 && report.overlaps == 0)
         }
         other => Err(format!(
-            "unknown benchmark {other:?}: use concurrency, crash, soak, idle or failover"
+            "unknown benchmark {other:?}: use concurrency, crash, soak, idle, failover, schedules or schedule-idle"
         )),
     }
 }

@@ -7,6 +7,7 @@ import { Conversation } from "./chat.js";
 import { fit, setUpMessageBox } from "./composer.js";
 import { runCommand, settingsOf, showReply } from "./commands.js";
 import { Uploads } from "./files.js";
+import { SchedulePanel } from "./schedules.js";
 import { Sidebar } from "./sidebar.js";
 import { SignIn, noteLocalThreads } from "./signin.js";
 import { ThreadList } from "./threads.js";
@@ -77,6 +78,12 @@ const threads = new ThreadList($("threads"), {
   listed: (list) => noteLocalThreads(list, currentUser, $("local-notice")),
 });
 
+const schedules = new SchedulePanel($("schedules"), {
+  threadId: () => threadId,
+  onError: (text) => banner(text),
+  onUnauthorized: askForToken,
+});
+
 /** The run `context`: the thread's model and agent, and the bootstrap flag while it lasts. */
 function runOptions() {
   const chosen = settings();
@@ -104,7 +111,12 @@ function newConversation() {
       page.status.classList.remove("error");
     },
     onUnauthorized: askForToken,
-    onFinished: () => { threads.refresh().catch(() => {}); loadAgents().catch(() => {}); },
+    onFinished: () => {
+      threads.refresh().catch(() => {});
+      loadAgents().catch(() => {});
+      // A run may have created or changed a schedule here (`schedule_task`).
+      schedules.refresh().catch(() => {});
+    },
     answer: (text) => submit(text),
   });
   return conversation;
@@ -115,6 +127,8 @@ async function openThread(id) {
   threadId = id;
   localStorage.setItem(THREAD_KEY, id);
   page.log.replaceChildren();
+  schedules.schedules = [];
+  schedules.render();
   uploads.clear();
   banner("");
   newConversation();
@@ -125,6 +139,7 @@ async function openThread(id) {
     const known = threads.threads.some((t) => t.thread_id === id);
     const found = known && (await conversation.restore());
     if (!found) showWelcome();
+    await schedules.refresh();
   } catch (e) {
     if (e instanceof ApiError && e.unauthorized) return askForToken(e);
     banner("Could not load the conversation: " + e.message);

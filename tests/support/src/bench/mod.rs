@@ -14,6 +14,7 @@ mod idle;
 mod model;
 mod plot;
 mod process;
+mod schedules;
 mod soak;
 mod tally;
 
@@ -27,6 +28,10 @@ pub use idle::{IdleReport, idle};
 pub use model::{EchoModel, answer_for, echo_model, marker_of};
 pub use plot::rss_plot_png;
 pub use process::{DaemonProcess, Workdir, peak_rss_kib, rss_kib};
+pub use schedules::{
+    ScheduleCrashOptions, ScheduleCrashReport, ScheduleIdleReport, cpu_time, schedule_crash,
+    schedule_idle,
+};
 pub use soak::{SoakOptions, SoakReport, soak};
 pub use tally::Tally;
 
