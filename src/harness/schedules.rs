@@ -7,7 +7,7 @@
 //! its claim is one compare-and-set, and a claimed slot is finished once
 //! (`ScheduleStore::finish`, Claimed → Done), so a slot runs once and never passes unrecorded.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -46,6 +46,10 @@ pub(super) struct Runner {
     /// Chat fires run by the channel layer: the release of each one's permit, by fire key,
     /// sent by `finish_fire`.
     pub(super) held: Mutex<HashMap<String, oneshot::Sender<()>>>,
+    /// Schedules with a slot started and not yet ended: one slot of a schedule at a time, so
+    /// slots of one conversation (several due at once after a restart) answer in slot order,
+    /// each question before the next is asked.
+    pub(super) active: Mutex<HashSet<String>>,
 }
 
 /// A claimed slot and its schedule as claimed.
@@ -380,3 +384,7 @@ mod tests;
 #[cfg(test)]
 #[path = "schedules_cluster_tests.rs"]
 mod cluster_tests;
+
+#[cfg(test)]
+#[path = "schedules_order_tests.rs"]
+mod order_tests;

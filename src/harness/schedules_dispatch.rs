@@ -54,14 +54,17 @@ pub(super) async fn dispatcher(
                 Err(_) => return,
             },
         };
-        let item = loop {
+        let (item, active) = loop {
             {
                 let Some(inner) = weak.upgrade() else {
                     return;
                 };
-                let next = lock(&inner.runner.queue).pop_first();
-                if let Some((_, item)) = next {
-                    break item;
+                if let Some(item) = next_startable(&inner) {
+                    let active = ActiveSchedule {
+                        inner: Arc::downgrade(&inner),
+                        schedule_id: item.schedule.id.clone(),
+                    };
+                    break (item, active);
                 }
             }
             tokio::select! {
@@ -74,13 +77,56 @@ pub(super) async fn dispatcher(
         };
         let harness = Harness { inner };
         let tracker = harness.inner.runner.tracker.clone();
-        tracker.spawn(harness.dispatch(item, permit));
+        tracker.spawn(harness.dispatch(item, FirePermit { permit, active }));
+    }
+}
+
+/// The earliest queued slot whose schedule has no slot running (marked running now).
+fn next_startable(inner: &Inner) -> Option<Queued> {
+    let mut queue = lock(&inner.runner.queue);
+    let mut active = lock(&inner.runner.active);
+    let key = queue
+        .iter()
+        .find(|(_, item)| !active.contains(&item.schedule.id))
+        .map(|(key, _)| key.clone())?;
+    let item = queue.remove(&key)?;
+    active.insert(item.schedule.id.clone());
+    Some(item)
+}
+
+/// What a started slot holds until it ends: its concurrency permit and its schedule's turn.
+pub(super) struct FirePermit {
+    permit: OwnedSemaphorePermit,
+    active: ActiveSchedule,
+}
+
+/// Its schedule's turn: released (and the dispatcher woken for the schedule's next slot) when
+/// the slot ends, however it ends.
+struct ActiveSchedule {
+    inner: Weak<Inner>,
+    schedule_id: String,
+}
+
+impl Drop for ActiveSchedule {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            lock(&inner.runner.active).remove(&self.schedule_id);
+            inner.runner.queued.notify_one();
+        }
+    }
+}
+
+impl FirePermit {
+    fn release(self) {
+        let FirePermit { permit, active } = self;
+        drop(permit);
+        drop(active);
     }
 }
 
 impl Harness {
     /// Starts one claimed slot (holding `permit` until it ends).
-    async fn dispatch(self, item: Queued, permit: OwnedSemaphorePermit) {
+    async fn dispatch(self, item: Queued, permit: FirePermit) {
         let Queued { schedule, fire } = item;
         let store = self.inner.scheduler.store();
         let schedule = match store.get(&schedule.id) {
@@ -122,7 +168,7 @@ impl Harness {
         hook: Arc<dyn crate::scheduler::ChatSchedule>,
         schedule: &Schedule,
         fire: &Fire,
-        permit: OwnedSemaphorePermit,
+        permit: FirePermit,
     ) {
         let key = fire.key();
         let (ended, wait) = oneshot::channel();
@@ -141,13 +187,13 @@ impl Harness {
             }
         }
         lock(&self.inner.runner.held).remove(&key);
-        drop(permit);
+        permit.release();
     }
 
     /// Runs the slot in its thread as a background run, continuing what a restart left: a
     /// thread that holds the fire's answer is finished as ran, one that holds its question
     /// runs on without input.
-    async fn run_in_thread(&self, schedule: &Schedule, fire: Fire, permit: OwnedSemaphorePermit) {
+    async fn run_in_thread(&self, schedule: &Schedule, fire: Fire, permit: FirePermit) {
         let mut request = self.schedule_run_request(schedule, &fire);
         match self.progress(&fire).await {
             Progress::Answered => {
@@ -202,7 +248,7 @@ impl Harness {
                     &format!("the run stopped unexpectedly: {error}"),
                 ),
             }
-            drop(permit);
+            permit.release();
         });
     }
 
