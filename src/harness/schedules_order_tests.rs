@@ -48,7 +48,11 @@ async fn slots_of_one_schedule_run_one_at_a_time_in_slot_order() {
         wait_for("the schedule's next slot", STEP, || handed().len() == n).await;
         // Permits are free, yet the next slot waits for this one's end.
         tokio::time::sleep(Duration::from_secs(60)).await;
-        assert_eq!(handed().len(), n, "a second slot started before the first ended");
+        assert_eq!(
+            handed().len(),
+            n,
+            "a second slot started before the first ended"
+        );
         let fire = handed()[n - 1].clone();
         assert_eq!(fire.kind, FireKind::CatchUp);
         rig.harness.finish_fire(&fire, FireOutcome::Ran, None);

@@ -299,15 +299,26 @@ async fn plan_status(
     key: &ChatKey,
     entry: &JournalEntry,
 ) -> Option<String> {
+    let reply_to = Some(entry.message.platform_message_id.clone());
+    send_status(deps, runtime, key, entry, WORKING_TEXT.into(), reply_to).await
+}
+
+/// Sends a turn's status message (`text`, replying to `reply_to`) through the outbox, once per
+/// entry; its id, if it was sent.
+async fn send_status(
+    deps: &TurnDeps,
+    runtime: &ChannelRuntime,
+    key: &ChatKey,
+    entry: &JournalEntry,
+    text: String,
+    reply_to: Option<String>,
+) -> Option<String> {
     let is_group = !entry.message.is_direct;
     let status = OutboxRecord::new(
         OutboxStep::Status.key(&entry.key),
         key.clone(),
         is_group,
-        OutboxAction::Send {
-            text: WORKING_TEXT.into(),
-            reply_to: Some(entry.message.platform_message_id.clone()),
-        },
+        OutboxAction::Send { text, reply_to },
     );
     send_all(deps, runtime, key, is_group, vec![status])
         .await

@@ -17,13 +17,13 @@ use crate::agent_api::StopReason;
 use crate::channels::access::{Verdict, verdict};
 use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::journal::JournalEntry;
-use crate::channels::outbound::{reply, send_all};
+use crate::channels::outbound::reply;
 use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::schedule_entry::{ScheduleEntry, notice_schedule_id, parse_fire_key};
 use crate::channels::stream::WORKING_TEXT;
 use crate::channels::turn::conversation::{already_asked, mark_inbound};
-use crate::channels::turn::{deliver_answer, finish, run};
+use crate::channels::turn::{deliver_answer, finish, run, send_status};
 use crate::harness::RunError;
 use crate::paths::ThreadPaths;
 use crate::scheduler::timing::local_label;
@@ -266,7 +266,7 @@ fn owner_allowed(
     )
 }
 
-/// The status message the run streams into, naming the schedule.
+/// The status message the run streams into, naming the schedule (no message to reply to).
 async fn plan_status(
     deps: &TurnDeps,
     runtime: &ChannelRuntime,
@@ -274,21 +274,8 @@ async fn plan_status(
     entry: &JournalEntry,
     schedule: &Schedule,
 ) -> Option<String> {
-    let is_group = !entry.message.is_direct;
-    let status = OutboxRecord::new(
-        OutboxStep::Status.key(&entry.key),
-        key.clone(),
-        is_group,
-        OutboxAction::Send {
-            text: format!("{HEADER} {}\n{WORKING_TEXT}", schedule.name),
-            reply_to: None,
-        },
-    );
-    send_all(deps, runtime, key, is_group, vec![status])
-        .await
-        .into_iter()
-        .flatten()
-        .next()
+    let text = format!("{HEADER} {}\n{WORKING_TEXT}", schedule.name);
+    send_status(deps, runtime, key, entry, text, None).await
 }
 
 /// "⚠ Scheduled task NAME failed: … It will run again at …" (nothing about the next run when

@@ -196,10 +196,12 @@ pub(crate) fn request_mentions(request: &Value, text: &str) -> bool {
 
 /// Runs per user today, from `GET /api/usage` (the local operator sees everyone's).
 pub(crate) async fn usage_by_user(addr: SocketAddr) -> HashMap<String, u64> {
-    let usage: Value = reqwest::Client::builder()
+    let client = reqwest::Client::builder()
         .no_proxy()
         .build()
-        .expect("client")
+        .expect("client");
+    runs_ended(&client, addr).await;
+    let usage: Value = client
         .get(format!("http://{addr}/api/usage"))
         .send()
         .await
@@ -213,6 +215,33 @@ pub(crate) async fn usage_by_user(addr: SocketAddr) -> HashMap<String, u64> {
         *runs.entry(user).or_default() += row["runs"].as_u64().unwrap_or(0);
     }
     runs
+}
+
+/// Waits (10 s at most) until no run is in flight: a run's usage is saved as it ends, just
+/// after its answer reached the chat, so reading it at once races the run's last step.
+async fn runs_ended(client: &reqwest::Client, addr: SocketAddr) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let metrics = client
+            .get(format!("http://{addr}/metrics"))
+            .send()
+            .await
+            .expect("metrics")
+            .text()
+            .await
+            .expect("metrics text");
+        if metrics
+            .lines()
+            .any(|line| line == r#"antler_queue_depth{queue="runs_in_flight"} 0"#)
+        {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "runs still in flight after 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// A request as text with the quoted blocks of earlier messages (other people's words inside
