@@ -80,6 +80,7 @@ fn resolve_output(outputs: &Path, virtual_path: &str) -> Result<Attachment, File
         mime_type,
         path,
         size: metadata.len(),
+        voice: false,
     })
 }
 

@@ -43,6 +43,9 @@ pub struct ChannelsConfig {
     pub discord: DiscordConfig,
     /// The Feishu / Lark app.
     pub feishu: FeishuConfig,
+    /// Signed webhooks other systems send (`POST /hooks/{endpoint}`): each starts a run and
+    /// answers in a chat or only in its thread. Not a chat platform: no adapter, no allowlist.
+    pub webhook: crate::config::webhook::WebhookConfig,
 }
 
 impl Default for ChannelsConfig {
@@ -59,6 +62,7 @@ impl Default for ChannelsConfig {
             slack: SlackConfig::default(),
             discord: DiscordConfig::default(),
             feishu: FeishuConfig::default(),
+            webhook: Default::default(),
         }
     }
 }

@@ -25,7 +25,9 @@ pub mod storage;
 pub mod subagents;
 pub mod summarization;
 pub mod validate;
+pub mod voice;
 pub mod watch;
+pub mod webhook;
 
 pub use antler_channel::{GroupPolicy, Secret, SessionConfig};
 pub use channels::{ChannelsConfig, ContextConfig, StreamConfig};

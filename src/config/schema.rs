@@ -114,6 +114,8 @@ pub struct AppConfig {
     pub approvals: crate::config::approvals::ApprovalsConfig,
     /// Scheduled tasks (the `schedule_task` tool): on by default; limits per user and slot.
     pub scheduler: crate::config::scheduler::SchedulerConfig,
+    /// Voice notes transcribed before the turn; answers spoken after it.
+    pub voice: crate::config::voice::VoiceConfig,
 }
 
 impl Default for AppConfig {
@@ -155,6 +157,7 @@ impl Default for AppConfig {
             identities: Vec::new(),
             approvals: Default::default(),
             scheduler: Default::default(),
+            voice: Default::default(),
         }
     }
 }

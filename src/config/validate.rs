@@ -34,6 +34,8 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
         .0
         .extend(config.approvals.problems(&tool_groups(config)));
     problems.0.extend(config.scheduler.problems());
+    problems.0.extend(config.voice.problems());
+    problems.0.extend(config.channels.webhook.problems());
     for (key, message) in config.store.problems() {
         problems.push(key, message);
     }

@@ -109,6 +109,8 @@ struct Inner {
     chat_schedule: Mutex<Option<Arc<dyn crate::scheduler::ChatSchedule>>>,
     /// The firing loop and the scheduled runs it dispatches (see [`schedules`]).
     runner: schedules::Runner,
+    /// The audio endpoints' client: voice notes transcribed, answers spoken.
+    voice: crate::voice::Voice,
 }
 
 /// A tool registry and what it was built for.
@@ -221,6 +223,7 @@ impl Harness {
                 scheduler,
                 chat_schedule: Mutex::new(None),
                 runner: schedules::Runner::default(),
+                voice: crate::voice::Voice::new(),
                 cluster,
                 shared,
                 jobs: jobs::Jobs::default(),
@@ -266,6 +269,11 @@ impl Harness {
     /// Schedules: what every surface creates, lists and changes them through.
     pub fn scheduler(&self) -> &crate::scheduler::Scheduler {
         &self.inner.scheduler
+    }
+
+    /// Transcription and speech (`voice.*`).
+    pub fn voice(&self) -> &crate::voice::Voice {
+        &self.inner.voice
     }
 
     pub fn cluster(&self) -> &Cluster {

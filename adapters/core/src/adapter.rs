@@ -43,6 +43,11 @@ pub trait ChannelConfig: Send + Sync + std::fmt::Debug {
     fn reactions(&self) -> bool {
         false
     }
+    /// When answers here are also spoken (`channels.<name>.reply_with_voice`; `/voice on|off`
+    /// in a conversation wins).
+    fn reply_with_voice(&self) -> ReplyWithVoice {
+        ReplyWithVoice::Off
+    }
     /// A digest of the settings that need a new connection when they change (credentials, mode,
     /// endpoints); the daemon restarts only this channel when it changes.
     fn connection_key(&self) -> u64;
@@ -119,6 +124,20 @@ pub struct GroupRules {
 pub struct SessionConfig {
     /// The agent that answers when neither the chat nor the user chose one.
     pub agent: Option<String>,
+}
+
+/// When a channel's answers are also spoken (`voice.speech`), unless a conversation chose with
+/// `/voice on|off`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplyWithVoice {
+    /// Text only.
+    #[default]
+    Off,
+    /// A voice note is answered with voice too; typed messages with text only.
+    Auto,
+    /// Every answer is spoken too.
+    Always,
 }
 
 /// When the bot answers in a group it is allowed in.

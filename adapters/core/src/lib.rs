@@ -25,7 +25,7 @@ mod webhook;
 
 pub use adapter::{
     AccessSettings, ChannelAdapter, ChannelConfig, Connection, GroupPolicy, GroupRules,
-    SessionConfig, connection_key_of, platform_ids,
+    ReplyWithVoice, SessionConfig, connection_key_of, platform_ids,
 };
 pub use buttons::{BUTTON_VALUE_MAX, Button, ButtonClick, ButtonStyle, SendButtons};
 pub use capabilities::{
@@ -37,7 +37,7 @@ pub use chunk::split_message;
 pub use code_spans::{TextPart, any_prose, map_prose, text_parts};
 pub use history::{ContextOverride, FetchHistory, HistoryMessage, HistoryRequest};
 pub use key::ChatKey;
-pub use message::{Attachment, InboundFile, InboundMessage};
+pub use message::{Attachment, AudioInfo, AudioKind, InboundFile, InboundMessage};
 pub use names::{NAME_KEEP_FOR, NAME_MAX_KEPT, NameCache};
 pub use profile::{BudgetLimits, ChannelProfile, Pace, ReactionSet};
 pub use secret::Secret;

@@ -63,6 +63,33 @@ pub struct InboundFile {
     pub mime_type: Option<String>,
     pub size: Option<u64>,
     pub is_image: bool,
+    /// A voice note or audio message the daemon transcribes before the turn
+    /// (`voice.transcription`); `None` for every other file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<AudioInfo>,
+}
+
+/// What an audio attachment is, as the platform said.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AudioInfo {
+    pub kind: AudioKind,
+    /// The length the platform reported (Telegram `duration`, Discord `duration_secs`, Feishu's
+    /// `duration` in ms rounded up, Slack's `duration_ms`); `None` when it gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<u32>,
+}
+
+/// The kinds of audio people send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AudioKind {
+    /// Recorded in the app to be heard (Telegram `voice`, a Slack clip, a Discord voice
+    /// message, a Feishu `audio` message): what `reply_with_voice: auto` answers with voice.
+    Voice,
+    /// An audio file (Telegram `audio`, an `audio/*` attachment).
+    Audio,
+    /// Telegram's round video note: its sound track is transcribed.
+    VideoNote,
 }
 
 /// A local file to upload with a reply.
@@ -73,4 +100,8 @@ pub struct Attachment {
     pub path: std::path::PathBuf,
     pub size: u64,
     pub is_image: bool,
+    /// A spoken answer (`voice.speech`): Telegram sends it with `sendVoice` (OGG/Opus), the
+    /// other platforms as an audio file.
+    #[serde(default)]
+    pub voice: bool,
 }

@@ -97,6 +97,7 @@ pub fn inbound_message(
                 .is_some_and(|m| m.starts_with("image/")),
             mime_type: attachment.content_type.clone(),
             size: Some(u64::from(attachment.size)),
+            audio: None,
         })
         .collect();
     if text.is_empty() && files.is_empty() {

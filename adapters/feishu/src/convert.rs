@@ -165,6 +165,7 @@ fn resource(
         mime_type: None,
         size: None,
         is_image: kind == ResourceKind::Image,
+        audio: None,
     }
 }
 

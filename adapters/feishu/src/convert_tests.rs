@@ -103,6 +103,7 @@ fn post_rich_text_snapshot() {
             mime_type: None,
             size: None,
             is_image: true,
+            audio: None,
         }]
     );
 }

@@ -167,6 +167,7 @@ mod tests {
             path: std::path::PathBuf::from("/nonexistent"),
             size,
             is_image,
+            voice: false,
         }
     }
 

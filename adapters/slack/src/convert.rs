@@ -217,6 +217,7 @@ fn inbound_file(file: &SlackFile) -> Option<InboundFile> {
             .is_some_and(|m| m.starts_with("image/")),
         mime_type,
         size: file.size,
+        audio: None,
     })
 }
 

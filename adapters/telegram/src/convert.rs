@@ -180,6 +180,7 @@ fn file(
         mime_type,
         size: Some(u64::from(meta.size)),
         is_image,
+        audio: None,
     }
 }
 

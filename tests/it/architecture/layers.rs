@@ -22,7 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Services built from the config alone: the model, the sandbox, a thread's files.
     (
         "services",
-        &["model", "sandbox", "files", "storage", "cluster"],
+        &["model", "sandbox", "files", "storage", "cluster", "voice"],
     ),
     // The agent contracts the loop, the middlewares and the tools share.
     ("contracts", &["agent_api"]),
@@ -41,7 +41,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Runs on threads and the surfaces that start them.
     (
         "runtime",
-        &["harness", "client", "users", "commands", "channels", "http"],
+        &[
+            "harness", "client", "users", "commands", "channels", "hooks", "http",
+        ],
     ),
     // The daemon process around the runtime: listeners, socket, service manager, heap trim.
     ("daemon", &["daemon"]),

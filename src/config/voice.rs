@@ -1,0 +1,106 @@
+//! `voice.*`: voice notes in (speech to text before the turn) and spoken answers out (text to
+//! speech after it), through any OpenAI-compatible audio endpoint (OpenAI, Groq, a local
+//! Whisper or TTS server).
+
+use antler_channel::Secret;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::config::ConfigProblem;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct VoiceConfig {
+    /// Voice notes and audio messages become the user's message, transcribed before the turn.
+    pub transcription: TranscriptionConfig,
+    /// Show the transcript in the chat before the answer (off: only the model reads it).
+    pub echo_transcript: bool,
+    /// Answers spoken as a voice note after the text (`/voice on`, `reply_with_voice`).
+    pub speech: SpeechConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct TranscriptionConfig {
+    /// Transcribe voice notes and audio messages from every channel.
+    pub enabled: bool,
+    /// The OpenAI-compatible API root; `POST {base_url}/audio/transcriptions` is called
+    /// (`https://api.openai.com/v1`, `https://api.groq.com/openai/v1`, a local Whisper server).
+    /// Required when enabled.
+    pub base_url: Option<String>,
+    /// The transcription model (`whisper-1`, `whisper-large-v3`, `gpt-4o-mini-transcribe`).
+    pub model: String,
+    /// Sent as `Authorization: Bearer …`, e.g. `$OPENAI_API_KEY`; unset for a local server.
+    pub api_key: Option<Secret>,
+    /// The spoken language as ISO-639-1 (`en`, `de`); unset = the service detects it.
+    pub language: Option<String>,
+    /// Longer notes are refused with a reply (and kept in the thread's uploads).
+    pub max_seconds: u32,
+    /// Larger files are refused with a reply (and kept, within `uploads.max_file_size`).
+    pub max_mb: u32,
+    /// Seconds one transcription may take before the turn answers that the service timed out.
+    pub timeout_seconds: u64,
+}
+
+impl Default for TranscriptionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            base_url: None,
+            model: "whisper-1".into(),
+            api_key: None,
+            language: None,
+            max_seconds: 300,
+            max_mb: 25,
+            timeout_seconds: 120,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct SpeechConfig {
+    /// Speak answers where a conversation asked for it (`/voice on`) or the channel's
+    /// `reply_with_voice` says so.
+    pub enabled: bool,
+    /// The OpenAI-compatible API root; `POST {base_url}/audio/speech` is called. Required when
+    /// enabled.
+    pub base_url: Option<String>,
+    /// The speech model (`tts-1`, `gpt-4o-mini-tts`).
+    pub model: String,
+    /// The voice (`alloy`, `nova`, …, as the service names them).
+    pub voice: String,
+    /// Sent as `Authorization: Bearer …`, e.g. `$OPENAI_API_KEY`; unset for a local server.
+    pub api_key: Option<Secret>,
+    /// `response_format` asked for: `opus` (OGG/Opus, what Telegram plays as a voice note),
+    /// `mp3`, `aac`, `flac`, `wav`.
+    pub format: String,
+    /// Answers longer than this many characters are spoken up to here, with a note that the
+    /// rest is in the text.
+    pub max_chars: usize,
+    /// Seconds one synthesis may take; past it the text answer stands alone.
+    pub timeout_seconds: u64,
+}
+
+impl Default for SpeechConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            base_url: None,
+            model: "tts-1".into(),
+            voice: "alloy".into(),
+            api_key: None,
+            format: "opus".into(),
+            max_chars: 2000,
+            timeout_seconds: 60,
+        }
+    }
+}
+
+impl VoiceConfig {
+    /// Problems, each naming its key (`voice.transcription.base_url`, …).
+    pub fn problems(&self) -> Vec<ConfigProblem> {
+        // lane voicein fills transcription's, lane voiceout speech's.
+        Vec::new()
+    }
+}
