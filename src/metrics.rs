@@ -425,27 +425,24 @@ pub fn resident_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// How webhook deliveries end at the route (`webhook_delivery`).
-pub const WEBHOOK_OUTCOMES: &[&str] = &[
-    "accepted",
-    "duplicate",
-    "unauthorized",
-    "too_large",
-    "invalid",
-];
-
 /// Registers every outcome of the configured webhook endpoints at 0.
 pub fn register_webhook_endpoints(endpoints: &[String]) {
     for endpoint in endpoints {
-        for &outcome in WEBHOOK_OUTCOMES {
+        for outcome in [
+            "accepted",
+            "duplicate",
+            "unauthorized",
+            "too_large",
+            "invalid",
+        ] {
             counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.clone(), "outcome" => outcome)
                 .increment(0);
         }
     }
 }
 
-/// A delivery to a configured webhook endpoint, by how the route answered it (one of
-/// [`WEBHOOK_OUTCOMES`]).
+/// A delivery to a configured webhook endpoint, by how the route answered it (one of the
+/// outcomes registered above).
 pub fn webhook_delivery(endpoint: &str, outcome: &'static str) {
     counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.to_owned(), "outcome" => outcome)
         .increment(1);
