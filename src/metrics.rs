@@ -89,6 +89,10 @@ fn describe() {
     );
     describe_counter!("antler_tool_calls_total", "Tool calls, by tool");
     describe_counter!(
+        "antler_webhook_deliveries_total",
+        "Deliveries to webhook endpoints, by endpoint and outcome"
+    );
+    describe_counter!(
         "antler_approvals_total",
         "Approval requests (requested) and how they ended, by decision"
     );
@@ -419,6 +423,29 @@ pub fn resident_bytes() -> Option<u64> {
     let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().next()?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// Registers every outcome of the configured webhook endpoints at 0.
+pub fn register_webhook_endpoints(endpoints: &[String]) {
+    for endpoint in endpoints {
+        for outcome in [
+            "accepted",
+            "duplicate",
+            "unauthorized",
+            "too_large",
+            "invalid",
+        ] {
+            counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.clone(), "outcome" => outcome)
+                .increment(0);
+        }
+    }
+}
+
+/// A delivery to a configured webhook endpoint, by how the route answered it (one of the
+/// outcomes registered above).
+pub fn webhook_delivery(endpoint: &str, outcome: &'static str) {
+    counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.to_owned(), "outcome" => outcome)
+        .increment(1);
 }
 
 #[cfg(test)]
