@@ -4,6 +4,7 @@
 //! applies at the next note.
 
 pub mod speech;
+mod ogg;
 pub mod transcribe;
 
 pub use speech::{Speech, SpeechError};
