@@ -3,8 +3,8 @@
 //! `voice.speech`). One HTTP client for both; the settings are read per call, so a reload
 //! applies at the next note.
 
-pub mod speech;
 mod ogg;
+pub mod speech;
 pub mod transcribe;
 
 pub use speech::{Speech, SpeechError};

@@ -168,7 +168,9 @@ fn form(config: &TranscriptionConfig, audio: AudioInput) -> Result<Form, Transcr
     let part = Part::stream_with_length(reqwest::Body::from(audio.bytes), length)
         .file_name(filename)
         .mime_str(&mime_type)
-        .map_err(|error| TranscribeError::Unreachable(format!("cannot build the request: {error}")))?;
+        .map_err(|error| {
+            TranscribeError::Unreachable(format!("cannot build the request: {error}"))
+        })?;
     let mut form = Form::new()
         .part("file", part)
         .text("model", config.model.clone())

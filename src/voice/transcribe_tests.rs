@@ -169,7 +169,10 @@ async fn a_service_that_is_not_there_is_unreachable() {
         .transcribe(&config, note(Some(2)))
         .await
         .expect_err("down");
-    assert!(matches!(error, TranscribeError::Unreachable(_)), "{error:?}");
+    assert!(
+        matches!(error, TranscribeError::Unreachable(_)),
+        "{error:?}"
+    );
     assert!(
         error.to_string().contains("`voice.transcription.base_url`"),
         "{error}"

@@ -60,10 +60,7 @@ impl TranscriptionRequest {
 #[derive(Clone, Debug)]
 pub enum TranscriptionReply {
     /// `{"text": …}`, with `duration` (seconds) when given.
-    Text {
-        text: String,
-        duration: Option<f64>,
-    },
+    Text { text: String, duration: Option<f64> },
     /// This status and JSON body.
     Error { status: u16, body: Value },
     /// Answers after this long (a service slower than the client's timeout).
