@@ -165,6 +165,31 @@ async fn a_forty_minute_note_is_refused_with_the_key_and_kept() {
     assert!(voice.model.requests().is_empty(), "no run");
     assert_eq!(uploads(voice.dir.path()), [format!("voice_{note}.ogg")]);
     assert_eq!(voice.fake.chat_texts(USER), [reply], "no status message");
+    // The recorder is the process's: other tests' daemons count into it too.
+    let metrics = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .get(format!("http://{}/metrics", voice.bot.addr))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    let value = |series: &str| -> u64 {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in /metrics"))
+    };
+    assert!(value(r#"antler_transcriptions_total{outcome="too_long"}"#) >= 1);
+    for outcome in ["ok", "too_large", "failed"] {
+        value(&format!(
+            r#"antler_transcriptions_total{{outcome="{outcome}"}}"#
+        ));
+    }
+    value("antler_transcribed_seconds_total");
     voice.bot.stop().await;
 }
 
