@@ -119,8 +119,9 @@ impl TranscriptionConfig {
                  root, e.g. https://api.openai.com/v1, https://api.groq.com/openai/v1 or a local \
                  Whisper server's http://127.0.0.1:8000/v1",
             ));
-        } else if !base_url.is_empty()
-            && !(base_url.starts_with("http://") || base_url.starts_with("https://"))
+        } else if !(base_url.is_empty()
+            || base_url.starts_with("http://")
+            || base_url.starts_with("https://"))
         {
             problems.push(ConfigProblem::new(
                 key("base_url"),

@@ -196,9 +196,11 @@ pub fn report(rows: &[UsageRow], pricing: &PricingConfig, day: Option<NaiveDate>
             group_thousands(row.totals.output_tokens),
             row.totals.runs,
             price.map(|c| format!(", ${c:.4}")).unwrap_or_default(),
-            (audio > 0)
-                .then(|| format!(", {} of audio transcribed", audio_length(audio)))
-                .unwrap_or_default(),
+            if audio > 0 {
+                format!(", {} of audio transcribed", audio_length(audio))
+            } else {
+                String::new()
+            },
         ));
     }
     let priced = rows.iter().any(|r| pricing.contains_key(&r.model));
