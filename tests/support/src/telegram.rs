@@ -189,16 +189,6 @@ impl FakeTelegram {
         file_id
     }
 
-    /// Queues a voice note of `seconds` (Telegram's `voice`: OGG/Opus, `duration` as the app
-    /// measured it) from `user_id` in `chat`, its bytes downloadable. Returns the message id.
-    pub fn send_voice(&self, chat: Value, user_id: i64, bytes: Vec<u8>, seconds: u32) -> i64 {
-        let size = bytes.len();
-        let file_id = self.add_file("voice.oga", bytes);
-        let voice = json!({"file_id": file_id, "file_unique_id": format!("U{file_id}"),
-            "duration": seconds, "mime_type": "audio/ogg", "file_size": size});
-        self.send_message(chat, user_id, json!({"voice": voice}))
-    }
-
     /// The next call of `method` (case-insensitive) fails this way.
     pub fn fail_next(&self, method: &str, failure: BotFailure) {
         self.shared

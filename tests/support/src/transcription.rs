@@ -2,6 +2,7 @@
 //! axum's `Multipart` as OpenAI, Groq and the Whisper servers read it, every request recorded
 //! (its fields, the file part's name, type and size, whether the file is OGG), answered from a
 //! script (a transcript, or an error status and body), else with a default transcript.
+//! `FakeTelegram::send_voice` sends a voice note through the fake Telegram.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -238,5 +239,17 @@ async fn answer(reply: TranscriptionReply) -> Response {
         )
             .into_response(),
         TranscriptionReply::Slow(..) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
+}
+
+impl crate::FakeTelegram {
+    /// Queues a voice note of `seconds` (Telegram's `voice`: OGG/Opus, `duration` as the app
+    /// measured it) from `user_id` in `chat`, its bytes downloadable. Returns the message id.
+    pub fn send_voice(&self, chat: Value, user_id: i64, bytes: Vec<u8>, seconds: u32) -> i64 {
+        let size = bytes.len();
+        let file_id = self.add_file("voice.oga", bytes);
+        let voice = json!({"file_id": file_id, "file_unique_id": format!("U{file_id}"),
+            "duration": seconds, "mime_type": "audio/ogg", "file_size": size});
+        self.send_message(chat, user_id, json!({"voice": voice}))
     }
 }
