@@ -162,6 +162,14 @@ fn describe() {
         "antler_claim_conflicts_total",
         "Attempts to take a lease another instance held, by kind"
     );
+    describe_counter!(
+        "antler_transcriptions_total",
+        "Voice notes to transcribe, by outcome"
+    );
+    describe_counter!(
+        "antler_transcribed_seconds_total",
+        "Seconds of audio transcribed"
+    );
 }
 
 /// Label values that exist before anything happens: with them every series a dashboard or an
@@ -207,6 +215,8 @@ pub const APPROVAL_DECISIONS: &[&str] = &[
 /// How scheduled slots end (`schedule_fire`).
 pub const SCHEDULE_FIRE_OUTCOMES: &[&str] =
     &["ran", "failed", "skipped_budget", "caught_up", "missed"];
+/// What becomes of a voice note to transcribe (`transcription`).
+pub const TRANSCRIPTION_OUTCOMES: &[&str] = &["ok", "too_long", "too_large", "failed"];
 /// Caches and the reasons they drop entries (`cache_evictions`).
 const EVICTIONS: &[(&str, &str)] = &[("thread_states", "idle")];
 
@@ -239,6 +249,10 @@ pub fn register_known(known: &KnownLabels) {
     for &outcome in SCHEDULE_FIRE_OUTCOMES {
         counter!("antler_schedule_fires_total", "outcome" => outcome).increment(0);
     }
+    for &outcome in TRANSCRIPTION_OUTCOMES {
+        counter!("antler_transcriptions_total", "outcome" => outcome).increment(0);
+    }
+    counter!("antler_transcribed_seconds_total").increment(0);
     for &(cache, reason) in EVICTIONS {
         counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
     }
@@ -272,6 +286,12 @@ pub fn register_known(known: &KnownLabels) {
         }
         let _ = histogram!("antler_outbound_retry_wait_seconds", "channel" => channel.clone());
     }
+}
+
+/// A transcription's outcome (one of [`TRANSCRIPTION_OUTCOMES`]) and the seconds it heard.
+pub fn transcription(outcome: &'static str, seconds: u64) {
+    counter!("antler_transcriptions_total", "outcome" => outcome).increment(1);
+    counter!("antler_transcribed_seconds_total").increment(seconds);
 }
 
 pub fn run_started() {

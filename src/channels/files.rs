@@ -7,7 +7,7 @@
 //! `uploads.max_total_size`; a file refused is not fetched when its size is known, never
 //! stored, and named with the reason (for the agent and in the reply).
 
-use antler_channel::{ChannelError, InboundFile, InboundMessage};
+use antler_channel::{AudioInfo, ChannelError, InboundFile, InboundMessage};
 use serde_json::{Value, json};
 
 use crate::channels::runtime::ChannelRuntime;
@@ -23,6 +23,9 @@ pub struct Received {
     pub files: Vec<Value>,
     /// Files that could not be received, with the reason, for the agent and the user.
     pub problems: Vec<String>,
+    /// The voice notes and audio among `files`: (index in `files`, what the platform said it
+    /// is, its MIME type), for the turn's transcription.
+    pub audio: Vec<(usize, AudioInfo, Option<String>)>,
 }
 
 /// Downloads the files of `message` into the thread's uploads directory, within `limits`.
@@ -85,6 +88,12 @@ pub async fn receive_files(
         match stored {
             Ok(Ok(info)) => {
                 budget.add(info.size);
+                if let Some(audio) = &file.audio {
+                    let at = received.files.len();
+                    received
+                        .audio
+                        .push((at, audio.clone(), file.mime_type.clone()));
+                }
                 received.files.push(json!({
                     "filename": info.filename,
                     "size": info.size,

@@ -117,6 +117,9 @@ pub enum OutboxStep {
     Approval(String),
     /// An approval request's buttons settled (the decision shown in their message).
     Settle,
+    /// Chunk `n` of a voice note's transcript shown in the chat (`voice.echo_transcript`),
+    /// before the status message.
+    Transcript(usize),
 }
 
 impl OutboxStep {
@@ -130,6 +133,7 @@ impl OutboxStep {
             OutboxStep::Resend(step) => format!("{}-resend", step.encode()),
             OutboxStep::Approval(id) => format!("approval:{id}"),
             OutboxStep::Settle => "settle".into(),
+            OutboxStep::Transcript(n) => format!("transcript-{n}"),
         }
     }
 
@@ -153,6 +157,7 @@ impl OutboxStep {
             "error" => Some(OutboxStep::Error(n)),
             "final" => Some(OutboxStep::Final(n)),
             "file" => Some(OutboxStep::File(n)),
+            "transcript" => Some(OutboxStep::Transcript(n)),
             _ => None,
         }
     }
@@ -308,6 +313,7 @@ mod tests {
             OutboxStep::Resend(Box::new(OutboxStep::Final(0))),
             OutboxStep::Approval("k3-x9".into()),
             OutboxStep::Settle,
+            OutboxStep::Transcript(1),
         ];
         for step in steps {
             let action = OutboxAction::Send {

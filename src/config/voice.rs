@@ -101,6 +101,90 @@ impl VoiceConfig {
     /// Problems, each naming its key (`voice.transcription.base_url`, …).
     pub fn problems(&self) -> Vec<ConfigProblem> {
         // lane voicein fills transcription's, lane voiceout speech's.
-        Vec::new()
+        let mut problems = Vec::new();
+        problems.extend(self.transcription.problems());
+        problems
+    }
+}
+
+impl TranscriptionConfig {
+    fn problems(&self) -> Vec<ConfigProblem> {
+        let key = |name: &str| format!("voice.transcription.{name}");
+        let mut problems = Vec::new();
+        let base_url = self.base_url.as_deref().map(str::trim).unwrap_or("");
+        if self.enabled && base_url.is_empty() {
+            problems.push(ConfigProblem::new(
+                key("base_url"),
+                "transcription is enabled but no service is set: give the OpenAI-compatible API \
+                 root, e.g. https://api.openai.com/v1, https://api.groq.com/openai/v1 or a local \
+                 Whisper server's http://127.0.0.1:8000/v1",
+            ));
+        } else if !(base_url.is_empty()
+            || base_url.starts_with("http://")
+            || base_url.starts_with("https://"))
+        {
+            problems.push(ConfigProblem::new(
+                key("base_url"),
+                format!("`{base_url}` is not an http:// or https:// URL"),
+            ));
+        }
+        if self.enabled && self.model.trim().is_empty() {
+            problems.push(ConfigProblem::new(
+                key("model"),
+                "name the transcription model, e.g. whisper-1",
+            ));
+        }
+        for (name, value) in [
+            ("max_seconds", u64::from(self.max_seconds)),
+            ("max_mb", u64::from(self.max_mb)),
+            ("timeout_seconds", self.timeout_seconds),
+        ] {
+            if value == 0 {
+                problems.push(ConfigProblem::new(key(name), "must be at least 1"));
+            }
+        }
+        problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transcription_enabled_needs_a_service_and_sane_limits() {
+        let paths = |config: TranscriptionConfig| -> Vec<String> {
+            VoiceConfig {
+                transcription: config,
+                ..VoiceConfig::default()
+            }
+            .problems()
+            .into_iter()
+            .map(|problem| problem.path)
+            .collect()
+        };
+        assert!(paths(TranscriptionConfig::default()).is_empty());
+        let enabled = TranscriptionConfig {
+            enabled: true,
+            ..TranscriptionConfig::default()
+        };
+        assert_eq!(paths(enabled.clone()), ["voice.transcription.base_url"]);
+        let odd = TranscriptionConfig {
+            base_url: Some("api.openai.com/v1".into()),
+            max_seconds: 0,
+            ..enabled.clone()
+        };
+        assert_eq!(
+            paths(odd),
+            [
+                "voice.transcription.base_url",
+                "voice.transcription.max_seconds"
+            ]
+        );
+        let good = TranscriptionConfig {
+            base_url: Some("https://api.groq.com/openai/v1".into()),
+            ..enabled
+        };
+        assert!(paths(good).is_empty());
     }
 }

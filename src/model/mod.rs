@@ -275,7 +275,7 @@ pub(crate) mod http;
 pub mod openai;
 pub(crate) mod openai_request;
 pub mod probe;
-mod provider_error;
+pub(crate) mod provider_error;
 pub mod registry;
 pub mod retry;
 mod schema;

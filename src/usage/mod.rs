@@ -176,8 +176,19 @@ pub fn report(rows: &[UsageRow], pricing: &PricingConfig, day: Option<NaiveDate>
         } else {
             String::new()
         };
+        // A transcription model's row has seconds and no tokens.
+        let audio = row.totals.audio_seconds;
+        if row.totals.runs == 0 && row.totals.total_tokens == 0 && audio > 0 {
+            lines.push(format!(
+                "• {day}{} {}: {} of audio transcribed",
+                row.user_id,
+                row.model,
+                audio_length(audio)
+            ));
+            continue;
+        }
         lines.push(format!(
-            "• {day}{} {}: {} tokens ({} in, {} out), {} runs{}",
+            "• {day}{} {}: {} tokens ({} in, {} out), {} runs{}{}",
             row.user_id,
             row.model,
             group_thousands(row.totals.total_tokens),
@@ -185,6 +196,11 @@ pub fn report(rows: &[UsageRow], pricing: &PricingConfig, day: Option<NaiveDate>
             group_thousands(row.totals.output_tokens),
             row.totals.runs,
             price.map(|c| format!(", ${c:.4}")).unwrap_or_default(),
+            if audio > 0 {
+                format!(", {} of audio transcribed", audio_length(audio))
+            } else {
+                String::new()
+            },
         ));
     }
     let priced = rows.iter().any(|r| pricing.contains_key(&r.model));
@@ -198,6 +214,15 @@ pub fn report(rows: &[UsageRow], pricing: &PricingConfig, day: Option<NaiveDate>
         }
     ));
     lines.join("\n")
+}
+
+/// `42 s`, `12 min 5 s`: how long the audio a report counts was.
+fn audio_length(seconds: u64) -> String {
+    match (seconds / 60, seconds % 60) {
+        (0, rest) => format!("{rest} s"),
+        (minutes, 0) => format!("{minutes} min"),
+        (minutes, rest) => format!("{minutes} min {rest} s"),
+    }
 }
 
 #[cfg(test)]
@@ -313,5 +338,32 @@ mod tests {
         assert!(text.contains("u gpt: 1,000,001 tokens"), "{text}");
         assert!(text.contains("$1.0000"), "{text}");
         assert!(text.contains("Total: 1,000,011 tokens, $1.0000"), "{text}");
+    }
+
+    #[test]
+    fn transcribed_seconds_add_up_per_model_and_show_in_the_report() {
+        let usage = UsageStore::new(Arc::new(MemoryStore::new()));
+        let day = today();
+        assert!(usage.record_audio("u", day, "whisper-1", 42).unwrap());
+        assert!(!usage.record_audio("u", day, "whisper-1", 700).unwrap());
+        let mut meter = RunMeter::default();
+        meter.observe(&ai(Some("gpt"), 10), "main");
+        meter.save(&usage, "u");
+        let rows = usage.rows(Some("u"), Some(day)).unwrap();
+        let whisper = rows.iter().find(|r| r.model == "whisper-1").unwrap();
+        assert_eq!(whisper.totals.audio_seconds, 742);
+        assert_eq!(whisper.totals.runs, 0);
+        let text = report(&rows, &PricingConfig::default(), Some(day));
+        assert!(
+            text.contains("• u whisper-1: 12 min 22 s of audio transcribed"),
+            "{text}"
+        );
+        assert!(text.contains("• u gpt: 10 tokens"), "{text}");
+        // Records written before the field existed read as no audio.
+        let old: UsageTotals = serde_json::from_str(
+            r#"{"input_tokens":1,"output_tokens":1,"total_tokens":2,"runs":1}"#,
+        )
+        .unwrap();
+        assert_eq!(old.audio_seconds, 0);
     }
 }

@@ -23,6 +23,9 @@ pub struct UsageTotals {
     pub total_tokens: u64,
     /// Runs that used this model (a run using two models counts for both).
     pub runs: u64,
+    /// Seconds of voice notes and audio transcribed with this (transcription) model.
+    #[serde(default)]
+    pub audio_seconds: u64,
 }
 
 impl UsageTotals {
@@ -95,6 +98,30 @@ impl UsageStore {
         model: &str,
         usage: &Usage,
     ) -> Result<bool, StoreError> {
+        self.update(user_id, day, model, |totals| totals.add(usage))
+    }
+
+    /// Adds `seconds` of audio transcribed with `model` to `user_id`'s totals for `day`;
+    /// `true` when that made a new record.
+    pub fn record_audio(
+        &self,
+        user_id: &str,
+        day: NaiveDate,
+        model: &str,
+        seconds: u64,
+    ) -> Result<bool, StoreError> {
+        self.update(user_id, day, model, |totals| {
+            totals.audio_seconds += seconds
+        })
+    }
+
+    fn update(
+        &self,
+        user_id: &str,
+        day: NaiveDate,
+        model: &str,
+        change: impl Fn(&mut UsageTotals),
+    ) -> Result<bool, StoreError> {
         let key = key(user_id, day, model);
         for _ in 0..MAX_ATTEMPTS {
             let current = self.store.get(USAGE_TREE, &key)?;
@@ -102,7 +129,7 @@ impl UsageStore {
                 Some(bytes) => serde_json::from_slice(bytes).map_err(|e| corrupt(&key, e))?,
                 None => UsageTotals::default(),
             };
-            totals.add(usage);
+            change(&mut totals);
             let value = serde_json::to_vec(&totals).map_err(|e| corrupt(&key, e))?;
             let expect = Expect {
                 tree: USAGE_TREE,

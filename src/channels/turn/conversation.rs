@@ -1,7 +1,7 @@
 //! Step one of a chat turn: which thread the chat continues, who speaks (in a group chat the
 //! sender, shown to the model by name), the files that came with the message, what was said
 //! before it in a group (`context`), and the question to append (unless a crashed run already
-//! checkpointed it).
+//! checkpointed it), with its voice notes transcribed (`voice`).
 
 use antler_channel::{ChatKey, InboundMessage};
 use serde_json::Value;
@@ -14,6 +14,7 @@ use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::sender::sender_name;
 use crate::channels::turn::context;
+use crate::channels::turn::voice::{self, Heard};
 use crate::config::AppConfig;
 use crate::files::uploads::convert::convert_listed_uploads;
 use crate::harness::{RunRequest, Speaker};
@@ -35,6 +36,8 @@ pub(super) struct Conversation {
     /// The chat and who spoke in it (`RunOptions::chat`): a schedule created in this turn
     /// answers here, journalled as theirs.
     place: ChatPlace,
+    /// What the message's voice notes said (nothing when the question was already asked).
+    pub(super) heard: Heard,
 }
 
 pub(super) async fn resolve(
@@ -54,6 +57,7 @@ pub(super) async fn resolve(
         tracing::debug!(%error, "Could not remember a message's topic");
     }
     let mut received = receive_files(runtime, message, &paths, &config.uploads).await;
+    let speaker_user = user_id.clone();
     let sender = if message.is_direct {
         None
     } else {
@@ -64,9 +68,11 @@ pub(super) async fn resolve(
     // The loop saves the input before calling the model, so a re-run may find its question
     // checkpointed: continue from the thread instead of asking twice. New messages skip the
     // extra state read.
+    let mut heard = Heard::default();
     let input = if rerun && already_asked(deps, &record.thread_id, &entry.key).await {
         Vec::new()
     } else {
+        heard = voice::transcribe(deps, &config, &speaker_user, &paths, &received).await;
         let mut input = Vec::new();
         if !message.is_direct {
             let limits = config.channels.context_limits(&runtime.name);
@@ -83,7 +89,7 @@ pub(super) async fn resolve(
             input.extend(context::earlier_messages(runtime, message, state.as_ref(), limits).await);
         }
         input.push(human_message(
-            text,
+            &heard.content(text),
             message,
             sender.as_ref(),
             &entry.key,
@@ -112,6 +118,7 @@ pub(super) async fn resolve(
         input,
         unreceived: received.problems,
         place,
+        heard,
     })
 }
 

@@ -1,7 +1,8 @@
 //! Answering one journalled message: a command, or a chat turn in named steps.
 //!
-//! A chat turn: [`conversation::resolve`] (chat → thread, files, the question) →
-//! [`plan_status`] (the message the answer streams into) → [`run::start`] → [`run::stream`] →
+//! A chat turn: [`conversation::resolve`] (chat → thread, files, voice notes transcribed by
+//! [`voice`], the question) → [`plan_status`] (the message the answer streams into; after
+//! `resolve` for a voice note, whose echoed transcript comes first) → [`run::start`] → [`run::stream`] →
 //! [`finish::compose`] (answer text and artifacts) → [`finish::deliver`] (planned in the outbox,
 //! delivered once). A turn that crashed after planning its answer only re-delivers it. A run
 //! that parks on an approval posts the request after its answer (`approvals`); clicks, typed
@@ -15,6 +16,7 @@ mod hook;
 mod resume;
 mod run;
 mod schedule;
+mod voice;
 
 use antler_channel::{ChatKey, InboundMessage};
 
@@ -158,11 +160,30 @@ async fn chat_turn(
         )
         .await;
     }
-    let status_id = plan_status(deps, runtime, key, entry).await;
+    // A voice note is heard first: its echoed transcript comes before the status message,
+    // and a note that cannot be heard gets a reply instead of one.
+    let hears_first = voice::expected(&config, &entry.message);
+    let mut status_id = match hears_first {
+        true => None,
+        false => plan_status(deps, runtime, key, entry).await,
+    };
     // A turn re-run after a crash (its status message was already planned) may find its
     // question checkpointed; see `conversation::resolve`.
     let rerun = !planned.is_empty();
     let conversation = conversation::resolve(deps, runtime, key, entry, text, rerun).await?;
+    if hears_first {
+        if let Some(refusal) = conversation.heard.refusal_reply(text) {
+            reply(deps, runtime, key, entry, OutboxStep::Reply, &refusal).await;
+            if reacts {
+                let failed = runtime.profile.reactions.failed;
+                react(runtime, key, is_group, message_id, failed).await;
+            }
+            return Ok(true);
+        }
+        let heard = &conversation.heard;
+        voice::echo(deps, runtime, key, entry, &config, heard).await;
+        status_id = plan_status(deps, runtime, key, entry).await;
+    }
     let request = conversation.request(&config, &entry.message.channel);
     // A request still waiting is overtaken by this message (the run supersedes it).
     let waiting = approvals::waiting_in(deps, &conversation.record.thread_id);

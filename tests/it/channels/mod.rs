@@ -40,6 +40,7 @@ mod telegram;
 mod telegram_driver;
 mod telegram_markup;
 mod telegram_plan;
+mod voice_telegram;
 mod webhooks;
 
 use std::net::SocketAddr;

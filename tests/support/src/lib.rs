@@ -60,6 +60,7 @@ mod telegram;
 mod telegram_buttons;
 mod telegram_entities;
 mod template;
+mod transcription;
 mod webhook_sign;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
@@ -90,6 +91,9 @@ pub use telegram::{
     private_chat,
 };
 pub use template::{assert_strict_alternation, check_strict_alternation};
+pub use transcription::{
+    FAKE_TRANSCRIPT, FakeTranscription, TranscriptionReply, TranscriptionRequest, VOICE_NOTE_OGG,
+};
 pub use webhook_sign::{antler_headers, antler_signature, github_signature};
 
 /// Serves `router` on an ephemeral port of 127.0.0.1 for the rest of the test's runtime.
