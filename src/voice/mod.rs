@@ -3,6 +3,7 @@
 //! `voice.speech`). One HTTP client for both; the settings are read per call, so a reload
 //! applies at the next note.
 
+pub mod speakable;
 pub mod speech;
 pub mod transcribe;
 

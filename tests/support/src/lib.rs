@@ -55,6 +55,7 @@ mod openai;
 pub mod postgres;
 mod reply;
 mod slack;
+mod speech;
 mod sse;
 mod telegram;
 mod telegram_buttons;
@@ -85,6 +86,7 @@ pub use slack::{
     FAKE_SLACK_TEAM, FakeSlack, PostedMessage, SharedFile, Signing, SlackCall, SlackEventsClient,
     SlackFailure, dm_channel, sign_slack_request,
 };
+pub use speech::{FAKE_SPEECH_AUDIO, FakeSpeech};
 pub use telegram::{
     BotCall, BotFailure, FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, group_chat,
     private_chat,
