@@ -112,6 +112,10 @@ fn describe() {
         "antler_inbound_duplicates_total",
         "Redelivered chat events dropped by the inbound journal, by channel"
     );
+    describe_counter!(
+        "antler_speech_total",
+        "Answers sent to the speech service (voice.speech), by outcome: ok, failed"
+    );
     describe_counter!("antler_outbound_sends_total", "Messages sent, by channel");
     describe_counter!("antler_outbound_edits_total", "Message edits, by channel");
     describe_counter!(
@@ -203,6 +207,8 @@ pub const APPROVAL_DECISIONS: &[&str] = &[
 /// How scheduled slots end (`schedule_fire`).
 pub const SCHEDULE_FIRE_OUTCOMES: &[&str] =
     &["ran", "failed", "skipped_budget", "caught_up", "missed"];
+/// How speaking an answer ends (`speech`).
+pub const SPEECH_OUTCOMES: &[&str] = &["ok", "failed"];
 /// Caches and the reasons they drop entries (`cache_evictions`).
 const EVICTIONS: &[(&str, &str)] = &[("thread_states", "idle")];
 
@@ -234,6 +240,9 @@ pub fn register_known(known: &KnownLabels) {
     }
     for &outcome in SCHEDULE_FIRE_OUTCOMES {
         counter!("antler_schedule_fires_total", "outcome" => outcome).increment(0);
+    }
+    for &outcome in SPEECH_OUTCOMES {
+        counter!("antler_speech_total", "outcome" => outcome).increment(0);
     }
     for &(cache, reason) in EVICTIONS {
         counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
@@ -349,6 +358,11 @@ pub fn rate_limited(channel: &str, wait: Duration) {
     counter!("antler_outbound_rate_limited_total", "channel" => channel.to_owned()).increment(1);
     histogram!("antler_outbound_retry_wait_seconds", "channel" => channel.to_owned())
         .record(wait.as_secs_f64());
+}
+
+/// An answer spoken (`ok`) or left as text because the speech service failed (`failed`).
+pub fn speech(outcome: &'static str) {
+    counter!("antler_speech_total", "outcome" => outcome).increment(1);
 }
 
 pub fn dead_letter(channel: &str) {

@@ -117,6 +117,9 @@ pub enum OutboxStep {
     Approval(String),
     /// An approval request's buttons settled (the decision shown in their message).
     Settle,
+    /// The answer spoken (`voice.speech`): an upload with `Attachment::voice`, after the text
+    /// and files.
+    Voice,
 }
 
 impl OutboxStep {
@@ -130,6 +133,7 @@ impl OutboxStep {
             OutboxStep::Resend(step) => format!("{}-resend", step.encode()),
             OutboxStep::Approval(id) => format!("approval:{id}"),
             OutboxStep::Settle => "settle".into(),
+            OutboxStep::Voice => "voice".into(),
         }
     }
 
@@ -142,6 +146,9 @@ impl OutboxStep {
         }
         if text == "settle" {
             return Some(OutboxStep::Settle);
+        }
+        if text == "voice" {
+            return Some(OutboxStep::Voice);
         }
         if let Some(id) = text.strip_prefix("approval:") {
             return Some(OutboxStep::Approval(id.to_string()));
@@ -308,6 +315,7 @@ mod tests {
             OutboxStep::Resend(Box::new(OutboxStep::Final(0))),
             OutboxStep::Approval("k3-x9".into()),
             OutboxStep::Settle,
+            OutboxStep::Voice,
         ];
         for step in steps {
             let action = OutboxAction::Send {

@@ -116,6 +116,8 @@ impl CommandSurface for SessionSurface<'_> {
         self.update(|conversation| match change {
             SettingChange::Model(model) => conversation.model = model,
             SettingChange::PlanMode(on) => conversation.plan_mode = on,
+            // Answers here are text: `/voice` answers so before it changes anything.
+            SettingChange::Voice(_) => {}
         });
         Ok(())
     }

@@ -10,16 +10,7 @@ use crate::config::voice::SpeechConfig;
 use crate::voice::Voice;
 use crate::voice::speakable::speakable;
 
-/// The `response_format`s OpenAI-compatible speech endpoints know, with the MIME type and file
-/// extension of what they answer.
-pub const FORMATS: [(&str, &str, &str); 6] = [
-    ("opus", "audio/ogg", "ogg"),
-    ("mp3", "audio/mpeg", "mp3"),
-    ("aac", "audio/aac", "aac"),
-    ("flac", "audio/flac", "flac"),
-    ("wav", "audio/wav", "wav"),
-    ("pcm", "audio/pcm", "pcm"),
-];
+pub use crate::config::voice::{SPEECH_FORMATS as FORMATS, speech_format as format_of};
 
 /// How much of a failing service's answer a log line or reply carries.
 const MESSAGE_CHARS: usize = 300;
@@ -51,14 +42,6 @@ pub enum SpeechError {
     /// Nothing of the answer can be said (it is empty once Markdown is dropped).
     #[error("the answer has nothing to speak")]
     Empty,
-}
-
-/// The MIME type and extension of `format`'s audio; `None` for a format no service speaks.
-pub fn format_of(format: &str) -> Option<(&'static str, &'static str)> {
-    FORMATS
-        .iter()
-        .find(|(name, _, _)| name.eq_ignore_ascii_case(format))
-        .map(|(_, mime, extension)| (*mime, *extension))
 }
 
 impl Voice {

@@ -1,8 +1,8 @@
 //! `channels.feishu`: the Feishu/Lark section of the configuration and its checks.
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, Secret,
-    SessionConfig, connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, ReplyWithVoice,
+    Secret, SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -72,6 +72,10 @@ pub struct FeishuConfig {
     /// React with OnIt when a message arrives, DONE when answered, CrossMark when answering
     /// failed (needs the `im:message.reaction` scope).
     pub reactions: bool,
+    /// Speak answers here too, after the text (`voice.speech` must be enabled): `off`, `auto`
+    /// (a voice note is answered with voice, a typed message with text only) or `always`.
+    /// `/voice on|off` in a conversation wins.
+    pub reply_with_voice: ReplyWithVoice,
 }
 
 impl Default for FeishuConfig {
@@ -94,6 +98,7 @@ impl Default for FeishuConfig {
             session: SessionConfig::default(),
             context: ContextOverride::default(),
             reactions: true,
+            reply_with_voice: ReplyWithVoice::Off,
         }
     }
 }
@@ -148,6 +153,10 @@ impl ChannelConfig for FeishuConfig {
 
     fn context_override(&self) -> ContextOverride {
         self.context.clone()
+    }
+
+    fn reply_with_voice(&self) -> ReplyWithVoice {
+        self.reply_with_voice
     }
 
     fn reactions(&self) -> bool {

@@ -87,6 +87,7 @@ pub use slack::{
     SlackFailure, dm_channel, sign_slack_request,
 };
 pub use speech::{FAKE_SPEECH_AUDIO, FakeSpeech};
+pub use telegram::TelegramUpload;
 pub use telegram::{
     BotCall, BotFailure, FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, group_chat,
     private_chat,

@@ -35,6 +35,17 @@ pub struct BotCall {
     pub at: Instant,
 }
 
+/// A file the bot uploaded (`sendVoice`, `sendDocument`, …), as it arrived.
+#[derive(Clone, Debug)]
+pub struct TelegramUpload {
+    /// Lowercase method name (`sendvoice`).
+    pub method: String,
+    /// The form field that carried it (`voice`, `document`, …).
+    pub field: String,
+    pub filename: String,
+    pub bytes: Vec<u8>,
+}
+
 /// An error the fake answers instead of the next call of a method.
 #[derive(Clone, Debug)]
 pub enum BotFailure {
@@ -54,6 +65,7 @@ pub(crate) struct FakeState {
     pub(crate) next_update_id: i64,
     next_message_id: i64,
     calls: Vec<BotCall>,
+    uploads: Vec<TelegramUpload>,
     failures: HashMap<String, VecDeque<BotFailure>>,
     always_conflict: bool,
     /// Answer 409 to a `getUpdates` that arrives while another is in flight, as Telegram does.
@@ -219,6 +231,11 @@ impl FakeTelegram {
         self.shared.lock().calls.clone()
     }
 
+    /// The files the bot uploaded, in order.
+    pub fn uploads(&self) -> Vec<TelegramUpload> {
+        self.shared.lock().uploads.clone()
+    }
+
     /// Calls of one method (case-insensitive).
     pub fn calls_of(&self, method: &str) -> Vec<BotCall> {
         let method = method.to_ascii_lowercase();
@@ -324,7 +341,8 @@ fn failure_response(failure: BotFailure) -> Response {
     }
 }
 
-async fn read_body(request: Request) -> Value {
+/// The body as JSON, and the files of a multipart body: `(part name, filename, bytes)`.
+async fn read_body(request: Request) -> (Value, Vec<(String, String, Vec<u8>)>) {
     let is_multipart = request
         .headers()
         .get("content-type")
@@ -332,18 +350,25 @@ async fn read_body(request: Request) -> Value {
         .is_some_and(|v| v.starts_with("multipart/form-data"));
     if !is_multipart {
         let bytes = Bytes::from_request(request, &()).await.unwrap_or_default();
-        return serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        return (
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            Vec::new(),
+        );
     }
     let mut body = json!({});
+    let mut files = Vec::new();
     let Ok(mut multipart) = Multipart::from_request(request, &()).await else {
-        return body;
+        return (body, files);
     };
     while let Ok(Some(field)) = multipart.next_field().await {
         let name = field.name().unwrap_or_default().to_string();
         let filename = field.file_name().map(String::from);
         let bytes = field.bytes().await.unwrap_or_default();
-        body[name] = match filename {
-            Some(filename) => json!({"filename": filename, "size": bytes.len()}),
+        body[name.as_str()] = match filename {
+            Some(filename) => {
+                files.push((name.clone(), filename.clone(), bytes.to_vec()));
+                json!({"filename": filename, "size": bytes.len()})
+            }
             None => {
                 let text = String::from_utf8_lossy(&bytes).into_owned();
                 serde_json::from_str(&text).unwrap_or(Value::String(text))
@@ -361,11 +386,14 @@ async fn read_body(request: Request) -> Value {
             .collect();
         for (key, id) in references {
             if let Some(file) = fields.remove(&id) {
-                fields.insert(key, file);
+                fields.insert(key.clone(), file);
+            }
+            for file in files.iter_mut().filter(|file| file.0 == id) {
+                file.0 = key.clone();
             }
         }
     }
-    body
+    (body, files)
 }
 
 fn as_i64(value: &Value) -> i64 {
@@ -381,9 +409,17 @@ async fn method(
     request: Request,
 ) -> Response {
     let method = method.to_ascii_lowercase();
-    let body = read_body(request).await;
+    let (body, files) = read_body(request).await;
     let failure = {
         let mut state = shared.lock();
+        for (field, filename, bytes) in files {
+            state.uploads.push(TelegramUpload {
+                method: method.clone(),
+                field,
+                filename,
+                bytes,
+            });
+        }
         state.calls.push(BotCall {
             method: method.clone(),
             body: body.clone(),
@@ -425,6 +461,16 @@ async fn method(
             &shared,
             &body,
             json!({"document": {"file_id": "D1", "file_unique_id": "UD1", "file_name": body["document"]["filename"].clone(), "file_size": body["document"]["size"].clone()}}),
+        ),
+        "sendvoice" => sent_message(
+            &shared,
+            &body,
+            json!({"voice": {"file_id": "V1", "file_unique_id": "UV1", "duration": 1, "mime_type": "audio/ogg", "file_size": body["voice"]["size"].clone()}}),
+        ),
+        "sendaudio" => sent_message(
+            &shared,
+            &body,
+            json!({"audio": {"file_id": "A1", "file_unique_id": "UA1", "duration": 1, "file_name": body["audio"]["filename"].clone(), "file_size": body["audio"]["size"].clone()}}),
         ),
         "sendchataction" | "setwebhook" | "deletewebhook" | "setmessagereaction" => ok(json!(true)),
         "getwebhookinfo" => {
