@@ -17,8 +17,8 @@
 //! before the thread exists, and the adapter creates the thread on its first reply (only for
 //! messages the daemon answers). Without `thread_mode` a text channel is one conversation.
 
-use antler_channel::{InboundFile, InboundMessage, any_prose, map_prose};
-use serenity::model::channel::{Message, MessageType};
+use antler_channel::{AudioInfo, AudioKind, InboundFile, InboundMessage, any_prose, map_prose};
+use serenity::model::channel::{Attachment, Message, MessageFlags, MessageType};
 
 use crate::CHANNEL_NAME;
 
@@ -47,6 +47,32 @@ pub fn from_someone_else(message: &Message, bot: &BotIdentity) -> bool {
             message.kind,
             MessageType::Regular | MessageType::InlineReply
         )
+}
+
+/// A voice message (the message's IS_VOICE_MESSAGE flag, or an attachment with the
+/// `duration_secs`/`waveform` only voice messages carry) is a voice note; another `audio/*`
+/// attachment an audio file.
+fn audio_of(attachment: &Attachment, voice_message: bool) -> Option<AudioInfo> {
+    let recorded =
+        voice_message || attachment.duration_secs.is_some() || attachment.waveform.is_some();
+    let kind = if recorded {
+        AudioKind::Voice
+    } else if attachment
+        .content_type
+        .as_deref()
+        .is_some_and(|mime| mime.starts_with("audio/"))
+    {
+        AudioKind::Audio
+    } else {
+        return None;
+    };
+    Some(AudioInfo {
+        kind,
+        // Saturating float-to-int: a negative or absurd value cannot wrap.
+        duration_seconds: attachment
+            .duration_secs
+            .map(|seconds| seconds.ceil().max(0.0) as u32),
+    })
 }
 
 /// The name Discord shows for the author here: their nickname in the guild, else their
@@ -85,6 +111,9 @@ pub fn inbound_message(
         .any(|user| user.id.to_string() == bot.user_id)
         && any_prose(&message.content, |prose| has_mention(prose, &bot.user_id));
     let text = strip_mentions(&message.content, &bot.user_id);
+    let voice_message = message
+        .flags
+        .is_some_and(|flags| flags.contains(MessageFlags::IS_VOICE_MESSAGE));
     let files: Vec<InboundFile> = message
         .attachments
         .iter()
@@ -95,9 +124,9 @@ pub fn inbound_message(
                 .content_type
                 .as_deref()
                 .is_some_and(|m| m.starts_with("image/")),
+            audio: audio_of(attachment, voice_message),
             mime_type: attachment.content_type.clone(),
             size: Some(u64::from(attachment.size)),
-            audio: None,
         })
         .collect();
     if text.is_empty() && files.is_empty() {

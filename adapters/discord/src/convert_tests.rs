@@ -215,6 +215,51 @@ fn own_posts_and_system_messages_are_not_for_the_bot() {
 }
 
 #[test]
+fn voice_messages_are_voice_notes_and_audio_attachments_audio() {
+    let attachment = |id: &str, name: &str, mime: &str| {
+        json!({"id": id, "filename": name, "size": 9000, "content_type": mime,
+            "url": format!("https://cdn.discordapp.com/attachments/55/{id}/{name}"),
+            "proxy_url": format!("https://media.discordapp.net/attachments/55/{id}/{name}")})
+    };
+    let mut voice = payload("6", "55", None, person("7"), "");
+    let mut note = attachment("80", "voice-message.ogg", "audio/ogg");
+    note["duration_secs"] = json!(41.3);
+    note["waveform"] = json!("AAAA");
+    voice["attachments"] = json!([note]);
+    voice["flags"] = json!(1 << 13);
+    let mut files = payload("7", "55", None, person("7"), "listen");
+    files["attachments"] = json!([
+        attachment("81", "talk.mp3", "audio/mpeg"),
+        attachment("82", "notes.txt", "text/plain")
+    ]);
+    let audio = |value: Value| -> Vec<Option<AudioInfo>> {
+        inbound_message(&parse(value), &bot(), None, true)
+            .expect("a message")
+            .files
+            .into_iter()
+            .map(|file| file.audio)
+            .collect()
+    };
+    assert_eq!(
+        audio(voice),
+        [Some(AudioInfo {
+            kind: AudioKind::Voice,
+            duration_seconds: Some(42)
+        })]
+    );
+    assert_eq!(
+        audio(files),
+        [
+            Some(AudioInfo {
+                kind: AudioKind::Audio,
+                duration_seconds: None
+            }),
+            None
+        ]
+    );
+}
+
+#[test]
 fn other_bots_and_webhooks_pass_marked_as_bots() {
     let other_bot = json!({"id": "8", "username": "otherbot", "discriminator": "0", "avatar": null, "bot": true});
     let mut webhook = payload("3", "55", None, person("7"), "from a webhook");

@@ -8,7 +8,7 @@
 //! (`root_id`), or the message itself when it starts one, so a reply to the bot's card (whose
 //! root is the question) continues the same thread.
 
-use antler_channel::{InboundFile, InboundMessage};
+use antler_channel::{AudioInfo, AudioKind, InboundFile, InboundMessage};
 use serde_json::Value;
 
 use crate::CHANNEL_NAME;
@@ -130,8 +130,18 @@ pub fn parse_content(
                 .as_str()
                 .map(str::to_string)
                 .or_else(|| (message_type == "audio").then(|| format!("{key}.opus")));
+            let mut file = resource(ResourceKind::File, message_id, key, name);
+            if message_type == "audio" {
+                // Feishu's audio messages are recorded in the app (OGG/Opus), `duration` in ms.
+                file.audio = Some(AudioInfo {
+                    kind: AudioKind::Voice,
+                    duration_seconds: content["duration"]
+                        .as_u64()
+                        .map(|ms| u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX)),
+                });
+            }
             Content {
-                files: vec![resource(ResourceKind::File, message_id, key, name)],
+                files: vec![file],
                 ..Content::default()
             }
         }

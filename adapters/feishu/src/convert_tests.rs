@@ -161,6 +161,11 @@ fn resources_become_files() {
         assert_eq!(message.files[0].filename.as_deref(), name);
         assert_eq!(message.files[0].is_image, is_image);
         assert_eq!(parse_handle(handle).map(|(_, m, _)| m), Some("om_1"));
+        let expected_audio = (kind == "audio").then_some(AudioInfo {
+            kind: AudioKind::Voice,
+            duration_seconds: Some(2),
+        });
+        assert_eq!(message.files[0].audio, expected_audio, "{kind}");
     }
     assert_eq!(parse_handle("file:../x:y"), None);
     assert_eq!(parse_handle("other:om_1:y"), None);

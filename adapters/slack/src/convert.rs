@@ -13,7 +13,7 @@
 
 use std::sync::OnceLock;
 
-use antler_channel::{InboundFile, InboundMessage};
+use antler_channel::{AudioInfo, AudioKind, InboundFile, InboundMessage};
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
@@ -73,6 +73,12 @@ struct SlackFile {
     url_private: Option<String>,
     /// `tombstone` (deleted), `hidden_by_limit` (free plans), `external`: nothing to fetch.
     mode: Option<String>,
+    /// `slack_audio` for a clip recorded in Slack (a voice note), `slack_video` for a video one.
+    subtype: Option<String>,
+    /// `audio` on a recorded audio clip, whatever container its `mimetype` names.
+    media_display_type: Option<String>,
+    /// A clip's length.
+    duration_ms: Option<u64>,
 }
 
 /// The message of an `event_callback` (the Events API body, or a Socket Mode envelope's
@@ -215,9 +221,29 @@ fn inbound_file(file: &SlackFile) -> Option<InboundFile> {
         is_image: mime_type
             .as_deref()
             .is_some_and(|m| m.starts_with("image/")),
+        audio: audio_of(file, mime_type.as_deref()),
         mime_type,
         size: file.size,
-        audio: None,
+    })
+}
+
+/// A clip recorded in Slack is a voice note; another `audio/*` file an audio file. Slack stores
+/// some audio clips as `video/mp4`, so the clip's own fields decide before the MIME type.
+fn audio_of(file: &SlackFile, mime_type: Option<&str>) -> Option<AudioInfo> {
+    let clip = file.subtype.as_deref() == Some("slack_audio")
+        || file.media_display_type.as_deref() == Some("audio");
+    let kind = if clip {
+        AudioKind::Voice
+    } else if mime_type.is_some_and(|mime| mime.starts_with("audio/")) {
+        AudioKind::Audio
+    } else {
+        return None;
+    };
+    Some(AudioInfo {
+        kind,
+        duration_seconds: file
+            .duration_ms
+            .map(|ms| u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX)),
     })
 }
 

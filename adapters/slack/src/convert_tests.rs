@@ -190,6 +190,47 @@ fn shared_files_become_handles_to_download() {
 }
 
 #[test]
+fn clips_are_voice_notes_and_audio_files_audio() {
+    let message = convert(
+        json!({"type": "message", "subtype": "file_share", "channel_type": "im", "user": "U1",
+        "text": "", "ts": "3.2", "channel": "D1", "files": [
+            {"id": "F1", "name": "audio_message.webm", "mimetype": "audio/webm",
+             "subtype": "slack_audio", "media_display_type": "audio", "duration_ms": 41_200,
+             "size": 30_000, "url_private_download": "https://files.slack.com/d/F1"},
+            {"id": "F2", "name": "clip.mp4", "mimetype": "video/mp4",
+             "media_display_type": "audio", "duration_ms": 5_000,
+             "url_private_download": "https://files.slack.com/d/F2"},
+            {"id": "F3", "name": "talk.mp3", "mimetype": "audio/mpeg",
+             "url_private_download": "https://files.slack.com/d/F3"},
+            {"id": "F4", "name": "notes.txt", "mimetype": "text/plain",
+             "url_private_download": "https://files.slack.com/d/F4"}
+        ]}),
+        DmThreading::PerDm,
+    )
+    .expect("clip");
+    let audio: Vec<_> = message
+        .files
+        .iter()
+        .map(|file| file.audio.clone())
+        .collect();
+    let info = |kind, duration_seconds| {
+        Some(AudioInfo {
+            kind,
+            duration_seconds,
+        })
+    };
+    assert_eq!(
+        audio,
+        [
+            info(AudioKind::Voice, Some(42)),
+            info(AudioKind::Voice, Some(5)),
+            info(AudioKind::Audio, None),
+            None
+        ]
+    );
+}
+
+#[test]
 fn slash_commands_are_chat_commands() {
     let fields = |text: &str, channel: &str| {
         json!({"command": "/antler", "text": text, "user_id": "U1", "user_name": "ann",

@@ -4,7 +4,7 @@
 //! `message_thread_id` (sends must carry it), while a reply chain in an ordinary group is
 //! `m{root_message_id}` (one Antler thread per top-level group message, nothing to send back).
 
-use antler_channel::{HistoryMessage, InboundFile, InboundMessage};
+use antler_channel::{AudioInfo, AudioKind, HistoryMessage, InboundFile, InboundMessage};
 use teloxide::types::{FileMeta, Message, Update, UpdateKind};
 
 use crate::CHANNEL_NAME;
@@ -149,23 +149,42 @@ fn files_of(message: &Message) -> Vec<InboundFile> {
         ));
     }
     if let Some(audio) = message.audio() {
-        files.push(file(
+        let mut inbound = file(
             &audio.file,
             audio.file_name.clone(),
             audio.mime_type.as_ref().map(ToString::to_string),
             false,
-        ));
+        );
+        inbound.audio = Some(audio_info(AudioKind::Audio, audio.duration.seconds()));
+        files.push(inbound);
     }
     if let Some(voice) = message.voice() {
         let name = format!("voice_{}.ogg", message.id.0);
-        files.push(file(
+        let mut inbound = file(
             &voice.file,
             Some(name),
             voice.mime_type.as_ref().map(ToString::to_string),
             false,
-        ));
+        );
+        inbound.audio = Some(audio_info(AudioKind::Voice, voice.duration.seconds()));
+        files.push(inbound);
+    }
+    // A round video message: its sound is what the person said, so it is heard like a voice
+    // note (and kept as the video it is).
+    if let Some(note) = message.video_note() {
+        let name = format!("video_note_{}.mp4", message.id.0);
+        let mut inbound = file(&note.file, Some(name), Some("video/mp4".into()), false);
+        inbound.audio = Some(audio_info(AudioKind::VideoNote, note.duration.seconds()));
+        files.push(inbound);
     }
     files
+}
+
+fn audio_info(kind: AudioKind, seconds: u32) -> AudioInfo {
+    AudioInfo {
+        kind,
+        duration_seconds: Some(seconds),
+    }
 }
 
 fn file(
@@ -328,6 +347,58 @@ mod tests {
         assert_eq!(inbound.files[0].handle, "F1");
         assert_eq!(inbound.files[0].filename.as_deref(), Some("report.pdf"));
         assert_eq!(inbound.files[0].size, Some(1234));
+    }
+
+    #[test]
+    fn voice_audio_and_video_notes_are_marked_audio_with_their_duration() {
+        let private = json!({"id": 42, "type": "private", "first_name": "Ann"});
+        let cases = [
+            (
+                "voice",
+                json!({"file_id": "V1", "file_unique_id": "UV", "file_size": 4000,
+                    "duration": 42, "mime_type": "audio/ogg"}),
+                AudioKind::Voice,
+                "voice_10.ogg",
+                42,
+            ),
+            (
+                "audio",
+                json!({"file_id": "A1", "file_unique_id": "UA", "file_size": 90000,
+                    "duration": 185, "file_name": "talk.mp3", "mime_type": "audio/mpeg"}),
+                AudioKind::Audio,
+                "talk.mp3",
+                185,
+            ),
+            (
+                "video_note",
+                json!({"file_id": "N1", "file_unique_id": "UN", "file_size": 70000,
+                    "duration": 9, "length": 240}),
+                AudioKind::VideoNote,
+                "video_note_10.mp4",
+                9,
+            ),
+        ];
+        for (field, body, kind, name, seconds) in cases {
+            let mut value = base(private.clone(), "");
+            value.as_object_mut().expect("object").remove("text");
+            value[field] = body;
+            let inbound = inbound_message(&parse(value), &bot()).expect(field);
+            assert_eq!(inbound.files.len(), 1, "{field}");
+            assert_eq!(inbound.files[0].filename.as_deref(), Some(name));
+            assert_eq!(
+                inbound.files[0].audio,
+                Some(AudioInfo {
+                    kind,
+                    duration_seconds: Some(seconds)
+                }),
+                "{field}"
+            );
+        }
+        let mut document = base(private, "");
+        document["document"] = json!({"file_id": "F1", "file_unique_id": "U1",
+            "file_name": "song.ogg", "mime_type": "audio/ogg"});
+        let inbound = inbound_message(&parse(document), &bot()).expect("document");
+        assert_eq!(inbound.files[0].audio, None, "a document stays a file");
     }
 
     #[test]
