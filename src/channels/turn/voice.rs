@@ -119,7 +119,7 @@ mod tests {
         let files = audio
             .map(|kind| InboundFile {
                 handle: "f1".into(),
-                filename: "voice.ogg".into(),
+                filename: Some("voice.ogg".into()),
                 mime_type: Some("audio/ogg".into()),
                 size: Some(10),
                 is_image: false,

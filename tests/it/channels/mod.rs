@@ -40,6 +40,8 @@ mod telegram;
 mod telegram_driver;
 mod telegram_markup;
 mod telegram_plan;
+mod voice_platforms;
+mod voice_telegram;
 
 use std::net::SocketAddr;
 use std::path::Path;
