@@ -60,8 +60,7 @@ pub struct DiscordConfig {
     /// React to messages when received, answered and failed: `true`/`false`, or the three
     /// emoji `{received, done, failed}` (then on).
     pub reactions: Reactions,
-    /// Speak answers here too, after the text (`voice.speech` must be enabled): `off`, `auto`
-    /// (a voice note is answered with voice, a typed message with text only) or `always`.
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
     /// `/voice on|off` in a conversation wins.
     pub reply_with_voice: ReplyWithVoice,
     /// Register `/new`, `/cancel`, … as the application's slash commands at start.

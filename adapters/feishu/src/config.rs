@@ -72,8 +72,7 @@ pub struct FeishuConfig {
     /// React with OnIt when a message arrives, DONE when answered, CrossMark when answering
     /// failed (needs the `im:message.reaction` scope).
     pub reactions: bool,
-    /// Speak answers here too, after the text (`voice.speech` must be enabled): `off`, `auto`
-    /// (a voice note is answered with voice, a typed message with text only) or `always`.
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
     /// `/voice on|off` in a conversation wins.
     pub reply_with_voice: ReplyWithVoice,
 }

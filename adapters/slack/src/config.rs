@@ -80,8 +80,7 @@ pub struct SlackConfig {
     /// React with :eyes: when a message arrives, :white_check_mark: when answered, :x: when
     /// answering failed. On by default: Slack reactions are quiet and need only `reactions:write`.
     pub reactions: bool,
-    /// Speak answers here too, after the text (`voice.speech` must be enabled): `off`, `auto`
-    /// (a voice note is answered with voice, a typed message with text only) or `always`.
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
     /// `/voice on|off` in a conversation wins.
     pub reply_with_voice: ReplyWithVoice,
     /// Socket Mode connections kept open (Slack allows up to 10); more than one only spreads

@@ -64,8 +64,7 @@ pub struct TelegramConfig {
     pub context: ContextOverride,
     /// React to messages: 👀 when received, 👍 when answered, 😢 when answering failed.
     pub reactions: bool,
-    /// Speak answers here too, after the text (`voice.speech` must be enabled): `off`, `auto`
-    /// (a voice note is answered with voice, a typed message with text only) or `always`.
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
     /// `/voice on|off` in a conversation wins.
     pub reply_with_voice: ReplyWithVoice,
     /// Seconds a `getUpdates` long poll waits before answering empty.
