@@ -166,8 +166,8 @@ fn inline_at(tail: &str, before: Option<char>) -> (String, usize) {
         }
     }
     // `_emphasis_` only at a word's edge: snake_case stays as written.
-    if tail.starts_with('_') {
-        let after = tail[1..].chars().next();
+    if let Some(rest) = tail.strip_prefix('_') {
+        let after = rest.chars().next();
         let edge = word_start || after.is_none_or(|c| !c.is_alphanumeric());
         if edge {
             return (String::new(), 1);
@@ -221,7 +221,8 @@ fn cut(text: &str, max_chars: usize) -> (String, bool) {
     let head = &text[..head_end];
     let sentence_end = head
         .char_indices()
-        .filter(|(idx, c)| {
+        .rev()
+        .find(|(idx, c)| {
             matches!(c, '.' | '!' | '?' | '\n')
                 && text[idx + c.len_utf8()..]
                     .chars()
@@ -229,7 +230,6 @@ fn cut(text: &str, max_chars: usize) -> (String, bool) {
                     .is_none_or(char::is_whitespace)
         })
         .map(|(idx, c)| idx + c.len_utf8())
-        .last()
         .filter(|end| head[..*end].chars().count() * 2 >= room);
     let end = sentence_end
         .or_else(|| head.rfind(char::is_whitespace).filter(|end| *end > 0))
