@@ -11,8 +11,7 @@
 use std::time::Duration;
 
 use antler_test_support::{
-    FAKE_BOT_TOKEN, FakeOpenAi, FakeSpeech, FakeTelegram, Reply, private_chat,
-    start_example_daemon,
+    FAKE_BOT_TOKEN, FakeOpenAi, FakeSpeech, FakeTelegram, Reply, private_chat, start_example_daemon,
 };
 
 const USER: i64 = 4343;
