@@ -58,6 +58,7 @@ mod slack;
 mod speech;
 mod sse;
 mod telegram;
+mod telegram_body;
 mod telegram_buttons;
 mod telegram_entities;
 mod template;
@@ -87,11 +88,11 @@ pub use slack::{
     SlackFailure, dm_channel, sign_slack_request,
 };
 pub use speech::{FAKE_SPEECH_AUDIO, FakeSpeech};
-pub use telegram::TelegramUpload;
 pub use telegram::{
     BotCall, BotFailure, FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, group_chat,
     private_chat,
 };
+pub use telegram_body::TelegramUpload;
 pub use template::{assert_strict_alternation, check_strict_alternation};
 pub use webhook_sign::{antler_headers, antler_signature, github_signature};
 
