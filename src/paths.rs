@@ -56,6 +56,12 @@ impl ThreadPaths {
         self.user_data.join("outputs")
     }
 
+    /// The spoken answers (`voice.speech`), beside `outputs/` so that none counts as a file
+    /// the agent made; created when the first one is written.
+    pub fn voice(&self) -> PathBuf {
+        self.user_data.join("voice")
+    }
+
     /// Creates the three directories (idempotent).
     pub fn ensure_dirs(&self) -> std::io::Result<()> {
         for dir in [self.workspace(), self.uploads(), self.outputs()] {

@@ -9,7 +9,7 @@ use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::{ChatRecord, chosen_agent};
 use crate::commands::{
     AgentChoice, Command, CommandContext, CommandError, CommandOutcome, CommandSurface,
-    Conversation, SettingChange, execute,
+    Conversation, SettingChange, VoiceChoice, execute,
 };
 use crate::lead_agent::access::is_admin;
 
@@ -171,8 +171,31 @@ impl CommandSurface for ChatSurface<'_> {
             .update(self.key, |record| match change.clone() {
                 SettingChange::Model(model) => record.model = model,
                 SettingChange::PlanMode(on) => record.plan_mode = on,
+                SettingChange::Voice(on) => record.voice = Some(on),
             })?;
         Ok(())
+    }
+
+    async fn voice(&self) -> Result<Option<VoiceChoice>, CommandError> {
+        let chosen = self
+            .deps
+            .chats
+            .get(self.key)?
+            .and_then(|record| record.voice);
+        let channel_name = self.entry.message.channel.clone();
+        let channel = self
+            .deps
+            .config
+            .current()
+            .channels
+            .section(&channel_name)
+            .map(|section| section.reply_with_voice())
+            .unwrap_or_default();
+        Ok(Some(VoiceChoice {
+            chosen,
+            channel,
+            channel_name,
+        }))
     }
 }
 

@@ -83,6 +83,10 @@ pub struct ChatRecord {
     /// the allowed workspaces with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_id: Option<String>,
+    /// `/voice on|off` in this chat: its answers are also spoken, or never; `None`: the
+    /// channel's `reply_with_voice` decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voice: Option<bool>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -102,6 +106,7 @@ impl ChatRecord {
             plan_mode: false,
             bootstrap: None,
             workspace_id: None,
+            voice: None,
             created_at: now,
             updated_at: now,
         }

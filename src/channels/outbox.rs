@@ -120,6 +120,9 @@ pub enum OutboxStep {
     /// Chunk `n` of a voice note's transcript shown in the chat (`voice.echo_transcript`),
     /// before the status message.
     Transcript(usize),
+    /// The answer spoken (`voice.speech`): an upload with `Attachment::voice`, after the text
+    /// and files.
+    Voice,
 }
 
 impl OutboxStep {
@@ -134,6 +137,7 @@ impl OutboxStep {
             OutboxStep::Approval(id) => format!("approval:{id}"),
             OutboxStep::Settle => "settle".into(),
             OutboxStep::Transcript(n) => format!("transcript-{n}"),
+            OutboxStep::Voice => "voice".into(),
         }
     }
 
@@ -146,6 +150,9 @@ impl OutboxStep {
         }
         if text == "settle" {
             return Some(OutboxStep::Settle);
+        }
+        if text == "voice" {
+            return Some(OutboxStep::Voice);
         }
         if let Some(id) = text.strip_prefix("approval:") {
             return Some(OutboxStep::Approval(id.to_string()));
@@ -314,6 +321,7 @@ mod tests {
             OutboxStep::Approval("k3-x9".into()),
             OutboxStep::Settle,
             OutboxStep::Transcript(1),
+            OutboxStep::Voice,
         ];
         for step in steps {
             let action = OutboxAction::Send {

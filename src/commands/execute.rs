@@ -101,6 +101,7 @@ pub async fn execute(
         Command::Unschedule(id) => {
             crate::commands::schedules::unschedule(ctx.harness, config, &user_id, &id)?
         }
+        Command::Voice(choice) => crate::commands::voice::voice(surface, config, choice).await?,
         Command::Usage => {
             let usage = UsageStore::new(ctx.harness.threads().store().clone());
             let admin = is_admin(config, &user_id);

@@ -15,6 +15,7 @@ pub mod parse;
 mod schedules;
 mod session;
 mod surface;
+mod voice;
 
 pub use execute::{CommandContext, CommandOutcome, NEW_CONVERSATION, WELCOME_TEXT, execute};
 pub use link::joined_reply as link_reply;
@@ -22,6 +23,7 @@ pub use parse::{Command, HELP_TEXT, parse_command};
 pub use session::run_for_session;
 pub use surface::{
     AgentChoice, BootstrapSession, CommandError, CommandSurface, Conversation, SettingChange,
+    VoiceChoice,
 };
 
 use serde::{Deserialize, Serialize};

@@ -56,6 +56,9 @@ pub enum Command {
     Schedules,
     /// `/unschedule ID`: remove one (empty id: the usage).
     Unschedule(String),
+    /// `/voice` shows whether answers are spoken here and what decides it, `/voice on|off`
+    /// sets it for the conversation.
+    Voice(Option<bool>),
 }
 
 pub const HELP_TEXT: &str = "Available commands:\n\
@@ -79,6 +82,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /deny ID [reason] — Refuse it (the agent is told why)\n\
 /schedules — List your scheduled tasks\n\
 /unschedule ID — Remove a scheduled task\n\
+/voice on|off — Also speak my answers in this chat, as a voice message after the text\n\
 /<skill-name> <task> — Activate an enabled skill for one turn\n\
 /help — Show this help";
 
@@ -151,6 +155,12 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         }
         "/schedules" => Command::Schedules,
         "/unschedule" => Command::Unschedule(rest.to_string()),
+        "/voice" => match rest.to_ascii_lowercase().as_str() {
+            "" => Command::Voice(None),
+            "on" | "true" | "yes" => Command::Voice(Some(true)),
+            "off" | "false" | "no" => Command::Voice(Some(false)),
+            _ => return None,
+        },
         _ => return None,
     };
     Some(command)
@@ -260,6 +270,10 @@ mod tests {
                     reason: None,
                 }),
             ),
+            ("/voice", Some(Command::Voice(None))),
+            ("/voice on", Some(Command::Voice(Some(true)))),
+            ("/Voice@AntlerBot OFF", Some(Command::Voice(Some(false)))),
+            ("/voice loud", None),
             ("/weather-skill paris", None),
             ("/x", None),
         ];
@@ -292,6 +306,7 @@ mod tests {
             "deny",
             "schedules",
             "unschedule",
+            "voice",
         ];
         for name in names {
             assert!(

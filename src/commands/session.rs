@@ -116,7 +116,43 @@ impl CommandSurface for SessionSurface<'_> {
         self.update(|conversation| match change {
             SettingChange::Model(model) => conversation.model = model,
             SettingChange::PlanMode(on) => conversation.plan_mode = on,
+            // Answers here are text: `/voice` answers so before it changes anything.
+            SettingChange::Voice(_) => {}
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_console_and_the_web_chat_say_where_spoken_answers_are() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut config = AppConfig {
+            data_dir: Some(tmp.path().to_path_buf()),
+            ..Default::default()
+        };
+        config.voice.speech.enabled = true;
+        let client = crate::client::Client::new(config.clone()).expect("client");
+        for text in ["/voice on", "/voice"] {
+            let answer = run_for_session(
+                client.harness(),
+                &config,
+                "local",
+                None,
+                Default::default(),
+                text,
+            )
+            .await
+            .expect("command")
+            .expect("a command");
+            assert_eq!(answer.reply, crate::commands::voice::TEXT_ONLY);
+        }
+        client
+            .shutdown(std::time::Duration::from_secs(1))
+            .await
+            .expect("shutdown");
     }
 }

@@ -70,6 +70,19 @@ pub enum SettingChange {
     /// `None`: back to the default model.
     Model(Option<String>),
     PlanMode(bool),
+    /// `/voice on|off`: answers spoken too (a chat platform's conversation only).
+    Voice(bool),
+}
+
+/// What decides whether a chat conversation's answers are also spoken (`/voice`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VoiceChoice {
+    /// The conversation's own `/voice on|off`; `None`: the channel's setting decides.
+    pub chosen: Option<bool>,
+    /// The channel's `reply_with_voice`.
+    pub channel: antler_channel::ReplyWithVoice,
+    /// The channel's config section (`telegram`), for naming the key.
+    pub channel_name: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +134,12 @@ pub trait CommandSurface: Send + Sync {
     /// Whether others read this conversation (a group chat): a link code is not shown there.
     fn shared(&self) -> bool {
         false
+    }
+
+    /// Whether answers here may be spoken and what decides it; `None` where they never are
+    /// (the web chat and the console show text).
+    async fn voice(&self) -> Result<Option<VoiceChoice>, CommandError> {
+        Ok(None)
     }
 
     /// The help text: every command, plus the surface's own lines.

@@ -100,9 +100,9 @@ impl Default for SpeechConfig {
 impl VoiceConfig {
     /// Problems, each naming its key (`voice.transcription.base_url`, …).
     pub fn problems(&self) -> Vec<ConfigProblem> {
-        // lane voicein fills transcription's, lane voiceout speech's.
         let mut problems = Vec::new();
         problems.extend(self.transcription.problems());
+        problems.extend(self.speech.problems());
         problems
     }
 }
@@ -147,6 +147,77 @@ impl TranscriptionConfig {
     }
 }
 
+/// The `response_format`s OpenAI-compatible speech endpoints know, with the MIME type and file
+/// extension of what they answer.
+pub const SPEECH_FORMATS: [(&str, &str, &str); 6] = [
+    ("opus", "audio/ogg", "ogg"),
+    ("mp3", "audio/mpeg", "mp3"),
+    ("aac", "audio/aac", "aac"),
+    ("flac", "audio/flac", "flac"),
+    ("wav", "audio/wav", "wav"),
+    ("pcm", "audio/pcm", "pcm"),
+];
+
+/// The MIME type and extension of `format`'s audio; `None` for a format no service speaks.
+pub fn speech_format(format: &str) -> Option<(&'static str, &'static str)> {
+    SPEECH_FORMATS
+        .iter()
+        .find(|(name, _, _)| name.eq_ignore_ascii_case(format))
+        .map(|(_, mime, extension)| (*mime, *extension))
+}
+
+impl SpeechConfig {
+    /// `voice.speech.*` problems: checked even while off, so turning it on cannot fail later.
+    fn problems(&self) -> Vec<ConfigProblem> {
+        let mut problems = Vec::new();
+        let blank = self
+            .base_url
+            .as_deref()
+            .is_none_or(|url| url.trim().is_empty());
+        if self.enabled && blank {
+            problems.push(ConfigProblem::new(
+                "voice.speech.base_url",
+                "required while voice.speech.enabled is true: the OpenAI-compatible API root, e.g. https://api.openai.com/v1",
+            ));
+        }
+        if let Some(url) = self
+            .base_url
+            .as_deref()
+            .filter(|url| !url.trim().is_empty())
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            problems.push(ConfigProblem::new(
+                "voice.speech.base_url",
+                format!("{url:?} is not an http:// or https:// URL"),
+            ));
+        }
+        if self.max_chars == 0 {
+            problems.push(ConfigProblem::new(
+                "voice.speech.max_chars",
+                "must be at least 1 (2000 speaks about two minutes)",
+            ));
+        }
+        if self.timeout_seconds == 0 {
+            problems.push(ConfigProblem::new(
+                "voice.speech.timeout_seconds",
+                "must be at least 1",
+            ));
+        }
+        if speech_format(&self.format).is_none() {
+            let known: Vec<&str> = SPEECH_FORMATS.iter().map(|(name, _, _)| *name).collect();
+            problems.push(ConfigProblem::new(
+                "voice.speech.format",
+                format!(
+                    "unknown format {:?}; use one of {} (opus is what Telegram plays as a voice note)",
+                    self.format,
+                    known.join(", ")
+                ),
+            ));
+        }
+        problems
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,5 +257,50 @@ mod tests {
             ..enabled
         };
         assert!(paths(good).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod speech_tests {
+    use super::*;
+
+    fn paths(config: &SpeechConfig) -> Vec<String> {
+        config.problems().into_iter().map(|p| p.path).collect()
+    }
+
+    #[test]
+    fn speech_settings_are_checked_with_their_keys() {
+        assert!(paths(&SpeechConfig::default()).is_empty());
+        let enabled = SpeechConfig {
+            enabled: true,
+            ..SpeechConfig::default()
+        };
+        assert_eq!(paths(&enabled), ["voice.speech.base_url"]);
+        let broken = SpeechConfig {
+            base_url: Some("api.openai.com/v1".into()),
+            max_chars: 0,
+            format: "ogg".into(),
+            ..SpeechConfig::default()
+        };
+        assert_eq!(
+            paths(&broken),
+            [
+                "voice.speech.base_url",
+                "voice.speech.max_chars",
+                "voice.speech.format"
+            ]
+        );
+        let message = broken.problems()[2].message.clone();
+        assert!(
+            message.contains("opus, mp3, aac, flac, wav, pcm"),
+            "{message}"
+        );
+        let fine = SpeechConfig {
+            enabled: true,
+            base_url: Some("http://127.0.0.1:8000/v1".into()),
+            format: "MP3".into(),
+            ..SpeechConfig::default()
+        };
+        assert!(paths(&fine).is_empty());
     }
 }

@@ -59,6 +59,7 @@ pub const RESERVED_NAMES: &[&str] = &[
     "unlink",
     "unschedule",
     "usage",
+    "voice",
 ];
 
 /// Whether `name` is a command name no skill may use.

@@ -4,6 +4,7 @@
 //! applies at the next note.
 
 mod ogg;
+pub mod speakable;
 pub mod speech;
 pub mod transcribe;
 

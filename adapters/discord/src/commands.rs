@@ -28,7 +28,7 @@ type Spec = (
     Option<(&'static str, &'static str, &'static [&'static str])>,
 );
 
-const COMMANDS: [Spec; 9] = [
+const COMMANDS: [Spec; 10] = [
     ("new", "Start a new conversation", None),
     ("cancel", "Stop the running request", None),
     (
@@ -56,6 +56,11 @@ const COMMANDS: [Spec; 9] = [
         "bootstrap",
         "Start a bootstrap session (agent setup)",
         Some(("text", "What to set up", &[])),
+    ),
+    (
+        "voice",
+        "Also speak my answers here, as audio after the text",
+        Some(("mode", "on or off", &["on", "off"])),
     ),
     ("help", "Show the commands", None),
 ];

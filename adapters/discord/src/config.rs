@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use antler_channel::{
     AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, GroupRules,
-    Secret, SessionConfig, connection_key_of, platform_ids,
+    ReplyWithVoice, Secret, SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::ser::SerializeMap;
@@ -60,6 +60,9 @@ pub struct DiscordConfig {
     /// React to messages when received, answered and failed: `true`/`false`, or the three
     /// emoji `{received, done, failed}` (then on).
     pub reactions: Reactions,
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
+    /// `/voice on|off` in a conversation wins.
+    pub reply_with_voice: ReplyWithVoice,
     /// Register `/new`, `/cancel`, … as the application's slash commands at start.
     pub application_commands: bool,
     /// Attachments people send larger than this are refused (MiB).
@@ -198,6 +201,7 @@ impl Default for DiscordConfig {
             session: SessionConfig::default(),
             context: ContextOverride::default(),
             reactions: Reactions::default(),
+            reply_with_voice: ReplyWithVoice::Off,
             application_commands: true,
             max_download_mb: 25,
             max_upload_mb: 10,
@@ -259,6 +263,10 @@ impl ChannelConfig for DiscordConfig {
 
     fn context_override(&self) -> ContextOverride {
         self.context.clone()
+    }
+
+    fn reply_with_voice(&self) -> ReplyWithVoice {
+        self.reply_with_voice
     }
 
     fn reactions(&self) -> bool {

@@ -1,8 +1,8 @@
 //! `channels.feishu`: the Feishu/Lark section of the configuration and its checks.
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, Secret,
-    SessionConfig, connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, ReplyWithVoice,
+    Secret, SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -72,6 +72,9 @@ pub struct FeishuConfig {
     /// React with OnIt when a message arrives, DONE when answered, CrossMark when answering
     /// failed (needs the `im:message.reaction` scope).
     pub reactions: bool,
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
+    /// `/voice on|off` in a conversation wins.
+    pub reply_with_voice: ReplyWithVoice,
 }
 
 impl Default for FeishuConfig {
@@ -94,6 +97,7 @@ impl Default for FeishuConfig {
             session: SessionConfig::default(),
             context: ContextOverride::default(),
             reactions: true,
+            reply_with_voice: ReplyWithVoice::Off,
         }
     }
 }
@@ -148,6 +152,10 @@ impl ChannelConfig for FeishuConfig {
 
     fn context_override(&self) -> ContextOverride {
         self.context.clone()
+    }
+
+    fn reply_with_voice(&self) -> ReplyWithVoice {
+        self.reply_with_voice
     }
 
     fn reactions(&self) -> bool {

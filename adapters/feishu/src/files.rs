@@ -103,13 +103,18 @@ impl UploadFile for FeishuChannel {
             let key = key_of(&answer, "image_key")?;
             ("image", json!({"image_key": key}))
         } else {
-            let file_type = file_type(&file.filename);
+            // Feishu plays only Opus as an audio message; a spoken answer in OGG/Opus is one.
+            let file_type = if file.voice && file.mime_type.eq_ignore_ascii_case("audio/ogg") {
+                "opus"
+            } else {
+                file_type(&file.filename)
+            };
             let answer = self
                 .api
                 .multipart("im.file.create", "open-apis/im/v1/files", || {
                     Form::new()
                         .text("file_type", file_type)
-                        .text("file_name", file.filename.clone())
+                        .text("file_name", upload_name(file, file_type))
                         .part("file", part())
                 })
                 .await?;
@@ -119,6 +124,14 @@ impl UploadFile for FeishuChannel {
         };
         self.post_message(chat, reply_to, msg_type, &message_content.to_string())
             .await
+    }
+}
+
+/// The name Feishu is told: an Opus upload is named `.opus`, as its docs show it.
+fn upload_name(file: &Attachment, file_type: &str) -> String {
+    match file.filename.rsplit_once('.') {
+        Some((stem, "ogg")) if file_type == "opus" => format!("{stem}.opus"),
+        _ => file.filename.clone(),
     }
 }
 

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, Secret,
-    SessionConfig, connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, ReplyWithVoice,
+    Secret, SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -80,6 +80,9 @@ pub struct SlackConfig {
     /// React with :eyes: when a message arrives, :white_check_mark: when answered, :x: when
     /// answering failed. On by default: Slack reactions are quiet and need only `reactions:write`.
     pub reactions: bool,
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
+    /// `/voice on|off` in a conversation wins.
+    pub reply_with_voice: ReplyWithVoice,
     /// Socket Mode connections kept open (Slack allows up to 10); more than one only spreads
     /// load, each one is another connection Slack may deliver to.
     pub socket_connections: u32,
@@ -131,6 +134,7 @@ impl Default for SlackConfig {
             context: ContextOverride::default(),
             reactions: true,
             socket_connections: 1,
+            reply_with_voice: ReplyWithVoice::Off,
             dm_threading: DmThreading::PerDm,
             socket_timing: SocketTiming::default(),
         }
@@ -164,6 +168,10 @@ impl ChannelConfig for SlackConfig {
 
     fn context_override(&self) -> ContextOverride {
         self.context.clone()
+    }
+
+    fn reply_with_voice(&self) -> ReplyWithVoice {
+        self.reply_with_voice
     }
 
     fn reactions(&self) -> bool {

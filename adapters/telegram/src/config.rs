@@ -1,8 +1,8 @@
 //! `channels.telegram`: the Telegram section of the configuration and its checks.
 
 use antler_channel::{
-    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, Secret,
-    SessionConfig, connection_key_of, platform_ids,
+    AccessSettings, ChannelAdapter, ChannelConfig, ContextOverride, GroupPolicy, ReplyWithVoice,
+    Secret, SessionConfig, connection_key_of, platform_ids,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -64,6 +64,9 @@ pub struct TelegramConfig {
     pub context: ContextOverride,
     /// React to messages: 👀 when received, 👍 when answered, 😢 when answering failed.
     pub reactions: bool,
+    /// Answers here are also spoken, as audio after the text (with `voice.speech.enabled`);
+    /// `/voice on|off` in a conversation wins.
+    pub reply_with_voice: ReplyWithVoice,
     /// Seconds a `getUpdates` long poll waits before answering empty.
     pub poll_timeout: u32,
 }
@@ -87,6 +90,7 @@ impl Default for TelegramConfig {
             session: SessionConfig::default(),
             context: ContextOverride::default(),
             reactions: false,
+            reply_with_voice: ReplyWithVoice::Off,
             poll_timeout: 10,
         }
     }
@@ -119,6 +123,10 @@ impl ChannelConfig for TelegramConfig {
 
     fn context_override(&self) -> ContextOverride {
         self.context.clone()
+    }
+
+    fn reply_with_voice(&self) -> ReplyWithVoice {
+        self.reply_with_voice
     }
 
     fn reactions(&self) -> bool {

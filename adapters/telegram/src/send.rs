@@ -10,8 +10,8 @@ use futures::StreamExt;
 use teloxide::net::Download;
 use teloxide::payloads::EditMessageTextSetters;
 use teloxide::payloads::{
-    SendChatActionSetters, SendDocumentSetters, SendMessageSetters, SendPhotoSetters,
-    SetMessageReactionSetters,
+    SendAudioSetters, SendChatActionSetters, SendDocumentSetters, SendMessageSetters,
+    SendPhotoSetters, SendVoiceSetters, SetMessageReactionSetters,
 };
 use teloxide::requests::Requester;
 use teloxide::types::{
@@ -178,7 +178,26 @@ impl UploadFile for TelegramChannel {
         }
         let input = InputFile::file(file.path.clone()).file_name(file.filename.clone());
         let chat_id = chat_id(chat)?;
-        let message = if file.is_image && file.size <= TELEGRAM_PROFILE.max_photo_bytes {
+        // A spoken answer: OGG/Opus plays as a voice message, any other format as audio.
+        let message = if file.voice && is_ogg(file) {
+            let mut request = self.bot.send_voice(chat_id, input);
+            if let Some(thread) = forum_thread(chat) {
+                request = request.message_thread_id(thread);
+            }
+            if let Some(parameters) = reply(reply_to) {
+                request = request.reply_parameters(parameters);
+            }
+            request.await
+        } else if file.voice {
+            let mut request = self.bot.send_audio(chat_id, input);
+            if let Some(thread) = forum_thread(chat) {
+                request = request.message_thread_id(thread);
+            }
+            if let Some(parameters) = reply(reply_to) {
+                request = request.reply_parameters(parameters);
+            }
+            request.await
+        } else if file.is_image && file.size <= TELEGRAM_PROFILE.max_photo_bytes {
             let mut request = self.bot.send_photo(chat_id, input);
             if let Some(thread) = forum_thread(chat) {
                 request = request.message_thread_id(thread);
@@ -199,6 +218,13 @@ impl UploadFile for TelegramChannel {
         };
         message.map(|m| sent(&m)).map_err(channel_error)
     }
+}
+
+/// `sendVoice` takes OGG with Opus (MP3 and M4A too, but those show as audio files).
+fn is_ogg(file: &Attachment) -> bool {
+    file.mime_type.eq_ignore_ascii_case("audio/ogg")
+        || file.filename.to_ascii_lowercase().ends_with(".ogg")
+        || file.filename.to_ascii_lowercase().ends_with(".opus")
 }
 
 #[async_trait]

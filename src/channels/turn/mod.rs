@@ -4,7 +4,8 @@
 //! [`voice`], the question) → [`plan_status`] (the message the answer streams into; after
 //! `resolve` for a voice note, whose echoed transcript comes first) → [`run::start`] → [`run::stream`] →
 //! [`finish::compose`] (answer text and artifacts) → [`finish::deliver`] (planned in the outbox,
-//! delivered once). A turn that crashed after planning its answer only re-delivers it. A run
+//! delivered once) → [`spoken::speak_answer`] (the answer spoken too, where asked). A turn
+//! that crashed after planning its answer only re-delivers it. A run
 //! that parks on an approval posts the request after its answer (`approvals`); clicks, typed
 //! `/approve` `/deny` and the entry that resumes a decided request are answered here too, and
 //! the entries of a schedule's fired slots and notices ([`schedule`]) before anything else.
@@ -16,6 +17,7 @@ mod hook;
 mod resume;
 mod run;
 mod schedule;
+mod spoken;
 mod voice;
 
 use antler_channel::{ChatKey, InboundMessage};
@@ -210,9 +212,17 @@ async fn chat_turn(
     }
     approvals::settle_overtaken(deps, &waiting);
     let mut answer = finish::compose(&streamed, &conversation.paths);
+    // Spoken after the text: only an answer of the agent's, not an error or a request.
+    let spoken = (!answer.failed
+        && streamed.parked_on().is_none()
+        && spoken::wanted(&config, conversation.record.voice, &entry.message))
+    .then(|| answer.text.clone());
     finish::name_unreceived(&mut answer, &conversation.unreceived);
     let failed = answer.failed;
     deliver_answer(deps, runtime, key, entry, status_id, &streamed, answer).await;
+    if let Some(text) = spoken {
+        spoken::speak_answer(deps, runtime, key, entry, &conversation.paths, &text).await;
+    }
     if reacts {
         let reactions = runtime.profile.reactions;
         let done = if failed {

@@ -183,7 +183,7 @@ async fn slash_commands_are_registered_and_answered() {
     let bot = start(&fake, &model, dir.path(), "").await;
     fake.wait_for(WAIT, "the registered commands", |f| {
         f.registered_commands()
-            .is_some_and(|c| c.as_array().is_some_and(|list| list.len() == 9))
+            .is_some_and(|c| c.as_array().is_some_and(|list| list.len() == 10))
     })
     .await;
     let dm = fake.open_dm(USER);

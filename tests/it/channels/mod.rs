@@ -36,10 +36,12 @@ mod slack_driver;
 mod slack_events;
 mod slack_transport;
 mod speakers;
+mod spoken_telegram;
 mod telegram;
 mod telegram_driver;
 mod telegram_markup;
 mod telegram_plan;
+mod voice_platforms;
 mod voice_telegram;
 mod webhooks;
 

@@ -55,8 +55,10 @@ mod openai;
 pub mod postgres;
 mod reply;
 mod slack;
+mod speech;
 mod sse;
 mod telegram;
+mod telegram_body;
 mod telegram_buttons;
 mod telegram_entities;
 mod template;
@@ -86,10 +88,12 @@ pub use slack::{
     FAKE_SLACK_TEAM, FakeSlack, PostedMessage, SharedFile, Signing, SlackCall, SlackEventsClient,
     SlackFailure, dm_channel, sign_slack_request,
 };
+pub use speech::{FAKE_SPEECH_AUDIO, FakeSpeech};
 pub use telegram::{
     BotCall, BotFailure, FAKE_BOT_ID, FAKE_BOT_TOKEN, FAKE_BOT_USERNAME, FakeTelegram, group_chat,
     private_chat,
 };
+pub use telegram_body::TelegramUpload;
 pub use template::{assert_strict_alternation, check_strict_alternation};
 pub use transcription::{
     FAKE_TRANSCRIPT, FakeTranscription, TranscriptionReply, TranscriptionRequest, VOICE_NOTE_OGG,

@@ -12,13 +12,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
+
+use crate::telegram_body::{TelegramUpload, read_body};
 
 /// The token the fake accepts.
 pub const FAKE_BOT_TOKEN: &str = "123456:TEST-TOKEN";
@@ -54,6 +55,7 @@ pub(crate) struct FakeState {
     pub(crate) next_update_id: i64,
     next_message_id: i64,
     calls: Vec<BotCall>,
+    uploads: Vec<TelegramUpload>,
     failures: HashMap<String, VecDeque<BotFailure>>,
     always_conflict: bool,
     /// Answer 409 to a `getUpdates` that arrives while another is in flight, as Telegram does.
@@ -219,6 +221,11 @@ impl FakeTelegram {
         self.shared.lock().calls.clone()
     }
 
+    /// The files the bot uploaded, in order.
+    pub fn uploads(&self) -> Vec<TelegramUpload> {
+        self.shared.lock().uploads.clone()
+    }
+
     /// Calls of one method (case-insensitive).
     pub fn calls_of(&self, method: &str) -> Vec<BotCall> {
         let method = method.to_ascii_lowercase();
@@ -324,50 +331,6 @@ fn failure_response(failure: BotFailure) -> Response {
     }
 }
 
-async fn read_body(request: Request) -> Value {
-    let is_multipart = request
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("multipart/form-data"));
-    if !is_multipart {
-        let bytes = Bytes::from_request(request, &()).await.unwrap_or_default();
-        return serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    }
-    let mut body = json!({});
-    let Ok(mut multipart) = Multipart::from_request(request, &()).await else {
-        return body;
-    };
-    while let Ok(Some(field)) = multipart.next_field().await {
-        let name = field.name().unwrap_or_default().to_string();
-        let filename = field.file_name().map(String::from);
-        let bytes = field.bytes().await.unwrap_or_default();
-        body[name] = match filename {
-            Some(filename) => json!({"filename": filename, "size": bytes.len()}),
-            None => {
-                let text = String::from_utf8_lossy(&bytes).into_owned();
-                serde_json::from_str(&text).unwrap_or(Value::String(text))
-            }
-        };
-    }
-    // teloxide sends `document: "attach://ID"` plus a part named ID: resolve the reference.
-    if let Some(fields) = body.as_object_mut() {
-        let references: Vec<(String, String)> = fields
-            .iter()
-            .filter_map(|(key, value)| {
-                let id = value.as_str()?.strip_prefix("attach://")?;
-                Some((key.clone(), id.to_string()))
-            })
-            .collect();
-        for (key, id) in references {
-            if let Some(file) = fields.remove(&id) {
-                fields.insert(key, file);
-            }
-        }
-    }
-    body
-}
-
 fn as_i64(value: &Value) -> i64 {
     value
         .as_i64()
@@ -381,9 +344,17 @@ async fn method(
     request: Request,
 ) -> Response {
     let method = method.to_ascii_lowercase();
-    let body = read_body(request).await;
+    let (body, files) = read_body(request).await;
     let failure = {
         let mut state = shared.lock();
+        for (field, filename, bytes) in files {
+            state.uploads.push(TelegramUpload {
+                method: method.clone(),
+                field,
+                filename,
+                bytes,
+            });
+        }
         state.calls.push(BotCall {
             method: method.clone(),
             body: body.clone(),
@@ -425,6 +396,16 @@ async fn method(
             &shared,
             &body,
             json!({"document": {"file_id": "D1", "file_unique_id": "UD1", "file_name": body["document"]["filename"].clone(), "file_size": body["document"]["size"].clone()}}),
+        ),
+        "sendvoice" => sent_message(
+            &shared,
+            &body,
+            json!({"voice": {"file_id": "V1", "file_unique_id": "UV1", "duration": 1, "mime_type": "audio/ogg", "file_size": body["voice"]["size"].clone()}}),
+        ),
+        "sendaudio" => sent_message(
+            &shared,
+            &body,
+            json!({"audio": {"file_id": "A1", "file_unique_id": "UA1", "duration": 1, "file_name": body["audio"]["filename"].clone(), "file_size": body["audio"]["size"].clone()}}),
         ),
         "sendchataction" | "setwebhook" | "deletewebhook" | "setmessagereaction" => ok(json!(true)),
         "getwebhookinfo" => {

@@ -204,7 +204,15 @@ fn checked_content(
         "text" => parsed["text"].is_string(),
         "interactive" => parsed["elements"].is_array() || parsed["body"].is_object(),
         "image" => known("image_key"),
-        "file" | "audio" | "media" => known("file_key"),
+        // Feishu plays only what was uploaded as `opus` as an audio message.
+        "audio" => {
+            known("file_key")
+                && parsed["file_key"]
+                    .as_str()
+                    .and_then(|key| state.uploads.get(key))
+                    .is_some_and(|file| file.kind == "opus")
+        }
+        "file" | "media" => known("file_key"),
         _ => false,
     };
     if !valid {

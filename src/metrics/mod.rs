@@ -12,6 +12,9 @@ use std::time::Duration;
 use metrics::{counter, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+mod describe;
+use describe::describe;
+
 /// Buckets for durations in seconds: tool calls and model calls are sub-second to minutes.
 const SECONDS_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
@@ -59,119 +62,6 @@ pub fn render() -> String {
     handle().map_or_else(String::new, PrometheusHandle::render)
 }
 
-fn describe() {
-    use metrics::{describe_counter, describe_gauge, describe_histogram};
-    describe_counter!("antler_runs_started_total", "Agent runs started");
-    describe_counter!(
-        "antler_runs_finished_total",
-        "Agent runs finished, by stop reason"
-    );
-    describe_counter!(
-        "antler_runs_failed_total",
-        "Agent runs that ended in an error, by code"
-    );
-    describe_histogram!("antler_run_duration_seconds", "Wall time of a run");
-    describe_counter!(
-        "antler_runs_refused_total",
-        "Runs refused before starting (memory past gateway.max_rss_mb), by reason"
-    );
-    describe_counter!(
-        "antler_config_reloads_total",
-        "Config reloads, by outcome (rejected: the running config stays; rolled_back: a restarted channel did not come up and the previous config was restored)"
-    );
-    describe_histogram!(
-        "antler_model_call_duration_seconds",
-        "Time to the end of a model's streamed answer, by model"
-    );
-    describe_counter!(
-        "antler_model_tokens_total",
-        "Tokens used, by model and direction"
-    );
-    describe_counter!("antler_tool_calls_total", "Tool calls, by tool");
-    describe_counter!(
-        "antler_webhook_deliveries_total",
-        "Deliveries to webhook endpoints, by endpoint and outcome"
-    );
-    describe_counter!(
-        "antler_approvals_total",
-        "Approval requests (requested) and how they ended, by decision"
-    );
-    describe_counter!(
-        "antler_schedule_fires_total",
-        "Scheduled slots by outcome (ran, failed, skipped_budget, caught_up: a missed slot run by its catch_up policy, missed: recorded without a run)"
-    );
-    describe_counter!(
-        "antler_tool_errors_total",
-        "Tool calls that returned an error, by tool"
-    );
-    describe_counter!(
-        "antler_guardrail_denials_total",
-        "Tool calls denied by the guardrail"
-    );
-    describe_counter!(
-        "antler_inbound_messages_total",
-        "Chat messages received, by channel"
-    );
-    describe_counter!(
-        "antler_inbound_duplicates_total",
-        "Redelivered chat events dropped by the inbound journal, by channel"
-    );
-    describe_counter!("antler_outbound_sends_total", "Messages sent, by channel");
-    describe_counter!("antler_outbound_edits_total", "Message edits, by channel");
-    describe_counter!(
-        "antler_outbound_rate_limited_total",
-        "Platform 429 answers, by channel"
-    );
-    describe_histogram!(
-        "antler_outbound_retry_wait_seconds",
-        "Waits imposed by platform rate limits (429 retry-after), by channel"
-    );
-    describe_counter!(
-        "antler_dead_letters_total",
-        "Replies given up on, by channel"
-    );
-    describe_counter!(
-        "antler_channel_reconnects_total",
-        "Platform reconnects, by channel"
-    );
-    describe_gauge!(
-        "antler_channel_healthy",
-        "1 while a channel is healthy, by channel"
-    );
-    describe_counter!(
-        "antler_queue_full_total",
-        "Items a bounded queue refused (the chat was told to wait), by queue"
-    );
-    describe_counter!(
-        "antler_cache_evictions_total",
-        "Entries dropped from a memory cache, by cache and reason"
-    );
-    describe_gauge!(
-        "antler_process_resident_bytes",
-        "Resident set size of the daemon"
-    );
-    describe_gauge!(
-        "antler_leases_held",
-        "Leases this instance holds (its own name, transports, chats, jobs)"
-    );
-    describe_counter!(
-        "antler_lease_takeovers_total",
-        "Leases taken from an instance that stopped renewing them, by kind"
-    );
-    describe_counter!(
-        "antler_claim_conflicts_total",
-        "Attempts to take a lease another instance held, by kind"
-    );
-    describe_counter!(
-        "antler_transcriptions_total",
-        "Voice notes to transcribe, by outcome"
-    );
-    describe_counter!(
-        "antler_transcribed_seconds_total",
-        "Seconds of audio transcribed"
-    );
-}
-
 /// Label values that exist before anything happens: with them every series a dashboard or an
 /// alert names is on a fresh daemon's `/metrics` at 0, instead of appearing with the first event
 /// (a `rate()` or `absent()` over a series that is not there yet says nothing).
@@ -217,6 +107,8 @@ pub const SCHEDULE_FIRE_OUTCOMES: &[&str] =
     &["ran", "failed", "skipped_budget", "caught_up", "missed"];
 /// What becomes of a voice note to transcribe (`transcription`).
 pub const TRANSCRIPTION_OUTCOMES: &[&str] = &["ok", "too_long", "too_large", "failed"];
+/// How speaking an answer ends (`speech`).
+pub const SPEECH_OUTCOMES: &[&str] = &["ok", "failed"];
 /// Caches and the reasons they drop entries (`cache_evictions`).
 const EVICTIONS: &[(&str, &str)] = &[("thread_states", "idle")];
 
@@ -253,6 +145,9 @@ pub fn register_known(known: &KnownLabels) {
         counter!("antler_transcriptions_total", "outcome" => outcome).increment(0);
     }
     counter!("antler_transcribed_seconds_total").increment(0);
+    for &outcome in SPEECH_OUTCOMES {
+        counter!("antler_speech_total", "outcome" => outcome).increment(0);
+    }
     for &(cache, reason) in EVICTIONS {
         counter!("antler_cache_evictions_total", "cache" => cache, "reason" => reason).increment(0);
     }
@@ -373,6 +268,11 @@ pub fn rate_limited(channel: &str, wait: Duration) {
     counter!("antler_outbound_rate_limited_total", "channel" => channel.to_owned()).increment(1);
     histogram!("antler_outbound_retry_wait_seconds", "channel" => channel.to_owned())
         .record(wait.as_secs_f64());
+}
+
+/// An answer spoken (`ok`) or left as text because the speech service failed (`failed`).
+pub fn speech(outcome: &'static str) {
+    counter!("antler_speech_total", "outcome" => outcome).increment(1);
 }
 
 pub fn dead_letter(channel: &str) {
