@@ -42,6 +42,8 @@ pub(crate) const SECRET_KEYS: &[&str] = &[
     "app_secret",
     "verification_token",
     "encrypt_key",
+    // channels.webhook.endpoints.NAME.secret.
+    "secret",
     // store.postgres.url: it holds the database password.
     "url",
 ];
