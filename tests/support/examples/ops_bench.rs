@@ -11,7 +11,8 @@
 //! daemon's CPU with `--schedules N` schedules hours away against none (`--window-s N`).
 //! `webhooks`: signed deliveries to `POST /hooks/alerts` answered in a fake Slack
 //! (`--deliveries N`, `--in-flight N`, `--redeliver-percent N`, `--chats N` (Slack channels the
-//! answers spread over), `--stream-ms N`, `--seed N`).
+//! answers spread over), `--stream-ms N`, `--seed N`, `--kills N` (SIGKILLs of the daemon, each
+//! restarted at once; senders retry what got no answer)).
 
 // A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
 // live as long as its runtime.
@@ -157,6 +158,7 @@ async fn run(args: &Args) -> Result<bool, String> {
                 chats: args.number("chats", defaults.chats)?,
                 stream_over: Duration::from_millis(args.number("stream-ms", 100)?),
                 seed: args.number("seed", defaults.seed)?,
+                kills: args.number("kills", defaults.kills)?,
                 ..defaults
             };
             let report = bench::webhooks(&args.binary, options).await.map_err(err)?;

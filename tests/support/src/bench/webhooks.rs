@@ -11,6 +11,7 @@
 //! payload): the bot posts under Slack's budget (about 50 messages a minute a channel, 3 a
 //! second in all), which, not the daemon, bounds how fast answers can land.
 
+mod kills;
 mod report;
 mod sender;
 
@@ -28,6 +29,7 @@ use crate::bench::model::echo_model;
 use crate::bench::process::{DaemonProcess, Workdir, free_port, peak_rss_kib};
 use crate::bench::{BenchError, Rng};
 
+use kills::Killer;
 pub use report::WebhookReport;
 use report::{answered_markers, check};
 use sender::Sender;
@@ -53,6 +55,9 @@ pub struct WebhookOptions {
     pub seed: u64,
     /// Given up after this long without a new answer in Slack.
     pub stall_limit: Duration,
+    /// SIGKILLs of the daemon during the run, each followed by a restart on the same data dir;
+    /// senders retry what got no answer.
+    pub kills: u32,
 }
 
 impl Default for WebhookOptions {
@@ -65,6 +70,7 @@ impl Default for WebhookOptions {
             stream_over: Duration::from_millis(100),
             seed: Rng::clock_seed(),
             stall_limit: Duration::from_secs(120),
+            kills: 0,
         }
     }
 }
@@ -96,9 +102,12 @@ pub(super) struct Sent {
     index: usize,
     again: bool,
     result: Result<(String, String), String>,
-    /// When it went out.
+    /// When it first went out.
     at: Instant,
+    /// From the last attempt to its answer.
     after: Duration,
+    /// Requests it took (more than one when the daemon was down).
+    attempts: u32,
 }
 
 /// See the module's description.
@@ -115,15 +124,40 @@ pub async fn webhooks(binary: &Path, options: WebhookOptions) -> Result<WebhookR
     let slack = fleet
         .slack()
         .ok_or_else(|| std::io::Error::other("the fake Slack did not start"))?;
+    let mut killer = Killer::new(
+        binary,
+        &dir,
+        port,
+        daemon,
+        options.kills,
+        options.deliveries,
+        options.seed,
+    );
 
     let log: Arc<Mutex<Vec<Sent>>> = Arc::default();
     let workers = send_all(&sender, &deliveries, &log, options.in_flight);
-    let timing = await_answers(&sender, &deliveries, slack, &log, workers, &options).await;
+    let run = Run {
+        sender: &sender,
+        deliveries: &deliveries,
+        slack,
+        log: &log,
+        options: &options,
+    };
+    let timing = run.await_answers(workers, &mut killer).await;
+    let timing = match timing {
+        Ok(timing) => timing,
+        Err(error) => {
+            dir.keep();
+            return Err(error);
+        }
+    };
     quiet(slack, Duration::from_secs(2), Duration::from_secs(30)).await;
 
     let texts = bot_texts(slack);
     let sent = log.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let mut report = check(&deliveries, &sent, &texts, |marker| model.calls_for(marker));
+    // After a kill a run cut short is run again: more than one model call is then no fault.
+    let strict = options.kills == 0;
+    let mut report = check(&deliveries, &sent, &texts, strict, |m| model.calls_for(m));
     report.model_calls = model.calls();
     report.redelivered_mid_run = sent
         .iter()
@@ -134,15 +168,22 @@ pub async fn webhooks(binary: &Path, options: WebhookOptions) -> Result<WebhookR
         })
         .count();
     report.send_phase = timing.send_phase.unwrap_or(timing.wall);
-    report.wall = timing.wall;
-    report.rss_end_kib = daemon.rss_kib();
-    report.rss_peak_kib = peak_rss_kib(daemon.pid);
+    // Until the last answer, or the last send when that came later.
+    report.wall = timing.wall.max(report.send_phase);
+    if let Some(daemon) = killer.daemon() {
+        report.rss_end_kib = daemon.rss_kib();
+        report.rss_peak_kib = peak_rss_kib(daemon.pid);
+    }
+    report.kills = killer.restarts.len() as u32;
+    let mut restarts = killer.restarts.clone();
+    restarts.sort();
+    report.restart_median = crate::bench::percentile(&restarts, 50.0);
     report.options = Some(options);
+    killer.stop().await;
     if !report.ok() {
         dir.keep();
         report.workdir = Some(dir.path().display().to_string());
     }
-    daemon.kill().await;
     Ok(report)
 }
 
@@ -254,80 +295,100 @@ struct Timing {
     first_seen: HashMap<String, Instant>,
 }
 
-/// Watches Slack while the workers send, until every delivery has an answer there (or none
-/// came for `stall_limit`), sending each `Answered` redelivery once its original's answer is
-/// there.
-async fn await_answers(
-    sender: &Arc<Sender>,
-    deliveries: &Arc<Vec<Delivery>>,
-    slack: &FakeSlack,
-    log: &Arc<Mutex<Vec<Sent>>>,
-    mut workers: JoinSet<()>,
-    options: &WebhookOptions,
-) -> Timing {
-    let started = Instant::now();
-    let mut timing = Timing {
-        send_phase: None,
-        wall: Duration::ZERO,
-        first_seen: HashMap::new(),
-    };
-    let mut pending: Vec<usize> = (0..deliveries.len())
-        .filter(|i| deliveries[*i].again == Some(Again::Answered))
-        .collect();
-    let mut redeliveries = JoinSet::new();
-    let mut last_new = Instant::now();
-    loop {
-        while workers.try_join_next().is_some() {}
-        if workers.is_empty() && timing.send_phase.is_none() {
-            timing.send_phase = Some(started.elapsed());
-        }
-        let now = Instant::now();
-        for marker in answered_markers(&bot_texts(slack)) {
-            timing.first_seen.entry(marker).or_insert_with(|| {
-                last_new = now;
-                now
-            });
-        }
-        if last_new == now {
-            timing.wall = started.elapsed();
-        }
-        let refused: HashSet<usize> = match timing.send_phase {
-            Some(_) => (0..deliveries.len())
-                .collect::<HashSet<_>>()
-                .difference(&accepted(log))
-                .copied()
-                .collect(),
-            None => HashSet::new(),
+/// What the watching side of a run holds.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    sender: &'a Arc<Sender>,
+    deliveries: &'a Arc<Vec<Delivery>>,
+    slack: &'a FakeSlack,
+    log: &'a Arc<Mutex<Vec<Sent>>>,
+    options: &'a WebhookOptions,
+}
+
+impl Run<'_> {
+    /// Watches Slack while the workers send, until every delivery has an answer there (or none
+    /// came for `stall_limit`), sending each `Answered` redelivery once its original's answer is
+    /// there.
+    async fn await_answers(
+        &self,
+        mut workers: JoinSet<()>,
+        killer: &mut Killer<'_>,
+    ) -> Result<Timing, BenchError> {
+        let Run {
+            sender,
+            deliveries,
+            slack,
+            log,
+            options,
+        } = *self;
+        let started = Instant::now();
+        let mut timing = Timing {
+            send_phase: None,
+            wall: Duration::ZERO,
+            first_seen: HashMap::new(),
         };
-        pending.retain(|index| {
-            // Sent once the answer is there; or at once when the original was refused (a sender
-            // retries those too).
-            let seen = timing.first_seen.contains_key(&deliveries[*index].marker);
-            if !seen && !refused.contains(index) {
-                return true;
+        let mut pending: Vec<usize> = (0..deliveries.len())
+            .filter(|i| deliveries[*i].again == Some(Again::Answered))
+            .collect();
+        let mut redeliveries = JoinSet::new();
+        let mut last_new = Instant::now();
+        loop {
+            while workers.try_join_next().is_some() {}
+            if workers.is_empty() && timing.send_phase.is_none() {
+                timing.send_phase = Some(started.elapsed());
             }
-            let (sender, deliveries, log, index) =
-                (sender.clone(), deliveries.clone(), log.clone(), *index);
-            redeliveries.spawn(async move {
-                let sent = sender.post(index, &deliveries[index], true).await;
-                log.lock().unwrap_or_else(|p| p.into_inner()).push(sent);
+            let now = Instant::now();
+            for marker in answered_markers(&bot_texts(slack)) {
+                timing.first_seen.entry(marker).or_insert_with(|| {
+                    last_new = now;
+                    now
+                });
+            }
+            if last_new == now {
+                timing.wall = started.elapsed();
+            }
+            let refused: HashSet<usize> = match timing.send_phase {
+                Some(_) => (0..deliveries.len())
+                    .collect::<HashSet<_>>()
+                    .difference(&accepted(log))
+                    .copied()
+                    .collect(),
+                None => HashSet::new(),
+            };
+            let accepted_now = accepted(log);
+            killer
+                .at_progress(accepted_now.len() + timing.first_seen.len())
+                .await?;
+            pending.retain(|index| {
+                // Sent once the answer is there; or at once when the original was refused (a sender
+                // retries those too).
+                let seen = timing.first_seen.contains_key(&deliveries[*index].marker);
+                if !seen && !refused.contains(index) {
+                    return true;
+                }
+                let (sender, deliveries, log, index) =
+                    (sender.clone(), deliveries.clone(), log.clone(), *index);
+                redeliveries.spawn(async move {
+                    let sent = sender.post(index, &deliveries[index], true).await;
+                    log.lock().unwrap_or_else(|p| p.into_inner()).push(sent);
+                });
+                false
             });
-            false
-        });
-        // Only an accepted delivery owes an answer; the others are in the report as refused.
-        let done = timing.send_phase.is_some()
-            && pending.is_empty()
-            && accepted(log)
-                .iter()
-                .all(|index| timing.first_seen.contains_key(&deliveries[*index].marker));
-        // The workers' own requests time out after 30 s, so waiting on them always ends.
-        if done || (timing.send_phase.is_some() && last_new.elapsed() > options.stall_limit) {
-            break;
+            // Only an accepted delivery owes an answer; the others are in the report as refused.
+            let done = timing.send_phase.is_some()
+                && pending.is_empty()
+                && accepted_now
+                    .iter()
+                    .all(|index| timing.first_seen.contains_key(&deliveries[*index].marker));
+            // The workers' own requests time out after 30 s, so waiting on them always ends.
+            if done || (timing.send_phase.is_some() && last_new.elapsed() > options.stall_limit) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        while redeliveries.join_next().await.is_some() {}
+        Ok(timing)
     }
-    while redeliveries.join_next().await.is_some() {}
-    timing
 }
 
 /// The deliveries answered 202 so far, by any of their sends.

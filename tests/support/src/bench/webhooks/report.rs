@@ -21,7 +21,7 @@ pub struct WebhookReport {
     pub accepted: usize,
     /// Requests not answered 202: `marker: what came back`. Must be empty.
     pub refused: Vec<String>,
-    /// Distinct `run_id`s of the first sends: must be `sent`.
+    /// Distinct `run_id`s in every 202 body: must be `sent`.
     pub distinct_runs: usize,
     pub distinct_threads: usize,
     /// Redeliveries answered with other ids than their original's. Must be empty.
@@ -29,6 +29,8 @@ pub struct WebhookReport {
     /// Deliveries the model was asked about other than once (`marker: n`). Must be empty.
     pub model_miscounts: Vec<String>,
     pub model_calls: usize,
+    /// Deliveries whose run was asked again after a kill cut it short.
+    pub runs_repeated: usize,
     /// Complete answers in Slack against the deliveries' markers.
     pub tally: Tally,
     /// Answers posted in a channel their delivery did not name.
@@ -41,6 +43,10 @@ pub struct WebhookReport {
     pub send_phase: Duration,
     /// From the first send to the last answer in Slack.
     pub wall: Duration,
+    pub kills: u32,
+    pub restart_median: Duration,
+    /// Requests sent again because the daemon gave no answer (it was down).
+    pub retried: u32,
     pub rss_end_kib: u64,
     pub rss_peak_kib: u64,
     pub workdir: Option<String>,
@@ -100,6 +106,12 @@ impl fmt::Display for WebhookReport {
                 "  after its answer",
                 self.again(Again::Answered).to_string(),
             ),
+            ("SIGKILLs", self.kills.to_string()),
+            ("requests retried (no answer)", self.retried.to_string()),
+            (
+                "restart to ready p50 (ms)",
+                format!("{:.0}", self.restart_median.as_secs_f64() * 1000.0),
+            ),
             ("202 answers", self.accepted.to_string()),
             ("refused (not 202)", self.refused.len().to_string()),
             ("distinct run ids", self.distinct_runs.to_string()),
@@ -110,6 +122,7 @@ impl fmt::Display for WebhookReport {
                 "deliveries not called once",
                 self.model_miscounts.len().to_string(),
             ),
+            ("runs asked again (kills)", self.runs_repeated.to_string()),
             ("answered exactly once", self.tally.answered.to_string()),
             ("lost", self.tally.lost.len().to_string()),
             ("duplicated", self.tally.duplicated.len().to_string()),
@@ -179,14 +192,17 @@ pub(super) fn answered_markers(texts: &[(String, String)]) -> HashSet<String> {
 }
 
 /// Compares what was sent, what came back and what Slack holds.
+/// With `strict`, a delivery must reach the model exactly once; without (kills), at least once.
 pub(super) fn check(
     deliveries: &[Delivery],
     sent: &[Sent],
     texts: &[(String, String)],
+    strict: bool,
     calls_for: impl Fn(&str) -> usize,
 ) -> WebhookReport {
     let mut report = WebhookReport {
         sent: deliveries.len(),
+        retried: sent.iter().map(|s| s.attempts.saturating_sub(1)).sum(),
         ..WebhookReport::default()
     };
     let mut first: HashMap<usize, (String, String)> = HashMap::new();
@@ -211,22 +227,23 @@ pub(super) fn check(
                 .refused
                 .push(format!("{} (again): {error}", delivery.marker)),
             (Ok(ids), Some(original)) if ids == original => report.accept_again.push(record.after),
-            (Ok((run, thread)), original) => report.mismatched.push(format!(
-                "{}: run {run}, thread {thread} against {original:?}",
-                delivery.marker
-            )),
+            (Ok((run, thread)), original) => {
+                let (was_run, was_thread) = original.cloned().unwrap_or_default();
+                report.mismatched.push(format!(
+                    "{}: run {run}, thread {thread}; first run {was_run}, thread {was_thread}",
+                    delivery.marker
+                ))
+            }
         }
     }
     report.accepted = report.accept.len() + report.accept_again.len() + report.mismatched.len();
     report.accept.sort();
     report.accept_again.sort();
-    report.distinct_runs = first
-        .values()
-        .map(|(run, _)| run)
-        .collect::<HashSet<_>>()
-        .len();
-    report.distinct_threads = first
-        .values()
+    // Over every 202 body: a redelivery given a run of its own shows here as one more.
+    let ids: Vec<&(String, String)> = sent.iter().filter_map(|s| s.result.as_ref().ok()).collect();
+    report.distinct_runs = ids.iter().map(|(run, _)| run).collect::<HashSet<_>>().len();
+    report.distinct_threads = ids
+        .iter()
         .map(|(_, thread)| thread)
         .collect::<HashSet<_>>()
         .len();
@@ -234,7 +251,10 @@ pub(super) fn check(
         deliveries.iter().map(|d| (d.marker.as_str(), d)).collect();
     for delivery in deliveries {
         let calls = calls_for(&delivery.marker);
-        if calls != 1 {
+        if calls > 1 {
+            report.runs_repeated += 1;
+        }
+        if calls == 0 || (strict && calls > 1) {
             report
                 .model_miscounts
                 .push(format!("{}: {calls} calls", delivery.marker));
@@ -297,6 +317,7 @@ mod tests {
                 .map_err(str::to_string),
             at: Instant::now(),
             after: Duration::from_millis(5),
+            attempts: 1,
         };
         let log = [
             sent(0, false, Ok(("r0", "t0"))),
@@ -321,12 +342,12 @@ mod tests {
                 "🪝 alerts\nWorking on it…".to_string(),
             ),
         ];
-        let report = check(&plan, &log, &texts, |m| {
+        let report = check(&plan, &log, &texts, true, |m| {
             usize::from(m != "q3x1") + usize::from(m == "q1x1")
         });
         assert_eq!(report.refused.len(), 1, "{report}");
         assert!(report.refused[0].starts_with("q3x1: HTTP 401"), "{report}");
-        assert_eq!(report.distinct_runs, 3);
+        assert_eq!(report.distinct_runs, 4, "r0, r1, r9 and r2");
         assert_eq!(report.mismatched.len(), 1, "{report}");
         assert_eq!(report.accept_again.len(), 1);
         assert_eq!(report.accepted, 5);

@@ -9,6 +9,9 @@ use crate::antler_headers;
 use crate::bench::BenchError;
 use crate::bench::webhooks::{Delivery, ENDPOINT, SECRET, Sent};
 
+/// How long a sender keeps retrying one delivery.
+const RETRY_FOR: Duration = Duration::from_secs(120);
+
 /// Signs and posts deliveries like a sending system.
 pub(super) struct Sender {
     http: reqwest::Client,
@@ -28,7 +31,34 @@ impl Sender {
         })
     }
 
+    /// Sends `delivery` until it is answered: like Alertmanager or GitHub, a request that got
+    /// no answer (the daemon down) or a 5xx is sent again, re-signed, with the same delivery
+    /// id, for up to `RETRY_FOR`; a 4xx is final.
     pub(super) async fn post(&self, index: usize, delivery: &Delivery, again: bool) -> Sent {
+        let first = Instant::now();
+        let mut attempts = 0;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            attempts += 1;
+            let started = Instant::now();
+            let (result, final_answer) = self.attempt(delivery).await;
+            if final_answer || first.elapsed() > RETRY_FOR {
+                return Sent {
+                    index,
+                    again,
+                    result,
+                    at: first,
+                    after: started.elapsed(),
+                    attempts,
+                };
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// One request; whether its answer is final.
+    async fn attempt(&self, delivery: &Delivery) -> (Result<(String, String), String>, bool) {
         let timestamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
@@ -36,21 +66,15 @@ impl Sender {
         for (name, value) in antler_headers(SECRET, timestamp, &delivery.id, &delivery.body) {
             request = request.header(name, value);
         }
-        let started = Instant::now();
-        let result = match request.send().await {
+        match request.send().await {
             Ok(response) => {
-                let status = response.status();
-                let text = response.text().await.unwrap_or_default();
-                accepted_ids(status.as_u16(), &text)
+                let status = response.status().as_u16();
+                match response.text().await {
+                    Ok(text) => (accepted_ids(status, &text), status < 500),
+                    Err(error) => (Err(format!("HTTP {status}, body cut: {error}")), false),
+                }
             }
-            Err(error) => Err(format!("no answer: {error}")),
-        };
-        Sent {
-            index,
-            again,
-            result,
-            at: started,
-            after: started.elapsed(),
+            Err(error) => (Err(format!("no answer: {error}")), false),
         }
     }
 }
