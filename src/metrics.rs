@@ -89,6 +89,10 @@ fn describe() {
     );
     describe_counter!("antler_tool_calls_total", "Tool calls, by tool");
     describe_counter!(
+        "antler_webhook_deliveries_total",
+        "Deliveries to webhook endpoints, by endpoint and outcome"
+    );
+    describe_counter!(
         "antler_approvals_total",
         "Approval requests (requested) and how they ended, by decision"
     );
@@ -567,4 +571,30 @@ mod tests {
         schedule_fire("caught_up");
         assert!(value_of(&render(), "caught_up") > value_of(&before, "caught_up"));
     }
+}
+
+/// How webhook deliveries end at the route (`webhook_delivery`).
+pub const WEBHOOK_OUTCOMES: &[&str] = &[
+    "accepted",
+    "duplicate",
+    "unauthorized",
+    "too_large",
+    "invalid",
+];
+
+/// Registers every outcome of the configured webhook endpoints at 0.
+pub fn register_webhook_endpoints(endpoints: &[String]) {
+    for endpoint in endpoints {
+        for &outcome in WEBHOOK_OUTCOMES {
+            counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.clone(), "outcome" => outcome)
+                .increment(0);
+        }
+    }
+}
+
+/// A delivery to a configured webhook endpoint, by how the route answered it (one of
+/// [`WEBHOOK_OUTCOMES`]).
+pub fn webhook_delivery(endpoint: &str, outcome: &'static str) {
+    counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.to_owned(), "outcome" => outcome)
+        .increment(1);
 }

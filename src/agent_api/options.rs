@@ -40,6 +40,10 @@ pub struct RunOptions {
     /// scheduler only (not read from JSON): such a run may not create schedules itself.
     #[serde(skip)]
     pub schedule_fire: Option<String>,
+    /// The run's id, fixed before it starts: a webhook delivery answers with it (202) before
+    /// its run exists. Only the daemon sets it (not read from JSON); unset, a fresh one.
+    #[serde(skip)]
+    pub run_id: Option<String>,
     /// No person is waiting: clarification questions are disabled.
     pub non_interactive: bool,
     pub channel_name: Option<String>,

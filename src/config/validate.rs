@@ -36,6 +36,12 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
     problems.0.extend(config.scheduler.problems());
     problems.0.extend(config.voice.problems());
     problems.0.extend(config.channels.webhook.problems());
+    problems.0.extend(
+        config
+            .channels
+            .webhook
+            .destination_problems(&config.channels),
+    );
     for (key, message) in config.store.problems() {
         problems.push(key, message);
     }

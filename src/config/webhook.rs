@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigProblem;
+use crate::config::channels::ChannelsConfig;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -162,12 +163,121 @@ impl WebhookEndpoint {
     }
 }
 
+/// The largest `max_body_kb`: 10 MiB.
+pub const MAX_BODY_KB_LIMIT: u32 = 10 * 1024;
+
 impl WebhookConfig {
     /// Problems, each naming its key (`channels.webhook.endpoints.{name}.user`, …).
     pub fn problems(&self) -> Vec<ConfigProblem> {
-        // lane hooks fills them.
-        Vec::new()
+        let mut problems = Vec::new();
+        for (name, endpoint) in &self.endpoints {
+            let key = |field: &str| format!("channels.webhook.endpoints.{name}.{field}");
+            if !is_endpoint_name(name) {
+                problems.push(ConfigProblem::new(
+                    format!("channels.webhook.endpoints.{name}"),
+                    "an endpoint's name is its URL path (POST /hooks/NAME): use letters, digits, `-` and `_` only",
+                ));
+            }
+            let mut problem = |field: &str, message: String| {
+                problems.push(ConfigProblem::new(key(field), message));
+            };
+            if endpoint.secret.expose().trim().is_empty() {
+                problem(
+                    "secret",
+                    "is empty; set a long random string (e.g. `openssl rand -hex 32`) and sign deliveries with it".into(),
+                );
+            }
+            if endpoint.user.trim().is_empty() {
+                problem(
+                    "user",
+                    "is empty; name the Antler user the runs act as (e.g. `alice`)".into(),
+                );
+            }
+            if endpoint.prompt.trim().is_empty() {
+                problem(
+                    "prompt",
+                    "is empty; say what the agent should do with a delivery, e.g. `Look at this alert: {{body}}`".into(),
+                );
+            }
+            if endpoint.max_body_kb == 0 || endpoint.max_body_kb > MAX_BODY_KB_LIMIT {
+                problem(
+                    "max_body_kb",
+                    format!(
+                        "must be between 1 and {MAX_BODY_KB_LIMIT} (10 MiB), not {}",
+                        endpoint.max_body_kb
+                    ),
+                );
+            }
+            match (&endpoint.conversation, &endpoint.key) {
+                (ConversationMode::PerKey, None) => problem(
+                    "key",
+                    "is required with `conversation: per_key`; e.g. `{{body.alerts.0.fingerprint}}`".into(),
+                ),
+                (ConversationMode::PerKey, Some(key)) if key.trim().is_empty() => problem(
+                    "key",
+                    "is empty; with `conversation: per_key` name the value that identifies a conversation, e.g. `{{body.alerts.0.fingerprint}}`".into(),
+                ),
+                _ => {}
+            }
+            let mut templates = vec![("prompt", endpoint.prompt.as_str())];
+            if let Some(key) = &endpoint.key {
+                templates.push(("key", key));
+            }
+            if let DeliverTo::Chat { chat, thread, .. } = &endpoint.deliver_to {
+                templates.push(("deliver_to.chat", chat));
+                if let Some(thread) = thread {
+                    templates.push(("deliver_to.thread", thread));
+                }
+                if chat.trim().is_empty() {
+                    problem("deliver_to.chat", "is empty; give the platform's chat id (a Slack channel `C0123`, a Telegram chat id)".into());
+                }
+            }
+            for (field, template) in templates {
+                for unknown in crate::hooks::template::unknown_placeholders(template) {
+                    problem(
+                        field,
+                        format!(
+                            "{unknown} names nothing; a placeholder is `{{{{body}}}}` or a path in it like `{{{{body.alerts.0.fingerprint}}}}`"
+                        ),
+                    );
+                }
+            }
+        }
+        problems
     }
+
+    /// Endpoints delivering to a channel that is not configured or turned off, each naming
+    /// `channels.webhook.endpoints.{name}.deliver_to.channel`.
+    pub fn destination_problems(&self, channels: &ChannelsConfig) -> Vec<ConfigProblem> {
+        let mut problems = Vec::new();
+        for (name, endpoint) in &self.endpoints {
+            let DeliverTo::Chat { channel, .. } = &endpoint.deliver_to else {
+                continue;
+            };
+            let message = match channels.section(channel) {
+                Some(section) if section.enabled() => continue,
+                Some(_) => format!(
+                    "channel {channel} is turned off; set `channels.{channel}.enabled: true` or deliver elsewhere (`thread_only`)"
+                ),
+                None => format!(
+                    "no channel {channel:?}; use telegram, slack, discord or feishu (configured and enabled), or `thread_only`"
+                ),
+            };
+            problems.push(ConfigProblem::new(
+                format!("channels.webhook.endpoints.{name}.deliver_to.channel"),
+                message,
+            ));
+        }
+        problems
+    }
+}
+
+/// Whether `name` can be a path segment as written: `[A-Za-z0-9_-]+`.
+pub fn is_endpoint_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 #[cfg(test)]
@@ -190,5 +300,72 @@ mod tests {
             }
         );
         assert!(serde_json::from_value::<DeliverTo>(serde_json::json!("nowhere")).is_err());
+    }
+
+    fn endpoint(yaml: &str) -> WebhookEndpoint {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn each_problem_names_its_key() {
+        let mut config = WebhookConfig::default();
+        config.endpoints.insert(
+            "alerts".into(),
+            endpoint("secret: s3cret\nuser: alice\nprompt: 'Look: {{body}}'\n"),
+        );
+        assert!(config.problems().is_empty(), "{:?}", config.problems());
+        config.endpoints.insert(
+            "bad name".into(),
+            endpoint(
+                "secret: ''\nuser: ' '\nprompt: ''\nmax_body_kb: 0\nconversation: per_key\ndeliver_to: {channel: slack, chat: '{{bdy.x}}'}\n",
+            ),
+        );
+        config.endpoints.insert(
+            "huge".into(),
+            endpoint("secret: s\nuser: u\nprompt: p\nmax_body_kb: 10241\n"),
+        );
+        let paths: Vec<String> = config.problems().into_iter().map(|p| p.path).collect();
+        for expected in [
+            "channels.webhook.endpoints.bad name",
+            "channels.webhook.endpoints.bad name.secret",
+            "channels.webhook.endpoints.bad name.user",
+            "channels.webhook.endpoints.bad name.prompt",
+            "channels.webhook.endpoints.bad name.max_body_kb",
+            "channels.webhook.endpoints.bad name.key",
+            "channels.webhook.endpoints.bad name.deliver_to.chat",
+            "channels.webhook.endpoints.huge.max_body_kb",
+        ] {
+            assert!(
+                paths.iter().any(|p| p == expected),
+                "{expected} in {paths:?}"
+            );
+        }
+        assert!(!paths.iter().any(|p| p.contains(".alerts")), "{paths:?}");
+    }
+
+    #[test]
+    fn a_destination_must_be_a_configured_enabled_channel() {
+        let mut config = WebhookConfig::default();
+        config.endpoints.insert(
+            "a".into(),
+            endpoint("secret: s\nuser: u\nprompt: p\ndeliver_to: {channel: slack, chat: C1}\n"),
+        );
+        config.endpoints.insert(
+            "b".into(),
+            endpoint("secret: s\nuser: u\nprompt: p\ndeliver_to: {channel: irc, chat: x}\n"),
+        );
+        config
+            .endpoints
+            .insert("c".into(), endpoint("secret: s\nuser: u\nprompt: p\n"));
+        let problems = config.destination_problems(&ChannelsConfig::default());
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "channels.webhook.endpoints.a.deliver_to.channel",
+                "channels.webhook.endpoints.b.deliver_to.channel"
+            ]
+        );
+        assert!(problems[0].message.contains("channels.slack.enabled"));
     }
 }

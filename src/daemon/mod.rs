@@ -153,6 +153,7 @@ pub async fn run(
     }
     let auth_failures = Arc::new(crate::http::AuthFailures::default());
     let model_probe = crate::model::probe::ModelProbe::default();
+    let hooks = crate::hooks::Hooks::new(harness.clone());
     let app = router(Arc::new(AppState {
         harness: harness.clone(),
         config: config.clone(),
@@ -160,6 +161,7 @@ pub async fn run(
         exposed: !bound.ip().is_loopback(),
         model_probe: model_probe.clone(),
         auth_failures: auth_failures.clone(),
+        hooks: hooks.clone(),
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
     let socket_file = serve_local_socket(
@@ -180,6 +182,9 @@ pub async fn run(
     let manager = ServiceManager::default();
     spawn_upkeep(&harness, &config, &options, &manager, &tasks, &watcher_stop);
     let channels = Channels::start(harness.clone(), config.clone(), hub);
+    // Webhook deliveries for a chat are journalled there; those a stop left undone go on.
+    hooks.set_chat_delivery(channels.chat_delivery());
+    hooks.recover();
     // After the channels installed their hook: a chat's slot recovered at start reaches it.
     harness.start_schedules();
     tasks.close();
@@ -195,7 +200,14 @@ pub async fn run(
     stop_accepting.cancel();
     watcher_stop.cancel();
     channels.stop_intake();
+    hooks.stop();
     drain(&config, &harness, &shutdown).await?;
+    if tokio::time::timeout(HTTP_CLOSE_GRACE, hooks.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("Webhook deliveries still finishing after the drain");
+    }
     channels.wait(HTTP_CLOSE_GRACE).await;
     if tokio::time::timeout(HTTP_CLOSE_GRACE, tasks.wait())
         .await

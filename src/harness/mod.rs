@@ -335,7 +335,7 @@ impl Harness {
             ..
         } = request;
         let record = self.admit(&config, &users, &thread_id)?;
-        let run_id = uuid::Uuid::new_v4().to_string();
+        let run_id = (options.run_id.clone()).unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let cancel = CancellationToken::new();
         let mut guard = self.register(&thread_id, &run_id, &cancel)?;
         let lead = self

@@ -132,11 +132,13 @@ pub(crate) fn api_locked(state: &AppState) -> bool {
     state.exposed && state.config.current().gateway.api_tokens.is_empty()
 }
 
-/// Routes served while the API is locked: probes, and channel webhooks (each checks its own
-/// platform secret). Matched against the route pattern, not the raw path, so no spelling of a
+/// Routes served while the API is locked: probes, channel webhooks (each checks its own
+/// platform secret) and webhook endpoints (each checks its signature). Matched against the route pattern, not the raw path, so no spelling of a
 /// URL reaches a locked route through an open prefix; unmatched paths stay locked too.
 pub(crate) fn open_while_locked(route: &str) -> bool {
-    matches!(route, "/healthz" | "/readyz" | "/metrics") || route.starts_with("/channels/")
+    matches!(route, "/healthz" | "/readyz" | "/metrics")
+        || route.starts_with("/channels/")
+        || route.starts_with("/hooks/")
 }
 
 /// Layer answering 401 `api_locked` for every route but the open ones while the API is locked.
@@ -169,6 +171,7 @@ mod tests {
             "/readyz",
             "/channels/telegram/webhook",
             "/channels/{name}/webhook",
+            "/hooks/{endpoint}",
         ] {
             assert!(open_while_locked(open), "{open}");
         }

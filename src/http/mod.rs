@@ -13,6 +13,7 @@ mod commands;
 mod edge;
 mod error;
 mod health;
+mod hooks;
 mod json_errors;
 mod mcp;
 mod me;
@@ -67,6 +68,8 @@ pub struct AppState {
     pub model_probe: crate::model::probe::ModelProbe,
     /// Wrong API tokens per client (see `edge`); its log task is the daemon's.
     pub auth_failures: Arc<AuthFailures>,
+    /// The webhook channel (`POST /hooks/{endpoint}`).
+    pub hooks: crate::hooks::Hooks,
 }
 
 /// Builds the full router.
@@ -182,8 +185,17 @@ pub fn router(state: Arc<AppState>) -> Router {
             axum::http::StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ));
+    // Each endpoint has its own body limit (`max_body_kb`), enforced by the handler.
+    let hooks = Router::new()
+        .route("/hooks/{endpoint}", post(hooks::deliver))
+        .layer(DefaultBodyLimit::disable())
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ));
     let routes = Router::new()
         .merge(runs)
+        .merge(hooks)
         .merge(uploads)
         .merge(rest)
         .fallback(error::fallback_not_found)

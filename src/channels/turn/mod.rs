@@ -11,6 +11,7 @@
 mod context;
 mod conversation;
 mod finish;
+mod hook;
 mod resume;
 mod run;
 mod schedule;
@@ -21,6 +22,7 @@ use crate::agent_api::StopReason;
 use crate::channels::actions::run_command;
 use crate::channels::approvals;
 use crate::channels::deps::{TurnDeps, TurnError};
+use crate::channels::hook_entry::hook_entry_of;
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::ChatRecord;
 use crate::channels::outbound::{note, react, reply, send_all};
@@ -51,7 +53,9 @@ pub(crate) async fn process(
 ) -> bool {
     let message = &entry.message;
     let command = parse_command(&message.text, runtime.bot_username.as_deref());
-    let result = if let Some(which) = schedule_entry_of(message) {
+    let result = if let Some(delivery) = hook_entry_of(message) {
+        hook::delivered(deps, runtime, key, entry, delivery).await
+    } else if let Some(which) = schedule_entry_of(message) {
         schedule::scheduled(deps, runtime, key, entry, which).await
     } else if let Some(approval_id) = approvals::resume_of(message) {
         resume::resume(deps, runtime, key, entry, &approval_id).await

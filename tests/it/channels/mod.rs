@@ -40,6 +40,7 @@ mod telegram;
 mod telegram_driver;
 mod telegram_markup;
 mod telegram_plan;
+mod webhooks;
 
 use std::net::SocketAddr;
 use std::path::Path;
