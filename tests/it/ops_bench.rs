@@ -124,7 +124,6 @@ async fn schedules_hours_away_cost_an_idle_daemon_no_cpu() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs POST /hooks/{endpoint} (branch hooks); drop this line when it is merged"]
 async fn signed_webhook_deliveries_sent_twice_make_one_run_and_one_answer_each() {
     let options = WebhookOptions {
         deliveries: 60,
