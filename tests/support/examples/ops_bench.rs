@@ -12,7 +12,8 @@
 //! `webhooks`: signed deliveries to `POST /hooks/alerts` answered in a fake Slack
 //! (`--deliveries N`, `--in-flight N`, `--redeliver-percent N`, `--chats N` (Slack channels the
 //! answers spread over), `--stream-ms N`, `--seed N`, `--kills N` (SIGKILLs of the daemon, each
-//! restarted at once; senders retry what got no answer)).
+//! restarted at once; senders retry what got no answer), `--per-second N` (paced sends, so kills
+//! land among them)).
 
 // A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
 // live as long as its runtime.
@@ -159,6 +160,7 @@ async fn run(args: &Args) -> Result<bool, String> {
                 stream_over: Duration::from_millis(args.number("stream-ms", 100)?),
                 seed: args.number("seed", defaults.seed)?,
                 kills: args.number("kills", defaults.kills)?,
+                per_second: args.number("per-second", defaults.per_second)?,
                 ..defaults
             };
             let report = bench::webhooks(&args.binary, options).await.map_err(err)?;

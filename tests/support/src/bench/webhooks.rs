@@ -55,6 +55,9 @@ pub struct WebhookOptions {
     pub seed: u64,
     /// Given up after this long without a new answer in Slack.
     pub stall_limit: Duration,
+    /// Deliveries started a second at most (0: as fast as `in_flight` allows), so a run can
+    /// last long enough for kills to land among the sends.
+    pub per_second: u32,
     /// SIGKILLs of the daemon during the run, each followed by a restart on the same data dir;
     /// senders retry what got no answer.
     pub kills: u32,
@@ -71,6 +74,7 @@ impl Default for WebhookOptions {
             seed: Rng::clock_seed(),
             stall_limit: Duration::from_secs(120),
             kills: 0,
+            per_second: 0,
         }
     }
 }
@@ -135,7 +139,8 @@ pub async fn webhooks(binary: &Path, options: WebhookOptions) -> Result<WebhookR
     );
 
     let log: Arc<Mutex<Vec<Sent>>> = Arc::default();
-    let workers = send_all(&sender, &deliveries, &log, options.in_flight);
+    let pace = (options.per_second > 0).then(|| Duration::from_secs(1) / options.per_second);
+    let workers = send_all(&sender, &deliveries, &log, options.in_flight, pace);
     let run = Run {
         sender: &sender,
         deliveries: &deliveries,
@@ -248,8 +253,10 @@ fn send_all(
     deliveries: &Arc<Vec<Delivery>>,
     log: &Arc<Mutex<Vec<Sent>>>,
     in_flight: usize,
+    pace: Option<Duration>,
 ) -> JoinSet<()> {
     let next = Arc::new(Mutex::new(0usize));
+    let start = tokio::time::Instant::now();
     let mut workers = JoinSet::new();
     for _ in 0..in_flight.max(1) {
         let (sender, deliveries, log) = (sender.clone(), deliveries.clone(), log.clone());
@@ -264,6 +271,9 @@ fn send_all(
                 let Some(delivery) = deliveries.get(index) else {
                     break;
                 };
+                if let Some(pace) = pace {
+                    tokio::time::sleep_until(start + pace * index as u32).await;
+                }
                 let sent = match delivery.again {
                     Some(Again::Racing) => {
                         let (a, b) = tokio::join!(
