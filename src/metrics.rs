@@ -425,6 +425,29 @@ pub fn resident_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// Registers every outcome of the configured webhook endpoints at 0.
+pub fn register_webhook_endpoints(endpoints: &[String]) {
+    for endpoint in endpoints {
+        for outcome in [
+            "accepted",
+            "duplicate",
+            "unauthorized",
+            "too_large",
+            "invalid",
+        ] {
+            counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.clone(), "outcome" => outcome)
+                .increment(0);
+        }
+    }
+}
+
+/// A delivery to a configured webhook endpoint, by how the route answered it (one of the
+/// outcomes registered above).
+pub fn webhook_delivery(endpoint: &str, outcome: &'static str) {
+    counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.to_owned(), "outcome" => outcome)
+        .increment(1);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -571,30 +594,4 @@ mod tests {
         schedule_fire("caught_up");
         assert!(value_of(&render(), "caught_up") > value_of(&before, "caught_up"));
     }
-}
-
-/// How webhook deliveries end at the route (`webhook_delivery`).
-pub const WEBHOOK_OUTCOMES: &[&str] = &[
-    "accepted",
-    "duplicate",
-    "unauthorized",
-    "too_large",
-    "invalid",
-];
-
-/// Registers every outcome of the configured webhook endpoints at 0.
-pub fn register_webhook_endpoints(endpoints: &[String]) {
-    for endpoint in endpoints {
-        for &outcome in WEBHOOK_OUTCOMES {
-            counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.clone(), "outcome" => outcome)
-                .increment(0);
-        }
-    }
-}
-
-/// A delivery to a configured webhook endpoint, by how the route answered it (one of
-/// [`WEBHOOK_OUTCOMES`]).
-pub fn webhook_delivery(endpoint: &str, outcome: &'static str) {
-    counter!("antler_webhook_deliveries_total", "endpoint" => endpoint.to_owned(), "outcome" => outcome)
-        .increment(1);
 }

@@ -18,7 +18,7 @@ pub const UNTRUSTED_KEY: &str = "untrusted";
 /// One way untrusted content entered the thread.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TaintSource {
-    /// `web_fetch`, `web_search`, `mcp`, `shared_context`, `upload` or `document`.
+    /// `web_fetch`, `web_search`, `mcp`, `shared_context`, `upload`, `document` or `webhook`.
     pub kind: String,
     /// What exactly: the URL, the MCP server, whose words or which file.
     pub detail: String,
@@ -117,6 +117,7 @@ fn attribute_name(kind: &str) -> &'static str {
         "web_search" => "query",
         "mcp" => "server",
         "shared_context" => "from",
+        "webhook" => "endpoint",
         "upload" | "document" => "file",
         _ => "detail",
     }

@@ -5,12 +5,8 @@
 //! chat's other messages (`turn::hook`). The id alone proves nothing: the turn runs only a
 //! delivery the store holds for this chat.
 
-use std::sync::{Arc, Weak};
-
 use antler_channel::{ChatKey, InboundMessage};
 
-use crate::channels::manager::{ChannelManager, ManagerInner};
-use crate::hooks::ChatDelivery;
 use crate::hooks::store::Delivery;
 
 const PREFIX: &str = "hook:";
@@ -55,46 +51,6 @@ pub(crate) fn entry(delivery: &Delivery) -> Option<(ChatKey, InboundMessage)> {
         click: None,
     };
     Some((key, message))
-}
-
-/// The webhook channel's [`ChatDelivery`], set when the channels start. Holds the manager
-/// weakly (the manager holds the harness).
-pub(crate) struct ChatHookDelivery {
-    inner: Weak<ManagerInner>,
-}
-
-impl ChatHookDelivery {
-    pub(crate) fn new(manager: &ChannelManager) -> Arc<Self> {
-        Arc::new(Self {
-            inner: Arc::downgrade(manager.inner()),
-        })
-    }
-}
-
-impl ChatDelivery for ChatHookDelivery {
-    fn journal(&self, delivery: &Delivery) -> Result<(), String> {
-        let Some((key, message)) = entry(delivery) else {
-            return Err("the delivery has no chat".into());
-        };
-        let Some(inner) = self.inner.upgrade() else {
-            return Err("the daemon is stopping".into());
-        };
-        let config = inner.deps.config.current();
-        match config.channels.section(&key.channel) {
-            Some(section) if section.enabled() => {}
-            Some(_) => {
-                return Err(format!(
-                    "channel {channel} is turned off (`channels.{channel}.enabled`)",
-                    channel = key.channel
-                ));
-            }
-            None => return Err(format!("no channel {} is configured", key.channel)),
-        }
-        inner
-            .queue_entry(&key, message)
-            .map(|_| ())
-            .map_err(|error| error.to_string())
-    }
 }
 
 #[cfg(test)]

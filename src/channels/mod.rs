@@ -23,6 +23,7 @@ mod deliver;
 mod deps;
 pub mod files;
 pub mod health;
+mod hook_delivery;
 mod hook_entry;
 pub mod journal;
 mod lifecycle;
@@ -146,7 +147,7 @@ impl Channels {
 
     /// Where webhook deliveries with a chat are journalled (`Hooks::set_chat_delivery`).
     pub fn chat_delivery(&self) -> Arc<dyn crate::hooks::ChatDelivery> {
-        hook_entry::ChatHookDelivery::new(&self.manager)
+        hook_delivery::ChatHookDelivery::new(&self.manager)
     }
 
     /// Stops transports, webhooks and new work; turns in flight continue until the harness

@@ -36,12 +36,10 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
     problems.0.extend(config.scheduler.problems());
     problems.0.extend(config.voice.problems());
     problems.0.extend(config.channels.webhook.problems());
-    problems.0.extend(
-        config
-            .channels
-            .webhook
-            .destination_problems(&config.channels),
-    );
+    let enabled = |name: &str| config.channels.section(name).map(|s| s.enabled());
+    problems
+        .0
+        .extend(config.channels.webhook.destination_problems(&enabled));
     for (key, message) in config.store.problems() {
         problems.push(key, message);
     }

@@ -8,7 +8,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::config::ConfigProblem;
-use crate::config::channels::ChannelsConfig;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -233,7 +232,7 @@ impl WebhookConfig {
                 }
             }
             for (field, template) in templates {
-                for unknown in crate::hooks::template::unknown_placeholders(template) {
+                for unknown in unknown_placeholders(template) {
                     problem(
                         field,
                         format!(
@@ -247,15 +246,19 @@ impl WebhookConfig {
     }
 
     /// Endpoints delivering to a channel that is not configured or turned off, each naming
-    /// `channels.webhook.endpoints.{name}.deliver_to.channel`.
-    pub fn destination_problems(&self, channels: &ChannelsConfig) -> Vec<ConfigProblem> {
+    /// `channels.webhook.endpoints.{name}.deliver_to.channel`; `enabled` says whether a channel
+    /// is on (`None`: no such channel).
+    pub fn destination_problems(
+        &self,
+        enabled: &dyn Fn(&str) -> Option<bool>,
+    ) -> Vec<ConfigProblem> {
         let mut problems = Vec::new();
         for (name, endpoint) in &self.endpoints {
             let DeliverTo::Chat { channel, .. } = &endpoint.deliver_to else {
                 continue;
             };
-            let message = match channels.section(channel) {
-                Some(section) if section.enabled() => continue,
+            let message = match enabled(channel) {
+                Some(true) => continue,
                 Some(_) => format!(
                     "channel {channel} is turned off; set `channels.{channel}.enabled: true` or deliver elsewhere (`thread_only`)"
                 ),
@@ -270,6 +273,24 @@ impl WebhookConfig {
         }
         problems
     }
+}
+
+/// The placeholders of `template` that name something other than the payload (`{{bdy.x}}`,
+/// `{{ }}`): config problems, since they would always render empty.
+fn unknown_placeholders(template: &str) -> Vec<String> {
+    let mut unknown = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        let Some(length) = rest[start + 2..].find("}}") else {
+            break;
+        };
+        let path = rest[start + 2..start + 2 + length].trim();
+        if path.split('.').next() != Some("body") {
+            unknown.push(format!("{{{{{path}}}}}"));
+        }
+        rest = &rest[start + 2 + length + 2..];
+    }
+    unknown
 }
 
 /// Whether `name` can be a path segment as written: `[A-Za-z0-9_-]+`.
@@ -357,7 +378,7 @@ mod tests {
         config
             .endpoints
             .insert("c".into(), endpoint("secret: s\nuser: u\nprompt: p\n"));
-        let problems = config.destination_problems(&ChannelsConfig::default());
+        let problems = config.destination_problems(&|name| (name == "slack").then_some(false));
         let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -367,5 +388,13 @@ mod tests {
             ]
         );
         assert!(problems[0].message.contains("channels.slack.enabled"));
+    }
+
+    #[test]
+    fn placeholders_naming_no_payload_are_listed() {
+        assert_eq!(
+            unknown_placeholders("{{body.a}} {{ bdy.x }} {{}} {{body}}"),
+            vec!["{{bdy.x}}".to_string(), "{{}}".to_string()]
+        );
     }
 }

@@ -52,14 +52,26 @@ pub enum HookError {
         "the body is larger than {limit_kb} KiB, this endpoint's limit (channels.webhook.endpoints.{endpoint}.max_body_kb)"
     )]
     TooLarge { endpoint: String, limit_kb: u32 },
-    #[error(
-        "{0}; sign the delivery with the endpoint's secret (channels.webhook.endpoints.NAME.secret)"
-    )]
-    Signature(#[from] SignatureError),
+    #[error("{}", signature_message(endpoint, error))]
+    Signature {
+        endpoint: String,
+        error: SignatureError,
+    },
     #[error("the body is not JSON ({0}); send the payload as a JSON document")]
     NotJson(String),
     #[error("could not record the delivery ({0}); retry it later")]
     Unavailable(String),
+}
+
+/// What a refused signature says: what is wrong and, unless only the clock is, where the
+/// secret is set (never the secret).
+fn signature_message(endpoint: &str, error: &SignatureError) -> String {
+    match error {
+        SignatureError::Stale => error.to_string(),
+        _ => format!(
+            "{error}; sign the delivery with the endpoint's secret (channels.webhook.endpoints.{endpoint}.secret)"
+        ),
+    }
 }
 
 /// A delivery accepted: its ids, and whether it was a redelivery of one recorded before.
@@ -141,7 +153,11 @@ impl Hooks {
             header,
             body,
             now,
-        )?;
+        )
+        .map_err(|error| HookError::Signature {
+            endpoint: name.to_string(),
+            error,
+        })?;
         let payload: Value =
             serde_json::from_slice(body).map_err(|e| HookError::NotJson(e.to_string()))?;
         let delivery_id = delivery_id(header(endpoint.dedupe_header()), body);

@@ -27,24 +27,6 @@ pub fn render(template: &str, body: &Value, quote: &dyn Fn(&str) -> String) -> S
     out
 }
 
-/// The placeholders of `template` that name something other than the payload (`{{bdy.x}}`,
-/// `{{ }}`): config problems, since they would always render empty.
-pub fn unknown_placeholders(template: &str) -> Vec<String> {
-    let mut unknown = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("{{") {
-        let Some(length) = rest[start + 2..].find("}}") else {
-            break;
-        };
-        let path = rest[start + 2..start + 2 + length].trim();
-        if path.split('.').next() != Some(ROOT) {
-            unknown.push(format!("{{{{{path}}}}}"));
-        }
-        rest = &rest[start + 2 + length + 2..];
-    }
-    unknown
-}
-
 /// The value `path` (`body`, `body.a.0.b`) names in `body`.
 fn lookup<'a>(body: &'a Value, path: &str) -> Option<&'a Value> {
     let mut parts = path.split('.');
@@ -123,14 +105,6 @@ mod tests {
                 &quote
             ),
             "Review <q>Fix it</q> by <q>ann</q>."
-        );
-    }
-
-    #[test]
-    fn placeholders_naming_no_payload_are_listed() {
-        assert_eq!(
-            unknown_placeholders("{{body.a}} {{ bdy.x }} {{}} {{body}}"),
-            vec!["{{bdy.x}}".to_string(), "{{}}".to_string()]
         );
     }
 }

@@ -88,7 +88,7 @@ fn refused(name: &str, error: HookError) -> Response {
             "payload_too_large",
             Some("too_large"),
         ),
-        HookError::Signature(_) => (
+        HookError::Signature { .. } => (
             StatusCode::UNAUTHORIZED,
             "webhook_unauthorized",
             Some("unauthorized"),
