@@ -1,13 +1,14 @@
 //! Short runs of the operational benchmarks (`ops_bench` example) against the debug binary:
 //! the same library code with small sizes, asserting what the full runs must show — no reply
-//! lost or sent twice, through concurrent chats, SIGKILLs and all four channels at once.
+//! lost or sent twice, through concurrent chats, SIGKILLs and all four channels at once, and one
+//! run and one Slack answer per signed webhook delivery however often it is sent.
 
 use std::path::Path;
 use std::time::Duration;
 
 use antler_test_support::bench::{
-    ConcurrencyOptions, CrashOptions, Rng, ScheduleCrashOptions, SoakOptions, concurrency, crash,
-    schedule_crash, schedule_idle, soak,
+    Again, ConcurrencyOptions, CrashOptions, Rng, ScheduleCrashOptions, SoakOptions,
+    WebhookOptions, concurrency, crash, schedule_crash, schedule_idle, soak, webhooks,
 };
 
 fn binary() -> &'static Path {
@@ -120,4 +121,40 @@ async fn schedules_hours_away_cost_an_idle_daemon_no_cpu() {
         report.cpu_with <= report.cpu_without + Duration::from_millis(100),
         "{report}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_webhook_deliveries_sent_twice_make_one_run_and_one_answer_each() {
+    let options = WebhookOptions {
+        deliveries: 60,
+        in_flight: 4,
+        redeliver_percent: 10,
+        chats: 6,
+        stream_over: Duration::from_millis(50),
+        seed: Rng::clock_seed(),
+        ..WebhookOptions::default()
+    };
+    let report = webhooks(binary(), options).await.expect("benchmark runs");
+    println!("{report}");
+    assert_eq!(report.sent, 60, "{report}");
+    assert_eq!(report.redeliveries(), 6, "{report}");
+    for kind in [Again::Racing, Again::Running, Again::Answered] {
+        assert_eq!(
+            report.redelivered.get(&kind),
+            Some(&2),
+            "{kind:?}: {report}"
+        );
+    }
+    assert_eq!(report.refused, Vec::<String>::new(), "{report}");
+    assert_eq!(report.accepted, 66, "every request got its 202: {report}");
+    assert_eq!(report.distinct_runs, 60, "{report}");
+    assert_eq!(report.mismatched, Vec::<String>::new(), "{report}");
+    assert_eq!(report.model_miscounts, Vec::<String>::new(), "{report}");
+    assert_eq!(report.model_calls, 60, "{report}");
+    assert_eq!(report.tally.lost, Vec::<String>::new(), "{report}");
+    assert_eq!(report.tally.duplicated, Vec::new(), "{report}");
+    assert_eq!(report.tally.answered, 60, "{report}");
+    assert_eq!(report.misplaced, Vec::<String>::new(), "{report}");
+    assert!(report.ok(), "{report}");
+    assert!(report.rss_end_kib > 0, "{report}");
 }

@@ -9,6 +9,11 @@
 //! `schedules`: scheduled tasks under SIGKILL (`--schedules N`, `--slots N`, `--every-s N`,
 //! `--kills N`, `--down-ms N` (how long it stays down after a kill), `--max-concurrent N`, `--stream-ms N`, `--seed N`); `schedule-idle`: an idle
 //! daemon's CPU with `--schedules N` schedules hours away against none (`--window-s N`).
+//! `webhooks`: signed deliveries to `POST /hooks/alerts` answered in a fake Slack
+//! (`--deliveries N`, `--in-flight N`, `--redeliver-percent N`, `--chats N` (Slack channels the
+//! answers spread over), `--stream-ms N`, `--seed N`, `--kills N` (SIGKILLs of the daemon, each
+//! restarted at once; senders retry what got no answer), `--per-second N` (paced sends, so kills
+//! land among them)).
 
 // A tool run by hand: it prints its figures, fails loudly on a broken set-up, and its tasks
 // live as long as its runtime.
@@ -20,7 +25,7 @@ use std::time::Duration;
 
 use antler_test_support::bench::{
     self, ConcurrencyOptions, CrashOptions, FailoverOptions, ScheduleCrashOptions, SoakOptions,
-    rss_plot_png,
+    WebhookOptions, rss_plot_png,
 };
 
 struct Args {
@@ -34,7 +39,7 @@ impl Args {
         let mut args = std::env::args().skip(1);
         let name = args
             .next()
-            .ok_or("name a benchmark: concurrency, crash, soak, idle, failover, schedules or schedule-idle")?;
+            .ok_or("name a benchmark: concurrency, crash, soak, idle, failover, schedules, schedule-idle or webhooks")?;
         let mut binary = None;
         let mut values = Vec::new();
         while let Some(flag) = args.next() {
@@ -145,6 +150,23 @@ async fn run(args: &Args) -> Result<bool, String> {
             println!("{report}");
             Ok(report.ok())
         }
+        "webhooks" => {
+            let defaults = WebhookOptions::default();
+            let options = WebhookOptions {
+                deliveries: args.number("deliveries", defaults.deliveries)?,
+                in_flight: args.number("in-flight", defaults.in_flight)?,
+                redeliver_percent: args.number("redeliver-percent", defaults.redeliver_percent)?,
+                chats: args.number("chats", defaults.chats)?,
+                stream_over: Duration::from_millis(args.number("stream-ms", 100)?),
+                seed: args.number("seed", defaults.seed)?,
+                kills: args.number("kills", defaults.kills)?,
+                per_second: args.number("per-second", defaults.per_second)?,
+                ..defaults
+            };
+            let report = bench::webhooks(&args.binary, options).await.map_err(err)?;
+            println!("{report}");
+            Ok(report.ok())
+        }
         "schedule-idle" => {
             let window = Duration::from_secs(args.number("window-s", 30)?);
             let report = bench::schedule_idle(&args.binary, args.number("schedules", 100)?, window)
@@ -181,7 +203,7 @@ async fn run(args: &Args) -> Result<bool, String> {
                 && report.overlaps == 0)
         }
         other => Err(format!(
-            "unknown benchmark {other:?}: use concurrency, crash, soak, idle, failover, schedules or schedule-idle"
+            "unknown benchmark {other:?}: use concurrency, crash, soak, idle, failover, schedules, schedule-idle or webhooks"
         )),
     }
 }

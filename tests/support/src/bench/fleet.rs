@@ -83,6 +83,10 @@ impl Fleet {
         fleet
     }
 
+    pub(crate) fn slack(&self) -> Option<&FakeSlack> {
+        self.slack.as_ref()
+    }
+
     pub(crate) fn platforms(&self) -> Vec<Platform> {
         Platform::ALL
             .into_iter()

@@ -1,7 +1,8 @@
 //! Operational benchmarks of the real daemon binary against the wire-level fakes: how many
 //! chats it serves at once (`concurrency`), whether SIGKILL loses or repeats replies (`crash`),
 //! how its memory behaves over many turns on all four channels (`soak`) and what it weighs
-//! idle (`idle`). The `ops_bench` example prints their tables; `tests/it/ops_bench.rs` runs
+//! idle (`idle`), and whether signed webhook deliveries, some sent twice, make one run and one
+//! answer each (`webhooks`). The `ops_bench` example prints their tables; `tests/it/ops_bench.rs` runs
 //! them small in CI. The daemon is spawned by path: this crate must not depend on `antler`.
 
 mod concurrency;
@@ -17,6 +18,7 @@ mod process;
 mod schedules;
 mod soak;
 mod tally;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -34,6 +36,7 @@ pub use schedules::{
 };
 pub use soak::{SoakOptions, SoakReport, soak};
 pub use tally::Tally;
+pub use webhooks::{Again, WebhookOptions, WebhookReport, webhooks};
 
 /// Why a benchmark could not run (not a bad figure: those are in the report).
 #[derive(Debug, thiserror::Error)]

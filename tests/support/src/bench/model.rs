@@ -49,6 +49,8 @@ fn is_marker(word: &str) -> bool {
 pub struct EchoModel {
     fake: FakeOpenAi,
     first_calls: Arc<Mutex<HashMap<String, Instant>>>,
+    /// Run calls by marker: a delivery or turn run twice shows here as 2.
+    calls_by_marker: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 impl EchoModel {
@@ -70,6 +72,17 @@ impl EchoModel {
             .get(marker)
             .copied()
     }
+
+    /// How many times the daemon asked the model about `marker` (title and memory calls are
+    /// answered apart and not counted).
+    pub fn calls_for(&self, marker: &str) -> usize {
+        self.calls_by_marker
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(marker)
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// A fake model answering every turn with [`answer_for`] its marker, streamed in five chunks
@@ -78,9 +91,16 @@ impl EchoModel {
 pub async fn echo_model(stream_over: Duration) -> EchoModel {
     let fake = FakeOpenAi::start().await;
     let first_calls: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let calls_by_marker: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
     let seen = first_calls.clone();
+    let counted = calls_by_marker.clone();
     fake.respond_with(move |body| {
         let marker = marker_of(body).unwrap_or_else(|| "unmarked".into());
+        *counted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(marker.clone())
+            .or_default() += 1;
         seen.lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(marker.clone())
@@ -96,7 +116,11 @@ pub async fn echo_model(stream_over: Duration) -> EchoModel {
         let frames = chunks.len() as u32 + 4;
         Reply::slow(chunks, stream_over / frames)
     });
-    EchoModel { fake, first_calls }
+    EchoModel {
+        fake,
+        first_calls,
+        calls_by_marker,
+    }
 }
 
 #[cfg(test)]
