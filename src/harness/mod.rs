@@ -9,6 +9,7 @@ pub mod approvals;
 mod errors;
 mod jobs;
 pub(crate) mod memory_queue;
+pub mod progress;
 mod registries;
 mod request;
 mod run_claims;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::progress::{Progress, question_progress};
 use super::schedules::{Queued, SCHEDULE_FIRE_META, lock};
 use super::{Harness, Inner, RunError, RunHandle};
 use crate::agent::RunOutcome;
@@ -16,7 +17,6 @@ use crate::agent_api::StopReason;
 use crate::scheduler::timing::local_label;
 use crate::scheduler::{Fire, FireOutcome, Schedule};
 use crate::usage::{UsageStore, budget_notice};
-use antler_store::messages::Message;
 
 /// How long a chat's slot keeps its permit without the chat reporting its end: a safety net
 /// (a chat turn that never reports would otherwise hold a permit for good); the slot stays
@@ -26,17 +26,6 @@ const CHAT_FIRE_PATIENCE: Duration = Duration::from_secs(30 * 60);
 /// looking again every [`BUSY_RETRY`].
 const BUSY_PATIENCE: Duration = Duration::from_secs(10 * 60);
 const BUSY_RETRY: Duration = Duration::from_secs(5);
-
-/// How far a fire's run got before now (a restart).
-#[derive(Debug, PartialEq, Eq)]
-enum Progress {
-    /// Its human message is not in the thread: the run never started.
-    NotStarted,
-    /// Its human message is there without an answer after it: the run continues.
-    Started,
-    /// Answered already: the slot ran.
-    Answered,
-}
 
 /// The dispatcher's task: takes a permit, then the earliest queued slot, and starts it.
 pub(super) async fn dispatcher(
@@ -204,7 +193,7 @@ impl Harness {
                 );
                 return;
             }
-            Progress::Started => request.input.clear(),
+            Progress::Asked => request.input.clear(),
             Progress::NotStarted => {}
         }
         let stop = self.inner.runner.stop.clone();
@@ -311,22 +300,7 @@ impl Harness {
                 return Progress::NotStarted;
             }
         };
-        let messages = state.messages.iter().collect::<Vec<_>>();
-        // By its mark, not its id: the first message of a thread gives its id to the date
-        // reminder placed before it (`DynamicContextMiddleware`).
-        let Some(at) = messages.iter().position(|m| {
-            matches!(m, Message::Human(h) if h.meta.extra.get(SCHEDULE_FIRE_META).and_then(|v| v.as_str()) == Some(key.as_str()))
-        }) else {
-            return Progress::NotStarted;
-        };
-        let answered = messages[at + 1..]
-            .iter()
-            .any(|m| matches!(m, Message::Ai(ai) if ai.tool_calls.is_empty()));
-        if answered {
-            Progress::Answered
-        } else {
-            Progress::Started
-        }
+        question_progress(&state, SCHEDULE_FIRE_META, &key)
     }
 
     fn is_accepting(&self) -> bool {

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::agent_api::RunOptions;
 use crate::agent_api::taint::{TaintSource, UNTRUSTED_KEY, input_marker, wrap};
+use crate::harness::progress::question_progress;
 use crate::harness::{RunRequest, Speaker};
 use crate::hooks::WEBHOOK_CHANNEL;
 use crate::hooks::store::Delivery;
@@ -65,33 +66,13 @@ pub fn run_request(delivery: &Delivery) -> RunRequest {
     }
 }
 
-/// How far a delivery got in its thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Progress {
-    NotStarted,
-    /// Its question is in the thread, unanswered.
-    Asked,
-    Answered,
-}
+pub use crate::harness::progress::Progress;
 
+/// How far a delivery got in its thread.
 pub fn progress(state: Option<&ThreadState>, delivery: &Delivery) -> Progress {
-    let Some(state) = state else {
-        return Progress::NotStarted;
-    };
-    let mark = mark(delivery);
-    let messages: Vec<&Message> = state.messages.iter().collect();
-    let Some(at) = messages.iter().position(|m| {
-        matches!(m, Message::Human(h) if h.meta.extra.get(DELIVERY_META).and_then(Value::as_str) == Some(mark.as_str()))
-    }) else {
-        return Progress::NotStarted;
-    };
-    let answered = messages[at + 1..]
-        .iter()
-        .any(|m| matches!(m, Message::Ai(ai) if ai.tool_calls.is_empty()));
-    if answered {
-        Progress::Answered
-    } else {
-        Progress::Asked
+    match state {
+        Some(state) => question_progress(state, DELIVERY_META, &mark(delivery)),
+        None => Progress::NotStarted,
     }
 }
 

@@ -98,6 +98,22 @@ pub(super) fn compose(streamed: &Streamed, paths: &ThreadPaths) -> Answer {
     }
 }
 
+/// Why a run the daemon started on someone's behalf (a schedule's slot, a webhook delivery)
+/// did not answer: its error, "it was cancelled", or `None` when it answered.
+pub(super) fn failure_of(streamed: &Streamed, answer: &Answer) -> Option<String> {
+    if answer.failed {
+        let error = streamed.error.clone().or_else(|| {
+            let outcome = streamed.outcome.as_ref()?;
+            outcome.error.as_ref().map(|e| e.message.clone())
+        });
+        Some(error.unwrap_or_else(|| "the run ended without an answer".into()))
+    } else if streamed.stop() == Some(StopReason::Cancelled) {
+        Some("it was cancelled".into())
+    } else {
+        None
+    }
+}
+
 /// Names the message's files that were not received, and why, after the answer: the person
 /// learns it even when the agent does not mention it.
 pub(super) fn name_unreceived(answer: &mut Answer, unreceived: &[String]) {

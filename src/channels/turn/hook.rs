@@ -120,28 +120,12 @@ async fn answer(
     );
     let config = deps.config.current();
     let streamed = run::stream(deps, runtime, &config, key, true, status_id.clone(), handle).await;
-    let stop = streamed.stop();
-    if stop == Some(StopReason::Cancelled) && deps.interrupted() {
+    if streamed.stop() == Some(StopReason::Cancelled) && deps.interrupted() {
         return Ok(false);
     }
     let paths = ThreadPaths::new(&config.data_dir(), &delivery.user, &delivery.thread_id)?;
     let mut answer = finish::compose(&streamed, &paths);
-    let failure = if answer.failed {
-        Some(
-            streamed
-                .error
-                .clone()
-                .or_else(|| {
-                    let outcome = streamed.outcome.as_ref()?;
-                    outcome.error.as_ref().map(|e| e.message.clone())
-                })
-                .unwrap_or_else(|| "the run ended without an answer".into()),
-        )
-    } else if stop == Some(StopReason::Cancelled) {
-        Some("it was cancelled".into())
-    } else {
-        None
-    };
+    let failure = finish::failure_of(&streamed, &answer);
     let (status, detail) = match failure {
         Some(reason) => {
             answer.text = failure_notice(delivery, &reason);

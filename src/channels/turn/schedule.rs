@@ -167,32 +167,12 @@ async fn fire_turn(
         handle,
     )
     .await;
-    let stop = streamed.stop();
-    if stop == Some(StopReason::Cancelled) && deps.interrupted() {
+    if streamed.stop() == Some(StopReason::Cancelled) && deps.interrupted() {
         return Ok(false);
     }
     let paths = ThreadPaths::new(&config.data_dir(), &fire.thread_owner, &fire.thread_id)?;
     let mut answer = finish::compose(&streamed, &paths);
-    let failure = if answer.failed {
-        Some(
-            streamed
-                .error
-                .clone()
-                .or_else(|| {
-                    streamed
-                        .outcome
-                        .as_ref()?
-                        .error
-                        .as_ref()
-                        .map(|e| e.message.clone())
-                })
-                .unwrap_or_else(|| "the run ended without an answer".into()),
-        )
-    } else if stop == Some(StopReason::Cancelled) {
-        Some("it was cancelled".into())
-    } else {
-        None
-    };
+    let failure = finish::failure_of(&streamed, &answer);
     let (outcome, detail) = match failure {
         Some(reason) => {
             answer.text = failure_notice(deps, schedule, &reason);
