@@ -56,10 +56,14 @@ impl ThreadPaths {
         self.user_data.join("outputs")
     }
 
-    /// The spoken answers (`voice.speech`), beside `outputs/` so that none counts as a file
-    /// the agent made; created when the first one is written.
+    /// The spoken answers (`voice.speech`): in the thread's directory but outside `user-data`,
+    /// so the sandbox never shows them, none counts as a file the agent made, and they take
+    /// nothing of the thread's disk quota; created when the first one is written.
     pub fn voice(&self) -> PathBuf {
-        self.user_data.join("voice")
+        match self.user_data.parent() {
+            Some(thread_dir) => thread_dir.join("voice"),
+            None => self.user_data.join("voice"),
+        }
     }
 
     /// Creates the three directories (idempotent).

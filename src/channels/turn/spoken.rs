@@ -2,7 +2,7 @@
 //! message (`voice.speech`), when the conversation asked for it (`/voice on`) or else the
 //! channel's `reply_with_voice` says so (`auto`: the question was a voice note).
 //!
-//! It is synthesized once and written under the thread's `voice/` directory (beside `outputs/`,
+//! It is synthesized once and written under the thread's `voice/` directory (beside `user-data`,
 //! so it is never taken for a file the agent made), then planned in the outbox as
 //! [`OutboxStep::Voice`] and sent after the text and files, replying to the question. A restart
 //! finds the planned record and sends it without synthesizing again; a failing speech service

@@ -143,15 +143,19 @@ async fn voice_on_sends_the_spoken_answer_with_send_voice_after_the_text() {
         answered < position(&fake, "sendvoice", None).expect("sendVoice"),
         "the voice follows the text"
     );
-    // Kept beside the thread's outputs, never among them.
-    let user_data = std::fs::read_dir(dir.path().join("data/users/telegram-51/threads"))
+    // Kept in the thread's directory, outside what the sandbox sees, never among the outputs.
+    let thread_dir = std::fs::read_dir(dir.path().join("data/users/telegram-51/threads"))
         .expect("threads")
         .next()
         .expect("a thread")
         .expect("entry")
-        .path()
-        .join("user-data");
-    let kept: Vec<_> = std::fs::read_dir(user_data.join("voice"))
+        .path();
+    let user_data = thread_dir.join("user-data");
+    assert!(
+        !user_data.join("voice").exists(),
+        "not in the sandbox's view"
+    );
+    let kept: Vec<_> = std::fs::read_dir(thread_dir.join("voice"))
         .expect("voice dir")
         .map(|entry| std::fs::read(entry.expect("entry").path()).expect("read"))
         .collect();
