@@ -1,7 +1,8 @@
 //! `thread_only` deliveries: a background run on the delivery's thread, like a scheduled run
 //! without a chat. A thread busy with another run (the previous delivery of a `per_key`
-//! conversation, its user in the web chat) is waited for, not failed; a restart continues a
-//! delivery whose question is in the thread and finishes one already answered.
+//! conversation, its user in the web chat, another daemon continuing this delivery) is waited
+//! for, not failed, and looked at again before the next attempt: a restart continues a delivery
+//! whose question is in the thread and finishes one already answered.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,22 +23,26 @@ pub(super) async fn run(
     stop: CancellationToken,
     delivery: Delivery,
 ) {
-    let mut request = run_request(&delivery);
-    let state = harness
-        .thread_state(&delivery.thread_id)
-        .await
-        .ok()
-        .flatten();
-    match progress(state.as_ref(), &delivery) {
-        Progress::Answered => {
-            finish(&store, &delivery, DeliveryStatus::Done, None);
-            return;
-        }
-        Progress::Asked => request.input.clear(),
-        Progress::NotStarted => {}
-    }
+    let request = run_request(&delivery);
     let handle = loop {
-        match harness.start_run(request.clone()).await {
+        // Read before every attempt: a thread that was busy may have been busy with this very
+        // delivery (another daemon sharing the store continuing it after a restart), which is
+        // then answered, or asked and left for this one to go on from.
+        let state = harness
+            .thread_state(&delivery.thread_id)
+            .await
+            .ok()
+            .flatten();
+        let mut attempt = request.clone();
+        match progress(state.as_ref(), &delivery) {
+            Progress::Answered => {
+                finish(&store, &delivery, DeliveryStatus::Done, None);
+                return;
+            }
+            Progress::Asked => attempt.input.clear(),
+            Progress::NotStarted => {}
+        }
+        match harness.start_run(attempt).await {
             Ok(handle) => break handle,
             Err(RunError::Busy { .. }) => {
                 tokio::select! {
@@ -110,3 +115,7 @@ fn finish(
         tracing::warn!(%error, endpoint = %delivery.endpoint, delivery = %delivery.delivery_id, "Could not record the end of a webhook delivery; a restart looks at it again");
     }
 }
+
+#[cfg(test)]
+#[path = "background_tests.rs"]
+mod tests;
