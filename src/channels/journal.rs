@@ -298,4 +298,4 @@ fn pending_op(pending_key: &str, chat: &ChatKey, journal_key: &str) -> Result<Ba
 
 #[cfg(test)]
 #[path = "journal_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -131,23 +131,10 @@ mod tests {
             .into_iter()
             .collect();
         InboundMessage {
-            channel: "telegram".into(),
             workspace_id: None,
-            chat_id: "42".into(),
-            topic_id: None,
-            user_id: "42".into(),
-            display_name: None,
-            platform_message_id: "7".into(),
             text: String::new(),
             files,
-            is_direct: true,
-            mentions_bot: false,
-            reply_to: None,
-            thread_reply: false,
-            is_bot: false,
-            bot_id: None,
-            context: Vec::new(),
-            click: None,
+            ..crate::channels::journal::tests::message("7")
         }
     }
 
