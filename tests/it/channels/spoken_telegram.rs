@@ -90,13 +90,18 @@ async fn metric(bot: &Bot, series: &str) -> u64 {
         .unwrap_or_else(|| panic!("{series} missing from {text}"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn voice_on_sends_the_spoken_answer_with_send_voice_after_the_text() {
-    let (fake, model, speech) = (
+/// The platform, the model and the speech service, each a fake on 127.0.0.1.
+async fn fakes() -> (FakeTelegram, FakeOpenAi, FakeSpeech) {
+    (
         FakeTelegram::start().await,
         FakeOpenAi::start().await,
         FakeSpeech::start().await,
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn voice_on_sends_the_spoken_answer_with_send_voice_after_the_text() {
+    let (fake, model, speech) = fakes().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let bot = start(&fake, &model, &speech, dir.path(), "", "").await;
     let spoken_before = metric(&bot, "antler_speech_total{outcome=\"ok\"}").await;
@@ -177,11 +182,7 @@ async fn voice_on_sends_the_spoken_answer_with_send_voice_after_the_text() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_answer_is_spoken_up_to_max_chars_and_a_failing_service_leaves_the_text() {
-    let (fake, model, speech) = (
-        FakeTelegram::start().await,
-        FakeOpenAi::start().await,
-        FakeSpeech::start().await,
-    );
+    let (fake, model, speech) = fakes().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let bot = start(
         &fake,
@@ -249,11 +250,7 @@ async fn a_long_answer_is_spoken_up_to_max_chars_and_a_failing_service_leaves_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reply_with_voice_auto_answers_a_voice_note_with_voice_and_typing_with_text() {
-    let (fake, model, speech) = (
-        FakeTelegram::start().await,
-        FakeOpenAi::start().await,
-        FakeSpeech::start().await,
-    );
+    let (fake, model, speech) = fakes().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let bot = start(
         &fake,
@@ -295,11 +292,7 @@ async fn reply_with_voice_auto_answers_a_voice_note_with_voice_and_typing_with_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_voice_message_cut_short_by_shutdown_is_sent_after_restart_without_speaking_again() {
-    let (fake, model, speech) = (
-        FakeTelegram::start().await,
-        FakeOpenAi::start().await,
-        FakeSpeech::start().await,
-    );
+    let (fake, model, speech) = fakes().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let bot = start(&fake, &model, &speech, dir.path(), "", "").await;
     voice_on(&fake, 54).await;
