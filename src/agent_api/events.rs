@@ -104,11 +104,14 @@ pub enum StopReason {
     SubagentLimitCapped,
     /// A tool call waits for a person's decision (`approvals:`); the decision resumes the run.
     AwaitingApproval,
+    /// The user's or agent's budget (`budgets:`) was reached before a model call; what the run
+    /// produced is kept and the answer says which budget and when it resets.
+    BudgetExceeded,
 }
 
 impl StopReason {
     /// Every stop reason (the label values of `antler_runs_finished_total`).
-    pub const ALL: [StopReason; 9] = [
+    pub const ALL: [StopReason; 10] = [
         StopReason::Completed,
         StopReason::Interrupted,
         StopReason::RecursionLimit,
@@ -118,6 +121,7 @@ impl StopReason {
         StopReason::TokenCapped,
         StopReason::SubagentLimitCapped,
         StopReason::AwaitingApproval,
+        StopReason::BudgetExceeded,
     ];
 
     /// The snake_case name used in `RunEvent::Finished`, `/runs/wait` and thread status.
@@ -132,6 +136,7 @@ impl StopReason {
             StopReason::TokenCapped => "token_capped",
             StopReason::SubagentLimitCapped => "subagent_limit_capped",
             StopReason::AwaitingApproval => "awaiting_approval",
+            StopReason::BudgetExceeded => "budget_exceeded",
         }
     }
 
@@ -144,6 +149,7 @@ impl StopReason {
                 | StopReason::LoopCapped
                 | StopReason::TokenCapped
                 | StopReason::SubagentLimitCapped
+                | StopReason::BudgetExceeded
         )
     }
 }

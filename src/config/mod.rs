@@ -24,6 +24,7 @@ pub mod schema;
 pub mod storage;
 pub mod subagents;
 pub mod summarization;
+pub mod telemetry;
 pub mod validate;
 pub mod voice;
 pub mod watch;

@@ -116,6 +116,8 @@ pub struct AppConfig {
     pub scheduler: crate::config::scheduler::SchedulerConfig,
     /// Voice notes transcribed before the turn; answers spoken after it.
     pub voice: crate::config::voice::VoiceConfig,
+    /// OpenTelemetry traces of runs (`telemetry.otlp`), off by default.
+    pub telemetry: crate::config::telemetry::TelemetryConfig,
 }
 
 impl Default for AppConfig {
@@ -158,6 +160,7 @@ impl Default for AppConfig {
             approvals: Default::default(),
             scheduler: Default::default(),
             voice: Default::default(),
+            telemetry: Default::default(),
         }
     }
 }

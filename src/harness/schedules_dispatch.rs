@@ -251,6 +251,7 @@ impl Harness {
             | StopReason::SubagentLimitCapped => None,
             StopReason::Interrupted => Some("stopped to wait for a person".to_string()),
             StopReason::AwaitingApproval => Some("waiting for an approval".to_string()),
+            StopReason::BudgetExceeded => Some("stopped at the budget".to_string()),
             StopReason::Cancelled if !self.is_accepting() => return,
             StopReason::Cancelled => {
                 return self.fail_in_thread(schedule, fire, "the run was cancelled");

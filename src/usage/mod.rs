@@ -5,6 +5,7 @@
 //! [`budget_notice`] whether the user still has budget today, and refuses the run (no model
 //! call) with that notice when not. `/usage` and `antler usage` print [`report`].
 
+pub mod kind;
 pub mod store;
 
 use std::collections::BTreeMap;
@@ -18,6 +19,7 @@ use antler_store::StoreError;
 use antler_store::messages::{Message, Usage};
 
 pub use crate::config::budgets::{BudgetsConfig, ModelPrice, PricingConfig};
+pub use kind::UsageKind;
 pub use store::{UsageRow, UsageStore, UsageTotals, today};
 
 /// The usage of one run, by model, from its events.
