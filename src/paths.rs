@@ -66,6 +66,15 @@ impl ThreadPaths {
         }
     }
 
+    /// What a chat message's files became (`channels::received`): outside `user-data` like
+    /// `voice`, so the agent never sees this bookkeeping.
+    pub fn received(&self) -> PathBuf {
+        match self.user_data.parent() {
+            Some(thread_dir) => thread_dir.join("received"),
+            None => self.user_data.join("received"),
+        }
+    }
+
     /// Creates the three directories (idempotent).
     pub fn ensure_dirs(&self) -> std::io::Result<()> {
         for dir in [self.workspace(), self.uploads(), self.outputs()] {

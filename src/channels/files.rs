@@ -16,8 +16,8 @@ use crate::files::uploads::limits::{LimitError, UploadBudget};
 use crate::files::uploads::{store_upload, total_size};
 use crate::paths::ThreadPaths;
 
-/// The result of fetching a message's files.
-#[derive(Debug, Default)]
+/// The result of fetching a message's files (noted by `received`, hence serde).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Received {
     /// `[{filename, size, path, is_image}]` for the human message's `meta.extra["files"]`.
     pub files: Vec<Value>,

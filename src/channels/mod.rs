@@ -31,6 +31,7 @@ pub mod manager;
 pub mod mapping;
 mod markdown;
 mod outbound;
+mod received;
 pub mod outbox;
 mod records;
 mod reload;

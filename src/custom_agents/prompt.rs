@@ -54,7 +54,8 @@ pub struct PromptOptions<'a> {
     pub tools: &'a [String],
     /// Whether bash commands reach the network; `None` (unknown) says nothing.
     pub sandbox_network: Option<bool>,
-    /// Uploaded documents get a Markdown copy (`uploads.auto_convert_documents`, HTTP uploads).
+    /// Uploaded documents get a Markdown copy (`uploads.auto_convert_documents`, HTTP uploads and
+    /// chat attachments).
     pub converted_uploads: bool,
     /// The chat platform of the conversation; `None` for the web chat, console and API.
     pub chat: Option<ChatSurface>,

@@ -75,7 +75,7 @@ The `task` tool runs a sub-agent on one part of the work, in its own context, an
 
 pub(crate) const UPLOADS: &str = "- /mnt/user-data/uploads: the user's files; never change them. This message's files are listed in <current_uploads>; find earlier ones with `ls`.";
 
-/// When `uploads.auto_convert_documents` is on (HTTP uploads only).
+/// When `uploads.auto_convert_documents` is on (HTTP uploads and chat attachments alike).
 pub(crate) const UPLOADS_CONVERTED: &str = " PDF, Word, Excel and PowerPoint files have a Markdown copy beside them (report.pdf → report.md): read that.";
 
 pub(crate) const WORKSPACE: &str = "- /mnt/user-data/workspace: scratch files.";

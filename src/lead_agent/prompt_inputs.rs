@@ -108,8 +108,8 @@ pub(super) fn prompt_facts(
             .filter(|name| bash_runs || name != "bash")
             .collect(),
         sandbox_network: info.as_ref().and_then(|info| info.network),
-        // Only HTTP uploads are converted; a chat platform's attachments are not.
-        converted_uploads: config.uploads.auto_convert_documents && chat.is_none(),
+        // HTTP uploads and chat platforms' attachments are converted alike.
+        converted_uploads: config.uploads.auto_convert_documents,
         chat,
         mounts: match info {
             Some(info) => info.mounts,

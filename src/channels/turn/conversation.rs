@@ -1,5 +1,6 @@
 //! Step one of a chat turn: which thread the chat continues, who speaks (in a group chat the
-//! sender, shown to the model by name), the files that came with the message, what was said
+//! sender, shown to the model by name), the files that came with the message (received and
+//! converted once, `channels::received`), what was said
 //! before it in a group (`context`), and the question to append (unless a crashed run already
 //! checkpointed it), with its voice notes transcribed (`voice`).
 
@@ -8,15 +9,14 @@ use serde_json::Value;
 
 use crate::agent_api::{ChatPlace, RunOptions};
 use crate::channels::deps::{TurnDeps, TurnError};
-use crate::channels::files::receive_files;
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::{ChatRecord, chosen_agent};
+use crate::channels::received::receive_once;
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::sender::sender_name;
 use crate::channels::turn::context;
 use crate::channels::turn::voice::{self, Heard};
 use crate::config::AppConfig;
-use crate::files::uploads::convert::convert_listed_uploads;
 use crate::harness::{RunRequest, Speaker};
 use crate::paths::ThreadPaths;
 use antler_store::messages::{HumanMessage, Message, SENDER_NAME};
@@ -56,15 +56,15 @@ pub(super) async fn resolve(
     if let Err(error) = deps.chats.add_alias(key, &message.platform_message_id) {
         tracing::debug!(%error, "Could not remember a message's topic");
     }
-    let mut received = receive_files(runtime, message, &paths, &config.uploads).await;
+    let converter = deps.harness.converter();
+    let received =
+        receive_once(runtime, converter, &config, message, &entry.key, &paths).await;
     let speaker_user = user_id.clone();
     let sender = if message.is_direct {
         None
     } else {
         Some((user_id, sender_name(runtime, message).await))
     };
-    let (converter, uploads) = (deps.harness.converter(), paths.uploads());
-    convert_listed_uploads(converter, &config, &uploads, &mut received.files).await;
     // The loop saves the input before calling the model, so a re-run may find its question
     // checkpointed: continue from the thread instead of asking twice. New messages skip the
     // extra state read.

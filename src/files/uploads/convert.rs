@@ -78,7 +78,9 @@ pub async fn convert_upload(
 
 /// With `uploads.auto_convert_documents` on, converts every document among `files` (entries
 /// with a `filename`, stored in `dir`) and notes the outcome in its entry: `markdown_file` and
-/// `markdown_path`, or `conversion_error`. The uploads themselves already succeeded.
+/// `markdown_path`, or `conversion_error`. The uploads themselves already succeeded. HTTP
+/// uploads and the files of chat messages (`channels::received`) both come through here, so
+/// every surface converts the same kinds within the same `conversion:` limits.
 pub async fn convert_listed_uploads(
     converter: &Converter,
     config: &AppConfig,
@@ -90,9 +92,13 @@ pub async fn convert_listed_uploads(
     }
     let limits = Limits::from_config(&config.conversion);
     let conversions = files.iter().map(|entry| {
+        // An entry that already says how its conversion went was converted before (a chat
+        // message handled again after a restart): converting again would write a second copy.
+        let settled = entry.get(MARKDOWN_PATH).is_some() || entry.get(CONVERSION_ERROR).is_some();
         let name = entry
             .get("filename")
             .and_then(Value::as_str)
+            .filter(|_| !settled)
             .map(str::to_string);
         let limits = &limits;
         async move {
