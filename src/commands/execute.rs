@@ -85,6 +85,7 @@ pub async fn execute(
         | Command::MemoryHistory
         | Command::MemoryRevert(_)
         | Command::MemoryConfirm(_)
+        | Command::MemoryDiff(_)
         | Command::Forget(_) => memory(command, surface, ctx, &user_id).await?,
         Command::Skills => skills(surface, ctx, &user_id).await?,
         Command::Link(code) => {
@@ -391,6 +392,7 @@ async fn memory(
         Command::Forget(argument) => memory_chat::forget_reply(repo, &scope, &argument),
         Command::MemoryRevert(argument) => memory_chat::revert_reply(repo, &scope, &argument),
         Command::MemoryConfirm(argument) => memory_chat::confirm_reply(repo, &scope, &argument),
+        Command::MemoryDiff(argument) => crate::memory::diff::diff_reply(repo, &scope, &argument),
         _ => memory_chat::history_reply(repo, &scope),
     })
 }

@@ -37,6 +37,8 @@ pub enum Command {
     MemoryRevert(String),
     /// `/memory confirm <id>`: a fact learned from untrusted content is used from now on.
     MemoryConfirm(String),
+    /// `/memory diff <n>`: what version n changed (argument checked when run, like revert).
+    MemoryDiff(String),
     /// `/forget <id|all>` (empty: usage).
     Forget(String),
     /// The skills this conversation can activate.
@@ -72,6 +74,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /cancel — Stop the running request\n\
 /memory [facts] — What I remember about you (facts with their ids)\n\
 /memory history — Earlier versions of your memory (/memory revert N puts one back)\n\
+/memory diff N — What version N changed: facts added, removed and edited\n\
 /memory confirm ID — Use a fact learned from untrusted content\n\
 /forget ID|all — Delete a remembered fact, or everything\n\
 /usage — Show today's token usage\n\
@@ -138,6 +141,7 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
                 "history" if argument.is_empty() => Command::MemoryHistory,
                 "revert" => Command::MemoryRevert(argument.trim().to_string()),
                 "confirm" => Command::MemoryConfirm(argument.trim().to_string()),
+                "diff" => Command::MemoryDiff(argument.trim().to_string()),
                 _ => return None,
             }
         }
@@ -230,6 +234,9 @@ mod tests {
             ("/memory history 2", None),
             ("/memory revert 3", Some(Command::MemoryRevert("3".into()))),
             ("/memory revert", Some(Command::MemoryRevert(String::new()))),
+            ("/memory diff 4", Some(Command::MemoryDiff("4".into()))),
+            ("/memory DIFF  #2 ", Some(Command::MemoryDiff("#2".into()))),
+            ("/memory diff", Some(Command::MemoryDiff(String::new()))),
             (
                 "/memory confirm fact_1",
                 Some(Command::MemoryConfirm("fact_1".into())),

@@ -152,7 +152,7 @@ pub(crate) fn same_content(a: &MemoryDocument, b: &MemoryDocument) -> bool {
     (&a.version, &a.user, &a.history, &a.facts) == (&b.version, &b.user, &b.history, &b.facts)
 }
 
-fn section_names(doc: &MemoryDocument) -> [(&'static str, &crate::memory::Section); 6] {
+pub(crate) fn section_names(doc: &MemoryDocument) -> [(&'static str, &crate::memory::Section); 6] {
     [
         ("workContext", &doc.user.work_context),
         ("personalContext", &doc.user.personal_context),

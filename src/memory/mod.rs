@@ -8,6 +8,7 @@
 
 pub mod chat;
 pub mod conversation;
+pub mod diff;
 pub mod document;
 pub mod history;
 pub mod inject;
