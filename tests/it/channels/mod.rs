@@ -18,6 +18,7 @@ mod context_telegram;
 mod discord;
 mod discord_driver;
 mod discord_gateway;
+mod documents_chat;
 mod feishu;
 mod feishu_driver;
 mod feishu_forgeries;
