@@ -2,6 +2,7 @@
 //! chat commands through Telegram against the fake Bot API, and the memory block kept through
 //! summarization.
 
+mod diff_telegram;
 mod history;
 mod http;
 mod isolation;
