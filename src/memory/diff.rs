@@ -161,7 +161,12 @@ fn heading(version: &MemoryVersion) -> String {
 }
 
 fn fact_line(fact: &Fact) -> String {
-    format!("{} [{}] ({})", fact.content, fact.category.as_str(), fact.id)
+    format!(
+        "{} [{}] ({})",
+        fact.content,
+        fact.category.as_str(),
+        fact.id
+    )
 }
 
 /// `~ old → new`, with what else changed: `[context → preference]`, `(confidence 0.90 → 0.80)`.
@@ -277,7 +282,10 @@ mod tests {
         let id = &after.facts[0].id;
         assert_eq!(
             VersionDiff::between(&before, &after).lines(),
-            ["Edited (1):".to_string(), format!("~ Runs [behavior → goal] ({id})")]
+            [
+                "Edited (1):".to_string(),
+                format!("~ Runs [behavior → goal] ({id})")
+            ]
         );
     }
 
@@ -297,7 +305,11 @@ mod tests {
         assert!(second.contains("import, against version 1:"), "{second}");
         assert!(second.contains("Added (1):\n+ Writes Rust"), "{second}");
         assert!(!second.contains("Likes tea"), "{second}");
-        assert!(second.ends_with("\n/memory revert 1 puts back your memory as it was before this version."));
+        assert!(
+            second.ends_with(
+                "\n/memory revert 1 puts back your memory as it was before this version."
+            )
+        );
         assert!(!first.contains("/memory revert"), "{first}");
 
         let bob = MemoryScope::new("bob", None);

@@ -117,6 +117,13 @@ async fn listed_uploads_get_their_copy_or_their_reason_only_when_conversion_is_o
     assert!(why.contains("word/document.xml inflates past"), "{why}");
     assert_eq!(files[2], json!({"filename": "c.txt"}));
     assert_eq!(markdown_files(dir.path()), ["a.md"]);
+
+    // Entries that already say how their conversion went (a chat message handled again) are
+    // left as they are: no second copy, no second attempt.
+    let settled = files.clone();
+    convert_listed_uploads(&converter(), &config, dir.path(), &mut files).await;
+    assert_eq!(files, settled);
+    assert_eq!(markdown_files(dir.path()), ["a.md"]);
 }
 
 #[tokio::test]

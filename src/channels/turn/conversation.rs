@@ -57,8 +57,7 @@ pub(super) async fn resolve(
         tracing::debug!(%error, "Could not remember a message's topic");
     }
     let converter = deps.harness.converter();
-    let received =
-        receive_once(runtime, converter, &config, message, &entry.key, &paths).await;
+    let received = receive_once(runtime, converter, &config, message, &entry.key, &paths).await;
     let speaker_user = user_id.clone();
     let sender = if message.is_direct {
         None

@@ -86,7 +86,10 @@ async fn a_pdf_sent_in_telegram_reaches_the_model_as_markdown() {
         first.contains("Path: /mnt/user-data/uploads/report.pdf\\n  Markdown copy: /mnt/user-data/uploads/report.md\\n"),
         "the upload names its Markdown copy: {first}"
     );
-    assert!(first.contains(PROMPT_PROMISE), "the prompt names the copies");
+    assert!(
+        first.contains(PROMPT_PROMISE),
+        "the prompt names the copies"
+    );
     let read = tool_results(&requests[1]);
     assert!(
         read.contains("# report.pdf") && read.contains(REPORT_TEXT),
@@ -99,7 +102,11 @@ async fn a_pdf_sent_in_telegram_reaches_the_model_as_markdown() {
         markdown.starts_with("# report.pdf\n\n") && markdown.contains(REPORT_TEXT),
         "{markdown}"
     );
-    assert_eq!(find(dir.path(), "report.pdf").len(), 1, "the original is kept");
+    assert_eq!(
+        find(dir.path(), "report.pdf").len(),
+        1,
+        "the original is kept"
+    );
     bot.stop().await;
 }
 

@@ -23,7 +23,8 @@ async fn ask(fake: &FakeTelegram, chat: i64, text: &str, prefix: &'static str) -
             .find(|t| t.starts_with(prefix))
             .cloned()
     };
-    fake.wait_for(WAIT, prefix, |f| new_reply(f).is_some()).await;
+    fake.wait_for(WAIT, prefix, |f| new_reply(f).is_some())
+        .await;
     new_reply(fake).unwrap_or_default()
 }
 
@@ -42,7 +43,11 @@ impl Api {
             request = request.json(&body);
         }
         let response = request.send().await.expect("request");
-        assert!(response.status().is_success(), "{path}: {}", response.status());
+        assert!(
+            response.status().is_success(),
+            "{path}: {}",
+            response.status()
+        );
         response.json().await.unwrap_or(Value::Null)
     }
 
@@ -118,6 +123,9 @@ async fn memory_diff_names_added_removed_and_edited_facts_of_ones_own_memory_onl
         "No version 6. List the kept versions with /memory history."
     );
     let help = ask(&fake, OWNER, "/help", "Available commands").await;
-    assert!(help.contains("/memory diff N — What version N changed"), "{help}");
+    assert!(
+        help.contains("/memory diff N — What version N changed"),
+        "{help}"
+    );
     bot.stop().await;
 }
