@@ -453,8 +453,8 @@ fn the_prompt_states_the_surface_the_sandbox_and_plan_mode_truthfully() {
     let chat = prompt_with(telegram, bwrap(false));
     assert!(chat.contains("This chat is on Telegram, which shows at most 4096 characters"));
     assert!(
-        !chat.contains("report.pdf"),
-        "chat attachments are not converted"
+        chat.contains("report.pdf → report.md"),
+        "chat attachments are converted too"
     );
     assert!(chat.contains("<todo_list_system>"));
 }
