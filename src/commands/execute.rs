@@ -36,6 +36,9 @@ pub enum CommandOutcome {
         text: String,
         bootstrap: bool,
     },
+    /// A reply the command split itself into messages the surface shows whole (each within
+    /// its `max_message_chars`): `/agent diff`'s code blocks.
+    Replies(Vec<String>),
     /// `/approve` or `/deny` decided a request made outside any chat: say `reply`, then run
     /// `Harness::resume_request(request)` (its run settles the parked call and goes on).
     Resume {
@@ -69,6 +72,9 @@ pub async fn execute(
         Command::Model(Some(name)) => switch_model(surface, config, &name).await?,
         Command::Agent(None) => agents(ctx, &user_id),
         Command::Agent(Some(name)) => switch_agent(surface, ctx, &user_id, &name).await?,
+        Command::AgentHistory(_) | Command::AgentDiff(_) | Command::AgentRevert(_) => {
+            return crate::commands::agent_audit::run(command, surface, ctx).await;
+        }
         Command::Bootstrap { name, purpose } => {
             return bootstrap(surface, ctx, &user_id, name.as_deref(), purpose.as_deref()).await;
         }
