@@ -9,6 +9,7 @@ use crate::commands::surface::{
 };
 use crate::config::AppConfig;
 use crate::custom_agents::bootstrap::opening_text;
+use crate::custom_agents::store::RESERVED_AGENT_NAMES;
 use crate::custom_agents::{DEFAULT_AGENT_KEYWORD, SetupTarget, normalize_agent_name};
 use crate::harness::Harness;
 use crate::lead_agent::access::{check_bootstrap, is_admin};
@@ -330,6 +331,12 @@ async fn bootstrap(
                  /bootstrap alone and choose the name in the conversation."
             ));
         };
+        if RESERVED_AGENT_NAMES.contains(&normalized.as_str()) {
+            return reply(format!(
+                "\"{normalized}\" cannot be an agent's name: /agent {normalized} is a command. \
+                 Choose another name."
+            ));
+        }
         if let Ok(Some(_)) = ctx.harness.agents().get(user_id, &normalized) {
             return reply(format!(
                 "You already have an agent named {normalized}: /agent {normalized} \
