@@ -176,6 +176,23 @@ impl CommandSurface for ChatSurface<'_> {
         Ok(())
     }
 
+    async fn agent_owner(&self) -> Result<Option<String>, CommandError> {
+        Ok(self
+            .deps
+            .chats
+            .get(self.key)?
+            .and_then(|record| record.agent_owner()))
+    }
+
+    fn display_name(&self) -> Option<String> {
+        self.entry.message.display_name.clone()
+    }
+
+    fn max_message_chars(&self) -> Option<usize> {
+        crate::custom_agents::surface::ChatSurface::for_channel(Some(&self.entry.message.channel))
+            .map(|surface| surface.max_chars)
+    }
+
     async fn voice(&self) -> Result<Option<VoiceChoice>, CommandError> {
         let chosen = self
             .deps

@@ -56,9 +56,23 @@ pub(crate) async fn reply(
     step: fn(usize) -> OutboxStep,
     text: &str,
 ) {
+    reply_parts(deps, runtime, key, entry, step, &[text.to_string()]).await;
+}
+
+/// A durable reply of parts its command split itself (each still split if over the limit),
+/// numbered as one sequence of outbox steps.
+pub(crate) async fn reply_parts(
+    deps: &TurnDeps,
+    runtime: &ChannelRuntime,
+    key: &ChatKey,
+    entry: &JournalEntry,
+    step: fn(usize) -> OutboxStep,
+    parts: &[String],
+) {
     let is_group = !entry.message.is_direct;
-    let records = split_message(text, runtime.profile.max_text_len)
-        .into_iter()
+    let records = parts
+        .iter()
+        .flat_map(|part| split_message(part, runtime.profile.max_text_len))
         .enumerate()
         .map(|(idx, chunk)| {
             let action = OutboxAction::Send {

@@ -9,6 +9,7 @@ use crate::commands::surface::{
 };
 use crate::config::AppConfig;
 use crate::custom_agents::bootstrap::opening_text;
+use crate::custom_agents::store::RESERVED_AGENT_NAMES;
 use crate::custom_agents::{DEFAULT_AGENT_KEYWORD, SetupTarget, normalize_agent_name};
 use crate::harness::Harness;
 use crate::lead_agent::access::{check_bootstrap, is_admin};
@@ -36,6 +37,9 @@ pub enum CommandOutcome {
         text: String,
         bootstrap: bool,
     },
+    /// A reply the command split itself into messages the surface shows whole (each within
+    /// its `max_message_chars`): `/agent diff`'s code blocks.
+    Replies(Vec<String>),
     /// `/approve` or `/deny` decided a request made outside any chat: say `reply`, then run
     /// `Harness::resume_request(request)` (its run settles the parked call and goes on).
     Resume {
@@ -69,6 +73,9 @@ pub async fn execute(
         Command::Model(Some(name)) => switch_model(surface, config, &name).await?,
         Command::Agent(None) => agents(ctx, &user_id),
         Command::Agent(Some(name)) => switch_agent(surface, ctx, &user_id, &name).await?,
+        Command::AgentHistory(_) | Command::AgentDiff(_) | Command::AgentRevert(_) => {
+            return crate::commands::agent_audit::run(command, surface, ctx).await;
+        }
         Command::Bootstrap { name, purpose } => {
             return bootstrap(surface, ctx, &user_id, name.as_deref(), purpose.as_deref()).await;
         }
@@ -325,6 +332,12 @@ async fn bootstrap(
                  /bootstrap alone and choose the name in the conversation."
             ));
         };
+        if RESERVED_AGENT_NAMES.contains(&normalized.as_str()) {
+            return reply(format!(
+                "\"{normalized}\" cannot be an agent's name: /agent {normalized} is a command. \
+                 Choose another name."
+            ));
+        }
         if let Ok(Some(_)) = ctx.harness.agents().get(user_id, &normalized) {
             return reply(format!(
                 "You already have an agent named {normalized}: /agent {normalized} \

@@ -8,6 +8,7 @@
 //! belong: a platform chat in its chat record, `antler chat` in its session, the web chat in
 //! the browser (they travel with each request, as a run's `context` does).
 
+mod agent_audit;
 pub mod approve;
 mod execute;
 mod link;

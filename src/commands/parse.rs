@@ -15,6 +15,12 @@ pub enum Command {
     Model(Option<String>),
     /// `/agent` lists, `/agent NAME` switches, `/agent default` clears.
     Agent(Option<String>),
+    /// `/agent history [NAME]`: the versions of an agent (the conversation's by default).
+    AgentHistory(Option<String>),
+    /// `/agent diff N [M]` (argument checked when run, so a typo gets the usage).
+    AgentDiff(String),
+    /// `/agent revert N` (argument checked when run).
+    AgentRevert(String),
     /// `/bootstrap [NAME [what it is for]]`: set up a new agent (named now, or in the
     /// conversation).
     Bootstrap {
@@ -69,6 +75,7 @@ pub const HELP_TEXT: &str = "Available commands:\n\
 /models — List available models\n\
 /model NAME — Use a model in this chat (/model default to reset)\n\
 /agent [NAME] — List your agents or switch this chat to one\n\
+/agent history [NAME] — Who changed this chat's agent, and what (/agent diff N [M], /agent revert N)\n\
 /bootstrap [NAME [what it is for]] — Set up a new agent\n\
 /plan on|off — Turn plan mode on or off\n\
 /cancel — Stop the running request\n\
@@ -115,7 +122,16 @@ pub fn parse_command(text: &str, bot_username: Option<&str>) -> Option<Command> 
         "/status" => Command::Status,
         "/models" => Command::Models,
         "/model" => Command::Model(argument),
-        "/agent" => Command::Agent(argument),
+        "/agent" => {
+            let (sub, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let argument = argument.trim().to_string();
+            match sub.to_ascii_lowercase().as_str() {
+                "history" => Command::AgentHistory((!argument.is_empty()).then_some(argument)),
+                "diff" => Command::AgentDiff(argument),
+                "revert" => Command::AgentRevert(argument),
+                _ => Command::Agent((!rest.is_empty()).then(|| rest.to_string())),
+            }
+        }
         "/bootstrap" => {
             let (name, purpose) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
             let given = |text: &str| (!text.trim().is_empty()).then(|| text.trim().to_string());
@@ -191,6 +207,26 @@ mod tests {
             ("/model", Some(Command::Model(None))),
             ("/agent", Some(Command::Agent(None))),
             ("/agent coder", Some(Command::Agent(Some("coder".into())))),
+            ("/agent history", Some(Command::AgentHistory(None))),
+            (
+                "/agent HISTORY coder",
+                Some(Command::AgentHistory(Some("coder".into()))),
+            ),
+            ("/agent diff 3", Some(Command::AgentDiff("3".into()))),
+            (
+                "/agent diff  3  5 ",
+                Some(Command::AgentDiff("3  5".into())),
+            ),
+            ("/agent diff", Some(Command::AgentDiff(String::new()))),
+            (
+                "/agent@AntlerBot revert 2",
+                Some(Command::AgentRevert("2".into())),
+            ),
+            ("/agent revert", Some(Command::AgentRevert(String::new()))),
+            (
+                "/agent historian",
+                Some(Command::Agent(Some("historian".into()))),
+            ),
             (
                 "/bootstrap",
                 Some(Command::Bootstrap {

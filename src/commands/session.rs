@@ -46,6 +46,11 @@ pub async fn run_for_session(
             conversation,
             ..CommandAnswer::default()
         },
+        CommandOutcome::Replies(parts) => CommandAnswer {
+            reply: parts.join("\n\n"),
+            conversation,
+            ..CommandAnswer::default()
+        },
         CommandOutcome::Turn { text, bootstrap } => CommandAnswer {
             conversation,
             turn: Some(CommandTurn { text, bootstrap }),

@@ -146,4 +146,21 @@ pub trait CommandSurface: Send + Sync {
     fn help(&self) -> String {
         HELP_TEXT.to_string()
     }
+
+    /// Whose custom agent the conversation runs when it is not the sender's: the member who
+    /// chose it for a shared conversation (`/agent history` asks); `None`: the sender's own.
+    async fn agent_owner(&self) -> Result<Option<String>, CommandError> {
+        Ok(None)
+    }
+
+    /// The sender's name as the platform gave it, for recording who changed an agent.
+    fn display_name(&self) -> Option<String> {
+        None
+    }
+
+    /// The longest message this surface shows (a chat platform's), for replies a command
+    /// splits itself (`/agent diff`); `None`: any length.
+    fn max_message_chars(&self) -> Option<usize> {
+        None
+    }
 }

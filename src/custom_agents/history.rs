@@ -1,8 +1,9 @@
 //! Atomic file writes and the bounded version history kept beside each agent's files.
 //!
 //! A version is a directory `history/{id}/` holding copies of the files as they were just before
-//! they were overwritten, plus `version.json` with the time it was archived. Ids are zero-padded
-//! sequence numbers, so lexical order is chronological order.
+//! they were overwritten, plus `version.json` with the time it was archived and, when known, who
+//! wrote those files and what their write changed (`custom_agents::authorship`). Ids are
+//! zero-padded sequence numbers, so lexical order is chronological order.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,8 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::custom_agents::authorship::{VersionAuthor, WriteRecord};
 
 /// Width of a version id (`000042`).
 const ID_WIDTH: usize = 6;
@@ -25,11 +28,24 @@ pub struct VersionInfo {
     pub soul_sha256: Option<String>,
     /// SHA-256 (hex) of the archived config.yaml, if the version has one.
     pub config_sha256: Option<String>,
+    /// Who wrote these files; `None` ("unknown") for versions archived before authors were
+    /// recorded, and for files changed outside Antler.
+    #[serde(default)]
+    pub author: Option<VersionAuthor>,
+    /// When these files were written (`created_at` is when they were replaced).
+    #[serde(default)]
+    pub written_at: Option<DateTime<Utc>>,
+    /// What their write changed, in one line ("SOUL.md +12/−3 lines; config: model changed").
+    #[serde(default)]
+    pub summary: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
 struct VersionMeta {
     created_at: DateTime<Utc>,
+    /// The record the write of these files left, when it still described them.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    written: Option<WriteRecord>,
 }
 
 /// The history directory of one set of versioned files.
@@ -43,19 +59,20 @@ impl History {
         Self { dir, limit }
     }
 
-    /// Copies the given files (skipping absent ones) into a new version and prunes the oldest
-    /// beyond the limit. Returns the new id, or `None` when there was nothing to archive.
+    /// Copies the given files (skipping absent ones) into a new version, with the record of
+    /// their write when known, and prunes the oldest beyond the limit. Returns the new id, or
+    /// `None` when there was nothing to archive.
     pub(crate) fn archive(
         &self,
         files: &[(&str, Option<&[u8]>)],
+        written: Option<WriteRecord>,
         now: DateTime<Utc>,
     ) -> std::io::Result<Option<String>> {
         if self.limit == 0 || files.iter().all(|(_, bytes)| bytes.is_none()) {
             return Ok(None);
         }
         std::fs::create_dir_all(&self.dir)?;
-        let next = self.ids()?.last().map_or(1, |(seq, _)| seq + 1);
-        let id = format!("{next:0ID_WIDTH$}");
+        let id = self.next_id()?;
         // Build the version in a hidden temp dir and rename it into place, so a crash never
         // leaves a half-written version that would later be "restored".
         let staging = self
@@ -68,7 +85,10 @@ impl History {
                     write_synced(&staging.join(name), bytes)?;
                 }
             }
-            let meta = serde_json::to_vec(&VersionMeta { created_at: now })?;
+            let meta = serde_json::to_vec(&VersionMeta {
+                created_at: now,
+                written,
+            })?;
             write_synced(&staging.join(VERSION_META), &meta)?;
             std::fs::rename(&staging, self.dir.join(&id))
         })();
@@ -86,15 +106,21 @@ impl History {
         let mut versions = Vec::new();
         for (_, id) in self.ids()? {
             let dir = self.dir.join(&id);
-            let created_at = std::fs::read(dir.join(VERSION_META))
+            let meta = std::fs::read(dir.join(VERSION_META))
                 .ok()
-                .and_then(|bytes| serde_json::from_slice::<VersionMeta>(&bytes).ok())
+                .and_then(|bytes| serde_json::from_slice::<VersionMeta>(&bytes).ok());
+            let created_at = meta
+                .as_ref()
                 .map_or(DateTime::<Utc>::UNIX_EPOCH, |meta| meta.created_at);
+            let written = meta.and_then(|meta| meta.written);
             versions.push(VersionInfo {
                 soul_sha256: hash_file(&dir.join(files.0))?,
                 config_sha256: hash_file(&dir.join(files.1))?,
                 id,
                 created_at,
+                author: written.as_ref().and_then(|w| w.author.clone()),
+                written_at: written.as_ref().map(|w| w.written_at),
+                summary: written.map(|w| w.summary),
             });
         }
         Ok(versions)
@@ -103,6 +129,12 @@ impl History {
     /// The archived bytes of one file of a version; `Ok(None)` if the version lacks it.
     pub(crate) fn read(&self, id: &str, file: &str) -> std::io::Result<Option<Vec<u8>>> {
         read_optional(&self.dir.join(id).join(file))
+    }
+
+    /// The id the next archived version gets: the one the files in place will be kept as.
+    pub(crate) fn next_id(&self) -> std::io::Result<String> {
+        let next = self.ids()?.last().map_or(1, |(seq, _)| seq + 1);
+        Ok(format!("{next:0ID_WIDTH$}"))
     }
 
     pub(crate) fn exists(&self, id: &str) -> bool {
@@ -177,7 +209,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-fn hash_file(path: &Path) -> std::io::Result<Option<String>> {
+pub(crate) fn hash_file(path: &Path) -> std::io::Result<Option<String>> {
     Ok(read_optional(path)?.map(|bytes| sha256_hex(&bytes)))
 }
 
@@ -207,6 +239,7 @@ mod tests {
             history
                 .archive(
                     &[("SOUL.md", Some(&soul)), ("config.yaml", None)],
+                    None,
                     Utc::now(),
                 )
                 .unwrap();

@@ -4,9 +4,11 @@
 //! Layout under the data dir: `users/{user}/agents/{name}/{config.yaml,SOUL.md,history/}` and
 //! the default agent's soul at `SOUL.md`. Names are validated before any path is built.
 
+pub mod authorship;
 pub mod bootstrap;
 mod cache;
 pub mod capabilities;
+pub mod changes;
 pub mod config;
 mod history;
 pub mod prompt;
@@ -16,6 +18,7 @@ pub mod store;
 pub mod surface;
 pub mod tools;
 
+pub use authorship::VersionAuthor;
 pub use bootstrap::{DEFAULT_AGENT_KEYWORD, SetupTarget};
 pub use cache::DEFAULT_CACHED_AGENTS;
 pub use capabilities::{KnownCapabilities, UnknownCapabilities};

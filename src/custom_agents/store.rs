@@ -3,14 +3,18 @@
 //! `{data_dir}/users/{user}/agents/{name}/` holds `config.yaml`, `SOUL.md` and `history/`. Every
 //! overwrite first archives the current files, so an admin can list, diff and revert them. Writes
 //! of one store are serialized by a lock; the two files are replaced one after the other (config
-//! first), each atomically.
+//! first), each atomically. Every write says who made it (`*_by`; the plain forms record an
+//! unknown author) and leaves that with a summary of the change for the history
+//! (`custom_agents::authorship`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use chrono::Utc;
 
+use crate::custom_agents::authorship::{VersionAuthor, WriteRecord, current_record, leave_record};
 use crate::custom_agents::cache::{AgentCache, DEFAULT_CACHED_AGENTS, stamp};
+use crate::custom_agents::changes::{AgentFiles, summarize};
 use crate::custom_agents::config::{AgentConfig, AgentConfigError, ModelSettings, ReasoningEffort};
 use crate::custom_agents::history::{History, is_version_id, read_optional, write_atomic};
 use crate::custom_agents::{AgentNameError, normalize_agent_name};
@@ -25,6 +29,12 @@ const HISTORY_DIR: &str = "history";
 const DEFAULT_SOUL_HISTORY_DIR: &str = "soul-history";
 /// Versions kept per agent unless configured otherwise.
 pub const DEFAULT_HISTORY_LIMIT: usize = 20;
+/// Names a new agent may not take: in a chat `/agent history|diff|revert` are subcommands, so
+/// an agent named so could not be selected with `/agent NAME`.
+pub const RESERVED_AGENT_NAMES: [&str; 3] = ["history", "diff", "revert"];
+
+/// An agent's two files as bytes (SOUL.md, config.yaml), `None` where one is missing.
+type FileBytes = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentStoreError {
@@ -40,6 +50,10 @@ pub enum AgentStoreError {
     VersionNotFound { name: String, id: String },
     #[error("soul content is empty; write at least one line of SOUL.md")]
     EmptySoul,
+    #[error(
+        "'{name}' is reserved for the chat command /agent {name}; choose another name for the agent"
+    )]
+    ReservedName { name: String },
     #[error("agent '{name}': {source}")]
     Config {
         name: String,
@@ -100,6 +114,28 @@ pub struct VersionContent {
     pub config_yaml: Option<String>,
 }
 
+impl VersionContent {
+    pub(crate) fn from_bytes(files: &FileBytes) -> Self {
+        let text = |bytes: &Option<Vec<u8>>| {
+            bytes
+                .as_deref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        };
+        Self {
+            soul: text(&files.0),
+            config_yaml: text(&files.1),
+        }
+    }
+
+    /// Both files, as the change summary and the diff read them.
+    pub fn files(&self) -> AgentFiles<'_> {
+        AgentFiles {
+            soul: self.soul.as_deref(),
+            config_yaml: self.config_yaml.as_deref(),
+        }
+    }
+}
+
 /// Custom agents of every user under one data directory.
 pub struct AgentStore {
     data_dir: PathBuf,
@@ -145,7 +181,7 @@ impl AgentStore {
         Ok(self.agents_root(user_id)?.join(name))
     }
 
-    /// Creates a new agent; refuses if it exists. A failed create leaves no directory behind.
+    /// Creates a new agent (author unknown); see [`AgentStore::create_by`].
     pub fn create(
         &self,
         user_id: &str,
@@ -153,7 +189,34 @@ impl AgentStore {
         config: &AgentConfig,
         soul: &str,
     ) -> Result<StoredAgent, AgentStoreError> {
+        self.create_as(user_id, name, config, soul, None)
+    }
+
+    /// Creates a new agent written by `author`; refuses if it exists or its name is reserved.
+    /// A failed create leaves no directory behind.
+    pub fn create_by(
+        &self,
+        user_id: &str,
+        name: &str,
+        config: &AgentConfig,
+        soul: &str,
+        author: VersionAuthor,
+    ) -> Result<StoredAgent, AgentStoreError> {
+        self.create_as(user_id, name, config, soul, Some(author))
+    }
+
+    fn create_as(
+        &self,
+        user_id: &str,
+        name: &str,
+        config: &AgentConfig,
+        soul: &str,
+        author: Option<VersionAuthor>,
+    ) -> Result<StoredAgent, AgentStoreError> {
         let name = normalize_agent_name(name)?;
+        if RESERVED_AGENT_NAMES.contains(&name.as_str()) {
+            return Err(AgentStoreError::ReservedName { name });
+        }
         let root = self.agents_root(user_id)?;
         if soul.trim().is_empty() {
             return Err(AgentStoreError::EmptySoul);
@@ -189,18 +252,46 @@ impl AgentStore {
             }
             return Err(error);
         }
+        self.record_write(
+            &dir.join(HISTORY_DIR),
+            author,
+            &(None, None),
+            (Some(soul.as_bytes()), Some(yaml.as_bytes())),
+        );
         Ok(StoredAgent {
             config,
             soul: soul.to_string(),
         })
     }
 
-    /// Applies a partial update; archives the current files first. No change ⇒ nothing written.
+    /// Applies a partial update (author unknown); see [`AgentStore::update_by`].
     pub fn update(
         &self,
         user_id: &str,
         name: &str,
         update: AgentUpdate,
+    ) -> Result<Changed, AgentStoreError> {
+        self.update_as(user_id, name, update, None)
+    }
+
+    /// Applies a partial update written by `author`; archives the current files first. No
+    /// change ⇒ nothing written.
+    pub fn update_by(
+        &self,
+        user_id: &str,
+        name: &str,
+        update: AgentUpdate,
+        author: VersionAuthor,
+    ) -> Result<Changed, AgentStoreError> {
+        self.update_as(user_id, name, update, Some(author))
+    }
+
+    fn update_as(
+        &self,
+        user_id: &str,
+        name: &str,
+        update: AgentUpdate,
+        author: Option<VersionAuthor>,
     ) -> Result<Changed, AgentStoreError> {
         let dir = self.agent_dir(user_id, name)?;
         let _guard = self.lock();
@@ -250,13 +341,27 @@ impl AgentStore {
         }
         let config_changed = fields.iter().any(|f| *f != "soul");
         let yaml = config_yaml(&config)?;
-        let archived_version = self.archive_current(&dir)?;
+        let before = self.read_files(&dir)?;
+        let archived_version = self.archive_current(&dir, &before)?;
         if config_changed {
             self.write_file(&dir.join(CONFIG_FILE), yaml.as_bytes())?;
         }
-        if let Some(soul) = update.soul.filter(|s| *s != current.soul) {
+        let new_soul = update.soul.filter(|s| *s != current.soul);
+        if let Some(soul) = &new_soul {
             self.write_soul(&dir.join(SOUL_FILE), soul.as_bytes())?;
         }
+        let after = (
+            new_soul
+                .as_deref()
+                .map(str::as_bytes)
+                .or(before.0.as_deref()),
+            if config_changed {
+                Some(yaml.as_bytes())
+            } else {
+                before.1.as_deref()
+            },
+        );
+        self.record_write(&dir.join(HISTORY_DIR), author, &before, after);
         Ok(Changed {
             fields,
             archived_version,
@@ -310,101 +415,6 @@ impl AgentStore {
         std::fs::remove_dir_all(&dir).map_err(io("remove", &dir))
     }
 
-    /// Archived versions, oldest first.
-    pub fn history(&self, user_id: &str, name: &str) -> Result<Vec<VersionInfo>, AgentStoreError> {
-        let dir = self.existing_agent_dir(user_id, name)?;
-        let history_dir = dir.join(HISTORY_DIR);
-        self.history_at(&dir)
-            .list((SOUL_FILE, CONFIG_FILE))
-            .map_err(io("read", &history_dir))
-    }
-
-    pub fn read_version(
-        &self,
-        user_id: &str,
-        name: &str,
-        id: &str,
-    ) -> Result<VersionContent, AgentStoreError> {
-        let dir = self.existing_agent_dir(user_id, name)?;
-        let history = self.history_at(&dir);
-        if !history.exists(id) {
-            return Err(version_not_found(&dir, id));
-        }
-        let read = |file: &str| {
-            history
-                .read(id, file)
-                .map(|bytes| bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
-                .map_err(io("read", &dir.join(HISTORY_DIR).join(id)))
-        };
-        Ok(VersionContent {
-            soul: read(SOUL_FILE)?,
-            config_yaml: read(CONFIG_FILE)?,
-        })
-    }
-
-    /// Restores the exact bytes of an earlier version, archiving the current files first.
-    /// Returns the id under which the replaced files were archived.
-    pub fn revert(
-        &self,
-        user_id: &str,
-        name: &str,
-        id: &str,
-    ) -> Result<Option<String>, AgentStoreError> {
-        let dir = self.existing_agent_dir(user_id, name)?;
-        let _guard = self.lock();
-        let history = self.history_at(&dir);
-        if !history.exists(id) {
-            return Err(version_not_found(&dir, id));
-        }
-        let version_dir = dir.join(HISTORY_DIR).join(id);
-        // Read before archiving: archiving may prune the very version being restored.
-        let soul = history
-            .read(id, SOUL_FILE)
-            .map_err(io("read", &version_dir))?;
-        let config = history
-            .read(id, CONFIG_FILE)
-            .map_err(io("read", &version_dir))?;
-        if let Some(bytes) = &config {
-            AgentConfig::from_yaml(&String::from_utf8_lossy(bytes))
-                .map_err(|source| config_error(&dir, source))?;
-        }
-        let archived = self.archive_current(&dir)?;
-        if let Some(bytes) = config {
-            self.write_file(&dir.join(CONFIG_FILE), &bytes)?;
-        }
-        if let Some(bytes) = soul {
-            self.write_soul(&dir.join(SOUL_FILE), &bytes)?;
-        }
-        Ok(archived)
-    }
-
-    /// The default agent's soul (`{data_dir}/SOUL.md`), if present.
-    pub fn default_soul(&self) -> Result<Option<String>, AgentStoreError> {
-        let path = self.data_dir.join(SOUL_FILE);
-        read_optional(&path)
-            .map(|bytes| bytes.map(|b| String::from_utf8_lossy(&b).into_owned()))
-            .map_err(io("read", &path))
-    }
-
-    /// Replaces the default agent's soul; the previous one is kept in `{data_dir}/soul-history/`.
-    pub fn set_default_soul(&self, soul: &str) -> Result<(), AgentStoreError> {
-        if soul.trim().is_empty() {
-            return Err(AgentStoreError::EmptySoul);
-        }
-        let _guard = self.lock();
-        std::fs::create_dir_all(&self.data_dir).map_err(io("create", &self.data_dir))?;
-        let path = self.data_dir.join(SOUL_FILE);
-        let previous = read_optional(&path).map_err(io("read", &path))?;
-        if previous.as_deref() == Some(soul.as_bytes()) {
-            return Ok(());
-        }
-        let history_dir = self.data_dir.join(DEFAULT_SOUL_HISTORY_DIR);
-        History::new(history_dir.clone(), self.history_limit)
-            .archive(&[(SOUL_FILE, previous.as_deref())], Utc::now())
-            .map_err(io("archive", &history_dir))?;
-        self.write_soul(&path, soul.as_bytes())
-    }
-
     fn agents_root(&self, user_id: &str) -> Result<PathBuf, AgentStoreError> {
         validate_id("user", user_id)?;
         Ok(self.data_dir.join("users").join(user_id).join("agents"))
@@ -449,21 +459,59 @@ impl AgentStore {
         History::new(agent_dir.join(HISTORY_DIR), self.history_limit)
     }
 
-    fn archive_current(&self, dir: &Path) -> Result<Option<String>, AgentStoreError> {
+    /// The agent's files as they are on disk.
+    pub(crate) fn read_files(&self, dir: &Path) -> Result<FileBytes, AgentStoreError> {
         let soul_path = dir.join(SOUL_FILE);
         let config_path = dir.join(CONFIG_FILE);
         let soul = read_optional(&soul_path).map_err(io("read", &soul_path))?;
         let config = read_optional(&config_path).map_err(io("read", &config_path))?;
+        Ok((soul, config))
+    }
+
+    /// Archives `files` (the ones in place) with the record of their write, if it still
+    /// describes them.
+    fn archive_current(
+        &self,
+        dir: &Path,
+        files: &FileBytes,
+    ) -> Result<Option<String>, AgentStoreError> {
         let history_dir = dir.join(HISTORY_DIR);
+        let (soul, config) = (files.0.as_deref(), files.1.as_deref());
+        let written = current_record(&history_dir, (soul, config));
         self.history_at(dir)
             .archive(
-                &[
-                    (SOUL_FILE, soul.as_deref()),
-                    (CONFIG_FILE, config.as_deref()),
-                ],
+                &[(SOUL_FILE, soul), (CONFIG_FILE, config)],
+                written,
                 Utc::now(),
             )
             .map_err(io("archive", &history_dir))
+    }
+
+    /// Leaves who wrote `after` (replacing `before`) and a summary of the change.
+    fn record_write(
+        &self,
+        history_dir: &Path,
+        author: Option<VersionAuthor>,
+        before: &FileBytes,
+        after: (Option<&[u8]>, Option<&[u8]>),
+    ) {
+        fn text(bytes: Option<&[u8]>) -> Option<std::borrow::Cow<'_, str>> {
+            bytes.map(String::from_utf8_lossy)
+        }
+        let (old_soul, old_config) = (text(before.0.as_deref()), text(before.1.as_deref()));
+        let (new_soul, new_config) = (text(after.0), text(after.1));
+        let summary = summarize(
+            AgentFiles {
+                soul: old_soul.as_deref(),
+                config_yaml: old_config.as_deref(),
+            },
+            AgentFiles {
+                soul: new_soul.as_deref(),
+                config_yaml: new_config.as_deref(),
+            },
+        );
+        let record = WriteRecord::of(author, summary, after, Utc::now());
+        leave_record(history_dir, &record);
     }
 
     fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<(), AgentStoreError> {
@@ -542,57 +590,9 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Agent
     }
 }
 
+#[path = "store_versions.rs"]
+mod versions;
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::Ordering;
-
-    #[test]
-    fn failed_create_removes_the_new_dir() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = AgentStore::new(tmp.path());
-        store.fail_soul_write.store(true, Ordering::SeqCst);
-        let err = store
-            .create("alice", "Helper", &AgentConfig::new("x", "d"), "soul")
-            .unwrap_err();
-        assert!(matches!(err, AgentStoreError::Io { .. }), "{err}");
-        assert!(!store.agent_dir("alice", "helper").unwrap().exists());
-        store.fail_soul_write.store(false, Ordering::SeqCst);
-        let created = store
-            .create("alice", "Helper", &AgentConfig::new("x", "d"), "soul")
-            .unwrap();
-        assert_eq!(created.config.name, "helper");
-    }
-
-    #[test]
-    fn failed_create_keeps_a_preexisting_dir_without_config() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = AgentStore::new(tmp.path());
-        let dir = store.agent_dir("alice", "helper").unwrap();
-        std::fs::create_dir_all(dir.join("facts")).unwrap();
-        store.fail_soul_write.store(true, Ordering::SeqCst);
-        assert!(
-            store
-                .create("alice", "helper", &AgentConfig::new("helper", ""), "s")
-                .is_err()
-        );
-        assert!(dir.join("facts").is_dir());
-        assert!(!dir.join(CONFIG_FILE).exists());
-    }
-
-    #[test]
-    fn bad_user_or_name_is_rejected_before_any_path_exists() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = AgentStore::new(tmp.path());
-        let config = AgentConfig::new("x", "");
-        assert!(matches!(
-            store.create("../evil", "x", &config, "s"),
-            Err(AgentStoreError::InvalidUser(_))
-        ));
-        assert!(matches!(
-            store.create("u", "../x", &config, "s"),
-            Err(AgentStoreError::InvalidName(_))
-        ));
-        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
-    }
-}
+#[path = "store_tests.rs"]
+mod tests;

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::agent_api::RunContext;
 use crate::agent_api::{Tool, ToolContext, ToolError, ToolOutput, parse_args, schema_for};
+use crate::custom_agents::authorship::VersionAuthor;
 use crate::custom_agents::bootstrap::{DEFAULT_AGENT_KEYWORD, SetupTarget};
 use crate::custom_agents::capabilities::{KnownCapabilities, UnknownCapabilities};
 use crate::custom_agents::config::AgentConfig;
@@ -197,7 +198,7 @@ impl Tool for SetupAgentTool {
                     return Err(AgentToolError::EmptySoul.into());
                 }
                 self.store
-                    .set_default_soul(&args.soul)
+                    .set_default_soul_by(&args.soul, bootstrap_author(ctx.run))
                     .map_err(AgentToolError::from)?;
                 return Ok(ToolOutput::text(
                     "The default agent's SOUL.md was saved successfully!",
@@ -215,7 +216,13 @@ impl Tool for SetupAgentTool {
         let mut config = AgentConfig::new(name.clone(), args.description.trim());
         config.skills = args.skills;
         self.store
-            .create(&ctx.run.users.speaker, &name, &config, &args.soul)
+            .create_by(
+                &ctx.run.users.speaker,
+                &name,
+                &config,
+                &args.soul,
+                bootstrap_author(ctx.run),
+            )
             .map_err(AgentToolError::from)?;
         tracing::info!(user_id = %ctx.run.users.speaker, agent = %name, "Agent created by setup_agent");
         let mut output = ToolOutput::text(format!("Agent '{name}' created successfully!"));
@@ -285,9 +292,13 @@ impl Tool for UpdateAgentTool {
             update.tool_groups.as_deref(),
             update.skills.as_deref(),
         )?;
+        let author = VersionAuthor::UpdateAgent {
+            run_id: ctx.run.run_id.clone(),
+            user_id: ctx.run.users.speaker.clone(),
+        };
         let changed = self
             .store
-            .update(&ctx.run.users.speaker, &name, update)
+            .update_by(&ctx.run.users.speaker, &name, update, author)
             .map_err(AgentToolError::from)?;
         if changed.is_empty() {
             return Ok(ToolOutput::text(format!(
@@ -300,6 +311,14 @@ impl Tool for UpdateAgentTool {
              effect on the next user turn.",
             changed.fields.join(", ")
         )))
+    }
+}
+
+/// The bootstrap run as the author of what its `setup_agent` writes.
+fn bootstrap_author(run: &RunContext) -> VersionAuthor {
+    VersionAuthor::Bootstrap {
+        run_id: run.run_id.clone(),
+        user_id: run.users.speaker.clone(),
     }
 }
 

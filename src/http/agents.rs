@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::config::AppConfig;
 use crate::custom_agents::{
     AgentConfig, AgentStoreError, AgentUpdate, KnownCapabilities, ModelSettings, ReasoningEffort,
-    StoredAgent,
+    StoredAgent, VersionAuthor,
 };
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::AccessDenied;
@@ -117,7 +117,7 @@ pub(crate) async fn create(
     let created = state
         .harness
         .agents()
-        .create(&owner, &body.name, &agent_config, &body.soul)
+        .create_by(&owner, &body.name, &agent_config, &body.soul, author(&user))
         .map_err(store_error)?;
     tracing::info!(caller = %user.0, owner = %owner, agent = %created.config.name, "Agent created over HTTP");
     Ok((StatusCode::CREATED, Json(agent_json(&owner, &created))))
@@ -173,7 +173,9 @@ pub(crate) async fn update(
         ));
     }
     let store = state.harness.agents();
-    let changed = store.update(&owner, &name, update).map_err(store_error)?;
+    let changed = store
+        .update_by(&owner, &name, update, author(&user))
+        .map_err(store_error)?;
     let agent = store
         .get(&owner, &name)
         .map_err(store_error)?
@@ -212,13 +214,11 @@ pub(crate) async fn history(
     Query(query): Query<UserQuery>,
 ) -> Result<Json<Value>, ApiError> {
     let (owner, _) = authorize(&state, &user, query.user, Access::Read)?;
-    let versions = state
-        .harness
-        .agents()
-        .history(&owner, &name)
-        .map_err(store_error)?;
+    let store = state.harness.agents();
+    let versions = store.history(&owner, &name).map_err(store_error)?;
+    let current = store.current_version(&owner, &name).map_err(store_error)?;
     Ok(Json(
-        json!({"name": name.to_ascii_lowercase(), "versions": versions}),
+        json!({"name": name.to_ascii_lowercase(), "versions": versions, "current": current}),
     ))
 }
 
@@ -232,7 +232,7 @@ pub(crate) async fn revert(
     let (owner, _) = authorize(&state, &user, query.user, Access::Manage)?;
     let store = state.harness.agents();
     let archived = store
-        .revert(&owner, &name, &body.version)
+        .revert_by(&owner, &name, &body.version, author(&user))
         .map_err(store_error)?;
     let agent = store
         .get(&owner, &name)
@@ -273,6 +273,17 @@ fn authorize(
         .map_err(forbidden)?;
     }
     Ok((owner, config))
+}
+
+/// Who a write through these routes is recorded as: the CLI over the daemon's socket, else
+/// the API caller.
+fn author(user: &AuthUser) -> VersionAuthor {
+    let user_id = user.0.clone();
+    if user.is_operator() {
+        VersionAuthor::Cli { user_id }
+    } else {
+        VersionAuthor::Http { user_id }
+    }
 }
 
 fn agent_json(owner: &str, agent: &StoredAgent) -> Value {
@@ -334,7 +345,7 @@ fn agent_not_found(name: &str) -> ApiError {
 fn store_error(error: AgentStoreError) -> ApiError {
     use AgentStoreError as E;
     match error {
-        E::InvalidName(_) => ApiError::new(
+        E::InvalidName(_) | E::ReservedName { .. } => ApiError::new(
             StatusCode::BAD_REQUEST,
             "invalid_agent_name",
             error.to_string(),

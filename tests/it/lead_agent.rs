@@ -372,6 +372,21 @@ async fn versions_can_be_listed_and_reverted_over_http() {
         .map(|v| v["id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["000001", "000002", "000003"]);
+    // Each version says who wrote it and what changed; the files in place are the next id.
+    let first = &history["versions"][0];
+    assert_eq!(first["author"], json!({"kind": "http", "user_id": "alice"}));
+    assert_eq!(first["summary"], "created: SOUL.md 1 line");
+    assert_eq!(history["current"]["id"], "000004");
+    assert_eq!(
+        history["current"]["author"],
+        json!({"kind": "http", "user_id": "alice"})
+    );
+    assert!(
+        history["current"]["summary"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("SOUL.md +")),
+        "{history}"
+    );
 
     // Version 000002 holds the soul as it was before the second update: v1, byte for byte.
     let reverted = daemon
@@ -386,6 +401,11 @@ async fn versions_can_be_listed_and_reverted_over_http() {
     let on_disk =
         std::fs::read(setup.data_dir().join("users/alice/agents/writer/SOUL.md")).unwrap();
     assert_eq!(on_disk, souls[0].as_bytes());
+    let after: Value = daemon.get_json("/api/agents/writer/history", TOKEN_A).await;
+    assert_eq!(
+        after["current"]["author"],
+        json!({"kind": "revert", "version": "000002", "by": {"kind": "http", "user_id": "alice"}})
+    );
 
     let missing = daemon
         .post("/api/agents/writer/revert", TOKEN_A)

@@ -29,7 +29,7 @@ use crate::channels::deps::{TurnDeps, TurnError};
 use crate::channels::hook_entry::hook_entry_of;
 use crate::channels::journal::JournalEntry;
 use crate::channels::mapping::ChatRecord;
-use crate::channels::outbound::{note, react, reply, send_all};
+use crate::channels::outbound::{note, react, reply, reply_parts, send_all};
 use crate::channels::outbox::{OutboxAction, OutboxRecord, OutboxStep};
 use crate::channels::runtime::ChannelRuntime;
 use crate::channels::schedule_entry::schedule_entry_of;
@@ -73,6 +73,10 @@ pub(crate) async fn process(
             Some(command) => match run_command(deps, key, entry, command).await {
                 Ok(CommandOutcome::Reply(text)) => {
                     reply(deps, runtime, key, entry, OutboxStep::Reply, &text).await;
+                    Ok(true)
+                }
+                Ok(CommandOutcome::Replies(parts)) => {
+                    reply_parts(deps, runtime, key, entry, OutboxStep::Reply, &parts).await;
                     Ok(true)
                 }
                 // A bootstrap's turn: the command set the chat's bootstrap up, the turn runs it.

@@ -11,7 +11,8 @@ use crate::cli::agents::error::AgentsCliError;
 use crate::cli::daemon_client::{DaemonClient, DaemonClientError, segment};
 use crate::config::AppConfig;
 use crate::custom_agents::{
-    AgentConfig, AgentStore, AgentUpdate, KnownCapabilities, StoredAgent, VersionInfo,
+    AgentConfig, AgentStore, AgentUpdate, KnownCapabilities, StoredAgent, VersionAuthor,
+    VersionInfo,
 };
 use crate::skills::SkillCatalog;
 use antler_store::MemoryStore;
@@ -92,7 +93,7 @@ impl<'a> Backend<'a> {
                     agent.tool_groups.as_deref(),
                     agent.skills.as_deref(),
                 )?;
-                Ok(store.create(user, &agent.name, agent, soul)?)
+                Ok(store.create_by(user, &agent.name, agent, soul, cli(user))?)
             }
             Backend::Daemon(daemon) => {
                 let body = json!({
@@ -128,7 +129,7 @@ impl<'a> Backend<'a> {
                     update.tool_groups.as_deref(),
                     update.skills.as_deref(),
                 )?;
-                let changed = store.update(user, name, update)?;
+                let changed = store.update_by(user, name, update, cli(user))?;
                 Ok(UpdateOutcome {
                     fields: changed.fields.iter().map(|f| f.to_string()).collect(),
                     archived_version: changed.archived_version,
@@ -172,19 +173,28 @@ impl<'a> Backend<'a> {
         }
     }
 
+    /// The kept versions, oldest first, and the files in place as a version (`None` from a
+    /// daemon that does not report it).
     pub(crate) async fn history(
         &self,
         user: &str,
         name: &str,
-    ) -> Result<Vec<VersionInfo>, AgentsCliError> {
+    ) -> Result<(Vec<VersionInfo>, Option<VersionInfo>), AgentsCliError> {
         match self {
-            Backend::DataDir { store, .. } => Ok(store.history(user, name)?),
+            Backend::DataDir { store, .. } => Ok((
+                store.history(user, name)?,
+                Some(store.current_version(user, name)?),
+            )),
             Backend::Daemon(daemon) => {
                 let body = daemon
                     .send(Method::GET, &agent_path(name, "/history"), None)
                     .await
                     .map_err(agent_error(name))?;
-                decode(&body["versions"])
+                let current = match &body["current"] {
+                    Value::Null => None,
+                    current => Some(decode(current)?),
+                };
+                Ok((decode(&body["versions"])?, current))
             }
         }
     }
@@ -196,7 +206,9 @@ impl<'a> Backend<'a> {
         version: &str,
     ) -> Result<Option<String>, AgentsCliError> {
         match self {
-            Backend::DataDir { store, .. } => Ok(store.revert(user, name, version)?),
+            Backend::DataDir { store, .. } => {
+                Ok(store.revert_by(user, name, version, cli(user))?)
+            }
             Backend::Daemon(daemon) => {
                 let body = daemon
                     .send(
@@ -209,6 +221,13 @@ impl<'a> Backend<'a> {
                 Ok(body["archived_version"].as_str().map(str::to_string))
             }
         }
+    }
+}
+
+/// The CLI working on the data dir, for this user, as the author of what it writes.
+fn cli(user: &str) -> VersionAuthor {
+    VersionAuthor::Cli {
+        user_id: user.to_string(),
     }
 }
 

@@ -7,6 +7,7 @@ use crate::cli::agents::backend::Backend;
 use crate::cli::agents::{AgentsCliError, AgentsCommand, read_soul};
 use crate::cli::daemon_client::DaemonClient;
 use crate::config::AppConfig;
+use crate::custom_agents::authorship::author_label;
 use crate::custom_agents::{AgentConfig, AgentStore, AgentStoreError, AgentUpdate, VersionInfo};
 
 /// What every subcommand works with: the backend, whose agents, and where it prints.
@@ -159,12 +160,15 @@ impl Session<'_> {
     }
 
     async fn history(&mut self, name: &str) -> Result<(), AgentsCliError> {
-        let versions = self.agents.history(self.user, name).await?;
+        let (versions, current) = self.agents.history(self.user, name).await?;
         if versions.is_empty() {
             writeln!(self.out, "agent '{name}' has no earlier versions")?;
         }
         for version in versions {
             writeln!(self.out, "{}", history_line(&version))?;
+        }
+        if let Some(current) = current {
+            writeln!(self.out, "{}  (current)", history_line(&current))?;
         }
         Ok(())
     }
@@ -196,10 +200,12 @@ fn history_line(version: &VersionInfo) -> String {
             .unwrap_or_else(|| "-".to_string())
     };
     format!(
-        "{}  {}  soul {}  config {}",
+        "{}  {}  soul {}  config {}  by {}: {}",
         version.id,
         version.created_at.format("%Y-%m-%d %H:%M:%S UTC"),
         short(&version.soul_sha256),
-        short(&version.config_sha256)
+        short(&version.config_sha256),
+        author_label(version.author.as_ref()),
+        version.summary.as_deref().unwrap_or("change not known"),
     )
 }

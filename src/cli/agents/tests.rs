@@ -104,6 +104,15 @@ async fn create_show_history_revert_delete() {
         .unwrap();
     let history = run_ok(&config, "alice", parse(&["history", "helper"]).unwrap()).await;
     assert!(history.starts_with("000001  "), "{history}");
+    // The CLI wrote the first version; the store's plain update has no known author.
+    assert!(
+        history.contains("by the CLI (as alice): created: SOUL.md 1 line\n"),
+        "{history}"
+    );
+    assert!(
+        history.ends_with("by unknown: SOUL.md +1/−1 lines  (current)\n"),
+        "{history}"
+    );
     let reverted = run_ok(
         &config,
         "alice",

@@ -1,6 +1,7 @@
 //! Channel layer end to end: the daemon in-process, the fake Telegram Bot API, the fake Slack,
 //! the fake Discord or the fake Feishu, and the scripted OpenAI-compatible model.
 
+mod agent_audit_telegram;
 mod approvals_buttons;
 mod approvals_telegram;
 mod attachments;
