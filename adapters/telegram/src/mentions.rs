@@ -41,14 +41,18 @@ fn mentions_in(raw: &str, entities: &[MessageEntityRef<'_>], bot: &BotIdentity) 
         code.iter()
             .any(|c| c.start <= range.start && range.end <= c.end)
     };
-    let mut cuts: Vec<Range<usize>> = Vec::new();
+    // Each cut with whether the space after it goes too: a mention's does, a command's
+    // `@Bot` suffix's does not (`/agent@Bot history` is `/agent history`).
+    let mut cuts: Vec<(Range<usize>, bool)> = Vec::new();
     for entity in entities.iter().filter(|e| !in_code(&e.range())) {
         let range = entity.range();
         match entity.kind() {
             MessageEntityKind::Mention if entity.text().eq_ignore_ascii_case(&handle) => {
-                cuts.push(range);
+                cuts.push((range, true));
             }
-            MessageEntityKind::TextMention { user } if user.id.0 == bot.id => cuts.push(range),
+            MessageEntityKind::TextMention { user } if user.id.0 == bot.id => {
+                cuts.push((range, true))
+            }
             MessageEntityKind::BotCommand => {
                 let command = entity.text();
                 let suffix_at = command.len().saturating_sub(handle.len());
@@ -56,7 +60,7 @@ fn mentions_in(raw: &str, entities: &[MessageEntityRef<'_>], bot: &BotIdentity) 
                     .get(suffix_at..)
                     .is_some_and(|suffix| suffix.eq_ignore_ascii_case(&handle));
                 if addressed {
-                    cuts.push(range.start + suffix_at..range.end);
+                    cuts.push((range.start + suffix_at..range.end, false));
                 }
             }
             _ => {}
@@ -68,18 +72,18 @@ fn mentions_in(raw: &str, entities: &[MessageEntityRef<'_>], bot: &BotIdentity) 
     }
 }
 
-/// `raw` without the `cuts` (and a space after each), trimmed.
-fn cut(raw: &str, cuts: &mut [Range<usize>]) -> String {
-    cuts.sort_by_key(|range| range.start);
+/// `raw` without the `cuts` (and a space after those that take it), trimmed.
+fn cut(raw: &str, cuts: &mut [(Range<usize>, bool)]) -> String {
+    cuts.sort_by_key(|(range, _)| range.start);
     let mut out = String::with_capacity(raw.len());
     let mut rest = 0;
-    for range in cuts.iter() {
+    for (range, with_space) in cuts.iter() {
         if range.start < rest {
             continue;
         }
         out.push_str(&raw[rest..range.start]);
         rest = range.end;
-        if raw[rest..].starts_with(' ') {
+        if *with_space && raw[rest..].starts_with(' ') {
             rest += 1;
         }
     }
@@ -167,6 +171,12 @@ mod tests {
                 vec![("/new@antler_bars_bot", json!({"type": "bot_command"}))],
                 true,
                 "/new",
+            ),
+            (
+                "/agent@antler_bars_bot history coder",
+                vec![("/agent@antler_bars_bot", json!({"type": "bot_command"}))],
+                true,
+                "/agent history coder",
             ),
             (
                 "/new@other_bot",
