@@ -10,6 +10,7 @@ pub mod approval;
 mod context;
 mod dropped;
 mod events;
+pub mod metering;
 mod middleware;
 mod options;
 pub mod progress;
@@ -18,6 +19,7 @@ pub mod taint;
 mod task;
 mod tool;
 pub mod tool_schema;
+mod usage_kind;
 
 pub use context::{BackgroundTasks, RunContext, RunUsers, ToolContext};
 pub use dropped::DroppedMessagesSink;
@@ -26,8 +28,10 @@ pub use middleware::{
     Anchors, Flow, HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,
     ToolResult,
 };
+pub use metering::{CallMeter, CallMeterRef, MeteredModel};
 pub use options::{ChatPlace, RunOptions};
 pub use task::{CapReason, TaskEnd, TaskStatus};
 pub use tool::{
     MemoSpec, Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for,
 };
+pub use usage_kind::UsageKind;
