@@ -3,7 +3,7 @@
 //! one more, and told the usage of the completed answer with the call's [`UsageKind`].
 //!
 //! The run's own calls (lead agent, sub-agents) go through the innermost step of the model-call
-//! chain (`stream_model`), which reads the meter from the [`RunContext`]; calls made beside a
+//! chain (`stream_model`), which reads the meter from the `RunContext`; calls made beside a
 //! run (title, summary, memory update) wrap their model in [`MeteredModel`]. The contract lives
 //! here, below `usage`, so the loop and the middlewares need not know how usage is stored.
 
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use crate::agent_api::{RunContext, RunEvent, UsageKind};
+use crate::agent_api::UsageKind;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest, ModelStream};
 use antler_store::messages::Usage;
 
@@ -33,14 +33,6 @@ pub trait CallMeter: Send + Sync {
 
 pub type CallMeterRef = Arc<dyn CallMeter>;
 
-/// Emits a budget warning into the run's event stream.
-pub fn emit_budget_warning(ctx: &RunContext, message: String) {
-    ctx.events.emit(RunEvent::Custom {
-        name: BUDGET_WARNING_EVENT.to_string(),
-        data: serde_json::json!({ "message": message }),
-    });
-}
-
 /// A model whose calls are admitted and recorded by a meter: what a call beside the run (a
 /// title, a summary, a memory update) uses, so it is counted like the run's own calls.
 pub struct MeteredModel {
@@ -54,13 +46,14 @@ impl MeteredModel {
         Self { inner, meter, kind }
     }
 
-    /// `model` metered for `ctx`'s account as `kind`; `model` itself when the run has no meter.
+    /// `model` metered for a run's account (`RunContext::meter`) as `kind`; `model` itself
+    /// when the run has no meter.
     pub fn for_run(
         model: Arc<dyn ChatModel>,
-        ctx: &RunContext,
+        meter: Option<&CallMeterRef>,
         kind: UsageKind,
     ) -> Arc<dyn ChatModel> {
-        match &ctx.meter {
+        match meter {
             Some(meter) => Arc::new(Self::new(model, meter.clone(), kind)),
             None => model,
         }

@@ -269,7 +269,10 @@ async fn stream_model(
                 if let (Some(meter), Some(usage)) = (&ctx.meter, &message.usage) {
                     let model = message.model.as_deref().unwrap_or_default();
                     if let Some(warning) = meter.record(ctx.usage_kind, model, usage, true) {
-                        crate::agent_api::metering::emit_budget_warning(ctx, warning);
+                        ctx.events.emit(RunEvent::Custom {
+                            name: crate::agent_api::metering::BUDGET_WARNING_EVENT.to_string(),
+                            data: serde_json::json!({ "message": warning }),
+                        });
                     }
                 }
                 return Ok(message);

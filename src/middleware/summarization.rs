@@ -114,7 +114,11 @@ impl SummarizationMiddleware {
         };
         // Paid by the run's account: over budget the summary is skipped (the thread keeps
         // its messages) and the run's next call stops at the budget.
-        let model = MeteredModel::for_run(self.model.clone(), ctx, UsageKind::Summarization);
+        let model = MeteredModel::for_run(
+            self.model.clone(),
+            ctx.meter.as_ref(),
+            UsageKind::Summarization,
+        );
         let mut stream = model.stream(&request).await?;
         while let Some(event) = stream.next().await {
             if let ModelEvent::Completed(message) = event? {

@@ -224,7 +224,7 @@ impl Middleware for TitleMiddleware {
         let model = self
             .model
             .clone()
-            .map(|model| MeteredModel::for_run(model, ctx, UsageKind::Title));
+            .map(|model| MeteredModel::for_run(model, ctx.meter.as_ref(), UsageKind::Title));
         let title = match (&model, &self.sink) {
             (None, _) => fallback,
             // The answer is complete: the thread gets the local title now and the model's one

@@ -1,7 +1,7 @@
 //! [`Account`]: who pays for a run's model calls (the speaker, the custom agent, the thread),
 //! as the [`CallMeter`] the model-call chain asks before each call and tells after it.
 //!
-//! Before a call: the ledger records of the limits that apply (at most four reads). After it:
+//! Before a call: the ledger records of the payers with limits (at most two reads). After it:
 //! the usage row (with the kind and the cost at today's price), the thread's day total and the
 //! ledger records, each one compare-and-set; then, when the caller can show it, the 80 %
 //! warning of a limit crossing that share, claimed once per period.
@@ -14,7 +14,7 @@ use crate::agent_api::{CallMeter, UsageKind};
 use crate::config::AppConfig;
 use crate::model::ModelError;
 use crate::usage::budget::{self, WARNING_SHARE};
-use crate::usage::ledger::{self, LEDGER_TREE, Payer, Period, THREADS_TREE};
+use crate::usage::ledger::{self, LedgerRecord, Payer, THREADS_TREE};
 use crate::usage::{MAX_DAYS, UsageStore};
 use antler_store::StoreError;
 use antler_store::messages::Usage;
@@ -91,34 +91,36 @@ impl Account {
         let (tokens, money) = (usage.total_tokens, cost.unwrap_or(0.0));
         let thread = ledger::thread_key(&self.user_id, today, &self.thread_id);
         ledger::add(store, THREADS_TREE, &thread, tokens, money)?;
+        let mut warning = None;
         for payer in self.payers() {
-            for period in [Period::Day(today), Period::Month(today)] {
-                let key = ledger::ledger_key(payer, period);
-                ledger::add(store, LEDGER_TREE, &key, tokens, money)?;
+            let record = ledger::add_call(store, payer, today, tokens, money)?;
+            if warn && warning.is_none() {
+                warning = self.warning(payer, &record, today)?;
             }
         }
         if new_day {
             self.prune(today);
         }
-        if warn { self.warning(today) } else { Ok(None) }
+        Ok(warning)
     }
 
-    /// The warning of the first limit at or past [`WARNING_SHARE`] whose warning this call
-    /// claims.
-    fn warning(&self, today: NaiveDate) -> Result<Option<String>, StoreError> {
-        for payer in self.payers() {
-            let limits = match payer {
-                Payer::User(id) => self.config.budgets.user_limits(id),
-                Payer::Agent(name) => self.config.budgets.agent_limits(name),
-            };
-            let Some(limits) = limits else { continue };
-            let states = budget::limit_states(&self.usage.store, payer, &limits, today)?;
-            for state in states {
-                if state.share() >= WARNING_SHARE
-                    && ledger::claim_warning(&self.usage.store, &state.warning_key(payer))?
-                {
-                    return Ok(Some(state.warning(&self.config.pricing)));
-                }
+    /// The warning of the first of `payer`'s limits between [`WARNING_SHARE`] and reached
+    /// whose warning this call claims, from the ledger record the call was added to.
+    fn warning(
+        &self,
+        payer: Payer<'_>,
+        record: &LedgerRecord,
+        today: NaiveDate,
+    ) -> Result<Option<String>, StoreError> {
+        let Some(limits) = budget::payer_limits(&self.config, payer) else {
+            return Ok(None);
+        };
+        for state in budget::limit_states(record, payer, &limits, today) {
+            // Past the limit the stop notice says more than a warning would.
+            if (WARNING_SHARE..1.0).contains(&state.share())
+                && ledger::claim_warning(&self.usage.store, &state.warning_key(payer))?
+            {
+                return Ok(Some(state.warning(&self.config.pricing)));
             }
         }
         Ok(None)

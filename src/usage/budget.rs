@@ -6,7 +6,7 @@ use chrono::NaiveDate;
 use crate::agent_api::shared::group_thousands;
 use crate::config::AppConfig;
 use crate::config::budgets::{BudgetLimits, PricingConfig};
-use crate::usage::ledger::{self, LEDGER_TREE, Payer, Period, Spent};
+use crate::usage::ledger::{self, LedgerRecord, Payer, Period, Spent};
 use antler_store::{StoreError, StoreRef};
 
 /// The share of a limit at which the warning is given.
@@ -158,45 +158,43 @@ impl LimitState {
     }
 }
 
-/// The limits of one payer as states, reading only the periods they need.
+/// The limits of one payer as states, from its ledger record of `today`'s month.
 pub fn limit_states(
-    store: &StoreRef,
+    record: &LedgerRecord,
     payer: Payer<'_>,
     limits: &BudgetLimits,
     today: NaiveDate,
-) -> Result<Vec<LimitState>, StoreError> {
+) -> Vec<LimitState> {
     let agent = match payer {
         Payer::Agent(name) => Some(name.to_string()),
         Payer::User(_) => None,
     };
-    let mut states = Vec::with_capacity(3);
-    if limits.daily_tokens.is_some() || limits.daily_cost.is_some() {
-        let period = Period::Day(today);
-        let spent: Spent = ledger::read(store, LEDGER_TREE, &ledger::ledger_key(payer, period))?;
-        let measures = [
-            limits.daily_tokens.map(Measure::Tokens),
-            limits.daily_cost.map(Measure::Money),
-        ];
-        for limit in measures.into_iter().flatten() {
-            states.push(LimitState {
+    let day = (Period::Day(today), record.on(today));
+    let month = (Period::Month(today), record.month);
+    let measures = [
+        (day, limits.daily_tokens.map(Measure::Tokens)),
+        (day, limits.daily_cost.map(Measure::Money)),
+        (month, limits.monthly_cost.map(Measure::Money)),
+    ];
+    measures
+        .into_iter()
+        .filter_map(|((period, spent), limit)| {
+            Some(LimitState {
                 agent: agent.clone(),
                 period,
-                limit,
+                limit: limit?,
                 spent,
-            });
-        }
+            })
+        })
+        .collect()
+}
+
+/// The limits of `payer` (its own entry, the default), if any.
+pub fn payer_limits(config: &AppConfig, payer: Payer<'_>) -> Option<BudgetLimits> {
+    match payer {
+        Payer::User(id) => config.budgets.user_limits(id),
+        Payer::Agent(name) => config.budgets.agent_limits(name),
     }
-    if let Some(monthly) = limits.monthly_cost {
-        let period = Period::Month(today);
-        let spent: Spent = ledger::read(store, LEDGER_TREE, &ledger::ledger_key(payer, period))?;
-        states.push(LimitState {
-            agent,
-            period,
-            limit: Measure::Money(monthly),
-            spent,
-        });
-    }
-    Ok(states)
 }
 
 /// Every limit that applies to a call paid by `user_id` (in a run of `agent`): the user's,
@@ -208,15 +206,14 @@ pub fn account_states(
     agent: Option<&str>,
     today: NaiveDate,
 ) -> Result<Vec<LimitState>, StoreError> {
+    let agent = agent.map(str::to_lowercase);
+    let payers = std::iter::once(Payer::User(user_id)).chain(agent.as_deref().map(Payer::Agent));
     let mut states = Vec::new();
-    if let Some(limits) = config.budgets.user_limits(user_id) {
-        states.extend(limit_states(store, Payer::User(user_id), &limits, today)?);
-    }
-    if let Some(agent) = agent
-        && let Some(limits) = config.budgets.agent_limits(agent)
-    {
-        let name = agent.to_lowercase();
-        states.extend(limit_states(store, Payer::Agent(&name), &limits, today)?);
+    for payer in payers {
+        if let Some(limits) = payer_limits(config, payer) {
+            let record = ledger::ledger_record(store, payer, today)?;
+            states.extend(limit_states(&record, payer, &limits, today));
+        }
     }
     Ok(states)
 }

@@ -1,9 +1,9 @@
-//! The budget ledger: what each user and each custom agent spent per UTC day and per calendar
-//! month (tokens and money), one small record each in the `usage_ledger` tree.
+//! The budget ledger: what each user and each custom agent spent this calendar month and this
+//! UTC day (tokens and money), one small record per payer and month in the `usage_ledger` tree.
 //!
-//! A budget check before a model call reads at most four of these records instead of summing
-//! usage rows; every recorded call adds to them with compare-and-set, so several daemons on one
-//! store agree on what is left. The `usage_threads` tree keeps each thread's totals per user and
+//! A budget check before a model call reads at most two of these records (the user's, the
+//! agent's) instead of summing usage rows; every recorded call adds to them with one
+//! compare-and-set each, so several daemons on one store agree on what is left. The `usage_threads` tree keeps each thread's totals per user and
 //! day (`/usage`'s top threads); `usage_warnings` the 80 % warnings already given, claimed
 //! with an insert-if-absent so two daemons never both warn.
 
@@ -11,7 +11,6 @@ use chrono::{Datelike, NaiveDate};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::usage::store::corrupt;
 use antler_store::{BatchOp, Expect, StoreError, StoreRef};
 
 pub const LEDGER_TREE: &str = "usage_ledger";
@@ -63,6 +62,13 @@ impl Period {
                 NaiveDate::from_ymd_opt(year, month, 1).unwrap_or(day)
             }
         }
+    }
+}
+
+pub(crate) fn corrupt(key: &[u8], detail: impl ToString) -> StoreError {
+    StoreError::Corrupt {
+        key: String::from_utf8_lossy(key).replace('\0', "/"),
+        detail: detail.to_string(),
     }
 }
 
@@ -127,19 +133,70 @@ pub fn cas_update<T: Serialize + DeserializeOwned + Default + Clone>(
     )))
 }
 
-/// Adds a call's tokens and cost to a record; returns what it held before and after.
+/// One payer's month: its total, and the total of the latest day it spent on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LedgerRecord {
+    pub month: Spent,
+    /// The day `today` counts (`None` before the first call).
+    pub day: Option<NaiveDate>,
+    pub today: Spent,
+}
+
+impl LedgerRecord {
+    /// What was spent on `day` (nothing when the record counts another day).
+    pub fn on(&self, day: NaiveDate) -> Spent {
+        if self.day == Some(day) {
+            self.today
+        } else {
+            Spent::default()
+        }
+    }
+}
+
+/// A payer's ledger record of `day`'s month.
+pub fn ledger_record(
+    store: &StoreRef,
+    payer: Payer<'_>,
+    day: NaiveDate,
+) -> Result<LedgerRecord, StoreError> {
+    read(store, LEDGER_TREE, &ledger_key(payer, Period::Month(day)))
+}
+
+/// Adds a call's tokens and cost to the payer's month and day; returns the record after.
+pub fn add_call(
+    store: &StoreRef,
+    payer: Payer<'_>,
+    day: NaiveDate,
+    tokens: u64,
+    cost: f64,
+) -> Result<LedgerRecord, StoreError> {
+    let key = ledger_key(payer, Period::Month(day));
+    let (_, after) = cas_update(store, LEDGER_TREE, &key, |record: &mut LedgerRecord| {
+        if record.day != Some(day) {
+            record.day = Some(day);
+            record.today = Spent::default();
+        }
+        for spent in [&mut record.month, &mut record.today] {
+            spent.tokens += tokens;
+            spent.cost += cost;
+        }
+    })?;
+    Ok(after)
+}
+
+/// Adds a call's tokens and cost to a record; returns what it held after.
 pub fn add(
     store: &StoreRef,
     tree: &'static str,
     key: &[u8],
     tokens: u64,
     cost: f64,
-) -> Result<(Spent, Spent), StoreError> {
-    let (before, after) = cas_update(store, tree, key, |spent: &mut Spent| {
+) -> Result<Spent, StoreError> {
+    let (_, after) = cas_update(store, tree, key, |spent: &mut Spent| {
         spent.tokens += tokens;
         spent.cost += cost;
     })?;
-    Ok((before.unwrap_or_default(), after))
+    Ok(after)
 }
 
 /// Claims the warning `key` (once ever: the key names its period); `true` for the one caller
@@ -253,24 +310,25 @@ mod tests {
     }
 
     #[test]
-    fn records_add_up_and_old_ones_go() {
+    fn records_add_up_per_day_and_month_and_old_ones_go() {
         let store: StoreRef = Arc::new(MemoryStore::new());
         let today = NaiveDate::from_ymd_opt(2026, 12, 6).unwrap();
+        let yesterday = today.pred_opt().unwrap();
         let old = NaiveDate::from_ymd_opt(2026, 10, 1).unwrap();
         let user = Payer::User("u");
-        for period in [Period::Day(today), Period::Month(today), Period::Day(old)] {
-            add(&store, LEDGER_TREE, &ledger_key(user, period), 10, 0.5).unwrap();
-        }
-        let key = ledger_key(user, Period::Day(today));
-        let (before, after) = add(&store, LEDGER_TREE, &key, 5, 0.25).unwrap();
-        assert_eq!(before.tokens, 10);
-        assert_eq!((after.tokens, after.cost), (15, 0.75));
-        assert!(claim_warning(&store, b"u\0u\0old\0x").unwrap());
-        assert!(!claim_warning(&store, b"u\0u\0old\0x").unwrap());
+        add_call(&store, user, old, 7, 0.1).unwrap();
+        add_call(&store, user, yesterday, 10, 0.5).unwrap();
+        add_call(&store, user, today, 5, 0.25).unwrap();
+        let record = add_call(&store, user, today, 5, 0.25).unwrap();
+        assert_eq!(record.on(today), Spent { tokens: 10, cost: 0.5 });
+        assert_eq!(record.on(yesterday), Spent::default(), "a new day starts at zero");
+        assert_eq!(record.month, Spent { tokens: 20, cost: 1.0 });
+        assert!(claim_warning(&store, b"u\0u\02026-10\0monthly_cost").unwrap());
+        assert!(!claim_warning(&store, b"u\0u\02026-10\0monthly_cost").unwrap());
         prune(&store, &[user], today, today).unwrap();
         let left = store.scan_prefix(LEDGER_TREE, b"").unwrap();
-        assert_eq!(left.len(), 2, "the old day went, today and this month stay");
-        let month = read::<Spent>(&store, LEDGER_TREE, &ledger_key(user, Period::Month(today)));
-        assert_eq!(month.unwrap().tokens, 10);
+        assert_eq!(left.len(), 1, "October went, December stays");
+        assert!(store.scan_prefix(WARNINGS_TREE, b"").unwrap().is_empty());
+        assert_eq!(ledger_record(&store, user, today).unwrap(), record);
     }
 }

@@ -12,7 +12,7 @@ use chrono::{NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::usage::UsageKind;
-use crate::usage::ledger::cas_update;
+use crate::usage::ledger::{cas_update, corrupt};
 use antler_store::messages::Usage;
 use antler_store::{BatchOp, StoreError, StoreRef};
 
@@ -92,13 +92,6 @@ pub fn today() -> NaiveDate {
 
 fn key(user_id: &str, day: NaiveDate, model: &str, kind: UsageKind) -> Vec<u8> {
     format!("{user_id}\0{day}\0{model}\0{kind}").into_bytes()
-}
-
-pub(crate) fn corrupt(key: &[u8], detail: impl ToString) -> StoreError {
-    StoreError::Corrupt {
-        key: String::from_utf8_lossy(key).replace('\0', "/"),
-        detail: detail.to_string(),
-    }
 }
 
 fn parse_row(key: &[u8], value: &[u8]) -> Result<UsageRow, StoreError> {

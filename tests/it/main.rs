@@ -30,5 +30,6 @@ mod providers;
 mod sandbox;
 mod skills;
 mod usage;
+mod budgets;
 mod web_browser;
 mod web_tools;

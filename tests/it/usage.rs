@@ -45,6 +45,8 @@ async fn a_user_over_the_daily_budget_is_refused_without_a_model_call() {
     config.budgets.default_daily_tokens = Some(100);
     config.budgets.users.insert("bob".into(), 10_000.into());
     config.admins.push("root".into());
+    // Titles are metered too (`title` rows, in the background): this test counts runs' calls.
+    config.title.enabled = false;
     let model = Arc::new(ScriptedModel::new(
         "scripted",
         [
@@ -90,7 +92,7 @@ async fn a_user_over_the_daily_budget_is_refused_without_a_model_call() {
     let usage = UsageStore::new(store);
     assert_eq!(usage.tokens_on("alice", today()).unwrap(), 150);
     let bob = usage.rows(Some("bob"), Some(today())).unwrap();
-    assert_eq!(bob.len(), 1, "one record per user, day and model");
+    assert_eq!(bob.len(), 1, "one record per user, day, model and kind");
     assert_eq!((bob[0].model.as_str(), bob[0].totals.calls), ("scripted", 2));
     assert_eq!(bob[0].totals.total_tokens, 140);
 
