@@ -24,11 +24,11 @@ mod usage_kind;
 pub use context::{BackgroundTasks, RunContext, RunUsers, ToolContext};
 pub use dropped::DroppedMessagesSink;
 pub use events::{ErrorCode, EventSink, RunEvent, RunEvents, StopReason};
+pub use metering::{CallMeter, CallMeterRef, MeteredModel};
 pub use middleware::{
     Anchors, Flow, HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,
     ToolResult,
 };
-pub use metering::{CallMeter, CallMeterRef, MeteredModel};
 pub use options::{ChatPlace, RunOptions};
 pub use task::{CapReason, TaskEnd, TaskStatus};
 pub use tool::{

@@ -323,8 +323,7 @@ mod tests {
         assert_eq!(agent.monthly_cost, Some(100.0));
         assert!(budgets.problems().is_empty());
         assert_eq!(BudgetsConfig::default().user_limits("x"), None);
-        let new: BudgetsConfig =
-            yaml("default: {daily_tokens: 10, daily_cost: 0}").unwrap();
+        let new: BudgetsConfig = yaml("default: {daily_tokens: 10, daily_cost: 0}").unwrap();
         assert_eq!(new.daily_tokens_for("anyone"), Some(10));
         let problems = new.problems();
         assert_eq!(problems.len(), 1, "{problems:?}");
@@ -335,10 +334,9 @@ mod tests {
 
     #[test]
     fn pricing_reads_both_forms_and_prices_cached_input() {
-        let current: PricingConfig = yaml(
-            "currency: EUR\nmodels:\n  gpt: {input: 2.5, output: 10, cached_input: 1.25}\n",
-        )
-        .unwrap();
+        let current: PricingConfig =
+            yaml("currency: EUR\nmodels:\n  gpt: {input: 2.5, output: 10, cached_input: 1.25}\n")
+                .unwrap();
         assert_eq!(current.currency, "EUR");
         let price = current.get("gpt").unwrap();
         // 1M fresh input, 1M cached, 0.5M output.
@@ -350,8 +348,7 @@ mod tests {
         assert_eq!(old.currency, "USD");
         assert!((old.get("gpt").unwrap().cost(500_000, 0, 250_000) - 3.0).abs() < 1e-9);
         assert_eq!(old.money(5.0), "$5.00");
-        let bad: PricingConfig =
-            yaml("currency: dollars\nmodels: {m: {input: -1}}").unwrap();
+        let bad: PricingConfig = yaml("currency: dollars\nmodels: {m: {input: -1}}").unwrap();
         let keys: Vec<String> = bad.problems().into_iter().map(|(key, _)| key).collect();
         assert_eq!(keys, ["pricing.currency", "pricing.models.m"]);
     }

@@ -58,7 +58,11 @@ pub(super) fn start(
             scope.agent_name.as_deref(),
             &conversation.thread_id,
         );
-        Some(Arc::new(MeteredModel::new(model, Arc::new(account), UsageKind::Memory)) as _)
+        Some(Arc::new(MeteredModel::new(
+            model,
+            Arc::new(account),
+            UsageKind::Memory,
+        )) as _)
     });
     let conversations: ConversationLoader = Arc::new(move |thread_id, user_id| {
         let inner = threads.upgrade()?;

@@ -15,9 +15,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use crate::agent_api::{MeteredModel, RunContext, UsageKind};
 use crate::agent_api::shared::truncate_chars;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
+use crate::agent_api::{MeteredModel, RunContext, UsageKind};
 use crate::config::schema::TitleConfig;
 use crate::model::background::TITLE_PROMPT_START;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};

@@ -132,9 +132,10 @@ impl Account {
             return;
         };
         let thread_days = today.checked_sub_days(Days::new(1)).unwrap_or(today);
-        let pruned = self.usage.prune(Some(&self.user_id), oldest).and_then(|_| {
-            ledger::prune(&self.usage.store, &self.payers(), today, thread_days)
-        });
+        let pruned = self
+            .usage
+            .prune(Some(&self.user_id), oldest)
+            .and_then(|_| ledger::prune(&self.usage.store, &self.payers(), today, thread_days));
         if let Err(error) = pruned {
             tracing::warn!(%error, user_id = %self.user_id, "Could not drop old usage records");
         }

@@ -126,7 +126,11 @@ impl LimitState {
             ),
             Measure::Money(limit) => (
                 "budget",
-                format!("{} of {}", pricing.money(self.spent.cost), pricing.money(limit)),
+                format!(
+                    "{} of {}",
+                    pricing.money(self.spent.cost),
+                    pricing.money(limit)
+                ),
             ),
         };
         format!(

@@ -320,11 +320,27 @@ mod tests {
         add_call(&store, user, yesterday, 10, 0.5).unwrap();
         add_call(&store, user, today, 5, 0.25).unwrap();
         let record = add_call(&store, user, today, 5, 0.25).unwrap();
-        assert_eq!(record.on(today), Spent { tokens: 10, cost: 0.5 });
-        assert_eq!(record.on(yesterday), Spent::default(), "a new day starts at zero");
-        assert_eq!(record.month, Spent { tokens: 20, cost: 1.0 });
-        assert!(claim_warning(&store, b"u\0u\02026-10\0monthly_cost").unwrap());
-        assert!(!claim_warning(&store, b"u\0u\02026-10\0monthly_cost").unwrap());
+        assert_eq!(
+            record.on(today),
+            Spent {
+                tokens: 10,
+                cost: 0.5
+            }
+        );
+        assert_eq!(
+            record.on(yesterday),
+            Spent::default(),
+            "a new day starts at zero"
+        );
+        assert_eq!(
+            record.month,
+            Spent {
+                tokens: 20,
+                cost: 1.0
+            }
+        );
+        assert!(claim_warning(&store, b"u\0u\x002026-10\0monthly_cost").unwrap());
+        assert!(!claim_warning(&store, b"u\0u\x002026-10\0monthly_cost").unwrap());
         prune(&store, &[user], today, today).unwrap();
         let left = store.scan_prefix(LEDGER_TREE, b"").unwrap();
         assert_eq!(left.len(), 1, "October went, December stays");

@@ -86,7 +86,10 @@ pub fn report(rows: &[UsageRow], pricing: &PricingConfig, day: Option<NaiveDate>
         // A transcription model's row has seconds and no tokens.
         let audio = row.totals.audio_seconds;
         if row.totals.calls == 0 && row.totals.total_tokens == 0 && audio > 0 {
-            lines.push(format!("{who}: {} of audio transcribed", audio_length(audio)));
+            lines.push(format!(
+                "{who}: {} of audio transcribed",
+                audio_length(audio)
+            ));
             continue;
         }
         lines.push(format!(

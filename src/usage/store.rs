@@ -192,7 +192,11 @@ impl UsageStore {
             let same = |r: &UsageRow| {
                 (r.user_id == row.user_id) && r.day == row.day && r.model == row.model
             };
-            match rows.iter_mut().rev().find(|r| same(r) && r.kind == row.kind) {
+            match rows
+                .iter_mut()
+                .rev()
+                .find(|r| same(r) && r.kind == row.kind)
+            {
                 Some(existing) => existing.totals.merge(&row.totals),
                 None => rows.push(row),
             }
@@ -273,7 +277,10 @@ mod tests {
         assert_eq!(gpt.totals.calls, 3);
         assert_eq!(gpt.totals.cost, Some(1.5), "stored at record time");
         let titles = rows.iter().find(|r| r.kind == UsageKind::Title).unwrap();
-        assert_eq!((titles.totals.cost, titles.totals.unpriced_calls), (None, 1));
+        assert_eq!(
+            (titles.totals.cost, titles.totals.unpriced_calls),
+            (None, 1)
+        );
         assert_eq!(usage_store.rows(None, Some(day)).unwrap().len(), 3);
         assert_eq!(usage_store.prune(Some("u2"), day).unwrap(), 0);
         assert_eq!(usage_store.prune(None, day).unwrap(), 1);

@@ -93,7 +93,12 @@ fn monthly_and_agent_limits_apply_across_days_and_users() {
     // The agent's daily tokens count what all its users spent through it.
     let bob = account(&store, &config, "bob", Some("researcher"));
     let carol = account(&store, &config, "carol", Some("Researcher"));
-    bob.record(UsageKind::Lead, "local", &usage(1_000_000, 1_000_000), false);
+    bob.record(
+        UsageKind::Lead,
+        "local",
+        &usage(1_000_000, 1_000_000),
+        false,
+    );
     assert_eq!(refused(&carol), None);
     carol.record(UsageKind::Subagent, "local", &usage(1_000_000, 0), false);
     let notice = refused(&bob).expect("the agent's budget is spent");
@@ -103,7 +108,11 @@ fn monthly_and_agent_limits_apply_across_days_and_users() {
     );
     // Outside the agent, bob has no limit.
     assert_eq!(refused(&account(&store, &config, "bob", None)), None);
-    let text = report(&store.rows(None, Some(today())).unwrap(), &config.pricing, None);
+    let text = report(
+        &store.rows(None, Some(today())).unwrap(),
+        &config.pricing,
+        None,
+    );
     assert!(text.contains("Unpriced (tokens only"), "{text}");
     assert!(text.contains("local"), "{text}");
     assert!(text.contains("carol local (subagent)"), "{text}");
@@ -120,9 +129,15 @@ fn the_warning_at_80_percent_is_claimed_once_per_period() {
     let first = account(&store, &config, "alice", None);
     // A second daemon's account for the same user: the claim is in the store.
     let second = account(&store, &config, "alice", None);
-    assert_eq!(first.record(UsageKind::Lead, "gpt", &usage(700, 0), true), None);
+    assert_eq!(
+        first.record(UsageKind::Lead, "gpt", &usage(700, 0), true),
+        None
+    );
     // Not deliverable (a title call): no claim is spent on it.
-    assert_eq!(first.record(UsageKind::Title, "gpt", &usage(100, 0), false), None);
+    assert_eq!(
+        first.record(UsageKind::Title, "gpt", &usage(100, 0), false),
+        None
+    );
     let warning = second
         .record(UsageKind::Lead, "gpt", &usage(10, 0), true)
         .expect("81 % of the daily tokens");
@@ -131,8 +146,14 @@ fn the_warning_at_80_percent_is_claimed_once_per_period() {
         "Budget notice: 81% of the daily budget of 1,000 tokens is used (190 tokens left); it \
          resets at 00:00 UTC."
     );
-    assert_eq!(first.record(UsageKind::Lead, "gpt", &usage(10, 0), true), None);
-    assert_eq!(second.record(UsageKind::Lead, "gpt", &usage(10, 0), true), None);
+    assert_eq!(
+        first.record(UsageKind::Lead, "gpt", &usage(10, 0), true),
+        None
+    );
+    assert_eq!(
+        second.record(UsageKind::Lead, "gpt", &usage(10, 0), true),
+        None
+    );
 }
 
 #[test]
@@ -144,17 +165,32 @@ fn usage_text_shows_money_what_is_left_and_the_top_threads() {
         daily_tokens: Some(10_000_000),
         monthly_cost: Some(50.0),
     });
-    let in_thread = |thread: &str| Account::new(store.clone(), Arc::new(config.clone()), "u", None, thread);
+    let in_thread =
+        |thread: &str| Account::new(store.clone(), Arc::new(config.clone()), "u", None, thread);
     in_thread("t-big").record(UsageKind::Lead, "gpt", &usage(1_000_000, 500_000), false);
     in_thread("t-small").record(UsageKind::Title, "gpt", &usage(100, 0), false);
     let title = |id: &str| (id == "t-big").then(|| "Quarterly plan".to_string());
     let text = usage_text(&store, &config, "u", false, &title).unwrap();
-    assert!(text.contains("• u gpt: 1,500,000 tokens (1,000,000 in, 500,000 out), 1 calls, $1.5000"), "{text}");
+    assert!(
+        text.contains("• u gpt: 1,500,000 tokens (1,000,000 in, 500,000 out), 1 calls, $1.5000"),
+        "{text}"
+    );
     assert!(text.contains("• u gpt (title): 100 tokens"), "{text}");
-    assert!(text.contains("Daily budget: $5.00, $3.50 left (resets at 00:00 UTC)."), "{text}");
-    assert!(text.contains("Daily budget: 10,000,000 tokens, 8,499,900 tokens left"), "{text}");
-    assert!(text.contains("Monthly budget: $50.00, $48.50 left (resets on "), "{text}");
-    let big = text.find("Quarterly plan: 1,500,000 tokens, $1.5000").expect(&text);
+    assert!(
+        text.contains("Daily budget: $5.00, $3.50 left (resets at 00:00 UTC)."),
+        "{text}"
+    );
+    assert!(
+        text.contains("Daily budget: 10,000,000 tokens, 8,499,900 tokens left"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Monthly budget: $50.00, $48.50 left (resets on "),
+        "{text}"
+    );
+    let big = text
+        .find("Quarterly plan: 1,500,000 tokens, $1.5000")
+        .expect(&text);
     let small = text.find("t-small: 100 tokens").expect(&text);
     assert!(big < small, "most spent first: {text}");
     let json = report_json(&store.rows(None, Some(today())).unwrap(), &config, 1);
@@ -169,7 +205,11 @@ fn transcribed_seconds_add_up_per_model_and_show_in_the_report() {
     let usage_store = UsageStore::new(Arc::new(MemoryStore::new()));
     let day = today();
     assert!(usage_store.record_audio("u", day, "whisper-1", 42).unwrap());
-    assert!(!usage_store.record_audio("u", day, "whisper-1", 700).unwrap());
+    assert!(
+        !usage_store
+            .record_audio("u", day, "whisper-1", 700)
+            .unwrap()
+    );
     let rows = usage_store.rows(Some("u"), Some(day)).unwrap();
     let whisper = rows.iter().find(|r| r.model == "whisper-1").unwrap();
     assert_eq!(whisper.totals.audio_seconds, 742);

@@ -100,13 +100,21 @@ async fn a_run_calling_tools_stops_at_the_daily_cost_with_its_sub_agent() {
     while of_kind(&rows(&usage), UsageKind::Memory).is_none()
         || of_kind(&rows(&usage), UsageKind::Title).is_none()
     {
-        assert!(Instant::now() < deadline, "no title or memory usage: {:?}", rows(&usage));
+        assert!(
+            Instant::now() < deadline,
+            "no title or memory usage: {:?}",
+            rows(&usage)
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let spent = rows(&usage);
     for kind in [UsageKind::Lead, UsageKind::Title, UsageKind::Memory] {
         let row = of_kind(&spent, kind).unwrap();
-        assert_eq!((row.totals.calls, row.totals.total_tokens), (1, 15), "{kind}");
+        assert_eq!(
+            (row.totals.calls, row.totals.total_tokens),
+            (1, 15),
+            "{kind}"
+        );
     }
     assert!((cost(&spent) - 0.045).abs() < 1e-9, "{spent:?}");
 
@@ -128,7 +136,12 @@ async fn a_run_calling_tools_stops_at_the_daily_cost_with_its_sub_agent() {
         events.push(event);
     }
     let outcome = run.outcome.await.unwrap();
-    assert_eq!(outcome.stop, StopReason::BudgetExceeded, "{:?}", outcome.error);
+    assert_eq!(
+        outcome.stop,
+        StopReason::BudgetExceeded,
+        "{:?}",
+        outcome.error
+    );
     let notice = "stopped: daily budget of $0.50 reached; resets at 00:00 UTC";
     let answer = outcome.state.last_ai().expect("the run's answer");
     assert_eq!(answer.content, notice);
@@ -174,7 +187,10 @@ async fn a_run_calling_tools_stops_at_the_daily_cost_with_its_sub_agent() {
     let answer = report_json(&spent, &config, 1);
     assert_eq!(answer["currency"], "USD");
     for kind in ["lead", "subagent", "title", "memory"] {
-        assert!(answer["kinds"][kind]["calls"].as_u64() >= Some(1), "{kind}: {answer}");
+        assert!(
+            answer["kinds"][kind]["calls"].as_u64() >= Some(1),
+            "{kind}: {answer}"
+        );
     }
     let refused = harness.start_run(request("t-new", "more")).await;
     let Err(antler::harness::RunError::BudgetSpent { notice }) = refused else {

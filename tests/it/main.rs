@@ -7,6 +7,7 @@
 mod agents;
 mod approvals;
 mod architecture;
+mod budgets;
 mod chain;
 mod channels;
 mod chat_cli;
@@ -30,6 +31,5 @@ mod providers;
 mod sandbox;
 mod skills;
 mod usage;
-mod budgets;
 mod web_browser;
 mod web_tools;

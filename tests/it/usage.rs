@@ -93,7 +93,10 @@ async fn a_user_over_the_daily_budget_is_refused_without_a_model_call() {
     assert_eq!(usage.tokens_on("alice", today()).unwrap(), 150);
     let bob = usage.rows(Some("bob"), Some(today())).unwrap();
     assert_eq!(bob.len(), 1, "one record per user, day, model and kind");
-    assert_eq!((bob[0].model.as_str(), bob[0].totals.calls), ("scripted", 2));
+    assert_eq!(
+        (bob[0].model.as_str(), bob[0].totals.calls),
+        ("scripted", 2)
+    );
     assert_eq!(bob[0].totals.total_tokens, 140);
 
     let admin = usage_text(&usage, &config, "root", true, &|_| None).unwrap();

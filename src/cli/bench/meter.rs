@@ -47,7 +47,8 @@ impl fmt::Display for MeterReport {
             writeln!(f, "{series}")?;
         }
         if let [off, on] = self.turns.as_slice() {
-            let per_call = |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1e6 / 3.0;
+            let per_call =
+                |a: Duration, b: Duration| (a.as_secs_f64() - b.as_secs_f64()) * 1e6 / 3.0;
             writeln!(
                 f,
                 "added per model call: p50 {:.1} µs, cpu {:.1} µs",
@@ -99,16 +100,30 @@ pub async fn meter(iterations: usize) -> Result<MeterReport, BenchError> {
         calls.push(measure_calls(label, &store, config, iterations));
     }
     let mut turns = Vec::new();
-    for (label, metered) in [("turn: no account", false), ("turn: account + budgets", true)] {
+    for (label, metered) in [
+        ("turn: no account", false),
+        ("turn: account + budgets", true),
+    ] {
         turns.push(measure_turns(label, &store, &with_budgets, metered, iterations).await?);
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(MeterReport { calls, turns })
 }
 
-fn measure_calls(label: &str, store: &StoreRef, config: &Arc<AppConfig>, iterations: usize) -> Series {
+fn measure_calls(
+    label: &str,
+    store: &StoreRef,
+    config: &Arc<AppConfig>,
+    iterations: usize,
+) -> Series {
     let usage = UsageStore::new(store.clone());
-    let account = Account::new(usage, config.clone(), "bench-user", Some("bench-agent"), "bench-thread");
+    let account = Account::new(
+        usage,
+        config.clone(),
+        "bench-user",
+        Some("bench-agent"),
+        "bench-thread",
+    );
     let spent = Usage {
         input_tokens: 1200,
         output_tokens: 300,

@@ -115,7 +115,10 @@ async fn a_successful_task_streams_its_events_and_counts_its_tokens() {
     let usage = daemon.get_json("/api/usage", TOKEN_A).await;
     let kinds = &usage["kinds"];
     assert_eq!(
-        (kinds["lead"]["total_tokens"].as_u64(), kinds["subagent"]["total_tokens"].as_u64()),
+        (
+            kinds["lead"]["total_tokens"].as_u64(),
+            kinds["subagent"]["total_tokens"].as_u64()
+        ),
         (Some(30), Some(120)),
         "the lead's calls and the sub-agent's, apart from the title's: {usage}"
     );
