@@ -315,6 +315,9 @@ impl Agent {
                 Message::Ai(ai)
             }
             Err(ModelError::Cancelled) => return StepEnd::Stop(Stop::new(StopReason::Cancelled)),
+            Err(ModelError::BudgetExceeded { notice }) => {
+                return StepEnd::Stop(self.stop_at_budget(turn, ctx, notice).await);
+            }
             Err(e) => {
                 return StepEnd::Stop(Stop::error(ErrorCode::of_model_error(&e), e.to_string()));
             }
@@ -415,6 +418,25 @@ impl Agent {
             return Some(Stop::new(StopReason::AwaitingApproval));
         }
         end_run.then(|| Stop::new(StopReason::Interrupted))
+    }
+
+    /// Ends the run where a budget stopped its next model call: the answer says which budget
+    /// and when it resets, and everything the run did before stays (checkpointed).
+    async fn stop_at_budget(&self, turn: &mut Turn, ctx: &RunContext, notice: String) -> Stop {
+        let message = Message::Ai(antler_store::messages::AiMessage {
+            id: antler_store::messages::new_id("ai").into(),
+            content: notice.into(),
+            model: Some(self.model.name().into()),
+            ..Default::default()
+        });
+        if let Err(e) = turn.apply(StateUpdate::message(message.clone())) {
+            return Stop::error(ErrorCode::StateError, e.to_string());
+        }
+        ctx.events.emit(RunEvent::Message { message });
+        match self.complete_step(turn, ctx).await {
+            Some(stop) => stop,
+            None => Stop::new(StopReason::BudgetExceeded),
+        }
     }
 
     /// Ends the run from a `before_*` hook: what the hooks changed is still checkpointed.

@@ -54,6 +54,11 @@ pub struct RunContext {
     /// Where work that outlives the run goes (the generated title): owned by whoever owns the
     /// runs, stopped and waited for when it shuts down.
     pub background: BackgroundTasks,
+    /// The account that pays for this run's model calls (`budgets:`), checked before each;
+    /// `None` meters nothing (tests, benches, the SDK without a harness).
+    pub meter: Option<crate::agent_api::CallMeterRef>,
+    /// What this run's own model calls are for (`lead`, `subagent`, `scheduled`, `webhook`).
+    pub usage_kind: crate::agent_api::UsageKind,
     /// Why a middleware capped the run (`LoopCapped`, `TokenCapped`), reported when it ends.
     cap: Mutex<Option<StopReason>>,
 }
@@ -76,6 +81,8 @@ impl RunContext {
             events: EventSink::disabled(),
             config,
             background: BackgroundTasks::new(),
+            meter: None,
+            usage_kind: Default::default(),
             cap: Mutex::new(None),
         }
     }

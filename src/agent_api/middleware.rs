@@ -234,6 +234,9 @@ async fn stream_model(
     request: ModelRequest,
     ctx: &RunContext,
 ) -> Result<AiMessage, ModelError> {
+    if let Some(meter) = &ctx.meter {
+        meter.admit(ctx.usage_kind)?;
+    }
     let mut stream = tokio::select! {
         _ = ctx.cancel.cancelled() => return Err(ModelError::Cancelled),
         started = model.stream(&request) => started?,
@@ -262,6 +265,15 @@ async fn stream_model(
                 message.id = message_id.into();
                 if message.model.is_none() {
                     message.model = Some(model.name().into());
+                }
+                if let (Some(meter), Some(usage)) = (&ctx.meter, &message.usage) {
+                    let model = message.model.as_deref().unwrap_or_default();
+                    if let Some(warning) = meter.record(ctx.usage_kind, model, usage, true) {
+                        ctx.events.emit(RunEvent::Custom {
+                            name: crate::agent_api::metering::BUDGET_WARNING_EVENT.to_string(),
+                            data: serde_json::json!({ "message": warning }),
+                        });
+                    }
                 }
                 return Ok(message);
             }

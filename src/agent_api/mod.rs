@@ -10,6 +10,7 @@ pub mod approval;
 mod context;
 mod dropped;
 mod events;
+pub mod metering;
 mod middleware;
 mod options;
 pub mod progress;
@@ -18,10 +19,12 @@ pub mod taint;
 mod task;
 mod tool;
 pub mod tool_schema;
+mod usage_kind;
 
 pub use context::{BackgroundTasks, RunContext, RunUsers, ToolContext};
 pub use dropped::DroppedMessagesSink;
 pub use events::{ErrorCode, EventSink, RunEvent, RunEvents, StopReason};
+pub use metering::{CallMeter, CallMeterRef, MeteredModel};
 pub use middleware::{
     Anchors, Flow, HookResult, Middleware, MiddlewareError, MiddlewareRef, ModelNext, ToolNext,
     ToolResult,
@@ -31,3 +34,4 @@ pub use task::{CapReason, TaskEnd, TaskStatus};
 pub use tool::{
     MemoSpec, Tool, ToolError, ToolOutput, ToolRef, dedupe_tools, parse_args, schema_for,
 };
+pub use usage_kind::UsageKind;

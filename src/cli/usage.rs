@@ -1,4 +1,5 @@
-//! `antler usage`: token usage by user, day and model (with costs from `pricing`), from the
+//! `antler usage`: usage by user, day, model and kind of call (costs in `pricing.currency`,
+//! unpriced models named), from the
 //! running daemon (`GET /api/usage` over its socket, as the operator) or from the data dir.
 
 use std::io::Write;

@@ -113,7 +113,9 @@ pub async fn execute(
         Command::Usage => {
             let usage = UsageStore::new(ctx.harness.threads().store().clone());
             let admin = is_admin(config, &user_id);
-            usage_text(&usage, config, &user_id, admin)?
+            let threads = ctx.harness.threads();
+            let title = |id: &str| threads.get(id).ok().flatten().and_then(|r| r.title);
+            usage_text(&usage, config, &user_id, admin, &title)?
         }
     };
     Ok(CommandOutcome::Reply(text))

@@ -98,9 +98,10 @@ pub struct AppConfig {
     pub memory: crate::config::MemoryConfig,
     /// Condensing long threads into a summary (off by default).
     pub summarization: crate::config::summarization::SummarizationConfig,
-    /// Per-user daily token budgets.
+    /// Limits in tokens and money per user and per custom agent, checked before every model call.
     pub budgets: crate::config::budgets::BudgetsConfig,
-    /// USD per million tokens by model name, for `/usage` and `antler usage`.
+    /// Each model's price per million tokens (`input`, `output`, `cached_input`) in `currency`;
+    /// the old map of model → `{input_per_million, output_per_million}` reads as USD.
     pub pricing: crate::config::budgets::PricingConfig,
     /// Sub-agents the `task` tool runs: timeouts, the per-run cap, custom types.
     pub subagents: crate::config::subagents::SubagentsConfig,

@@ -4,6 +4,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use crate::agent_api::{MeteredModel, UsageKind};
 use crate::cluster::Cluster;
 use crate::config::ConfigHandle;
 use crate::harness::{Harness, Inner};
@@ -11,6 +12,7 @@ use crate::memory::conversation::{Author, recent_conversation_of};
 use crate::memory::queue::shared::QueueOwner;
 use crate::memory::queue::{ConversationLoader, MAX_MESSAGE_CHARS, MAX_MESSAGES, ModelResolver};
 use crate::memory::{MemoryQueue, MemoryRepo, MemoryService, MemorySettings, MemoryUpdater};
+use crate::usage::{Account, UsageStore};
 use antler_store::StoreRef;
 
 /// How long shutdown waits for pending memory updates (DeerFlow's `shutdown_flush_timeout`).
@@ -34,7 +36,7 @@ pub(super) fn start(
     let updater = MemoryUpdater::new(repo.clone(), settings);
     // Weak: the queue lives inside the harness and must not keep it alive.
     let threads = inner.clone();
-    let models: ModelResolver = Arc::new(move |run_model| {
+    let models: ModelResolver = Arc::new(move |conversation| {
         let harness = Harness {
             inner: inner.upgrade()?,
         };
@@ -44,9 +46,23 @@ pub(super) fn start(
             .memory
             .model_name
             .clone()
-            .or(run_model.map(str::to_string))
+            .or(conversation.model_name.clone())
             .or_else(|| config.models.first().map(|m| m.name.clone()))?;
-        registry.get(&name)
+        let model = registry.get(&name)?;
+        // Paid by the person whose memory it is; over their budget the update is skipped.
+        let scope = &conversation.scope;
+        let account = Account::new(
+            UsageStore::new(harness.inner.threads.store().clone()),
+            config.clone(),
+            &scope.user_id,
+            scope.agent_name.as_deref(),
+            &conversation.thread_id,
+        );
+        Some(Arc::new(MeteredModel::new(
+            model,
+            Arc::new(account),
+            UsageKind::Memory,
+        )) as _)
     });
     let conversations: ConversationLoader = Arc::new(move |thread_id, user_id| {
         let inner = threads.upgrade()?;

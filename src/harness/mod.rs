@@ -355,6 +355,7 @@ impl Harness {
         ctx.cancel = cancel.clone();
         ctx.events = events;
         ctx.background = self.inner.background.clone();
+        run_task::meter(&mut ctx, self.inner.threads.store());
         let task = run_task::RunTask {
             agent: lead.agent,
             subagents: lead.subagent_tasks,
@@ -364,7 +365,6 @@ impl Harness {
             agent_events,
             caller_events,
             threads: self.inner.threads.clone(),
-            usage: UsageStore::new(self.inner.threads.store().clone()),
             guard,
         };
         let outcome = self.inner.tracker.spawn(task.run());

@@ -1,6 +1,6 @@
 //! One run's task, from the agent's first step to the thread's final status: the events relayed
-//! to the caller and metered, the sub-agents waited for, the usage and the status stored, and
-//! only then the run's end reported.
+//! to the caller, the sub-agents waited for, the status stored, and only then the run's end
+//! reported. (Usage is recorded per model call, by the run's `Account`.)
 
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -8,7 +8,7 @@ use crate::agent::{Agent, RunOutcome};
 use crate::agent_api::{RunContext, RunEvent, RunEvents, StopReason};
 use crate::harness::RunGuard;
 use crate::subagents::SubagentTasks;
-use crate::usage::{RunMeter, UsageStore};
+use crate::usage::{Account, UsageKind, UsageStore};
 use antler_store::messages::Message;
 use antler_store::state::ThreadState;
 use antler_store::{ThreadStatus, ThreadStore};
@@ -25,7 +25,6 @@ pub(super) struct RunTask {
     /// What the caller reads ([`crate::harness::RunHandle::events`]).
     pub(super) caller_events: UnboundedSender<Box<RunEvent>>,
     pub(super) threads: ThreadStore,
-    pub(super) usage: UsageStore,
     /// Frees the thread for the next run when dropped.
     pub(super) guard: RunGuard,
 }
@@ -34,27 +33,18 @@ impl RunTask {
     /// Runs the agent to its end. `Finished` is held back until the thread's final status is
     /// stored, so a client that sees the end of a run never reads a stale `busy` status.
     pub(super) async fn run(mut self) -> RunOutcome {
-        let mut meter = RunMeter::default();
-        let model_name = self.agent.model.name().to_string();
-        let relay = relay(
-            &mut self.agent_events,
-            &self.caller_events,
-            &mut meter,
-            &model_name,
-        );
+        let relay = relay(&mut self.agent_events, &self.caller_events);
         let (outcome, finished) =
             tokio::join!(self.agent.run(self.state, self.input, &self.ctx), relay);
         self.threads.checkin(&self.ctx.thread_id);
         if let Some(subagents) = &self.subagents {
-            // Sub-agents of a cancelled run wind down after it; what they report (their end,
-            // their tokens) still belongs to this run.
+            // Sub-agents of a cancelled run wind down after it; what they report (their end)
+            // still belongs to this run.
             subagents.wait().await;
             while let Some(event) = self.agent_events.try_recv() {
-                meter.observe(&event, &model_name);
                 let _ = self.caller_events.send(Box::new(event));
             }
         }
-        meter.save(&self.usage, &self.ctx.users.speaker);
         finish_run(&self.threads, &self.ctx.thread_id, outcome.stop);
         drop(self.guard);
         if let Some(finished) = finished {
@@ -64,16 +54,33 @@ impl RunTask {
     }
 }
 
-/// Forwards the agent's events to the caller, metering each, until `Finished`, which it returns
-/// instead of forwarding.
+/// Makes the run's speaker (and its custom agent) pay for its model calls, as the kind of
+/// run it is: a schedule's slot, a webhook delivery (`hooks::WEBHOOK_CHANNEL`), or a person's.
+pub(super) fn meter(ctx: &mut RunContext, store: &antler_store::StoreRef) {
+    ctx.usage_kind = if ctx.options.schedule_fire.is_some() {
+        UsageKind::Scheduled
+    } else if ctx.options.channel_name.as_deref() == Some("webhook") {
+        UsageKind::Webhook
+    } else {
+        UsageKind::Lead
+    };
+    let account = Account::new(
+        UsageStore::new(store.clone()),
+        ctx.config.clone(),
+        &ctx.users.speaker,
+        ctx.agent_name.as_deref(),
+        &ctx.thread_id,
+    );
+    ctx.meter = Some(std::sync::Arc::new(account));
+}
+
+/// Forwards the agent's events to the caller until `Finished`, which it returns instead of
+/// forwarding.
 async fn relay(
     agent_events: &mut RunEvents,
     caller_events: &UnboundedSender<Box<RunEvent>>,
-    meter: &mut RunMeter,
-    model_name: &str,
 ) -> Option<Box<RunEvent>> {
     while let Some(event) = agent_events.recv_boxed().await {
-        meter.observe(&event, model_name);
         if matches!(*event, RunEvent::Finished { .. }) {
             return Some(event);
         }

@@ -336,7 +336,7 @@ async fn a_slot_whose_owner_has_no_budget_left_is_skipped_with_a_notice_not_queu
         Arc::new(TokioWallClock::new()),
         answering("never"),
         |config| {
-            config.budgets.users.insert("alice".into(), 0);
+            config.budgets.users.insert("alice".into(), 0.into());
         },
     );
     rig.harness.start_schedules();

@@ -1,4 +1,5 @@
-//! `GET /api/usage`: token usage by user, day and model. Admins (and the local operator) see
+//! `GET /api/usage`: usage by user, day, model and kind of call, with costs in
+//! `pricing.currency` and the unpriced models named. Admins (and the local operator) see
 //! everyone's, or one user's with `?user=`; anyone else sees only their own.
 
 use std::sync::Arc;
@@ -7,11 +8,11 @@ use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::access::is_admin;
-use crate::usage::{MAX_DAYS, UsageStore, report, today, window_rows};
+use crate::usage::{MAX_DAYS, UsageStore, report_json, window_rows};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,6 +51,5 @@ pub(crate) async fn usage(
     }
     let store = UsageStore::new(state.harness.threads().store().clone());
     let rows = window_rows(&store, who.as_deref(), days).map_err(ApiError::internal)?;
-    let text = report(&rows, &config.pricing, (days == 1).then(today));
-    Ok(Json(json!({"days": days, "rows": rows, "report": text})))
+    Ok(Json(report_json(&rows, &config, days)))
 }

@@ -81,6 +81,7 @@ impl ChatModel for TestModel {
                 input_tokens: 7,
                 output_tokens: 3,
                 total_tokens: 10,
+                ..Default::default()
             }),
             ..Default::default()
         };

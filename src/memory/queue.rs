@@ -53,8 +53,10 @@ pub const RETRY_AFTER: Duration = Duration::from_secs(60);
 /// it is dropped, logged.
 pub const MAX_ATTEMPTS: u32 = 6;
 
-/// Resolves the model for an update: `memory.model_name`, else the run's model.
-pub type ModelResolver = Arc<dyn Fn(Option<&str>) -> Option<Arc<dyn ChatModel>> + Send + Sync>;
+/// Resolves the model for a conversation's update: `memory.model_name`, else the run's model
+/// (`conversation.model_name`), metered for whoever the memory belongs to.
+pub type ModelResolver =
+    Arc<dyn Fn(&PendingConversation) -> Option<Arc<dyn ChatModel>> + Send + Sync>;
 
 /// The newest conversation of a thread (at most [`MAX_MESSAGES`] entries of at most
 /// [`MAX_MESSAGE_CHARS`] characters) as one user had it (thread id, user id: their own
@@ -553,7 +555,7 @@ impl MemoryQueue {
         messages: &[ConversationMessage],
     ) -> Result<(), Option<Duration>> {
         let model_name = conversation.model_name.as_deref();
-        let Some(model) = (self.inner.models)(model_name) else {
+        let Some(model) = (self.inner.models)(conversation) else {
             tracing::warn!(model = ?model_name, "No model for memory updates; set memory.model_name");
             return Ok(());
         };

@@ -29,6 +29,10 @@ pub(super) fn describe() {
         "antler_model_tokens_total",
         "Tokens used, by model and direction"
     );
+    describe_gauge!(
+        "antler_model_cost_total",
+        "Model calls' cost in pricing.currency, by model and kind of call (only increases)"
+    );
     describe_counter!("antler_tool_calls_total", "Tool calls, by tool");
     describe_counter!(
         "antler_webhook_deliveries_total",

@@ -225,6 +225,12 @@ pub fn model_tokens(model: &str, input: u64, output: u64) {
         .increment(output);
 }
 
+/// What a model call cost in `pricing.currency`, by model and kind of call. A gauge only
+/// increased: the metrics crate's counters count whole units, and costs are fractions.
+pub fn model_cost(model: &str, kind: &'static str, cost: f64) {
+    gauge!("antler_model_cost_total", "model" => model.to_owned(), "kind" => kind).increment(cost);
+}
+
 pub fn tool_call(tool: &str, failed: bool) {
     counter!("antler_tool_calls_total", "tool" => tool.to_owned()).increment(1);
     if failed {

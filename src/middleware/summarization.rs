@@ -17,7 +17,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 
 use crate::agent_api::{
-    DroppedMessagesSink, HookResult, Middleware, MiddlewareError, RunContext, RunEvent,
+    DroppedMessagesSink, HookResult, MeteredModel, Middleware, MiddlewareError, RunContext,
+    RunEvent, UsageKind,
 };
 use crate::config::summarization::{ContextMeasure, ContextSize, SummarizationConfig};
 use crate::middleware::dynamic_context::is_dynamic_context;
@@ -100,8 +101,8 @@ impl SummarizationMiddleware {
         })
     }
 
-    /// The summary, and what writing it cost (shown to the run's event stream as a
-    /// `Summarized` event, so the harness meters it like the run's own calls).
+    /// The summary; what writing it cost is shown to the run's event stream as a `Summarized`
+    /// event (recorded by the run's account through the metered model).
     async fn summarize(&self, older: &[Message], ctx: &RunContext) -> Result<String, ModelError> {
         let request = ModelRequest {
             messages: vec![Message::human(summary_prompt(
@@ -111,7 +112,14 @@ impl SummarizationMiddleware {
             .into(),
             ..Default::default()
         };
-        let mut stream = self.model.stream(&request).await?;
+        // Paid by the run's account: over budget the summary is skipped (the thread keeps
+        // its messages) and the run's next call stops at the budget.
+        let model = MeteredModel::for_run(
+            self.model.clone(),
+            ctx.meter.as_ref(),
+            UsageKind::Summarization,
+        );
+        let mut stream = model.stream(&request).await?;
         while let Some(event) = stream.next().await {
             if let ModelEvent::Completed(message) = event? {
                 if let Some(usage) = message.usage {

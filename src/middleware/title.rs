@@ -15,9 +15,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use crate::agent_api::RunContext;
 use crate::agent_api::shared::truncate_chars;
 use crate::agent_api::{HookResult, Middleware, MiddlewareError};
+use crate::agent_api::{MeteredModel, RunContext, UsageKind};
 use crate::config::schema::TitleConfig;
 use crate::model::background::TITLE_PROMPT_START;
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
@@ -220,7 +220,12 @@ impl Middleware for TitleMiddleware {
             .map(|ai| ai.content.as_str())
             .unwrap_or_default();
         let fallback = fallback_title(first, self.config.max_chars);
-        let title = match (&self.model, &self.sink) {
+        // Paid by the run's account like its own calls; over budget, no title call is made.
+        let model = self
+            .model
+            .clone()
+            .map(|model| MeteredModel::for_run(model, ctx.meter.as_ref(), UsageKind::Title));
+        let title = match (&model, &self.sink) {
             (None, _) => fallback,
             // The answer is complete: the thread gets the local title now and the model's one
             // when (if) it comes, so a slow or failing title model never holds the answer back.

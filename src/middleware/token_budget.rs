@@ -175,6 +175,7 @@ mod tests {
                 input_tokens: input,
                 output_tokens: output,
                 total_tokens: input + output,
+                ..Default::default()
             }),
             tool_calls: if with_call {
                 vec![ToolCall {

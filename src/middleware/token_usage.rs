@@ -95,6 +95,7 @@ mod tests {
                 input_tokens: total - 1,
                 output_tokens: 1,
                 total_tokens: total,
+                ..Default::default()
             }),
             ..Default::default()
         }));

@@ -193,6 +193,9 @@ impl EventDecoder {
         if let Some(output) = tokens("output_tokens") {
             self.usage.output_tokens = output;
         }
+        if let Some(cached) = tokens("cache_read_input_tokens") {
+            self.usage.cached_input_tokens = cached;
+        }
     }
 
     fn delta(&mut self, index: usize, delta: &Value) -> Option<ModelEvent> {

@@ -195,4 +195,5 @@ fn decoder_assembles_blocks_usage_and_stop_reason() {
         (usage.input_tokens, usage.output_tokens, usage.total_tokens),
         (15, 9, 24)
     );
+    assert_eq!(usage.cached_input_tokens, 3);
 }

@@ -218,6 +218,10 @@ pub enum ModelError {
     Provider { model: String, detail: String },
     #[error("the model call was cancelled")]
     Cancelled,
+    /// A budget (`budgets:`) of whoever pays for the call is spent; `notice` says which and
+    /// when it resets ("stopped: daily budget of $5.00 reached; resets at 00:00 UTC").
+    #[error("{notice}")]
+    BudgetExceeded { notice: String },
     #[error("model configuration error: {0}")]
     Config(String),
 }

@@ -117,6 +117,15 @@ struct WireUsage {
     completion_tokens: u64,
     #[serde(default)]
     total_tokens: u64,
+    /// `prompt_tokens_details.cached_tokens`: the prompt's part served from the cache.
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -252,6 +261,10 @@ impl SseDecoder for ChunkDecoder {
                 total_tokens: usage
                     .total_tokens
                     .max(usage.prompt_tokens + usage.completion_tokens),
+                cached_input_tokens: usage
+                    .prompt_tokens_details
+                    .and_then(|details| details.cached_tokens)
+                    .unwrap_or(0),
             });
         }
         let mut events = Vec::new();
@@ -324,7 +337,7 @@ mod tests {
                     json!({"choices": [{"delta": {}, "finish_reason": "tool_calls"}], "timings": {}}),
                 ),
                 data(
-                    json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}),
+                    json!({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7, "prompt_tokens_details": {"cached_tokens": 2}}}),
                 ),
                 sse_event("message", "[DONE]"),
             ],
@@ -341,6 +354,7 @@ mod tests {
         assert!(message.tool_calls[1].args_error.is_some());
         assert_eq!(message.finish_reason, Some(FinishReason::ToolCalls));
         assert_eq!(message.usage.unwrap().total_tokens, 7);
+        assert_eq!(message.usage.unwrap().cached_input_tokens, 2);
         assert_eq!(message.reasoning.as_deref(), Some("hmm"));
     }
 

@@ -205,6 +205,7 @@ fn completed(content: String, tool_calls: Vec<ToolCall>) -> AiMessage {
             input_tokens: 10,
             output_tokens: 5,
             total_tokens: 15,
+            ..Default::default()
         }),
         ..Default::default()
     }

@@ -320,6 +320,9 @@ fn child_context(parent: &RunContext, agent: &Agent, events: EventSink) -> RunCo
     ctx.cancel = parent.cancel.child_token();
     ctx.events = events;
     ctx.background = parent.background.clone();
+    // The parent's account pays, so the parent's budget stops the sub-agent too.
+    ctx.meter = parent.meter.clone();
+    ctx.usage_kind = crate::agent_api::UsageKind::Subagent;
     ctx
 }
 
@@ -360,11 +363,19 @@ impl Watch {
                     });
                 }
                 RunEvent::Finished { .. } => break,
+                // A budget warning one of its calls claimed is the parent's to show.
+                event @ RunEvent::Custom { .. } if is_budget_warning(&event) => {
+                    self.parent.emit(event)
+                }
                 _ => {}
             }
         }
         watched
     }
+}
+
+fn is_budget_warning(event: &RunEvent) -> bool {
+    matches!(event, RunEvent::Custom { name, .. } if name == crate::agent_api::metering::BUDGET_WARNING_EVENT)
 }
 
 /// How a sub-agent's run ended.

@@ -165,6 +165,7 @@ mod tests {
                 input_tokens: 3,
                 output_tokens: 4,
                 total_tokens: 7,
+                ..Default::default()
             },
         );
         let meta = done.metadata();

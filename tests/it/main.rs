@@ -7,6 +7,7 @@
 mod agents;
 mod approvals;
 mod architecture;
+mod budgets;
 mod chain;
 mod channels;
 mod chat_cli;

@@ -18,6 +18,7 @@ fn spend(text: &str, total: u64) -> ScriptedTurn {
             input_tokens: total - 10,
             output_tokens: 10,
             total_tokens: total,
+            ..Default::default()
         }),
         ..Default::default()
     })
@@ -42,8 +43,10 @@ async fn a_user_over_the_daily_budget_is_refused_without_a_model_call() {
         ..AppConfig::default()
     };
     config.budgets.default_daily_tokens = Some(100);
-    config.budgets.users.insert("bob".into(), 10_000);
+    config.budgets.users.insert("bob".into(), 10_000.into());
     config.admins.push("root".into());
+    // Titles are metered too (`title` rows, in the background): this test counts runs' calls.
+    config.title.enabled = false;
     let model = Arc::new(ScriptedModel::new(
         "scripted",
         [
@@ -89,18 +92,21 @@ async fn a_user_over_the_daily_budget_is_refused_without_a_model_call() {
     let usage = UsageStore::new(store);
     assert_eq!(usage.tokens_on("alice", today()).unwrap(), 150);
     let bob = usage.rows(Some("bob"), Some(today())).unwrap();
-    assert_eq!(bob.len(), 1, "one record per user, day and model");
-    assert_eq!((bob[0].model.as_str(), bob[0].totals.runs), ("scripted", 2));
+    assert_eq!(bob.len(), 1, "one record per user, day, model and kind");
+    assert_eq!(
+        (bob[0].model.as_str(), bob[0].totals.calls),
+        ("scripted", 2)
+    );
     assert_eq!(bob[0].totals.total_tokens, 140);
 
-    let admin = usage_text(&usage, &config, "root", true).unwrap();
+    let admin = usage_text(&usage, &config, "root", true, &|_| None).unwrap();
     assert!(admin.contains("alice scripted: 150 tokens"), "{admin}");
     assert!(admin.contains("bob scripted: 140 tokens"), "{admin}");
     assert!(admin.contains("Total: 290 tokens"), "{admin}");
-    let own = usage_text(&usage, &config, "bob", false).unwrap();
+    let own = usage_text(&usage, &config, "bob", false, &|_| None).unwrap();
     assert!(!own.contains("alice"), "{own}");
     assert!(
-        own.contains("Daily budget: 10,000 tokens, 9,860 left"),
+        own.contains("Daily budget: 10,000 tokens, 9,860 tokens left"),
         "{own}"
     );
 }

@@ -225,6 +225,9 @@ fn set_channel(state: &mut ThreadState, index: usize, value: &RawValue) -> Resul
 /// each through a `Value` tree was most of a fold's cost after the messages).
 #[derive(Deserialize)]
 #[serde(rename_all = "snake_case")]
+// `Put` is nearly every record and each is moved into the state at once: boxing the message
+// would cost an allocation per message folded to save stack space no one holds for long.
+#[allow(clippy::large_enum_variant)]
 enum FoldRecord {
     Put { slot: u64, message: Message },
     Remove { slots: Vec<u64> },

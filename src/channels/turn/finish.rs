@@ -91,6 +91,9 @@ pub(super) fn compose(streamed: &Streamed, paths: &ThreadPaths) -> Answer {
             files.unresolved.join(", ")
         ));
     }
+    for notice in &streamed.notices {
+        text.push_str(&format!("\n\n({notice})"));
+    }
     Answer {
         text,
         attachments: files.attachments,

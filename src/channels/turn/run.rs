@@ -7,6 +7,7 @@ use antler_channel::ChatKey;
 
 use crate::agent::RunOutcome;
 use crate::agent_api::approval::ApprovalRequest;
+use crate::agent_api::metering::BUDGET_WARNING_EVENT;
 use crate::agent_api::{RunEvent, StopReason};
 use crate::channels::deps::TurnDeps;
 use crate::channels::runtime::ChannelRuntime;
@@ -29,6 +30,8 @@ pub(super) struct Streamed {
     pub(super) error: Option<String>,
     /// The request a parked run (`awaiting_approval`) is waiting on.
     pub(super) approval: Option<ApprovalRequest>,
+    /// Budget warnings (80 %) the run's calls gave, shown after the answer.
+    pub(super) notices: Vec<String>,
 }
 
 impl Streamed {
@@ -82,6 +85,7 @@ pub(super) async fn stream(
     let mut ticker = tokio::time::interval(TICK);
     let mut error = None;
     let mut approval = None;
+    let mut notices = Vec::new();
     loop {
         tokio::select! {
             event = handle.events.recv() => match event {
@@ -91,6 +95,9 @@ pub(super) async fn stream(
                 Some(RunEvent::ToolFinished { .. }) => status.set_progress(None),
                 Some(RunEvent::Error { message, .. }) => error = Some(message),
                 Some(RunEvent::ApprovalRequested(request)) => approval = Some(*request),
+                Some(RunEvent::Custom { name, data }) if name == BUDGET_WARNING_EVENT => {
+                    notices.extend(data["message"].as_str().map(str::to_string));
+                }
                 Some(event) => status.apply_progress(&event),
             },
             // Another instance took the chat over: stop at once, it runs the turn again.
@@ -117,5 +124,6 @@ pub(super) async fn stream(
         text: status.text().to_string(),
         error,
         approval,
+        notices,
     }
 }

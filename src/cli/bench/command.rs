@@ -87,6 +87,12 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 200)]
         iterations: usize,
     },
+    /// What metering and budget checks add per model call (the check and the records alone,
+    /// and a turn with the run's account on and off); prints p50/p99 and CPU.
+    Meter {
+        #[arg(long, default_value_t = 5000)]
+        iterations: usize,
+    },
 }
 
 /// Runs one benchmark and prints its report on stdout.
@@ -156,6 +162,9 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 .to_string()
         }
         BenchCommand::Sandbox { iterations } => sandbox(iterations).await?,
+        BenchCommand::Meter { iterations } => crate::cli::bench::meter::meter(iterations)
+            .await?
+            .to_string(),
     };
     println!("{report}");
     Ok(())

@@ -7,6 +7,7 @@
 
 pub mod command;
 pub mod daemon;
+pub mod meter;
 
 use std::fmt;
 use std::path::PathBuf;

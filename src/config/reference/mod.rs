@@ -157,7 +157,7 @@ mod tests {
             "| `token_usage.enabled` | boolean | `true` |",
             "| `tool_search.enabled` | boolean | `false` |",
             "| `summarization.keep.type` | one of `tokens`, `messages`, `fraction` | `messages` |",
-            "| `pricing.<name>.input_per_million` | number | `0.0` |",
+            "| `pricing` | map of `currency`, `models` or map of name → map of `cached_input`, `input`, `output` |",
             "| `channels.discord.reactions` | boolean or map of `done`, `failed`, `received` |",
         ] {
             assert!(text.contains(expected), "missing {expected:?} in:\n{text}");

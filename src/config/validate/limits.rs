@@ -130,14 +130,12 @@ fn check_summarization(config: &AppConfig, problems: &mut Problems) {
     );
 }
 
-/// Prices feed `/usage`'s costs; a negative one would subtract.
+/// Prices turn tokens into money and budgets stop runs: a negative price would subtract, a
+/// zero budget would refuse every call.
 fn check_pricing(config: &AppConfig, problems: &mut Problems) {
-    for (key, price) in &config.pricing {
-        problems.require(
-            price.input_per_million >= 0.0 && price.output_per_million >= 0.0,
-            format!("pricing.{key}"),
-            "prices must not be negative (USD per million tokens)",
-        );
+    let found = config.pricing.problems().into_iter();
+    for (key, message) in found.chain(config.budgets.problems()) {
+        problems.require(false, key, message);
     }
 }
 

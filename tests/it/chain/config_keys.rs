@@ -116,6 +116,7 @@ async fn token_budget_enabled_builds_the_budget_into_the_lead_agent() {
                 input_tokens: 1400,
                 output_tokens: 100,
                 total_tokens: 1500,
+                ..Default::default()
             }),
             ..Default::default()
         };

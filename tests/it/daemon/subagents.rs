@@ -113,9 +113,14 @@ async fn a_successful_task_streams_its_events_and_counts_its_tokens() {
     assert!(!sub["messages"].to_string().contains("how many files?"));
 
     let usage = daemon.get_json("/api/usage", TOKEN_A).await;
+    let kinds = &usage["kinds"];
     assert_eq!(
-        usage["rows"][0]["total_tokens"], 150,
-        "lead 30 + sub-agent 120: {usage}"
+        (
+            kinds["lead"]["total_tokens"].as_u64(),
+            kinds["subagent"]["total_tokens"].as_u64()
+        ),
+        (Some(30), Some(120)),
+        "the lead's calls and the sub-agent's, apart from the title's: {usage}"
     );
 }
 

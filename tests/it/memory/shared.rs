@@ -11,7 +11,7 @@ use antler::config::{AppConfig, ConfigHandle, MemoryConfig, ModelConfig};
 use antler::harness::{Harness, RunRequest, Speaker};
 use antler::memory::{Fact, FactCategory, MemoryScope, WriteSource};
 use antler::model::{ModelRegistry, ScriptedModel, ScriptedTurn};
-use antler::usage::{UsageStore, window_rows};
+use antler::usage::{UsageKind, UsageStore, window_rows};
 use antler_store::MemoryStore;
 use antler_store::messages::{AiMessage, HumanMessage, Message, Usage};
 use serde_json::json;
@@ -105,6 +105,7 @@ fn spend(text: &str, total: u64) -> ScriptedTurn {
             input_tokens: total - 10,
             output_tokens: 10,
             total_tokens: total,
+            ..Default::default()
         }),
         ..Default::default()
     })
@@ -182,8 +183,9 @@ async fn each_turn_is_its_speakers_and_the_history_is_everyones() {
     let usage = UsageStore::new(harness.threads().store().clone());
     let rows = window_rows(&usage, None, 1).unwrap();
     let tokens = |user: &str| -> u64 {
+        // The turns' own calls: titles and memory updates are metered apart.
         rows.iter()
-            .filter(|row| row.user_id == user)
+            .filter(|row| row.user_id == user && row.kind == UsageKind::Lead)
             .map(|row| row.totals.total_tokens)
             .sum()
     };

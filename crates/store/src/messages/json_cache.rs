@@ -246,6 +246,7 @@ mod tests {
                 input_tokens: 3,
                 output_tokens: 4,
                 total_tokens: 7,
+                ..Default::default()
             });
             ai.finish_reason = Some(FinishReason::Stop);
             ai.model = Some("gpt-x".into());

@@ -249,6 +249,8 @@ export class Conversation {
         if (lead.reply) turn.note(lead.reply);
         return;
       }
+      // A budget at 80 % (`budgets:`): a note in the conversation, like a command's reply.
+      case "budget_warning": if (data.data && data.data.message) turn.note(data.data.message); return;
       default: turn.custom(String(data.type || "event"), data.data);
     }
   }
