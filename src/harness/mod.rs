@@ -36,6 +36,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use tracing::Instrument;
+
 use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
 use crate::cluster::Cluster;
 use crate::config::ProcessEnv;
@@ -355,6 +357,13 @@ impl Harness {
         ctx.cancel = cancel.clone();
         ctx.events = events;
         ctx.background = self.inner.background.clone();
+        // The run's span: a child of the inbound message's or API request's span, when traced.
+        let span = crate::telemetry::spans::run(
+            ctx.agent_name.as_deref().unwrap_or("lead"),
+            &thread_id,
+            Some(ctx.options.channel_name.as_deref().unwrap_or("api")),
+            &ctx.users.speaker,
+        );
         let task = run_task::RunTask {
             agent: lead.agent,
             subagents: lead.subagent_tasks,
@@ -367,7 +376,7 @@ impl Harness {
             usage: UsageStore::new(self.inner.threads.store().clone()),
             guard,
         };
-        let outcome = self.inner.tracker.spawn(task.run());
+        let outcome = self.inner.tracker.spawn(task.run().instrument(span));
         Ok(RunHandle {
             run_id,
             thread_id,

@@ -55,6 +55,7 @@ impl RunTask {
             }
         }
         meter.save(&self.usage, &self.ctx.users.speaker);
+        crate::telemetry::spans::record_stop_current(outcome.stop);
         finish_run(&self.threads, &self.ctx.thread_id, outcome.stop);
         drop(self.guard);
         if let Some(finished) = finished {

@@ -52,6 +52,7 @@ mod example_daemon;
 mod feishu;
 mod oauth;
 mod openai;
+mod otel_collector;
 pub mod postgres;
 mod reply;
 mod slack;
@@ -98,6 +99,7 @@ pub use template::{assert_strict_alternation, check_strict_alternation};
 pub use transcription::{
     FAKE_TRANSCRIPT, FakeTranscription, TranscriptionReply, TranscriptionRequest, VOICE_NOTE_OGG,
 };
+pub use otel_collector::{CollectedExport, CollectedSpan, FakeCollector};
 pub use webhook_sign::{antler_headers, antler_signature, github_signature};
 
 /// Serves `router` on an ephemeral port of 127.0.0.1 for the rest of the test's runtime.
