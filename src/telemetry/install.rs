@@ -65,6 +65,19 @@ pub fn install(
 ) -> Result<TelemetryGuard, TelemetryError> {
     let exporter = export::span_exporter(otlp, tokio::runtime::Handle::current())?;
     let provider = provider(exporter, otlp);
+    subscriber(fmt, filter, &provider)
+        .try_init()
+        .map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
+    set_enabled(telemetry.include_content);
+    Ok(TelemetryGuard { provider })
+}
+
+/// The log formatter and the OTLP layer over one registry.
+pub(crate) fn subscriber(
+    fmt: Box<dyn Layer<Registry> + Send + Sync>,
+    filter: EnvFilter,
+    provider: &SdkTracerProvider,
+) -> impl tracing::Subscriber + Send + Sync + 'static {
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("antler"))
         .with_location(false)
@@ -75,10 +88,6 @@ pub fn install(
     tracing_subscriber::registry()
         .with(fmt.with_filter(log_filter(filter)))
         .with(otel)
-        .try_init()
-        .map_err(|e| TelemetryError::Subscriber(e.to_string()))?;
-    set_enabled(telemetry.include_content);
-    Ok(TelemetryGuard { provider })
 }
 
 /// The log filter with antler's spans on (so log lines inside a run show its trace id) and the

@@ -8,6 +8,8 @@
 mod export;
 mod install;
 pub mod spans;
+#[cfg(test)]
+mod tests;
 
 pub use export::traces_url;
 pub use install::{TelemetryError, TelemetryGuard, install};

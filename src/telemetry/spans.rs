@@ -260,3 +260,10 @@ pub fn record_stop_current(stop: StopReason) {
         record_stop(&Span::current(), stop);
     }
 }
+
+/// A span as the constructors make it, without the global "enabled" switch (unit tests run
+/// under a scoped subscriber).
+#[cfg(test)]
+pub(crate) fn otel_span_for_test(name: &str) -> Span {
+    otel_span!("test", "{name}")
+}

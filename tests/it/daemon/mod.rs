@@ -31,6 +31,7 @@ mod systemd;
 mod usage;
 mod users;
 mod web_chat;
+mod otel_traces;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
