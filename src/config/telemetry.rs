@@ -169,8 +169,10 @@ mod tests {
     fn telemetry_header_names_are_checked_but_values_never_shown() {
         let mut config = otlp("http://127.0.0.1:4318", 1.0);
         if let Some(otlp) = config.otlp.as_mut() {
-            otlp.headers.insert("Bad Header".into(), "Basic c2VjcmV0".into());
-            otlp.headers.insert("Authorization".into(), "Basic c2VjcmV0".into());
+            otlp.headers
+                .insert("Bad Header".into(), "Basic c2VjcmV0".into());
+            otlp.headers
+                .insert("Authorization".into(), "Basic c2VjcmV0".into());
         }
         let found = problems(&config);
         assert_eq!(found.len(), 1, "{found:?}");

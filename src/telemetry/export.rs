@@ -113,7 +113,9 @@ async fn read_capped(mut response: reqwest::Response) -> Result<Bytes, HttpError
     let mut body = Vec::new();
     while let Some(chunk) = response.chunk().await? {
         if body.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Err(format!("the collector's answer is over {MAX_RESPONSE_BYTES} bytes").into());
+            return Err(
+                format!("the collector's answer is over {MAX_RESPONSE_BYTES} bytes").into(),
+            );
         }
         body.extend_from_slice(&chunk);
     }
@@ -154,9 +156,7 @@ impl<E: SpanExporter + 'static> SpanExporter for RuntimeExporter<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
         let inner = self.inner.clone();
         // The task is awaited right here: the batch processor's thread blocks on this future.
-        let task = self
-            .runtime
-            .spawn(async move { inner.export(batch).await });
+        let task = self.runtime.spawn(async move { inner.export(batch).await });
         let result = match task.await {
             Ok(result) => result,
             Err(join) => Err(OTelSdkError::InternalFailure(join.to_string())),

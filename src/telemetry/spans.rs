@@ -159,7 +159,10 @@ pub fn tool_call(call: &ToolCall) -> Span {
     span.set_attribute("gen_ai.tool.call.id", call.id.clone());
     span.set_attribute("gen_ai.tool.type", "function");
     if include_content() {
-        span.set_attribute("gen_ai.tool.call.arguments", truncated(call.args.to_string()));
+        span.set_attribute(
+            "gen_ai.tool.call.arguments",
+            truncated(call.args.to_string()),
+        );
     }
     span
 }
@@ -173,7 +176,10 @@ pub fn record_tool_result(span: &Span, result: &ToolMessage) {
         span.set_status(Status::error("the tool call failed"));
     }
     if include_content() {
-        span.set_attribute("gen_ai.tool.call.result", truncated(result.content.to_string()));
+        span.set_attribute(
+            "gen_ai.tool.call.result",
+            truncated(result.content.to_string()),
+        );
     }
 }
 

@@ -109,12 +109,12 @@ fn a_child_span_shares_its_runs_trace() {
         let _entered = run.enter();
         let _tool = otel_span_for_test("execute_tool ls").entered();
     });
-    let run = spans.iter().find(|s| s.name == "invoke_agent lead").unwrap();
+    let run = spans
+        .iter()
+        .find(|s| s.name == "invoke_agent lead")
+        .unwrap();
     let tool = spans.iter().find(|s| s.name == "execute_tool ls").unwrap();
-    assert_eq!(
-        tool.span_context.trace_id(),
-        run.span_context.trace_id()
-    );
+    assert_eq!(tool.span_context.trace_id(), run.span_context.trace_id());
     assert_eq!(tool.parent_span_id, run.span_context.span_id());
 }
 
@@ -206,6 +206,9 @@ async fn exports_from_the_batch_thread_run_on_the_tokio_runtime() {
         .unwrap();
     drop(server);
     assert!(head.starts_with("POST /v1/traces HTTP/1.1"), "{head}");
-    assert!(head.to_ascii_lowercase().contains("x-test-header: present"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("x-test-header: present"),
+        "{head}"
+    );
     assert!(head.contains("application/x-protobuf"), "{head}");
 }

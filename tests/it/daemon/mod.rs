@@ -19,6 +19,7 @@ mod locate;
 mod mcp_api;
 mod metrics;
 mod model_trouble;
+mod otel_traces;
 mod prompt_budget;
 mod reload;
 mod run_errors;
@@ -31,7 +32,6 @@ mod systemd;
 mod usage;
 mod users;
 mod web_chat;
-mod otel_traces;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -80,7 +80,10 @@ async fn a_run_reaches_the_collector_as_one_trace_of_genai_spans_without_content
     let collector = FakeCollector::start().await;
     let fake = FakeOpenAi::start().await;
     script(&fake);
-    let setup = Setup::new(&fake.base_url(), &telemetry_yaml(&collector.endpoint(), false));
+    let setup = Setup::new(
+        &fake.base_url(),
+        &telemetry_yaml(&collector.endpoint(), false),
+    );
     let log = setup.dir.path().join("daemon.log");
     let daemon = start(&setup, &log);
     let thread = daemon.create_thread(TOKEN_A).await;
@@ -134,7 +137,10 @@ async fn a_run_reaches_the_collector_as_one_trace_of_genai_spans_without_content
     assert_eq!(first.attribute("gen_ai.operation.name"), Some("chat"));
     assert_eq!(first.attribute("gen_ai.request.model"), Some("fake-model"));
     assert_eq!(first.attribute("gen_ai.provider.name"), Some("openai"));
-    assert!(first.attribute("gen_ai.response.model").is_some(), "{first:?}");
+    assert!(
+        first.attribute("gen_ai.response.model").is_some(),
+        "{first:?}"
+    );
     assert_eq!(first.attribute("gen_ai.usage.output_tokens"), Some("5"));
     assert_eq!(
         first.attribute("gen_ai.response.finish_reasons"),
@@ -155,7 +161,13 @@ async fn a_run_reaches_the_collector_as_one_trace_of_genai_spans_without_content
         let decoded = format!("{:?}", export.request);
         let raw = String::from_utf8_lossy(&export.body);
         for secret in [
-            "PELICAN", "OSTRICH", "FLAMINGO", "GIRAFFE", "alice", "user-data", "b3RlbDpzZWNyZXQ",
+            "PELICAN",
+            "OSTRICH",
+            "FLAMINGO",
+            "GIRAFFE",
+            "alice",
+            "user-data",
+            "b3RlbDpzZWNyZXQ",
         ] {
             assert!(!decoded.contains(secret), "{secret} exported: {decoded}");
             assert!(!raw.contains(secret), "{secret} in the raw export");
@@ -175,7 +187,10 @@ async fn include_content_puts_the_messages_into_the_spans() {
     let collector = FakeCollector::start().await;
     let fake = FakeOpenAi::start().await;
     script(&fake);
-    let setup = Setup::new(&fake.base_url(), &telemetry_yaml(&collector.endpoint(), true));
+    let setup = Setup::new(
+        &fake.base_url(),
+        &telemetry_yaml(&collector.endpoint(), true),
+    );
     let log = setup.dir.path().join("daemon.log");
     let daemon = start(&setup, &log);
     let thread = daemon.create_thread(TOKEN_A).await;
@@ -193,7 +208,10 @@ async fn include_content_puts_the_messages_into_the_spans() {
         .filter_map(|span| span.attribute("gen_ai.output.messages"))
         .collect();
     assert!(inputs.contains("PELICAN"), "{inputs}");
-    assert!(inputs.contains("OSTRICH"), "the sub-agent's prompt: {inputs}");
+    assert!(
+        inputs.contains("OSTRICH"),
+        "the sub-agent's prompt: {inputs}"
+    );
     assert!(outputs.contains("GIRAFFE"), "{outputs}");
     assert!(outputs.contains("FLAMINGO"), "{outputs}");
     let ls = named(&spans, "execute_tool ls");
@@ -227,7 +245,11 @@ async fn a_collector_that_is_down_costs_the_run_nothing_and_is_logged_once() {
 
     daemon.signal("TERM");
     let code = daemon.wait_exit(Duration::from_secs(20));
-    assert_eq!(code, Some(0), "the daemon exits promptly with the collector down");
+    assert_eq!(
+        code,
+        Some(0),
+        "the daemon exits promptly with the collector down"
+    );
     let logs = std::fs::read_to_string(&log).unwrap();
     assert_eq!(logs.matches(WARNING).count(), 1, "{logs}");
     assert!(logs.contains("telemetry.otlp.endpoint"), "{logs}");

@@ -83,6 +83,7 @@ pub use feishu::{
 };
 pub use oauth::{AuthProxy, FakeTokenEndpoint};
 pub use openai::FakeOpenAi;
+pub use otel_collector::{CollectedExport, CollectedSpan, FakeCollector};
 pub use reply::{Gate, Reply};
 pub use slack::{
     ConnectionInfo, EnvelopeInfo, FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_BOT_USER,
@@ -99,7 +100,6 @@ pub use template::{assert_strict_alternation, check_strict_alternation};
 pub use transcription::{
     FAKE_TRANSCRIPT, FakeTranscription, TranscriptionReply, TranscriptionRequest, VOICE_NOTE_OGG,
 };
-pub use otel_collector::{CollectedExport, CollectedSpan, FakeCollector};
 pub use webhook_sign::{antler_headers, antler_signature, github_signature};
 
 /// Serves `router` on an ephemeral port of 127.0.0.1 for the rest of the test's runtime.
