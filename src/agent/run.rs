@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::join_all;
-
 use tracing::Instrument;
 
 use crate::agent::Agent;

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-
 use tracing::Instrument;
 
 use crate::agent_api::{RunContext, RunEvent, ToolContext, ToolError, ToolRef};

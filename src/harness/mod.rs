@@ -36,8 +36,6 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use tracing::Instrument;
-
 use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
 use crate::cluster::Cluster;
 use crate::config::ProcessEnv;
@@ -357,13 +355,8 @@ impl Harness {
         ctx.cancel = cancel.clone();
         ctx.events = events;
         ctx.background = self.inner.background.clone();
-        // The run's span: a child of the inbound message's or API request's span, when traced.
-        let span = crate::telemetry::spans::run(
-            ctx.agent_name.as_deref().unwrap_or("lead"),
-            &thread_id,
-            Some(ctx.options.channel_name.as_deref().unwrap_or("api")),
-            &ctx.users.speaker,
-        );
+        // A child of the inbound message's or API request's span, when traced.
+        let span = crate::telemetry::spans::run_of(&ctx);
         let task = run_task::RunTask {
             agent: lead.agent,
             subagents: lead.subagent_tasks,
@@ -376,7 +369,10 @@ impl Harness {
             usage: UsageStore::new(self.inner.threads.store().clone()),
             guard,
         };
-        let outcome = self.inner.tracker.spawn(task.run().instrument(span));
+        let outcome = self
+            .inner
+            .tracker
+            .spawn(tracing::Instrument::instrument(task.run(), span));
         Ok(RunHandle {
             run_id,
             thread_id,

@@ -15,7 +15,6 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-
 use tracing::Instrument;
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};

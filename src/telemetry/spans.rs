@@ -68,6 +68,20 @@ pub fn run(agent: &str, thread_id: &str, channel: Option<&str>, user_id: &str) -
     span
 }
 
+/// [`run`] for a lead run's context: its custom agent (or `lead`), thread, channel (`api` for
+/// HTTP, web chat and console runs) and speaker.
+pub fn run_of(ctx: &crate::agent_api::RunContext) -> Span {
+    if !enabled() {
+        return Span::none();
+    }
+    run(
+        ctx.agent_name.as_deref().unwrap_or("lead"),
+        &ctx.thread_id,
+        Some(ctx.options.channel_name.as_deref().unwrap_or("api")),
+        &ctx.users.speaker,
+    )
+}
+
 /// A sub-agent's run: `invoke_agent {type}`, a child of the `task` tool's span.
 pub fn subagent(subagent_type: &str, thread_id: &str) -> Span {
     if !enabled() {

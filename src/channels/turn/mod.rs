@@ -21,7 +21,6 @@ mod spoken;
 mod voice;
 
 use antler_channel::{ChatKey, InboundMessage};
-
 use tracing::Instrument;
 
 use crate::agent_api::StopReason;
