@@ -356,7 +356,7 @@ impl Harness {
         ctx.events = events;
         ctx.background = self.inner.background.clone();
         // A child of the inbound message's or API request's span, when traced.
-        let span = crate::telemetry::spans::run_of(&ctx);
+        let span = ctx.trace_span();
         let task = run_task::RunTask {
             agent: lead.agent,
             subagents: lead.subagent_tasks,

@@ -55,7 +55,8 @@ impl RunTask {
             }
         }
         meter.save(&self.usage, &self.ctx.users.speaker);
-        crate::telemetry::spans::record_stop_current(outcome.stop);
+        let failed = outcome.stop == StopReason::Error;
+        crate::telemetry::spans::record_stop_current(outcome.stop.as_str(), failed);
         finish_run(&self.threads, &self.ctx.thread_id, outcome.stop);
         drop(self.guard);
         if let Some(finished) = finished {

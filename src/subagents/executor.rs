@@ -195,7 +195,8 @@ impl SubagentRunner {
                     }
                 };
                 let ((outcome, timed_out), watched) = tokio::join!(run, watch.forward(receiver));
-                crate::telemetry::spans::record_stop(&stopped_span, outcome.stop);
+                let failed = outcome.stop == StopReason::Error;
+                crate::telemetry::spans::record_stop(&stopped_span, outcome.stop.as_str(), failed);
                 let ended = Ended { outcome, timed_out, timeout, watched, model: model_name };
                 let report = report(&task_id, &subagent_type, ended);
                 parent_events.emit(report.event());

@@ -14,7 +14,6 @@ use tracing::Span;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::agent_api::StopReason;
 use crate::config::AppConfig;
 use crate::model::ModelRequest;
 use crate::telemetry::{SPAN_TARGET, enabled, include_content};
@@ -68,20 +67,6 @@ pub fn run(agent: &str, thread_id: &str, channel: Option<&str>, user_id: &str) -
     span
 }
 
-/// [`run`] for a lead run's context: its custom agent (or `lead`), thread, channel (`api` for
-/// HTTP, web chat and console runs) and speaker.
-pub fn run_of(ctx: &crate::agent_api::RunContext) -> Span {
-    if !enabled() {
-        return Span::none();
-    }
-    run(
-        ctx.agent_name.as_deref().unwrap_or("lead"),
-        &ctx.thread_id,
-        Some(ctx.options.channel_name.as_deref().unwrap_or("api")),
-        &ctx.users.speaker,
-    )
-}
-
 /// A sub-agent's run: `invoke_agent {type}`, a child of the `task` tool's span.
 pub fn subagent(subagent_type: &str, thread_id: &str) -> Span {
     if !enabled() {
@@ -95,13 +80,14 @@ pub fn subagent(subagent_type: &str, thread_id: &str) -> Span {
     span
 }
 
-/// How a run (or sub-agent) ended: `antler.stop_reason`, and error status when it failed.
-pub fn record_stop(span: &Span, stop: StopReason) {
+/// How a run (or sub-agent) ended: `antler.stop_reason` (a `StopReason`'s name), and error
+/// status when it `failed`.
+pub fn record_stop(span: &Span, stop_reason: &'static str, failed: bool) {
     if span.is_disabled() {
         return;
     }
-    span.set_attribute("antler.stop_reason", stop.as_str());
-    if stop == StopReason::Error {
+    span.set_attribute("antler.stop_reason", stop_reason);
+    if failed {
         span.set_status(Status::error("the run failed"));
     }
 }
@@ -255,11 +241,12 @@ fn finish_reason(reason: &FinishReason) -> &str {
 }
 
 /// A model error's kind, never its text (a provider's message may quote the prompt).
-fn error_kind(error: &crate::model::ModelError) -> String {
-    format!(
-        "model call failed: {}",
-        crate::agent_api::ErrorCode::of_model_error(error).as_str()
-    )
+fn error_kind(error: &crate::model::ModelError) -> &'static str {
+    use crate::model::ModelError;
+    match error {
+        ModelError::Cancelled => "model call cancelled",
+        _ => "model call failed",
+    }
 }
 
 fn truncated(mut text: String) -> String {
@@ -275,9 +262,9 @@ fn truncated(mut text: String) -> String {
 }
 
 /// [`record_stop`] on the span the caller runs in (the run task's own span).
-pub fn record_stop_current(stop: StopReason) {
+pub fn record_stop_current(stop_reason: &'static str, failed: bool) {
     if enabled() {
-        record_stop(&Span::current(), stop);
+        record_stop(&Span::current(), stop_reason, failed);
     }
 }
 

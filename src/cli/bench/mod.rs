@@ -187,7 +187,7 @@ async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Seri
             .run(ThreadState::default(), vec![Message::human("hi")], &ctx)
             .instrument(span.clone())
             .await;
-        crate::telemetry::spans::record_stop(&span, outcome.stop);
+        crate::telemetry::spans::record_stop(&span, outcome.stop.as_str(), false);
         let elapsed = started.elapsed();
         if let Some(error) = outcome.error {
             return Err(BenchError::Turn(error.message));
