@@ -90,12 +90,14 @@ pub(crate) fn subscriber(
         .with(otel)
 }
 
-/// The log filter with antler's spans on (so log lines inside a run show its trace id) and the
-/// SDK's own per-batch complaints off (the exporter logs an unreachable collector once).
+/// The log filter with the roots of antler's traces on (so log lines inside a run show its trace
+/// id), their children off (nothing to format per model or tool call), and the SDK's own
+/// per-batch complaints off (the exporter logs an unreachable collector once).
 fn log_filter(filter: EnvFilter) -> EnvFilter {
     let mut filter = filter;
     for directive in [
-        "antler::otel=info",
+        "antler::otel=off",
+        "antler::otel::root=info",
         "opentelemetry_sdk=off",
         "opentelemetry_otlp=off",
         "opentelemetry=off",

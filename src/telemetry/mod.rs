@@ -20,6 +20,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// spans (hyper, tonic, sled) never reach a collector.
 pub const SPAN_TARGET: &str = "antler::otel";
 
+/// The target of a span that starts a trace (under [`SPAN_TARGET`]): the only spans the log
+/// formatter is shown, for their `trace_id` field.
+pub const ROOT_TARGET: &str = "antler::otel::root";
+
 /// Set once, when the OTLP layer is installed (the global subscriber cannot change later).
 static ENABLED: AtomicBool = AtomicBool::new(false);
 /// `telemetry.include_content` as it was at start.

@@ -16,7 +16,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::config::AppConfig;
 use crate::model::ModelRequest;
-use crate::telemetry::{SPAN_TARGET, enabled, include_content};
+use crate::telemetry::{ROOT_TARGET, SPAN_TARGET, enabled, include_content};
 use antler_store::messages::{AiMessage, FinishReason, Message, ToolCall, ToolMessage, ToolStatus};
 
 /// The longest content attribute, in bytes (cut at a character boundary).
@@ -29,17 +29,20 @@ const MAX_INPUT_MESSAGES: usize = 20;
 /// field, so every log line inside it shows the id (text and JSON).
 macro_rules! otel_span {
     ($kind:literal, $($name:tt)+) => {{
-        let root = !opentelemetry::Context::current().has_active_span();
-        let span = tracing::info_span!(
-            target: SPAN_TARGET,
-            $kind,
-            otel.name = %format_args!($($name)+),
-            trace_id = Empty,
-        );
-        if root {
+        if opentelemetry::Context::current().has_active_span() {
+            tracing::info_span!(target: SPAN_TARGET, $kind, otel.name = %format_args!($($name)+))
+        } else {
+            // The log formatter sees only roots (ROOT_TARGET): a line inside a child shows
+            // its root's trace id, and children cost the formatter nothing.
+            let span = tracing::info_span!(
+                target: ROOT_TARGET,
+                $kind,
+                otel.name = %format_args!($($name)+),
+                trace_id = Empty,
+            );
             record_trace_id(&span);
+            span
         }
-        span
     }};
 }
 
