@@ -84,7 +84,9 @@ pub(crate) fn subscriber(
         .with_threads(false)
         .with_target(false)
         .with_level(false)
-        .with_filter(Targets::new().with_target(SPAN_TARGET, tracing::Level::TRACE));
+        // INFO, the spans' level, not TRACE: the subscriber's max level (and the `log` bridge's)
+        // stays what the log filter asks for, so debug and trace callsites stay off.
+        .with_filter(Targets::new().with_target(SPAN_TARGET, tracing::Level::INFO));
     tracing_subscriber::registry()
         .with(fmt.with_filter(log_filter(filter)))
         .with(otel)
