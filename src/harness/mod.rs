@@ -355,7 +355,6 @@ impl Harness {
         ctx.cancel = cancel.clone();
         ctx.events = events;
         ctx.background = self.inner.background.clone();
-        // A child of the inbound message's or API request's span, when traced.
         let span = ctx.trace_span();
         let task = run_task::RunTask {
             agent: lead.agent,
@@ -369,10 +368,9 @@ impl Harness {
             usage: UsageStore::new(self.inner.threads.store().clone()),
             guard,
         };
-        let outcome = self
-            .inner
-            .tracker
-            .spawn(tracing::Instrument::instrument(task.run(), span));
+        // Traced as a child of the inbound message's or API request's span.
+        let run = tracing::Instrument::instrument(task.run(), span);
+        let outcome = self.inner.tracker.spawn(run);
         Ok(RunHandle {
             run_id,
             thread_id,
