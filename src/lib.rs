@@ -36,6 +36,7 @@ pub mod scheduler;
 pub mod skills;
 pub mod storage;
 pub mod subagents;
+pub mod telemetry;
 pub mod tools;
 pub mod usage;
 pub mod users;

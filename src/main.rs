@@ -47,10 +47,15 @@ fn main() -> ExitCode {
     block_on(runtime, async move {
         // Only the daemon logs at the configured level; other commands keep the console quiet.
         let quiet = !matches!(cli.command, None | Some(Command::Run));
-        antler::cli::logging::init(&loaded, quiet);
+        let telemetry = antler::cli::logging::init(&loaded, quiet);
         for warning in &loaded.warnings {
             tracing::warn!("{warning}");
         }
-        antler::cli::run(cli.command, loaded, cwd).await
+        let result = antler::cli::run(cli.command, loaded, cwd).await;
+        // After the daemon drained: the last runs' spans are flushed, within a bounded wait.
+        if let Some(telemetry) = telemetry {
+            telemetry.shutdown().await;
+        }
+        result
     })
 }

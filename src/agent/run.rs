@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::join_all;
+use tracing::Instrument;
 
 use crate::agent::Agent;
 use crate::agent::call_ids::make_call_ids_unique;
@@ -369,10 +370,15 @@ impl Agent {
                 state,
                 tool_call_id: &call.id,
             };
+            let span = crate::telemetry::spans::tool_call(call);
             let result = ToolNext::new(&self.middleware, &self.tools)
                 .call(call, &tool_ctx)
+                .instrument(span.clone())
                 .await;
-            result.unwrap_or_else(|error| ToolResult::message(tool_error_message(call, &error)))
+            let result = result
+                .unwrap_or_else(|error| ToolResult::message(tool_error_message(call, &error)));
+            crate::telemetry::spans::record_tool_result(&span, &result.message);
+            result
         }));
         let results = tokio::select! {
             biased;

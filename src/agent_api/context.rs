@@ -96,6 +96,20 @@ impl RunContext {
     pub fn stop_reason(&self) -> Option<StopReason> {
         *self.cap.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// The run's `invoke_agent` span (disabled while traces are off): its custom agent (or
+    /// `lead`), thread, channel (`api` for HTTP, web chat and console runs) and speaker.
+    pub fn trace_span(&self) -> tracing::Span {
+        if !crate::telemetry::enabled() {
+            return tracing::Span::none();
+        }
+        crate::telemetry::spans::run(
+            self.agent_name.as_deref().unwrap_or("lead"),
+            &self.thread_id,
+            Some(self.options.channel_name.as_deref().unwrap_or("api")),
+            &self.users.speaker,
+        )
+    }
 }
 
 /// Work a run leaves behind when it ends (a title the model is still writing), owned by whoever

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use tracing::Instrument;
 
 use crate::agent_api::{RunContext, RunEvent, ToolContext, ToolError, ToolRef};
 use crate::model::{ChatModel, ModelError, ModelEvent, ModelRequest};
@@ -222,9 +223,18 @@ impl<'a> ModelNext<'a> {
             }
             rest = after;
         }
-        // Boxed: every layer's future embeds this one's type, so inline it would make each of
-        // the chain's (boxed) layers as large as the whole streaming state.
-        Box::pin(stream_model(self.model, request, self.ctx)).await
+        if !crate::telemetry::enabled() {
+            // Boxed: every layer's future embeds this one's type, so inline it would make each
+            // of the chain's (boxed) layers as large as the whole streaming state.
+            return Box::pin(stream_model(self.model, request, self.ctx)).await;
+        }
+        let span =
+            crate::telemetry::spans::model_call(self.model.name(), &self.ctx.config, &request);
+        let answer = Box::pin(stream_model(self.model, request, self.ctx))
+            .instrument(span.clone())
+            .await;
+        crate::telemetry::spans::record_model_answer(&span, &answer);
+        answer
     }
 }
 

@@ -50,6 +50,7 @@ pub use runtime::RuntimeConfig;
 pub use sandbox::{DockerSandboxConfig, SandboxConfig, SandboxMountConfig, SandboxProviderKind};
 pub use schema::*;
 pub use storage::{CacheConfig, PostgresConfig, StoreBackend, StoreConfig};
+pub use telemetry::{OtlpConfig, OtlpProtocol, TelemetryConfig};
 pub use watch::{
     ConfigWatcher, DEFAULT_POLL_INTERVAL, FileSignature, PollOutcome, ReloadHook, ReloadPhase,
 };

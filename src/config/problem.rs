@@ -52,6 +52,25 @@ pub(crate) const SECRET_KEYS: &[&str] = &[
 /// it must not show its text, nor suggest writing a default for it.
 pub(crate) fn is_secret(path: &KeyPath) -> bool {
     matches!(path.last(), Some(Segment::Key(key)) if SECRET_KEYS.contains(&key.as_str()))
+        || is_secret_map_value(path)
+}
+
+/// Maps whose every value is a secret, whatever its key: `telemetry.otlp.headers` (an
+/// `Authorization` header is a credential).
+const SECRET_MAPS: &[&[&str]] = &[&["telemetry", "otlp", "headers"]];
+
+fn is_secret_map_value(path: &KeyPath) -> bool {
+    let Some(parent) = path.parent() else {
+        return false;
+    };
+    SECRET_MAPS.iter().any(|map| {
+        parent.0.len() == map.len()
+            && parent
+                .0
+                .iter()
+                .zip(map.iter())
+                .all(|(segment, key)| matches!(segment, Segment::Key(k) if k == key))
+    })
 }
 
 /// Whether `path` is `ancestor` or lies under it (`models[0].name` is within `models[0]`).

@@ -35,6 +35,7 @@ pub fn validate(config: &AppConfig) -> Vec<ConfigProblem> {
         .extend(config.approvals.problems(&tool_groups(config)));
     problems.0.extend(config.scheduler.problems());
     problems.0.extend(config.voice.problems());
+    problems.0.extend(config.telemetry.problems());
     problems.0.extend(config.channels.webhook.problems());
     let enabled = |name: &str| config.channels.section(name).map(|s| s.enabled());
     problems

@@ -356,6 +356,7 @@ impl Harness {
         ctx.events = events;
         ctx.background = self.inner.background.clone();
         run_task::meter(&mut ctx, self.inner.threads.store());
+        let span = ctx.trace_span();
         let task = run_task::RunTask {
             agent: lead.agent,
             subagents: lead.subagent_tasks,
@@ -367,7 +368,9 @@ impl Harness {
             threads: self.inner.threads.clone(),
             guard,
         };
-        let outcome = self.inner.tracker.spawn(task.run());
+        // Traced as a child of the inbound message's or API request's span.
+        let run = tracing::Instrument::instrument(task.run(), span);
+        let outcome = self.inner.tracker.spawn(run);
         Ok(RunHandle {
             run_id,
             thread_id,

@@ -45,6 +45,8 @@ impl RunTask {
                 let _ = self.caller_events.send(Box::new(event));
             }
         }
+        let failed = outcome.stop == StopReason::Error;
+        crate::telemetry::spans::record_stop_current(outcome.stop.as_str(), failed);
         finish_run(&self.threads, &self.ctx.thread_id, outcome.stop);
         drop(self.guard);
         if let Some(finished) = finished {

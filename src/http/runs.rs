@@ -15,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
 use crate::harness::{RunError, RunHandle, RunRequest, Speaker};
@@ -209,7 +210,13 @@ pub(crate) async fn stream(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
     let request = run_request(&user, &thread_id, body, true)?;
-    let handle = state.harness.start_run(request).await.map_err(run_error)?;
+    let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs/stream", &thread_id);
+    let handle = state
+        .harness
+        .start_run(request)
+        .instrument(span)
+        .await
+        .map_err(run_error)?;
     Ok(stream_run(handle, thread_id, None))
 }
 
@@ -268,10 +275,15 @@ pub(crate) async fn wait(
     let request = run_request(&user, &thread_id, body, false)?;
     // Starting a run (building its agent) is a large future of its own: boxed, it is freed once
     // the run is under way instead of sizing this handler's future for the whole wait.
-    let handle = Box::pin(state.harness.start_run(request))
-        .await
-        .map_err(run_error)?;
-    wait_run(handle, thread_id, Map::new()).await
+    let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs/wait", &thread_id);
+    async move {
+        let handle = Box::pin(state.harness.start_run(request))
+            .await
+            .map_err(run_error)?;
+        wait_run(handle, thread_id, Map::new()).await
+    }
+    .instrument(span)
+    .await
 }
 
 /// Waits for a started run and answers as `/runs/wait` does, with `lead`'s fields first (the

@@ -173,6 +173,9 @@ impl SubagentRunner {
             task_id = %request.task_id,
             subagent_type = %subagent_type,
         );
+        // A child of the `task` tool's span (current here), when traced.
+        let otel_span = crate::telemetry::spans::subagent(&subagent_type, &parent.thread_id);
+        let stopped_span = otel_span.clone();
         let parent_events = parent.events.clone();
         let model_name = agent.model.name().to_string();
         let task_id = request.task_id.clone();
@@ -192,12 +195,15 @@ impl SubagentRunner {
                     }
                 };
                 let ((outcome, timed_out), watched) = tokio::join!(run, watch.forward(receiver));
+                let failed = outcome.stop == StopReason::Error;
+                crate::telemetry::spans::record_stop(&stopped_span, outcome.stop.as_str(), failed);
                 let ended = Ended { outcome, timed_out, timeout, watched, model: model_name };
                 let report = report(&task_id, &subagent_type, ended);
                 parent_events.emit(report.event());
                 report
             }
-            .instrument(span),
+            .instrument(span)
+            .instrument(otel_span),
         );
         match handle.await {
             Ok(report) => report,

@@ -21,6 +21,7 @@ mod spoken;
 mod voice;
 
 use antler_channel::{ChatKey, InboundMessage};
+use tracing::Instrument;
 
 use crate::agent_api::StopReason;
 use crate::channels::actions::run_command;
@@ -98,7 +99,12 @@ pub(crate) async fn process(
                 }
                 Err(error) => Err(error),
             },
-            None => chat_turn(deps, runtime, key, entry, &message.text).await,
+            None => {
+                let span = crate::telemetry::spans::inbound(&message.channel, &message.text);
+                chat_turn(deps, runtime, key, entry, &message.text)
+                    .instrument(span)
+                    .await
+            }
         }
     };
     match result {
@@ -294,7 +300,10 @@ async fn deliver_answer(
     if request.is_some() && (answer.text == NO_RESPONSE || streamed.text.trim().is_empty()) {
         answer.text = AWAITING_REPLY.into();
     }
-    finish::deliver(deps, runtime, key, entry, status_id, answer).await;
+    let span = crate::telemetry::spans::delivery(&entry.message.channel);
+    finish::deliver(deps, runtime, key, entry, status_id, answer)
+        .instrument(span)
+        .await;
     if let Some(record) = request {
         approvals::send_request(deps, runtime, key, record).await;
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use crate::agent::features::Feature;
 use crate::agent::{AgentOptions, RuntimeFeatures, create_agent};
@@ -181,9 +182,13 @@ async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Seri
         }
         let ctx = RunContext::new(format!("bench-{i}"), "bench", config.clone());
         let started = Instant::now();
+        // Traced like a daemon run when `telemetry.otlp` is set (the cost of tracing on).
+        let span = crate::telemetry::spans::run("lead", &ctx.thread_id, Some("bench"), "bench");
         let outcome = agent
             .run(ThreadState::default(), vec![Message::human("hi")], &ctx)
+            .instrument(span.clone())
             .await;
+        crate::telemetry::spans::record_stop(&span, outcome.stop.as_str(), false);
         let elapsed = started.elapsed();
         if let Some(error) = outcome.error {
             return Err(BenchError::Turn(error.message));

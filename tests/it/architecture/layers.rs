@@ -22,7 +22,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Services built from the config alone: the model, the sandbox, a thread's files.
     (
         "services",
-        &["model", "sandbox", "files", "storage", "cluster", "voice"],
+        &[
+            "model",
+            "sandbox",
+            "files",
+            "storage",
+            "cluster",
+            "voice",
+            "telemetry",
+        ],
     ),
     // The agent contracts the loop, the middlewares and the tools share.
     ("contracts", &["agent_api"]),

@@ -19,6 +19,7 @@ mod locate;
 mod mcp_api;
 mod metrics;
 mod model_trouble;
+mod otel_traces;
 mod prompt_budget;
 mod reload;
 mod run_errors;

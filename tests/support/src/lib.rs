@@ -52,6 +52,7 @@ mod example_daemon;
 mod feishu;
 mod oauth;
 mod openai;
+mod otel_collector;
 pub mod postgres;
 mod reply;
 mod slack;
@@ -82,6 +83,7 @@ pub use feishu::{
 };
 pub use oauth::{AuthProxy, FakeTokenEndpoint};
 pub use openai::FakeOpenAi;
+pub use otel_collector::{CollectedExport, CollectedSpan, FakeCollector};
 pub use reply::{Gate, Reply};
 pub use slack::{
     ConnectionInfo, EnvelopeInfo, FAKE_SLACK_APP_TOKEN, FAKE_SLACK_BOT_TOKEN, FAKE_SLACK_BOT_USER,
