@@ -7,7 +7,7 @@
 //! owner or an admin (`check_read`), reverting the right to change it (`check_manage`), the
 //! same rules the HTTP API applies.
 
-use crate::commands::execute::{CommandContext, CommandOutcome};
+use crate::commands::context::{CommandContext, CommandOutcome};
 use crate::commands::parse::Command;
 use crate::commands::surface::{CommandError, CommandSurface};
 use crate::custom_agents::authorship::{author_label, display_id};

@@ -3,6 +3,7 @@
 
 use crate::agent_api::approval::Decision;
 use crate::commands::approve;
+pub use crate::commands::context::{CommandContext, CommandOutcome};
 use crate::commands::parse::Command;
 use crate::commands::surface::{
     AgentChoice, BootstrapSession, CommandError, CommandSurface, SettingChange,
@@ -11,7 +12,6 @@ use crate::config::AppConfig;
 use crate::custom_agents::bootstrap::opening_text;
 use crate::custom_agents::store::RESERVED_AGENT_NAMES;
 use crate::custom_agents::{DEFAULT_AGENT_KEYWORD, SetupTarget, normalize_agent_name};
-use crate::harness::Harness;
 use crate::lead_agent::access::{check_bootstrap, is_admin};
 use crate::memory::MemoryScope;
 use crate::memory::chat as memory_chat;
@@ -21,32 +21,6 @@ use crate::usage::{UsageStore, usage_text};
 pub const WELCOME_TEXT: &str = "Welcome to Antler! Send me a message to start a conversation.\nType /help for available commands.";
 pub const NEW_CONVERSATION: &str = "New conversation started.";
 const MEMORY_UNAVAILABLE: &str = "Long-term memory is not available in this process.";
-
-/// What the commands read besides the surface: the harness and the config in force.
-pub struct CommandContext<'a> {
-    pub harness: &'a Harness,
-    pub config: &'a AppConfig,
-}
-
-/// What became of a command.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CommandOutcome {
-    Reply(String),
-    /// Run `text` as a turn (a bootstrap run when `bootstrap`).
-    Turn {
-        text: String,
-        bootstrap: bool,
-    },
-    /// A reply the command split itself into messages the surface shows whole (each within
-    /// its `max_message_chars`): `/agent diff`'s code blocks.
-    Replies(Vec<String>),
-    /// `/approve` or `/deny` decided a request made outside any chat: say `reply`, then run
-    /// `Harness::resume_request(request)` (its run settles the parked call and goes on).
-    Resume {
-        reply: String,
-        request: Box<crate::agent_api::approval::ApprovalRequest>,
-    },
-}
 
 /// Runs `command` for `surface`: the surface may refuse it first (a group's `/new` by someone
 /// other than its starter); each command then has a step of its own below.

@@ -10,6 +10,7 @@
 
 mod agent_audit;
 pub mod approve;
+mod context;
 mod execute;
 mod link;
 pub mod parse;

@@ -14,7 +14,7 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::custom_agents::history::{read_optional, sha256_hex, write_atomic};
+use crate::custom_agents::durable::{read_optional, sha256_hex, write_atomic};
 
 /// The record of the files in place, under the agent's `history/` directory.
 pub(crate) const CURRENT_RECORD: &str = "current.json";

@@ -4,7 +4,7 @@
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use crate::custom_agents::store::{CONFIG_FILE, SOUL_FILE};
+use crate::custom_agents::file_names::{CONFIG_FILE, SOUL_FILE};
 
 /// An agent's two files as text; `None` when a version lacks one.
 #[derive(Clone, Copy, Debug, Default)]

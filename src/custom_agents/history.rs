@@ -5,14 +5,15 @@
 //! wrote those files and what their write changed (`custom_agents::authorship`). Ids are
 //! zero-padded sequence numbers, so lexical order is chronological order.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::custom_agents::authorship::{VersionAuthor, WriteRecord};
+pub(crate) use crate::custom_agents::durable::{
+    hash_file, read_optional, sync_dir, write_atomic, write_synced,
+};
 
 /// Width of a version id (`000042`).
 const ID_WIDTH: usize = 6;
@@ -176,59 +177,10 @@ pub(crate) fn is_version_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Replaces `path` atomically: a temp file in the same directory, fsync, rename, fsync the dir.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
-    let file_name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{file_name}.{}.tmp",
-        uuid::Uuid::new_v4().simple()
-    ));
-    if let Err(error) = write_synced(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(error);
-    }
-    sync_dir(dir);
-    Ok(())
-}
-
-pub(crate) fn read_optional(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-pub(crate) fn hash_file(path: &Path) -> std::io::Result<Option<String>> {
-    Ok(read_optional(path)?.map(|bytes| sha256_hex(&bytes)))
-}
-
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut file = std::fs::File::create(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
-}
-
-/// Makes a rename durable; best effort because some filesystems refuse to fsync directories.
-fn sync_dir(dir: &Path) {
-    if let Ok(handle) = std::fs::File::open(dir) {
-        let _ = handle.sync_all();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::custom_agents::durable::sha256_hex;
 
     #[test]
     fn archive_lists_and_prunes_to_the_limit() {

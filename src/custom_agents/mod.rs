@@ -10,6 +10,8 @@ mod cache;
 pub mod capabilities;
 pub mod changes;
 pub mod config;
+mod durable;
+mod file_names;
 mod history;
 pub mod prompt;
 mod prompt_sections;

@@ -22,8 +22,7 @@ use crate::paths::{PathError, validate_id};
 
 pub use crate::custom_agents::history::VersionInfo;
 
-pub const SOUL_FILE: &str = "SOUL.md";
-pub const CONFIG_FILE: &str = "config.yaml";
+pub use crate::custom_agents::file_names::{CONFIG_FILE, SOUL_FILE};
 const HISTORY_DIR: &str = "history";
 /// Where earlier versions of the default agent's soul are kept, under the data dir.
 const DEFAULT_SOUL_HISTORY_DIR: &str = "soul-history";

@@ -31,9 +31,12 @@ pub struct LimitState {
 
 impl LimitState {
     /// The share of the limit spent (1.0 = reached).
+    /// Spent over the limit; a limit of zero is spent from the start.
     pub fn share(&self) -> f64 {
         match self.limit {
-            Measure::Tokens(limit) => self.spent.tokens as f64 / limit.max(1) as f64,
+            Measure::Tokens(0) => 1.0,
+            Measure::Tokens(limit) => self.spent.tokens as f64 / limit as f64,
+            Measure::Money(limit) if limit <= 0.0 => 1.0,
             Measure::Money(limit) => self.spent.cost / limit,
         }
     }

@@ -93,11 +93,12 @@ pub fn report(rows: &[UsageRow], pricing: &PricingConfig, day: Option<NaiveDate>
             continue;
         }
         lines.push(format!(
-            "{who}: {} tokens ({} in, {} out), {} calls{}{}",
+            "{who}: {} tokens ({} in, {} out), {} call{}{}{}",
             group_thousands(row.totals.total_tokens),
             group_thousands(row.totals.input_tokens),
             group_thousands(row.totals.output_tokens),
             row.totals.calls,
+            if row.totals.calls == 1 { "" } else { "s" },
             price.map(|c| format!(", {}", money(c))).unwrap_or_default(),
             if audio > 0 {
                 format!(", {} of audio transcribed", audio_length(audio))
@@ -203,7 +204,10 @@ pub fn usage_text(
     if !threads.is_empty() {
         text.push_str("\nTop threads today:");
         for (thread_id, spent) in threads.into_iter().take(TOP_THREADS) {
-            let name = title(&thread_id).unwrap_or_else(|| thread_id.clone());
+            // A title is one line here, however the thread's first message was written.
+            let name = title(&thread_id)
+                .map(|title| title.split_whitespace().collect::<Vec<_>>().join(" "))
+                .unwrap_or_else(|| thread_id.clone());
             text.push_str(&format!("\n  {}", thread_line(&name, &spent, config)));
         }
     }

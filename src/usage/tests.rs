@@ -172,7 +172,7 @@ fn usage_text_shows_money_what_is_left_and_the_top_threads() {
     let title = |id: &str| (id == "t-big").then(|| "Quarterly plan".to_string());
     let text = usage_text(&store, &config, "u", false, &title).unwrap();
     assert!(
-        text.contains("• u gpt: 1,500,000 tokens (1,000,000 in, 500,000 out), 1 calls, $1.5000"),
+        text.contains("• u gpt: 1,500,000 tokens (1,000,000 in, 500,000 out), 1 call, $1.5000"),
         "{text}"
     );
     assert!(text.contains("• u gpt (title): 100 tokens"), "{text}");

@@ -127,7 +127,7 @@ async fn a_spent_daily_budget_gets_a_notice_and_no_model_call() {
     fake.send_text(private_chat(64), 64, "/usage");
     fake.wait_for(WAIT, "usage", |f| {
         f.chat_texts(64).iter().any(|t| {
-            t.contains("telegram-64 fake: 120 tokens (100 in, 20 out), 1 calls, $0.1000")
+            t.contains("telegram-64 fake: 120 tokens (100 in, 20 out), 1 call, $0.1000")
                 && t.contains("Daily budget: 100 tokens, 0 tokens left")
         })
     })

@@ -210,7 +210,13 @@ pub(crate) async fn usage_by_user(addr: SocketAddr) -> HashMap<String, u64> {
         .await
         .expect("usage json");
     let mut runs = HashMap::new();
-    for row in usage["rows"].as_array().into_iter().flatten() {
+    // The lead agent's calls: one per turn here (titles and memory updates are metered too).
+    let lead_rows = usage["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|row| row["kind"] == "lead");
+    for row in lead_rows {
         let user = row["user_id"].as_str().unwrap_or_default().to_string();
         *runs.entry(user).or_default() += row["runs"].as_u64().unwrap_or(0);
     }

@@ -71,12 +71,12 @@ pub(crate) async fn story(driver: &dyn ChannelDriver, model: &FakeOpenAi, dir: &
     dm_answered(driver, bob, "Noted, Bob.").await;
 
     // Ann's turn in the group: her agent, her memory, nothing of Bob's. It spends her budget
-    // (300 tokens; this answer costs 500).
-    let said = turn(
+    // (300 tokens; this answer costs 500), so the memory update after it is not made: every
+    // model call is checked against the budget of whom it is for.
+    let said = answer_only(
         model,
         4,
         Reply::text("I remember your tea.").usage(400, 100),
-        &[],
         || driver.user_says_in_group(GROUP, ann, "what do you know about me?", true),
     )
     .await;
@@ -92,7 +92,7 @@ pub(crate) async fn story(driver: &dyn ChannelDriver, model: &FakeOpenAi, dir: &
     // Bob's turn: his agent and memory; what he says is learnt for him.
     let said = turn(
         model,
-        6,
+        5,
         Reply::text("You have a dog."),
         &[("Has a cat named Tom", "context")],
         || {
@@ -129,7 +129,7 @@ pub(crate) async fn story(driver: &dyn ChannelDriver, model: &FakeOpenAi, dir: &
         texts.iter().any(|t| t.starts_with(BUDGET_NOTICE))
     })
     .await;
-    turn(model, 8, Reply::text("Still here, Bob."), &[], || {
+    turn(model, 7, Reply::text("Still here, Bob."), &[], || {
         driver.user_says_in_group(GROUP, bob, "still there?", true)
     })
     .await;
@@ -180,6 +180,27 @@ async fn turn(
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     model.requests()[seen..seen + 2].to_vec()
+}
+
+/// Scripts an answer alone (no memory update follows it), does `say`, and returns request
+/// `seen` once the model had it.
+async fn answer_only(
+    model: &FakeOpenAi,
+    seen: usize,
+    answer: Reply,
+    say: impl FnOnce(),
+) -> Vec<Value> {
+    model.push(answer);
+    say();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while model.requests().len() < seen + 1 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the model never got request {seen}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    model.requests()[seen..seen + 1].to_vec()
 }
 
 fn system_prompt(request: &Value) -> String {

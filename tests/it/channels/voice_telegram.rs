@@ -127,7 +127,7 @@ async fn a_voice_note_is_transcribed_once_and_the_model_reads_it_as_the_message(
     voice.fake.send_text(private_chat(USER), USER, "/usage");
     let usage = bot_says(&voice.fake, "whisper-large-v3").await;
     assert!(
-        usage.contains("whisper-large-v3: 42 s of audio transcribed"),
+        usage.contains("whisper-large-v3 (transcription): 42 s of audio transcribed"),
         "{usage}"
     );
     voice.bot.stop().await;

@@ -66,7 +66,7 @@ async fn a_spent_budget_is_429_and_usage_is_reported_by_role() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        stdout.contains("alice fake: 120 tokens (100 in, 20 out), 1 calls, $0.1000"),
+        stdout.contains("alice fake: 120 tokens (100 in, 20 out), 1 call, $0.1000"),
         "{stdout}"
     );
 }
