@@ -219,8 +219,17 @@ impl PricingConfig {
     }
 
     /// `$5.00`, `€5.00`, `5.00 CHF`: an amount as notices show it.
+    /// Cents as usual; an amount under one unit keeps enough decimals to be told from zero
+    /// (`$0.0004`, not `$0.00`), so a small budget's notice still says something.
     pub fn money(&self, amount: f64) -> String {
-        self.amount(amount, 2)
+        let decimals = if amount == 0.0 || amount.abs() >= 1.0 {
+            2
+        } else {
+            // Two significant digits, at least cents, at most six decimals.
+            let leading = (-amount.abs().log10()).floor() as usize;
+            (leading + 2).clamp(2, 6)
+        };
+        self.amount(amount, decimals)
     }
 
     /// An amount with `decimals` decimals (reports show a call's fractions of a cent).
@@ -306,6 +315,16 @@ mod tests {
     fn yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
         let tree: serde_json::Value = serde_saphyr::from_str(text).unwrap();
         serde_json::from_value(tree)
+    }
+
+    #[test]
+    fn small_amounts_keep_their_significant_digits() {
+        let pricing = PricingConfig::default();
+        assert_eq!(pricing.money(5.0), "$5.00");
+        assert_eq!(pricing.money(0.5), "$0.50");
+        assert_eq!(pricing.money(0.0004), "$0.00040");
+        assert_eq!(pricing.money(0.000_15), "$0.00015");
+        assert_eq!(pricing.money(0.0), "$0.00");
     }
 
     #[test]
