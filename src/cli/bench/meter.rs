@@ -9,15 +9,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::agent::features::Feature;
-use crate::agent::{AgentOptions, RuntimeFeatures, create_agent};
 use crate::agent_api::{CallMeter, RunContext, UsageKind};
-use crate::cli::bench::{
-    BenchError, Series, echo_tool, process_cpu_time, scratch_dir, turn_script,
-};
+use crate::cli::bench::{BenchError, Series, process_cpu_time, scratch_dir, turn_agent};
 use crate::config::AppConfig;
 use crate::config::budgets::{BudgetLimits, ModelPrice};
-use crate::model::ScriptedModel;
 use crate::usage::{Account, UsageStore};
 use antler_store::messages::{Message, Usage};
 use antler_store::state::ThreadState;
@@ -154,22 +149,7 @@ async fn measure_turns(
     iterations: usize,
 ) -> Result<Series, BenchError> {
     let threads = ThreadStore::new(store.clone()).map_err(|e| BenchError::Setup(e.to_string()))?;
-    let model = Arc::new(ScriptedModel::cycling("bench", turn_script()));
-    let features = RuntimeFeatures {
-        auto_title: Feature::BuiltIn,
-        ..RuntimeFeatures::default()
-    };
-    let agent = create_agent(
-        model,
-        vec![echo_tool()],
-        AgentOptions {
-            features: Some(features),
-            checkpointer: Some(Arc::new(threads.clone())),
-            config: Some(config.clone()),
-            ..Default::default()
-        },
-    )
-    .map_err(|e| BenchError::Setup(e.to_string()))?;
+    let agent = turn_agent(&threads, config)?;
     let warmup = (iterations / 10).max(5);
     let mut samples = Vec::with_capacity(iterations);
     let cpu_start = process_cpu_time();

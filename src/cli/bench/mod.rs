@@ -153,16 +153,19 @@ pub async fn turn(iterations: usize) -> Result<TurnReport, BenchError> {
     Ok(TurnReport { series })
 }
 
-async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Series, BenchError> {
-    let config = Arc::new(AppConfig::default());
-    let threads = ThreadStore::new(store).map_err(|e| BenchError::Setup(e.to_string()))?;
+/// The agent of the turn benches: the scripted turn, the echo tool, titles on, a checkpoint per
+/// step into `threads`.
+pub(super) fn turn_agent(
+    threads: &ThreadStore,
+    config: &Arc<AppConfig>,
+) -> Result<crate::agent::Agent, BenchError> {
     let model = Arc::new(ScriptedModel::cycling("bench", turn_script()));
     let tools: Vec<ToolRef> = vec![echo_tool()];
     let features = RuntimeFeatures {
         auto_title: Feature::BuiltIn,
         ..RuntimeFeatures::default()
     };
-    let agent = create_agent(
+    create_agent(
         model,
         tools,
         AgentOptions {
@@ -172,7 +175,13 @@ async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Seri
             ..Default::default()
         },
     )
-    .map_err(|e| BenchError::Setup(e.to_string()))?;
+    .map_err(|e| BenchError::Setup(e.to_string()))
+}
+
+async fn measure(label: &str, store: StoreRef, iterations: usize) -> Result<Series, BenchError> {
+    let config = Arc::new(AppConfig::default());
+    let threads = ThreadStore::new(store).map_err(|e| BenchError::Setup(e.to_string()))?;
+    let agent = turn_agent(&threads, &config)?;
     let warmup = (iterations / 10).max(5);
     let mut samples = Vec::with_capacity(iterations);
     let cpu_start = process_cpu_time();
