@@ -219,10 +219,10 @@ impl PricingConfig {
     }
 
     /// `$5.00`, `€5.00`, `5.00 CHF`: an amount as notices show it.
-    /// Cents as usual; an amount under one unit keeps enough decimals to be told from zero
+    /// Cents as usual; an amount under a cent keeps enough decimals to be told from zero
     /// (`$0.0004`, not `$0.00`), so a small budget's notice still says something.
     pub fn money(&self, amount: f64) -> String {
-        let decimals = if amount == 0.0 || amount.abs() >= 1.0 {
+        let decimals = if amount == 0.0 || amount.abs() >= 0.01 {
             2
         } else {
             // Two significant digits, at least cents, at most six decimals.
@@ -322,6 +322,7 @@ mod tests {
         let pricing = PricingConfig::default();
         assert_eq!(pricing.money(5.0), "$5.00");
         assert_eq!(pricing.money(0.5), "$0.50");
+        assert_eq!(pricing.money(0.05), "$0.05");
         assert_eq!(pricing.money(0.0004), "$0.00040");
         assert_eq!(pricing.money(0.000_15), "$0.00015");
         assert_eq!(pricing.money(0.0), "$0.00");
