@@ -170,16 +170,7 @@ async fn turn(
     model.push(answer);
     model.push(memory_update(facts));
     say();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while model.requests().len() < seen + 2 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the model never got requests {seen} and {}",
-            seen + 1
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    model.requests()[seen..seen + 2].to_vec()
+    requests_from(model, seen, 2).await
 }
 
 /// Scripts an answer alone (no memory update follows it), does `say`, and returns request
@@ -192,15 +183,21 @@ async fn answer_only(
 ) -> Vec<Value> {
     model.push(answer);
     say();
+    requests_from(model, seen, 1).await
+}
+
+/// Requests `seen..seen + count`, once the model had them (polled until [`WAIT`] passes).
+async fn requests_from(model: &FakeOpenAi, seen: usize, count: usize) -> Vec<Value> {
     let deadline = tokio::time::Instant::now() + WAIT;
-    while model.requests().len() < seen + 1 {
+    while model.requests().len() < seen + count {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the model never got request {seen}"
+            "the model never got requests {seen}..{}",
+            seen + count
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    model.requests()[seen..seen + 1].to_vec()
+    model.requests()[seen..seen + count].to_vec()
 }
 
 fn system_prompt(request: &Value) -> String {
