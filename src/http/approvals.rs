@@ -209,7 +209,13 @@ pub(crate) async fn continue_run(
     if stream {
         let frame = json!({"type": APPROVAL_DECIDED, "data": Value::Object(lead)});
         let lead = Event::default().event("custom").data(frame.to_string());
-        return Ok(stream_run(handle, thread_id, Some(lead)).into_response());
+        return Ok(stream_run(
+            handle,
+            thread_id,
+            crate::http::langgraph::stream::StreamRequest::default(),
+            Some(lead),
+        )
+        .into_response());
     }
     wait_run(handle, thread_id, lead).await
 }

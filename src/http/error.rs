@@ -1,4 +1,6 @@
-//! API errors: every failure is `{"error": {"code", "message"}}` with a message saying what to do.
+//! API errors: every failure is `{"error": {"code", "message"}, "detail": message}` with a
+//! message saying what to do: `error` is Antler's documented shape, `detail` where FastAPI
+//! servers put it and so where the LangGraph SDKs read it.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -77,7 +79,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let body = json!({
+            "error": {"code": self.code, "message": &self.message},
+            "detail": self.message,
+        });
         (self.status, Json(body)).into_response()
     }
 }

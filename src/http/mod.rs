@@ -15,6 +15,7 @@ mod error;
 mod health;
 mod hooks;
 mod json_errors;
+mod langgraph;
 mod mcp;
 mod me;
 mod memory;
@@ -85,9 +86,8 @@ pub fn router(state: Arc<AppState>) -> Router {
             .unwrap_or(usize::MAX)
             .saturating_add(1024 * 1024)
     };
-    let runs = Router::new()
-        .route("/api/threads/{thread_id}/runs/stream", post(runs::stream))
-        .route("/api/threads/{thread_id}/runs/wait", post(runs::wait))
+    // The LangGraph-compatible routes answer under `/api` and `/api/langgraph`.
+    let runs = langgraph::long_routes()
         // A decision, or a typed `/approve`, may go on to wait for the run it resumes.
         .route(
             "/api/threads/{thread_id}/approvals/{approval_id}",
@@ -102,7 +102,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/threads/{thread_id}/uploads", post(uploads::upload))
         .route("/api/skills/install", post(skills::install))
         .layer(DefaultBodyLimit::max(upload_limit));
-    let rest = Router::new()
+    let rest = langgraph::short_routes()
         .route("/", get(web::index))
         .route("/favicon.ico", get(web::favicon_ico))
         .route("/favicon.svg", get(web::favicon_svg))
@@ -157,19 +157,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/memory/history", get(memory_history::list))
         .route("/api/memory/history/{version}", get(memory_history::get))
         .route("/api/memory/revert", post(memory_history::revert))
-        .route("/api/threads", post(threads::create).get(threads::list))
-        .route(
-            "/api/threads/{thread_id}",
-            get(threads::get).delete(threads::delete),
-        )
-        .route("/api/threads/{thread_id}/state", get(threads::state))
         .route(
             "/api/threads/{thread_id}/approvals",
             get(approvals::for_thread),
-        )
-        .route(
-            "/api/threads/{thread_id}/runs/{run_id}/cancel",
-            post(runs::cancel),
         )
         .route("/api/threads/{thread_id}/uploads/list", get(uploads::list))
         .route(

@@ -1,7 +1,7 @@
 //! Run routes: stream a run as Server-Sent Events, wait for its final state, cancel it.
 //!
-//! SSE event names follow LangGraph's so DeerFlow clients work: `metadata`, `messages`
-//! (`[chunk, metadata]` tuples of AI text deltas), `values`, `custom`, `error`, `end`.
+//! SSE frames come from `langgraph::stream::Encoder` (LangGraph's event names and the modes a
+//! request asks for; without `stream_mode`, Antler's own set).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -19,6 +19,8 @@ use tracing::Instrument;
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
 use crate::harness::{RunError, RunHandle, RunRequest, Speaker};
+use crate::http::langgraph::assistants::agent_of;
+use crate::http::langgraph::stream::{Encoder, Frame, StreamRequest};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::lead_agent::LeadAgentError;
@@ -30,6 +32,11 @@ pub(crate) struct RunBody {
     input: Option<RunInput>,
     config: RunConfig,
     context: Map<String, Value>,
+    /// LangGraph's `stream_mode` (a string or a list); absent: Antler's own set of events.
+    pub(crate) stream_mode: Option<Value>,
+    pub(crate) stream_subgraphs: Option<Value>,
+    /// LangGraph's assistant: `lead_agent` or a custom agent's name (as `context.agent_name`).
+    assistant_id: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -114,6 +121,12 @@ fn run_request(
     if body.config.recursion_limit.is_some() {
         options.recursion_limit = body.config.recursion_limit;
     }
+    // An explicit agent in the context wins over the assistant (DeerFlow sends both).
+    if options.agent_name.is_none()
+        && let Some(agent) = body.assistant_id.as_deref().and_then(agent_of)
+    {
+        options.agent_name = Some(agent.to_string());
+    }
     Ok(RunRequest {
         user_id: user.0.clone(),
         speaker: Speaker::Owner,
@@ -158,48 +171,9 @@ pub(crate) fn run_error(e: RunError) -> ApiError {
     }
 }
 
-/// Maps one run event to its SSE frame.
-fn sse_event(event: &RunEvent, run_id: &str, thread_id: &str) -> Event {
-    let (name, data) = match event {
-        RunEvent::Started { run_id, thread_id } => (
-            "metadata",
-            json!({"run_id": run_id, "thread_id": thread_id}),
-        ),
-        RunEvent::TextDelta { message_id, delta } => (
-            "messages",
-            json!([
-                {"type": "AIMessageChunk", "id": message_id, "content": delta},
-                {"run_id": run_id, "thread_id": thread_id}
-            ]),
-        ),
-        RunEvent::ReasoningDelta { message_id, delta } => (
-            "messages",
-            json!([
-                {"type": "AIMessageChunk", "id": message_id, "content": "",
-                 "additional_kwargs": {"reasoning_content": delta}},
-                {"run_id": run_id, "thread_id": thread_id}
-            ]),
-        ),
-        RunEvent::Values { state } => ("values", json!(state)),
-        RunEvent::Message { message } => ("custom", json!({"type": "message", "message": message})),
-        RunEvent::ToolStarted { call } => ("custom", json!({"type": "tool_started", "call": call})),
-        RunEvent::ToolFinished { result } => {
-            ("custom", json!({"type": "tool_finished", "result": result}))
-        }
-        RunEvent::TodosUpdated { .. }
-        | RunEvent::Summarized { .. }
-        | RunEvent::TaskStarted { .. }
-        | RunEvent::TaskRunning { .. }
-        | RunEvent::TaskEnded(_)
-        | RunEvent::ApprovalRequested(_)
-        | RunEvent::Custom { .. } => match event.custom_wire() {
-            Some((name, data)) => ("custom", json!({"type": name, "data": data})),
-            None => return Event::default().comment("progress"),
-        },
-        RunEvent::Error { code, message } => ("error", json!({"code": code, "message": message})),
-        RunEvent::Finished { stop_reason } => ("end", json!({"stop_reason": stop_reason})),
-    };
-    Event::default().event(name).data(data.to_string())
+/// The SSE form of a frame.
+pub(crate) fn sse_of(frame: Frame) -> Event {
+    Event::default().event(frame.event).data(frame.data)
 }
 
 pub(crate) async fn stream(
@@ -209,6 +183,8 @@ pub(crate) async fn stream(
     Json(body): Json<RunBody>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
+    let stream_request =
+        StreamRequest::parse(body.stream_mode.as_ref(), body.stream_subgraphs.as_ref())?;
     let request = run_request(&user, &thread_id, body, true)?;
     let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs/stream", &thread_id);
     let handle = state
@@ -217,7 +193,7 @@ pub(crate) async fn stream(
         .instrument(span)
         .await
         .map_err(run_error)?;
-    Ok(stream_run(handle, thread_id, None))
+    Ok(stream_run(handle, thread_id, stream_request, None))
 }
 
 /// A started run's events as the `/runs/stream` answer, after `lead` (a frame of the caller's
@@ -225,9 +201,10 @@ pub(crate) async fn stream(
 pub(crate) fn stream_run(
     handle: RunHandle,
     thread_id: String,
+    stream_request: StreamRequest,
     lead: Option<Event>,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let run_id = handle.run_id.clone();
+    let mut encoder = Encoder::new(stream_request, &handle.run_id, &thread_id);
     let mut events = handle.events;
     let stream = async_stream_of(move |tx| async move {
         if let Some(lead) = lead
@@ -235,14 +212,16 @@ pub(crate) fn stream_run(
         {
             return;
         }
+        let mut frames = Vec::new();
         while let Some(event) = events.recv().await {
             let last = matches!(event, RunEvent::Finished { .. });
-            if tx
-                .send(sse_event(&event, &run_id, &thread_id))
-                .await
-                .is_err()
-                || last
-            {
+            encoder.encode(&event, &mut frames);
+            for frame in frames.drain(..) {
+                if tx.send(sse_of(frame)).await.is_err() {
+                    return;
+                }
+            }
+            if last {
                 break;
             }
         }
