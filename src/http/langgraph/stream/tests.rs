@@ -423,3 +423,46 @@ fn json_strings_are_escaped_as_serde_json_escapes_them() {
         assert_eq!(out, serde_json::to_string(text).unwrap());
     }
 }
+
+#[test]
+fn the_input_and_hook_writes_are_checkpoints_but_not_node_tasks() {
+    let input = ThreadState {
+        messages: vec![Message::human("hi")].into(),
+        ..Default::default()
+    };
+    let mut answered = input.clone();
+    answered.messages.push(Message::ai("Hello"));
+    let mut titled = answered.clone();
+    titled.title = Some("Greeting".into());
+    let events = [
+        RunEvent::Values {
+            state: Arc::new(input),
+        },
+        RunEvent::TextDelta {
+            message_id: "ai-1".into(),
+            delta: "Hello".into(),
+        },
+        RunEvent::Values {
+            state: Arc::new(answered),
+        },
+        RunEvent::Values {
+            state: Arc::new(titled),
+        },
+    ];
+    let modes: &[&str] = &["messages-tuple", "updates", "tasks", "checkpoints"];
+    let frames = encode(Some(modes), false, &events);
+    assert_eq!(of(&frames, "messages")[0][1]["langgraph_step"], 1);
+    assert_eq!(
+        of(&frames, "tasks").len(),
+        2,
+        "one task, the model's: {frames:?}"
+    );
+    let steps: Vec<&Value> = of(&frames, "checkpoints")
+        .iter()
+        .map(|checkpoint| &checkpoint["metadata"]["step"])
+        .collect();
+    assert_eq!(steps, [&json!(0), &json!(1), &json!(2)]);
+    let updates = of(&frames, "updates");
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0]["model"]["title"], "Greeting");
+}
