@@ -466,3 +466,34 @@ fn the_input_and_hook_writes_are_checkpoints_but_not_node_tasks() {
     assert_eq!(updates.len(), 1, "{updates:?}");
     assert_eq!(updates[0]["model"]["title"], "Greeting");
 }
+
+#[test]
+fn antlers_delta_frames_are_byte_for_byte_what_json_builds() {
+    let events = [
+        RunEvent::TextDelta {
+            message_id: "ai-\"1".into(),
+            delta: "line\n\u{1} \"q\" ✓".into(),
+        },
+        RunEvent::ReasoningDelta {
+            message_id: "ai-1".into(),
+            delta: "think\t".into(),
+        },
+    ];
+    let mut encoder = Encoder::new(StreamRequest::default(), "run-\"1", "thread-1");
+    let mut frames = Vec::new();
+    for event in &events {
+        encoder.encode(event, &mut frames);
+    }
+    let expected = [
+        json!([{"type": "AIMessageChunk", "id": "ai-\"1", "content": "line\n\u{1} \"q\" ✓"},
+            {"run_id": "run-\"1", "thread_id": "thread-1"}]),
+        json!([{"type": "AIMessageChunk", "id": "ai-1", "content": "",
+             "additional_kwargs": {"reasoning_content": "think\t"}},
+            {"run_id": "run-\"1", "thread_id": "thread-1"}]),
+    ];
+    for (frame, expected) in frames.iter().zip(expected) {
+        assert_eq!(frame.event, "messages");
+        assert_eq!(frame.data, expected.to_string());
+    }
+    assert_eq!(frames.len(), 2);
+}
