@@ -1,0 +1,3 @@
+//! The LangGraph Platform API through the daemon binary.
+
+mod stream;
