@@ -2,4 +2,5 @@
 //! under both bases (`/api` and DeerFlow's `/api/langgraph`).
 
 mod assistants;
+mod deerflow_rest;
 mod threads;
