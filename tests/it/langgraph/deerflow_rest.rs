@@ -1,11 +1,28 @@
 //! The REST routes DeerFlow's web UI calls beside the LangGraph API, with the fields it reads:
 //! models, skills, agents (and the name check), MCP config (`mcp_servers`, the per-server
-//! switch), upload limits, and the memory document after each change.
+//! switch), uploads (limits, the list's links), a skill installed from a thread's file, and
+//! the memory document after each change.
+
+use std::io::{Cursor, Write};
 
 use antler_test_support::FakeOpenAi;
 use serde_json::{Value, json};
+use zip::write::SimpleFileOptions;
 
 use crate::daemon::{Setup, TOKEN_A};
+
+fn skill_archive() -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    writer
+        .start_file("weekly-report/SKILL.md", SimpleFileOptions::default())
+        .unwrap();
+    writer
+        .write_all(
+            b"---\nname: weekly-report\ndescription: Write the weekly report.\n---\n# Weekly\n",
+        )
+        .unwrap();
+    writer.finish().unwrap().into_inner()
+}
 
 async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
     let response = request.send().await.expect("request");
@@ -124,6 +141,43 @@ async fn deerflow_reads_its_fields_from_antlers_rest_routes() {
     assert_eq!(status, 200, "{uploaded}");
     assert_eq!(uploaded["skipped_files"], json!([]));
     assert_eq!(uploaded["files"][0]["filename"], "notes.txt");
+    let listed = daemon
+        .get_json(&format!("/api/threads/{thread}/uploads/list"), TOKEN_A)
+        .await;
+    let file = &listed["files"][0];
+    assert_eq!(
+        file["virtual_path"], "/mnt/user-data/uploads/notes.txt",
+        "{listed}"
+    );
+    assert_eq!(file["extension"], ".txt", "{listed}");
+    assert_eq!(
+        file["artifact_url"], uploaded["files"][0]["artifact_url"],
+        "{listed}"
+    );
+
+    // A skill installed from a thread's file answers DeerFlow's `success` and `skill_name`.
+    let form = reqwest::multipart::Form::new().part(
+        "files",
+        reqwest::multipart::Part::bytes(skill_archive()).file_name("weekly.skill"),
+    );
+    let (status, _) = send(
+        daemon
+            .post(&format!("/api/threads/{thread}/uploads"), TOKEN_A)
+            .multipart(form),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, installed) = send(
+        daemon
+            .post("/api/skills/install", TOKEN_A)
+            .json(&json!({"thread_id": thread, "path": "/mnt/user-data/uploads/weekly.skill"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{installed}");
+    assert_eq!(installed["success"], true);
+    assert_eq!(installed["skill_name"], "weekly-report");
+    assert_eq!(installed["category"], "custom");
+    assert_eq!(installed["editable"], true);
     let other = daemon
         .get(
             "/api/threads/not-mine/uploads/limits",
