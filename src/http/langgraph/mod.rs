@@ -9,6 +9,7 @@
 //!
 //! - `assistants`: `lead_agent` and the caller's custom agents as assistants.
 //! - `threads`: search, metadata patch, state read and update, history.
+//! - `messages_page`: DeerFlow's reload of a conversation, a page of messages at a time.
 //! - `shapes`: a thread and its state as the SDK's `Thread`, `ThreadState`, `Checkpoint`.
 //! - `runs`: run records, background runs, join, stream join with `Last-Event-ID`, cancel,
 //!   stateless runs, `multitask_strategy`.
@@ -17,6 +18,7 @@
 
 pub(crate) mod assistants;
 pub(crate) mod errors;
+pub(crate) mod messages_page;
 pub(crate) mod runs;
 pub(crate) mod shapes;
 pub(crate) mod stream;
