@@ -91,18 +91,18 @@ pub(crate) fn short_routes() -> Router<Arc<AppState>> {
         ),
         (
             "/threads",
-            post(crate::http::threads::create).get(crate::http::threads::list),
+            post(threads::create).get(crate::http::threads::list),
         ),
         ("/threads/search", post(threads::search)),
         (
             "/threads/{thread_id}",
-            get(crate::http::threads::get)
+            get(threads::get)
                 .patch(threads::patch)
                 .delete(crate::http::threads::delete),
         ),
         (
             "/threads/{thread_id}/state",
-            get(crate::http::threads::state).post(threads::update_state),
+            get(threads::state).post(threads::update_state),
         ),
         (
             "/threads/{thread_id}/state/checkpoint",
