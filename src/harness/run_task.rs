@@ -98,9 +98,13 @@ async fn relay(
 /// burst of runs spawn hundreds of threads (each with its own allocator arena).
 fn finish_run(threads: &ThreadStore, thread_id: &str, stop: StopReason) {
     let status = match stop {
+        // Waiting for a person: a clarification question or an approval to answer, or a
+        // cancelled run waiting for the next message (what LangGraph clients read as
+        // `interrupted`; the next run brings the thread back to `idle`).
+        StopReason::Interrupted | StopReason::Cancelled | StopReason::AwaitingApproval => {
+            ThreadStatus::Interrupted
+        }
         reason if reason.is_answered() => ThreadStatus::Idle,
-        // Waiting for a person, as a cancelled run waits for the next message.
-        StopReason::Cancelled | StopReason::AwaitingApproval => ThreadStatus::Interrupted,
         _ => ThreadStatus::Error,
     };
     if let Err(error) = threads.set_status(thread_id, status) {

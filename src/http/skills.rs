@@ -53,6 +53,7 @@ pub(crate) async fn list(
         Ok::<_, SkillError>((catalog.list(&user.0)?, dirs))
     })
     .await?;
+    let skills: Vec<Value> = skills.iter().map(skill_json).collect();
     let mut body = json!({ "skills": skills });
     // Host paths only to the operator on the local socket (`antler skills list` prints them).
     if operator {
@@ -72,7 +73,18 @@ pub(crate) async fn update(
     let admin = user.is_operator() || is_admin(&state.config.current(), &user.0);
     let skill =
         blocking(move || catalog(&state).set_enabled(&user.0, &name, body.enabled, admin)).await?;
-    Ok(Json(json!(skill)))
+    Ok(Json(skill_json(&skill)))
+}
+
+/// A skill with the fields DeerFlow's UI reads beside Antler's: `category` (`public` or
+/// `custom`, its source), `editable` (a custom skill is its owner's), `license` (not read
+/// from SKILL.md: empty).
+fn skill_json(skill: &crate::skills::Skill) -> Value {
+    let mut body = json!(skill);
+    body["category"] = json!(skill.source);
+    body["editable"] = json!(skill.source == crate::skills::SkillSource::Custom);
+    body["license"] = json!("");
+    body
 }
 
 pub(crate) async fn delete(
@@ -121,7 +133,12 @@ pub(crate) async fn install(
         read_thread_file(&resolved.host_path, &body.path).await?
     };
     let skill = blocking(move || catalog(&state).install(&user.0, &archive)).await?;
-    Ok((StatusCode::CREATED, Json(json!(skill))))
+    // DeerFlow's UI reads `success`, `skill_name` and `message` beside the skill.
+    let mut body = skill_json(&skill);
+    body["success"] = json!(true);
+    body["skill_name"] = json!(skill.name);
+    body["message"] = json!(format!("installed the skill {}", skill.name));
+    Ok((StatusCode::CREATED, Json(body)))
 }
 
 async fn read_upload(mut multipart: Multipart) -> Result<Vec<u8>, ApiError> {

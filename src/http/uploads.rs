@@ -129,6 +129,25 @@ pub(crate) async fn upload(
         "success": true,
         "files": stored,
         "message": message,
+        // DeerFlow's field: an upload here stores every file or none (a limit refuses all).
+        "skipped_files": [],
+    })))
+}
+
+/// `GET /api/threads/{id}/uploads/limits`: the limits an upload to the thread obeys (DeerFlow's
+/// UI checks files against them before it sends them).
+pub(crate) async fn limits(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    thread_paths(&state, &user, &thread_id)?;
+    let config = state.config.current();
+    let limits = &config.uploads;
+    Ok(Json(json!({
+        "max_files": limits.max_files,
+        "max_file_size": limits.max_file_size,
+        "max_total_size": limits.max_total_size,
     })))
 }
 
@@ -138,7 +157,22 @@ pub(crate) async fn list(
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let paths = thread_paths(&state, &user, &thread_id)?;
-    let files = uploads::list_uploads(&paths.uploads())?;
+    let files: Vec<Value> = uploads::list_uploads(&paths.uploads())?
+        .into_iter()
+        .map(|info| {
+            // DeerFlow's UI links each file by `artifact_url` and shows its `extension`.
+            let mut entry = json!(info);
+            entry["virtual_path"] = json!(info.path);
+            entry["artifact_url"] = json!(artifact_url(&thread_id, &info.path));
+            entry["extension"] = json!(
+                std::path::Path::new(&info.filename)
+                    .extension()
+                    .map(|ext| format!(".{}", ext.to_string_lossy()))
+                    .unwrap_or_default()
+            );
+            entry
+        })
+        .collect();
     Ok(Json(json!({"files": files, "count": files.len()})))
 }
 

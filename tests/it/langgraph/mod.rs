@@ -1,3 +1,7 @@
-//! The LangGraph Platform API through the daemon binary.
+//! The LangGraph Platform API: the SDKs' shapes against the real daemon, through plain HTTP
+//! under both bases (`/api` and DeerFlow's `/api/langgraph`).
 
+mod assistants;
+mod deerflow_rest;
 mod stream;
+mod threads;
