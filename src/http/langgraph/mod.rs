@@ -16,6 +16,9 @@
 
 pub(crate) mod assistants;
 pub(crate) mod errors;
+pub(crate) mod run_buffer;
+pub(crate) mod run_live;
+pub(crate) mod run_start;
 pub(crate) mod runs;
 pub(crate) mod stream;
 pub(crate) mod threads;
