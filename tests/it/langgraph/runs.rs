@@ -456,3 +456,29 @@ async fn a_custom_agent_is_chosen_by_assistant_id() {
         create_run(&daemon, &thread, "hi", json!({"assistant_id": "nobody"})).await;
     assert_eq!(status, 404, "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_going_away_cancels_its_run_with_on_disconnect_cancel() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::chunks(["never ", "ends"]).hold_after(1, &Gate::new()));
+    let setup = Setup::new(&fake.base_url(), "");
+    let daemon = setup.start();
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let response = daemon
+        .post(&format!("/api/threads/{thread}/runs/stream"), TOKEN_A)
+        .json(&json!({"input": input("hold on"), "on_disconnect": "cancel"}))
+        .send()
+        .await
+        .unwrap();
+    let mut stream = sse(response);
+    let first = next_events(&mut stream, 1).await.remove(0);
+    let run_id = serde_json::from_str::<Value>(&first.2).unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    drop(stream);
+    // The model never answers: only the cancel can end the run.
+    join(&daemon, &thread, &run_id).await;
+    let (_, run) = get_run(&daemon, &thread, &run_id).await;
+    assert_eq!(run["status"], "interrupted", "{run}");
+}
