@@ -257,10 +257,13 @@ async fn a_second_client_joins_a_stream_and_a_dropped_client_resumes_without_gap
         .to_string();
     assert_eq!(location, format!("/threads/{thread}/runs/{run_id}"));
 
-    // A second client joins from the start while the run is held.
+    // A second client joins from the start while the run is held, with the query the Python
+    // SDK sends when no mode is named.
     let joined = daemon
         .get(
-            &format!("/api/threads/{thread}/runs/{run_id}/stream"),
+            &format!(
+                "/api/threads/{thread}/runs/{run_id}/stream?cancel_on_disconnect=false&stream_mode="
+            ),
             TOKEN_A,
         )
         .send()
