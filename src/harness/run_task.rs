@@ -112,3 +112,15 @@ fn finish_run(threads: &ThreadStore, thread_id: &str, stop: StopReason) {
     }
     threads.flush_soon();
 }
+
+impl super::Harness {
+    /// Spawns a task that follows a run from outside the harness (the API's record of it, its
+    /// frames for the clients streaming it), tracked with the runs: shutdown waits for it as
+    /// for them, and it ends when the run it follows does.
+    pub fn spawn_follower<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.inner.tracker.spawn(task);
+    }
+}

@@ -55,6 +55,10 @@ pub(crate) async fn delete(
             crate::harness::RunError::NotFound { .. } => ApiError::thread_not_found(&thread_id),
             other => ApiError::internal(other),
         })?;
+    // Its run records go with it: a thread id given again must not list another's runs.
+    if let Err(error) = state.api_runs.records.forget_thread(&thread_id) {
+        tracing::warn!(%error, %thread_id, "Could not remove a deleted thread's run records");
+    }
     // The thread's files go with it (uploads, outputs, workspace).
     let paths =
         crate::paths::ThreadPaths::new(&state.config.current().data_dir(), &user.0, &thread_id)?;

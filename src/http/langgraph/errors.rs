@@ -19,16 +19,6 @@ pub(crate) fn unsupported(field: &str, why: impl std::fmt::Display) -> ApiError 
     )
 }
 
-/// Placeholder answer of a route whose lane has not landed yet (removed when every route is
-/// built; nothing may call it at the end of #49).
-pub(crate) fn not_built(route: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_IMPLEMENTED,
-        "not_implemented",
-        format!("{route} is not available in this build"),
-    )
-}
-
 /// A request body as a JSON object, refusing (422) the first field outside `known` by name.
 ///
 /// An empty body reads as `{}` (the SDKs send none for some calls), and a field sent as

@@ -19,9 +19,13 @@
 pub(crate) mod assistants;
 pub(crate) mod errors;
 pub(crate) mod messages_page;
+pub(crate) mod run_buffer;
+pub(crate) mod run_live;
+pub(crate) mod run_start;
 pub(crate) mod runs;
 pub(crate) mod shapes;
 pub(crate) mod stream;
+pub(crate) mod thread_runs;
 pub(crate) mod threads;
 
 use std::sync::Arc;
@@ -54,12 +58,9 @@ pub(crate) fn long_routes() -> Router<Arc<AppState>> {
     let routes: [(&str, MethodRouter<Arc<AppState>>); 7] = [
         (
             "/threads/{thread_id}/runs/stream",
-            post(crate::http::runs::stream),
+            post(thread_runs::stream),
         ),
-        (
-            "/threads/{thread_id}/runs/wait",
-            post(crate::http::runs::wait),
-        ),
+        ("/threads/{thread_id}/runs/wait", post(thread_runs::wait)),
         ("/threads/{thread_id}/runs/{run_id}/join", get(runs::join)),
         (
             "/threads/{thread_id}/runs/{run_id}/stream",
