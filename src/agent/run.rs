@@ -460,6 +460,7 @@ impl Agent {
     }
 
     async fn checkpoint(&self, turn: &mut Turn, ctx: &RunContext) -> Option<Stop> {
+        let mut version = 0;
         if let Some(checkpointer) = &self.checkpointer {
             let checkpoint = StepCheckpoint {
                 thread_id: &ctx.thread_id,
@@ -468,17 +469,21 @@ impl Agent {
                 state: &turn.state,
                 changes: &turn.changes,
             };
-            if let Err(e) = checkpointer.save(checkpoint).await {
-                return Some(Stop::error(
-                    ErrorCode::CheckpointError,
-                    format!("could not save the thread state: {e}"),
-                ));
+            match checkpointer.save(checkpoint).await {
+                Ok(saved) => version = saved,
+                Err(e) => {
+                    return Some(Stop::error(
+                        ErrorCode::CheckpointError,
+                        format!("could not save the thread state: {e}"),
+                    ));
+                }
             }
             turn.changes.clear();
         }
         if ctx.events.wants_values() {
             ctx.events.emit(RunEvent::Values {
                 state: std::sync::Arc::new(turn.state.clone()),
+                version,
             });
         }
         None

@@ -163,10 +163,11 @@ struct MemoryCheckpointer {
 
 #[async_trait]
 impl Checkpointer for MemoryCheckpointer {
-    async fn save(&self, step: StepCheckpoint<'_>) -> Result<(), StoreError> {
+    async fn save(&self, step: StepCheckpoint<'_>) -> Result<u64, StoreError> {
         let saved = (step.step, step.state.clone());
-        self.saved.lock().unwrap().push(saved);
-        Ok(())
+        let mut all = self.saved.lock().unwrap();
+        all.push(saved);
+        Ok(all.len() as u64)
     }
     async fn latest(&self, _thread_id: &str) -> Result<Option<Checkpoint>, StoreError> {
         Ok(None)

@@ -74,6 +74,9 @@ pub enum RunEvent {
     /// The state after a completed step.
     Values {
         state: Arc<ThreadState>,
+        /// The checkpoint it was saved as (the thread head's version; 0: not checkpointed), so
+        /// a stream names checkpoints as `/threads/{id}/state/{checkpoint_id}` resolves them.
+        version: u64,
     },
     Error {
         code: ErrorCode,

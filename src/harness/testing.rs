@@ -92,7 +92,7 @@ pub async fn crash_child(data_dir: &Path) -> Result<(), CrashChildError> {
         while let Some(event) = receiver.recv().await {
             // `Values` follows each step's checkpoint; after the third one (input, model, tool)
             // the run is inside the slow model call and checkpoints nothing more.
-            if let RunEvent::Values { state } = event {
+            if let RunEvent::Values { state, .. } = event {
                 completed_steps += 1;
                 if completed_steps == 3 {
                     let expected = serde_json::to_vec(&*state).map_err(std::io::Error::other)?;

@@ -146,8 +146,9 @@ impl ThreadStore {
         }))
     }
 
-    /// Writes one completed step (see the module doc).
-    pub fn save_step(&self, checkpoint: StepCheckpoint<'_>) -> Result<(), ThreadError> {
+    /// Writes one completed step (see the module doc) and answers the checkpoint's version
+    /// (the head's, one more than before).
+    pub fn save_step(&self, checkpoint: StepCheckpoint<'_>) -> Result<u64, ThreadError> {
         let thread_id = checkpoint.thread_id;
         let new = checkpoint.state;
         let now = Utc::now();
@@ -220,9 +221,10 @@ impl ThreadStore {
                 thread_id: thread_id.to_string(),
             }));
         }
+        let version = head.version;
         self.patch_cache(thread_id, new, plan, written, head, head_bytes, &channels);
         self.inner.flusher.request();
-        Ok(())
+        Ok(version)
     }
 
     /// Compares the step with the last save, folding the thread first if it is not cached.
@@ -337,7 +339,7 @@ impl ThreadStore {
 
 #[async_trait]
 impl Checkpointer for ThreadStore {
-    async fn save(&self, checkpoint: StepCheckpoint<'_>) -> Result<(), StoreError> {
+    async fn save(&self, checkpoint: StepCheckpoint<'_>) -> Result<u64, StoreError> {
         self.save_step(checkpoint).map_err(into_store_error)
     }
 

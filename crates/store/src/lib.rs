@@ -197,7 +197,7 @@ pub struct StepCheckpoint<'a> {
 /// `latest` returns (or an empty one for a new thread).
 #[async_trait]
 pub trait Checkpointer: Send + Sync {
-    async fn save(&self, checkpoint: StepCheckpoint<'_>) -> Result<(), StoreError>;
+    async fn save(&self, checkpoint: StepCheckpoint<'_>) -> Result<u64, StoreError>;
     async fn latest(&self, thread_id: &str) -> Result<Option<Checkpoint>, StoreError>;
 
     /// Names the thread in its record (a generated title, arriving after the run's answer).

@@ -160,6 +160,7 @@ fn sample_run() -> Vec<RunEvent> {
     events.push(RunEvent::Message { message: ai });
     events.push(RunEvent::Values {
         state: Arc::new(state.clone()),
+        version: 1,
     });
     events.push(RunEvent::ToolStarted { call: call.clone() });
     let result = ToolMessage::success(&call, "# Report\n".repeat(40));
@@ -179,6 +180,7 @@ fn sample_run() -> Vec<RunEvent> {
     });
     events.push(RunEvent::Values {
         state: Arc::new(state.clone()),
+        version: 2,
     });
     let second = "ai-bench-2";
     for word in 0..150 {
@@ -196,6 +198,7 @@ fn sample_run() -> Vec<RunEvent> {
     events.push(RunEvent::Message { message: answer });
     events.push(RunEvent::Values {
         state: Arc::new(state),
+        version: 3,
     });
     events.push(RunEvent::Finished {
         stop_reason: StopReason::Completed,

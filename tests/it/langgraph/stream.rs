@@ -173,6 +173,23 @@ async fn deerflows_full_list_is_served_under_its_proxy_path() {
         thread.as_str()
     );
     assert_eq!(checkpoints[1]["parent_config"], checkpoints[0]["config"]);
+    // The last streamed checkpoint is the thread's current one, by the id the state routes
+    // resolve.
+    let last = checkpoints.last().unwrap()["config"]["configurable"]["checkpoint_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let at = daemon
+        .get_json(
+            &format!("/api/langgraph/threads/{thread}/state/{last}"),
+            TOKEN_A,
+        )
+        .await;
+    assert_eq!(at["checkpoint"]["checkpoint_id"], last.as_str(), "{at}");
+    let current = daemon
+        .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
+        .await;
+    assert_eq!(current["checkpoint"]["checkpoint_id"], last.as_str());
     let debug = of(&frames, "debug");
     assert!(debug.iter().any(|event| event["type"] == "checkpoint"));
     assert!(debug.iter().any(|event| event["type"] == "task_result"));

@@ -179,7 +179,7 @@ fn legacy_frame(event: &RunEvent, run_id: &str, thread_id: &str) -> Option<Frame
                 {"run_id": run_id, "thread_id": thread_id}
             ]),
         ),
-        RunEvent::Values { state } => ("values", json!(state)),
+        RunEvent::Values { state, .. } => ("values", json!(state)),
         RunEvent::Message { message } => ("custom", json!({"type": "message", "message": message})),
         RunEvent::ToolStarted { call } => ("custom", json!({"type": "tool_started", "call": call})),
         RunEvent::ToolFinished { result } => {

@@ -20,8 +20,9 @@
 //! - `tools`: `on_tool_start`, `on_tool_end` or `on_tool_error` with `toolCallId`.
 //! - `tasks`: a task per step (start: `id`, `name`, `input` `{}`, `triggers`; result: its
 //!   writes as `[channel, value]` pairs).
-//! - `checkpoints`: a checkpoint per step (`config` with `checkpoint_id` `{run_id}:step:{n}`,
-//!   `parent_config`, `metadata.step`, `values`, `next`, `tasks` `[]`).
+//! - `checkpoints`: a checkpoint per step (`config` with the thread's `checkpoint_id` for the
+//!   saved version, as `/threads/{id}/state/{checkpoint_id}` resolves it; `{run_id}:step:{n}`
+//!   for a run without a checkpointer), `parent_config`, `metadata.step`, `values`, `next`, `tasks` `[]`).
 //! - `debug`: the tasks and checkpoints above wrapped as `task`, `task_result`, `checkpoint`.
 //! - `lifecycle`: a sub-agent's `started`, `completed`, `failed`, `interrupted` under
 //!   `lifecycle|tools:{call id}`.
@@ -144,7 +145,7 @@ impl SdkEncoder {
                 }
             }
             RunEvent::ToolFinished { result } => self.tool_finished(result, out),
-            RunEvent::Values { state } => self.step_end(state, out),
+            RunEvent::Values { state, version } => self.step_end(state, *version, out),
             RunEvent::Error { code, message } => out.push(frame(
                 "error",
                 json!({"error": code, "message": message}).to_string(),
@@ -368,7 +369,7 @@ impl SdkEncoder {
 
     /// A step ended with `state` checkpointed: its task's result, the update, the values, the
     /// checkpoint; then the next step begins.
-    fn step_end(&mut self, state: &ThreadState, out: &mut Vec<Frame>) {
+    fn step_end(&mut self, state: &ThreadState, version: u64, out: &mut Vec<Frame>) {
         // No node ran since the last step: the input written before the first model call
         // (LangGraph's `input` checkpoint), or what hooks changed after the last one.
         let kind = match (self.open, self.values_seen) {
@@ -415,7 +416,10 @@ impl SdkEncoder {
                 StepKind::Input => (0, vec!["model"]),
                 _ => (self.step, self.next_nodes()),
             };
-            let id = shapes::checkpoint_id(&self.run_id, step);
+            // The thread's own checkpoint id, which `/state/{checkpoint_id}` and `/history`
+            // resolve; a run without a checkpointer names its steps.
+            let id = crate::http::langgraph::shapes::checkpoint_id(version)
+                .unwrap_or_else(|| shapes::checkpoint_id(&self.run_id, step));
             let config = shapes::checkpoint_config(&self.thread_id, &id);
             let parent = self
                 .parent_checkpoint

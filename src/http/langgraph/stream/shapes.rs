@@ -125,7 +125,7 @@ pub(super) fn task_id(run_id: &str, step: u64) -> String {
     format!("{run_id}:task:{step}")
 }
 
-/// The id of the checkpoint a step ends with, as the stream names it.
+/// The id of the checkpoint a step ends with when the run saves none (no checkpointer).
 pub(super) fn checkpoint_id(run_id: &str, step: u64) -> String {
     format!("{run_id}:step:{step}")
 }

@@ -63,7 +63,10 @@ fn sample_run() -> Vec<RunEvent> {
             delta: "look.".into(),
         },
         RunEvent::Message { message: ai },
-        RunEvent::Values { state: first },
+        RunEvent::Values {
+            state: first,
+            version: 1,
+        },
         RunEvent::ToolStarted { call: call() },
         RunEvent::ToolFinished {
             result: tool.clone(),
@@ -71,9 +74,15 @@ fn sample_run() -> Vec<RunEvent> {
         RunEvent::Message {
             message: Message::Tool(tool),
         },
-        RunEvent::Values { state: second },
+        RunEvent::Values {
+            state: second,
+            version: 2,
+        },
         RunEvent::Message { message: answer },
-        RunEvent::Values { state: third },
+        RunEvent::Values {
+            state: third,
+            version: 3,
+        },
         RunEvent::Finished {
             stop_reason: StopReason::Completed,
         },
@@ -437,6 +446,7 @@ fn the_input_and_hook_writes_are_checkpoints_but_not_node_tasks() {
     let events = [
         RunEvent::Values {
             state: Arc::new(input),
+            version: 1,
         },
         RunEvent::TextDelta {
             message_id: "ai-1".into(),
@@ -444,9 +454,11 @@ fn the_input_and_hook_writes_are_checkpoints_but_not_node_tasks() {
         },
         RunEvent::Values {
             state: Arc::new(answered),
+            version: 2,
         },
         RunEvent::Values {
             state: Arc::new(titled),
+            version: 3,
         },
     ];
     let modes: &[&str] = &["messages-tuple", "updates", "tasks", "checkpoints"];
