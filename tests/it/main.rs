@@ -19,6 +19,7 @@ mod daemon;
 mod deployment;
 mod docker_sandbox;
 mod identities;
+mod langgraph;
 mod lead_agent;
 mod listener;
 mod mcp;
