@@ -176,7 +176,8 @@ async fn the_python_and_js_sdks_drive_the_daemon_unchanged() {
     let Some(sdk) = sdk_dir() else { return };
     let fake = FakeOpenAi::start().await;
     fake.respond_with(answer);
-    let setup = Setup::new(&fake.base_url(), "");
+    // The caller creates its own agent, as DeerFlow's users do.
+    let setup = Setup::new(&fake.base_url(), "agents:\n  self_service: true\n");
     let daemon = setup.start();
 
     let created = daemon
