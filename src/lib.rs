@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod agent_api;
+pub mod api_runs;
 pub mod approvals;
 pub mod body_buffers;
 pub mod channels;

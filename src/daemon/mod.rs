@@ -162,6 +162,7 @@ pub async fn run(
         model_probe: model_probe.clone(),
         auth_failures: auth_failures.clone(),
         hooks: hooks.clone(),
+        api_runs: Arc::new(crate::http::ApiRuns::open(harness.clone())),
     }));
     // Bound only now that the store's lock is ours: a socket file left over is stale.
     let socket_file = serve_local_socket(

@@ -21,6 +21,7 @@ mod schedules_dispatch;
 mod schedules_loop;
 mod shutdown;
 pub mod testing;
+mod thread_updates;
 
 pub use errors::{HarnessError, RunError};
 pub use jobs::{JOBS_TREE, JobClaim};

@@ -98,13 +98,29 @@ async fn relay(
 /// burst of runs spawn hundreds of threads (each with its own allocator arena).
 fn finish_run(threads: &ThreadStore, thread_id: &str, stop: StopReason) {
     let status = match stop {
+        // Waiting for a person: a clarification question or an approval to answer, or a
+        // cancelled run waiting for the next message (what LangGraph clients read as
+        // `interrupted`; the next run brings the thread back to `idle`).
+        StopReason::Interrupted | StopReason::Cancelled | StopReason::AwaitingApproval => {
+            ThreadStatus::Interrupted
+        }
         reason if reason.is_answered() => ThreadStatus::Idle,
-        // Waiting for a person, as a cancelled run waits for the next message.
-        StopReason::Cancelled | StopReason::AwaitingApproval => ThreadStatus::Interrupted,
         _ => ThreadStatus::Error,
     };
     if let Err(error) = threads.set_status(thread_id, status) {
         tracing::warn!(%error, "Could not record the end of a run");
     }
     threads.flush_soon();
+}
+
+impl super::Harness {
+    /// Spawns a task that follows a run from outside the harness (the API's record of it, its
+    /// frames for the clients streaming it), tracked with the runs: shutdown waits for it as
+    /// for them, and it ends when the run it follows does.
+    pub fn spawn_follower<F>(&self, task: F)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.inner.tracker.spawn(task);
+    }
 }

@@ -15,7 +15,7 @@ mod error;
 mod health;
 mod hooks;
 mod json_errors;
-mod langgraph;
+pub(crate) mod langgraph;
 mod mcp;
 mod me;
 mod memory;
@@ -24,7 +24,7 @@ mod metrics;
 mod models;
 mod origin;
 pub mod peer;
-mod runs;
+pub(crate) mod runs;
 mod schedules;
 mod skills;
 mod threads;
@@ -48,6 +48,7 @@ pub use artifacts::artifact_url;
 pub use auth::{AuthUser, Caller, LOCAL_USER};
 pub use auth_failures::AuthFailures;
 pub use error::ApiError;
+pub use langgraph::run_live::ApiRuns;
 
 /// Largest JSON body accepted by ordinary routes.
 pub(crate) const JSON_BODY_LIMIT: usize = 1024 * 1024;
@@ -71,6 +72,8 @@ pub struct AppState {
     pub auth_failures: Arc<AuthFailures>,
     /// The webhook channel (`POST /hooks/{endpoint}`).
     pub hooks: crate::hooks::Hooks,
+    /// The LangGraph API's runs: their records, frames and followers.
+    pub api_runs: Arc<ApiRuns>,
 }
 
 /// Builds the full router.

@@ -18,8 +18,11 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use crate::agent_api::{ErrorCode, RunEvent, RunOptions};
+use crate::api_runs::MultitaskStrategy;
 use crate::harness::{RunError, RunHandle, RunRequest, Speaker};
-use crate::http::langgraph::assistants::agent_of;
+use crate::http::langgraph::assistants::{LEAD_AGENT, agent_of};
+use crate::http::langgraph::errors::unsupported;
+use crate::http::langgraph::run_start::RunStart;
 use crate::http::langgraph::stream::{Encoder, Frame, StreamRequest};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
@@ -37,6 +40,83 @@ pub(crate) struct RunBody {
     pub(crate) stream_subgraphs: Option<Value>,
     /// LangGraph's assistant: `lead_agent` or a custom agent's name (as `context.agent_name`).
     assistant_id: Option<String>,
+    /// Kept on the run's record.
+    metadata: Map<String, Value>,
+    /// `reject` (the default), `enqueue`, `interrupt` or `rollback`: what to do on a busy thread.
+    multitask_strategy: Option<String>,
+    /// `cancel`: the run stops when the client streaming it (or waiting for it) goes away;
+    /// `continue` (the default, as before the SDKs' field): it goes on.
+    pub(crate) on_disconnect: Option<String>,
+    /// Stateless runs: `delete` (the default) removes their thread at the end, `keep` keeps it.
+    pub(crate) on_completion: Option<String>,
+    /// `create` (the default: a run creates its thread) or `reject` (404 for a missing thread).
+    if_not_exists: Option<String>,
+    /// Fields of the SDKs' run payloads Antler does not support: refused (422) when sent.
+    #[serde(flatten)]
+    refused: RefusedFields,
+}
+
+/// Run fields the SDKs can send that Antler cannot honour. (What the SDKs send on their own,
+/// `after_seconds`, `durability`, `stream_resumable`, `langsmith_tracer` and the rest, is
+/// accepted and has no effect: every run is resumable and checkpointed per step.)
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct RefusedFields {
+    command: Option<Value>,
+    interrupt_before: Option<Value>,
+    interrupt_after: Option<Value>,
+    webhook: Option<Value>,
+    checkpoint: Option<Value>,
+    checkpoint_id: Option<Value>,
+    feedback_keys: Option<Value>,
+}
+
+impl RefusedFields {
+    fn check(&self) -> Result<(), ApiError> {
+        let refused = [
+            (
+                "command",
+                &self.command,
+                "answer a clarification with a new input message instead",
+            ),
+            (
+                "interrupt_before",
+                &self.interrupt_before,
+                "Antler's agent has no static breakpoints",
+            ),
+            (
+                "interrupt_after",
+                &self.interrupt_after,
+                "Antler's agent has no static breakpoints",
+            ),
+            (
+                "webhook",
+                &self.webhook,
+                "follow the run with GET …/runs/{run_id}/join instead",
+            ),
+            (
+                "checkpoint",
+                &self.checkpoint,
+                "runs always continue from the thread's latest state",
+            ),
+            (
+                "checkpoint_id",
+                &self.checkpoint_id,
+                "runs always continue from the thread's latest state",
+            ),
+            (
+                "feedback_keys",
+                &self.feedback_keys,
+                "LangSmith feedback is not available",
+            ),
+        ];
+        for (field, value, why) in refused {
+            if value.as_ref().is_some_and(|value| !value.is_null()) {
+                return Err(unsupported(field, format!("not supported; {why}")));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -45,10 +125,11 @@ struct RunInput {
     messages: Vec<Value>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, serde::Serialize)]
 #[serde(default)]
 struct RunConfig {
     configurable: Map<String, Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     recursion_limit: Option<u32>,
 }
 
@@ -176,24 +257,134 @@ pub(crate) fn sse_of(frame: Frame) -> Event {
     Event::default().event(frame.event).data(frame.data)
 }
 
+/// How a run request wants to be treated beyond its run: from the body's LangGraph fields.
+pub(crate) struct RunMode {
+    /// The client going away cancels the run (`on_disconnect: cancel`).
+    pub(crate) cancel_on_disconnect: bool,
+    /// A stateless run keeps its thread (`on_completion: keep`).
+    pub(crate) keep_thread: bool,
+    /// A missing thread is refused (`if_not_exists: reject`).
+    pub(crate) reject_missing: bool,
+}
+
+/// Reads a run body into what starting it takes; `stream`: its frames are kept for readers.
+pub(crate) fn api_run_start(
+    user: &AuthUser,
+    thread_id: &str,
+    mut body: RunBody,
+    stream: bool,
+) -> Result<(RunStart, RunMode), ApiError> {
+    body.refused.check()?;
+    let strategy = match body.multitask_strategy.as_deref() {
+        None => MultitaskStrategy::Reject,
+        Some(name) => MultitaskStrategy::parse(name).ok_or_else(|| {
+            unsupported(
+                "multitask_strategy",
+                "must be \"reject\", \"enqueue\", \"interrupt\" or \"rollback\"",
+            )
+        })?,
+    };
+    let mode = RunMode {
+        cancel_on_disconnect: one_of(
+            "on_disconnect",
+            body.on_disconnect.as_deref(),
+            &["continue", "cancel"],
+        )? == "cancel",
+        keep_thread: one_of(
+            "on_completion",
+            body.on_completion.as_deref(),
+            &["delete", "keep"],
+        )? == "keep",
+        reject_missing: one_of(
+            "if_not_exists",
+            body.if_not_exists.as_deref(),
+            &["create", "reject"],
+        )? == "reject",
+    };
+    let stream_request = if stream {
+        Some(StreamRequest::parse(
+            body.stream_mode.as_ref(),
+            body.stream_subgraphs.as_ref(),
+        )?)
+    } else {
+        None
+    };
+    let mut kwargs = Map::new();
+    kwargs.insert("config".into(), json!(body.config));
+    kwargs.insert("context".into(), Value::Object(body.context.clone()));
+    if let Some(modes) = &body.stream_mode {
+        kwargs.insert("stream_mode".into(), modes.clone());
+    }
+    let assistant_id = body
+        .assistant_id
+        .clone()
+        .unwrap_or_else(|| LEAD_AGENT.to_string());
+    let metadata = std::mem::take(&mut body.metadata);
+    let request = run_request(user, thread_id, body, stream)?;
+    let start = RunStart {
+        request,
+        assistant_id,
+        metadata,
+        kwargs,
+        strategy,
+        stream: stream_request,
+        temporary: false,
+    };
+    Ok((start, mode))
+}
+
+/// `value` if it is one of `allowed` (the first when absent), else a 422 naming `field`.
+fn one_of<'a>(
+    field: &str,
+    value: Option<&'a str>,
+    allowed: &[&'a str],
+) -> Result<&'a str, ApiError> {
+    match value {
+        None => Ok(allowed[0]),
+        Some(value) if allowed.contains(&value) => Ok(value),
+        Some(_) => Err(unsupported(
+            field,
+            format!("must be one of {}", allowed.join(", ")),
+        )),
+    }
+}
+
+/// 404 for a missing thread when the body says `if_not_exists: reject`.
+fn check_exists(
+    state: &AppState,
+    user: &AuthUser,
+    thread_id: &str,
+    mode: &RunMode,
+) -> Result<(), ApiError> {
+    if mode.reject_missing {
+        owned_thread(state, user, thread_id)?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn stream(
     State(state): State<Arc<AppState>>,
     user: AuthUser,
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
-    let stream_request =
-        StreamRequest::parse(body.stream_mode.as_ref(), body.stream_subgraphs.as_ref())?;
-    let request = run_request(&user, &thread_id, body, true)?;
+    let (start, mode) = api_run_start(&user, &thread_id, body, true)?;
+    check_exists(&state, &user, &thread_id, &mode)?;
     let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs/stream", &thread_id);
-    let handle = state
-        .harness
-        .start_run(request)
-        .instrument(span)
-        .await
-        .map_err(run_error)?;
-    Ok(stream_run(handle, thread_id, stream_request, None))
+    stream_started(&state, start, &mode).instrument(span).await
+}
+
+/// Starts a run and answers its frames as SSE, from the first.
+pub(crate) async fn stream_started(
+    state: &AppState,
+    start: RunStart,
+    mode: &RunMode,
+) -> Result<Response, ApiError> {
+    let started = state.api_runs.start(start, false).await?;
+    Ok(state
+        .api_runs
+        .sse(started.run, 0, None, mode.cancel_on_disconnect))
 }
 
 /// A started run's events as the `/runs/stream` answer, after `lead` (a frame of the caller's
@@ -251,18 +442,50 @@ pub(crate) async fn wait(
     Json(body): Json<RunBody>,
 ) -> Result<Response, ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
-    let request = run_request(&user, &thread_id, body, false)?;
-    // Starting a run (building its agent) is a large future of its own: boxed, it is freed once
-    // the run is under way instead of sizing this handler's future for the whole wait.
+    let (start, mode) = api_run_start(&user, &thread_id, body, false)?;
+    check_exists(&state, &user, &thread_id, &mode)?;
     let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs/wait", &thread_id);
-    async move {
-        let handle = Box::pin(state.harness.start_run(request))
-            .await
-            .map_err(run_error)?;
-        wait_run(handle, thread_id, Map::new()).await
-    }
-    .instrument(span)
-    .await
+    wait_started(&state, start, &mode).instrument(span).await
+}
+
+/// Starts a run and answers as `/runs/wait` does once it ends.
+pub(crate) async fn wait_started(
+    state: &AppState,
+    start: RunStart,
+    mode: &RunMode,
+) -> Result<Response, ApiError> {
+    // Starting a run (building its agent) is a large future of its own: boxed, it is freed
+    // once the run is under way instead of sizing this handler's future for the whole wait.
+    let started = Box::pin(state.api_runs.start(start, true)).await?;
+    let run = started.run;
+    let _guard = mode
+        .cancel_on_disconnect
+        .then(|| state.api_runs.cancel_on_drop(run.clone()));
+    let outcome = match started.outcome {
+        Some(outcome) => outcome.await.ok(),
+        None => None,
+    };
+    let Some(outcome) = outcome else {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "run_failed",
+            format!(
+                "run {} ended without an outcome; GET /api/threads/{}/runs/{} for its status",
+                run.run_id, run.thread_id, run.run_id
+            ),
+        ));
+    };
+    let mut response = wait_answer(
+        outcome,
+        run.run_id.clone(),
+        run.thread_id.clone(),
+        Map::new(),
+    )?;
+    response
+        .headers_mut()
+        .extend(crate::http::langgraph::run_live::run_headers(&run));
+    response.headers_mut().remove(header::LOCATION);
+    Ok(response)
 }
 
 /// Waits for a started run and answers as `/runs/wait` does, with `lead`'s fields first (the
@@ -278,6 +501,16 @@ pub(crate) async fn wait_run(
         run_id, outcome, ..
     } = handle;
     let outcome = outcome.await.map_err(ApiError::internal)?;
+    wait_answer(outcome, run_id, thread_id, lead)
+}
+
+/// The `/runs/wait` answer of a run's outcome, with `lead`'s fields first.
+pub(crate) fn wait_answer(
+    outcome: crate::agent::RunOutcome,
+    run_id: String,
+    thread_id: String,
+    lead: Map<String, Value>,
+) -> Result<Response, ApiError> {
     let status = outcome
         .error
         .as_ref()
@@ -327,25 +560,5 @@ fn failure_status(code: ErrorCode) -> StatusCode {
         | ErrorCode::StateError
         | ErrorCode::CheckpointError
         | ErrorCode::Panic => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
-pub(crate) async fn cancel(
-    State(state): State<Arc<AppState>>,
-    user: AuthUser,
-    Path((thread_id, run_id)): Path<(String, String)>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
-    owned_thread(&state, &user, &thread_id)?;
-    if state.harness.cancel_run(&thread_id, &run_id) {
-        Ok((
-            StatusCode::ACCEPTED,
-            Json(json!({"success": true, "run_id": run_id})),
-        ))
-    } else {
-        Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "run_not_found",
-            format!("run {run_id} is not running on thread {thread_id}; it may have finished"),
-        ))
     }
 }

@@ -93,6 +93,12 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5000)]
         iterations: usize,
     },
+    /// What the SSE encoder costs per run event (in process): Antler's own set and the SDK's
+    /// stream modes over the same realistic run; prints median ns per event.
+    Stream {
+        #[arg(long, default_value_t = 2000)]
+        iterations: usize,
+    },
 }
 
 /// Runs one benchmark and prints its report on stdout.
@@ -165,6 +171,9 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Meter { iterations } => crate::cli::bench::meter::meter(iterations)
             .await?
             .to_string(),
+        BenchCommand::Stream { iterations } => {
+            crate::cli::bench::stream::stream(iterations).to_string()
+        }
     };
     println!("{report}");
     Ok(())

@@ -8,6 +8,7 @@
 pub mod command;
 pub mod daemon;
 pub mod meter;
+pub mod stream;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -9,6 +9,7 @@
 //!
 //! - `assistants`: `lead_agent` and the caller's custom agents as assistants.
 //! - `threads`: search, metadata patch, state read and update, history.
+//! - `shapes`: a thread and its state as the SDK's `Thread`, `ThreadState`, `Checkpoint`.
 //! - `runs`: run records, background runs, join, stream join with `Last-Event-ID`, cancel,
 //!   stateless runs, `multitask_strategy`.
 //! - `stream`: one run's events as the SSE frames a request's `stream_mode` asks for.
@@ -16,7 +17,11 @@
 
 pub(crate) mod assistants;
 pub(crate) mod errors;
+pub(crate) mod run_buffer;
+pub(crate) mod run_live;
+pub(crate) mod run_start;
 pub(crate) mod runs;
+pub(crate) mod shapes;
 pub(crate) mod stream;
 pub(crate) mod threads;
 
@@ -77,7 +82,7 @@ pub(crate) fn long_routes() -> Router<Arc<AppState>> {
 /// Routes answered at once: assistants, threads, run records.
 pub(crate) fn short_routes() -> Router<Arc<AppState>> {
     let mut router = Router::new();
-    let routes: [(&str, MethodRouter<Arc<AppState>>); 11] = [
+    let routes: [(&str, MethodRouter<Arc<AppState>>); 13] = [
         ("/assistants/search", post(assistants::search)),
         ("/assistants/{assistant_id}", get(assistants::get)),
         ("/assistants/{assistant_id}/graph", get(assistants::graph)),
@@ -99,6 +104,14 @@ pub(crate) fn short_routes() -> Router<Arc<AppState>> {
         (
             "/threads/{thread_id}/state",
             get(crate::http::threads::state).post(threads::update_state),
+        ),
+        (
+            "/threads/{thread_id}/state/checkpoint",
+            post(threads::state_at_checkpoint),
+        ),
+        (
+            "/threads/{thread_id}/state/{checkpoint_id}",
+            get(threads::state_at),
         ),
         (
             "/threads/{thread_id}/history",

@@ -1,42 +1,434 @@
-//! Threads as the SDK sees them: search, metadata patch, state update, history. (Lane
-//! lgthreads; create, get, list, delete and the state read are `http::threads`.)
+//! Threads as the SDK sees them: search, metadata patch, state update, state at a checkpoint,
+//! history. (Create, get, list, delete and the state read are `http::threads`.)
+//!
+//! History lists what the checkpoint log can give back: the latest checkpoint, with its full
+//! values (see `shapes` for why older versions cannot be folded again).
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
+use axum::Json;
+use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::response::Response;
+use serde_json::{Map, Value, json};
 
+use antler_store::ThreadRecord;
+use antler_store::threads::ThreadStatus;
+
+use super::errors::{body_object, checkpoint_not_found, field, unsupported};
+use super::shapes;
+use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 
-use super::errors::not_built;
+/// Largest page a search answers (DeerFlow asks for 50 at a time).
+const MAX_LIMIT: usize = 1000;
 
+const SEARCH_FIELDS: [&str; 10] = [
+    "metadata",
+    "values",
+    "ids",
+    "status",
+    "limit",
+    "offset",
+    "sort_by",
+    "sort_order",
+    "select",
+    "extract",
+];
+
+/// `POST /threads/search`: the caller's threads, filtered (`metadata` and `values` by JSON
+/// containment, as LangGraph's JSONB filters, `ids`, `status`), sorted and paged.
 pub(crate) async fn search(
-    State(_state): State<Arc<AppState>>,
-    _user: AuthUser,
-) -> Result<Response, ApiError> {
-    Err(not_built("POST /threads/search"))
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    body: Bytes,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let fields = body_object(&body, &SEARCH_FIELDS)?;
+    if fields.contains_key("extract") {
+        return Err(unsupported(
+            "extract",
+            "Antler does not extract values in a search; select \"values\" and read them",
+        ));
+    }
+    let metadata: Option<Value> = field(&fields, "metadata", "an object")?;
+    let values_filter: Option<Value> = field(&fields, "values", "an object")?;
+    let ids: Option<Vec<String>> = field(&fields, "ids", "a list of thread ids")?;
+    let status: Option<ThreadStatus> = field(
+        &fields,
+        "status",
+        "one of \"idle\", \"busy\", \"interrupted\", \"error\"",
+    )?;
+    let limit = field::<usize>(&fields, "limit", "a non-negative integer")?
+        .unwrap_or(10)
+        .min(MAX_LIMIT);
+    let offset = field::<usize>(&fields, "offset", "a non-negative integer")?.unwrap_or(0);
+    let sort_by = field::<String>(&fields, "sort_by", "a string")?;
+    let descending = match field::<String>(&fields, "sort_order", "\"asc\" or \"desc\"")?.as_deref()
+    {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(_) => return Err(unsupported("sort_order", "must be \"asc\" or \"desc\"")),
+    };
+    let select: Option<Vec<String>> = field(&fields, "select", "a list of field names")?;
+
+    let mut records: Vec<ThreadRecord> = state
+        .harness
+        .list_threads(&user.0)
+        .map_err(ApiError::internal)?
+        .into_iter()
+        .filter(|record| {
+            ids.as_ref()
+                .is_none_or(|ids| ids.contains(&record.thread_id))
+        })
+        .filter(|record| status.is_none_or(|status| record.status == status))
+        .filter(|record| {
+            metadata
+                .as_ref()
+                .is_none_or(|wanted| contains(&Value::Object(record.metadata.clone()), wanted))
+        })
+        .collect();
+    sort(&mut records, sort_by.as_deref(), descending)?;
+
+    let wants_values = select.as_ref().is_none_or(|select| {
+        select
+            .iter()
+            .any(|name| name == "values" || name == "interrupts")
+    });
+    let mut page = Vec::new();
+    let mut skipped = 0;
+    for record in records {
+        if page.len() >= limit {
+            break;
+        }
+        // The state is folded only for threads that can still reach the page.
+        let values = if wants_values || values_filter.is_some() {
+            Some(shapes::latest(&state, &record.thread_id)?.1)
+        } else {
+            None
+        };
+        if let (Some(wanted), Some(values)) = (&values_filter, &values)
+            && !contains(&json!(values.as_ref()), wanted)
+        {
+            continue;
+        }
+        if skipped < offset {
+            skipped += 1;
+            continue;
+        }
+        let thread = shapes::thread(&record, values.as_deref());
+        page.push(match &select {
+            Some(select) => keep_fields(thread, select),
+            None => thread,
+        });
+    }
+    Ok(Json(page))
 }
 
+/// `PATCH /threads/{id}`: merges `metadata` into the thread's (as the SDK's `threads.update`)
+/// and answers the thread.
 pub(crate) async fn patch(
-    State(_state): State<Arc<AppState>>,
-    _user: AuthUser,
-    Path(_thread_id): Path<String>,
-) -> Result<Response, ApiError> {
-    Err(not_built("PATCH /threads/{thread_id}"))
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let fields = body_object(&body, &["metadata"])?;
+    let metadata: Map<String, Value> = field(&fields, "metadata", "an object")?.unwrap_or_default();
+    owned_thread(&state, &user, &thread_id)?;
+    let record = state
+        .harness
+        .threads()
+        .update(&thread_id, |record| {
+            record
+                .metadata
+                .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        })
+        .map_err(ApiError::internal)?;
+    let (_, values) = shapes::latest(&state, &thread_id)?;
+    Ok(Json(shapes::thread(&record, Some(&values))))
 }
 
+/// `POST /threads/{id}/state`: changes state values outside a run (today `title`, what
+/// DeerFlow's UI renames a chat with) as a checkpoint of its own; answers the new checkpoint.
+/// 409 while a run is in flight.
 pub(crate) async fn update_state(
-    State(_state): State<Arc<AppState>>,
-    _user: AuthUser,
-    Path(_thread_id): Path<String>,
-) -> Result<Response, ApiError> {
-    Err(not_built("POST /threads/{thread_id}/state"))
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let fields = body_object(&body, &["values", "checkpoint", "checkpoint_id", "as_node"])?;
+    let record = owned_thread(&state, &user, &thread_id)?;
+    let values: Map<String, Value> =
+        field(&fields, "values", "an object of state values")?.unwrap_or_default();
+    let _as_node: Option<String> = field(&fields, "as_node", "a node name")?;
+    let base = requested_checkpoint(&fields)?;
+    if let Some(base) = base
+        && base != record.last_checkpoint
+    {
+        return Err(unsupported(
+            "checkpoint_id",
+            "Antler updates the thread's latest checkpoint only; omit it or send the id \
+             GET /threads/{thread_id}/state answers",
+        ));
+    }
+    let mut title: Option<Option<String>> = None;
+    for (key, value) in &values {
+        match (key.as_str(), value) {
+            ("title", Value::String(text)) => title = Some(Some(text.trim().to_string())),
+            ("title", Value::Null) => title = Some(None),
+            ("title", _) => return Err(unsupported("values.title", "must be a string or null")),
+            (other, _) => {
+                return Err(unsupported(
+                    &format!("values.{other}"),
+                    "Antler updates only \"title\" outside a run; send the change as a run's \
+                     input instead",
+                ));
+            }
+        }
+    }
+    let head = state
+        .harness
+        .update_thread_state(&user.0, &thread_id, |values| {
+            if let Some(title) = &title {
+                values.title.clone_from(title);
+            }
+        })
+        .map_err(crate::http::runs::run_error)?;
+    if let Some(title) = title {
+        state
+            .harness
+            .threads()
+            .update(&thread_id, |record| record.title.clone_from(&title))
+            .map_err(ApiError::internal)?;
+    }
+    Ok(Json(
+        json!({"checkpoint": shapes::checkpoint(&thread_id, head.version)}),
+    ))
 }
 
+/// `GET /threads/{id}/state/{checkpoint_id}`: the state at a checkpoint, which Antler can give
+/// back for the latest one only.
+pub(crate) async fn state_at(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path((thread_id, checkpoint_id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
+    checkpoint_state(&state, &user, &thread_id, &checkpoint_id)
+}
+
+/// `POST /threads/{id}/state/checkpoint`: as `state_at`, the checkpoint in the body.
+pub(crate) async fn state_at_checkpoint(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let fields = body_object(&body, &["checkpoint", "subgraphs", "select"])?;
+    let checkpoint: Value = field(&fields, "checkpoint", "a checkpoint object")?
+        .ok_or_else(|| unsupported("checkpoint", "is required"))?;
+    let id = checkpoint_id_in(&checkpoint)
+        .ok_or_else(|| unsupported("checkpoint", "must carry a checkpoint_id"))?;
+    checkpoint_state(&state, &user, &thread_id, &id)
+}
+
+/// `POST|GET /threads/{id}/history`: the thread's checkpoints newest first (`limit`, `before`,
+/// `metadata` containment): the latest one, with its full values.
 pub(crate) async fn history(
-    State(_state): State<Arc<AppState>>,
-    _user: AuthUser,
-    Path(_thread_id): Path<String>,
-) -> Result<Response, ApiError> {
-    Err(not_built("POST /threads/{thread_id}/history"))
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let fields = body_object(
+        &body,
+        &["limit", "before", "metadata", "checkpoint", "select"],
+    )?;
+    let limit = field::<usize>(&fields, "limit", "a non-negative integer")?.unwrap_or(10);
+    let metadata: Option<Value> = field(&fields, "metadata", "an object")?;
+    let before = match fields.get("before") {
+        None => None,
+        Some(before) => Some(
+            checkpoint_id_in(before)
+                .and_then(|id| shapes::version_of(&id))
+                .ok_or_else(|| unsupported("before", "must name a checkpoint of this thread"))?,
+        ),
+    };
+    let record = owned_thread(&state, &user, &thread_id)?;
+    let (head, values) = shapes::latest(&state, &thread_id)?;
+    let Some(head) = head else {
+        return Ok(Json(Vec::new()));
+    };
+    let mut out = Vec::new();
+    let wanted = before.is_none_or(|before| head.version < before)
+        && metadata.as_ref().is_none_or(|wanted| {
+            contains(&shapes::checkpoint_metadata(&record, Some(&head)), wanted)
+        });
+    if wanted && limit > 0 {
+        out.push(shapes::state(&record, Some(&head), &values));
+    }
+    Ok(Json(out))
+}
+
+fn checkpoint_state(
+    state: &AppState,
+    user: &AuthUser,
+    thread_id: &str,
+    checkpoint_id: &str,
+) -> Result<Json<Value>, ApiError> {
+    let record = owned_thread(state, user, thread_id)?;
+    let (head, values) = shapes::latest(state, thread_id)?;
+    match (&head, shapes::version_of(checkpoint_id)) {
+        (Some(head), Some(version)) if head.version == version => {
+            Ok(Json(shapes::state(&record, Some(head), &values)))
+        }
+        _ => Err(checkpoint_not_found(checkpoint_id)),
+    }
+}
+
+/// The checkpoint version a state update names (`checkpoint_id`, or `checkpoint` as an
+/// object), if any.
+fn requested_checkpoint(fields: &Map<String, Value>) -> Result<Option<u64>, ApiError> {
+    let named = fields
+        .get("checkpoint_id")
+        .map(|id| ("checkpoint_id", id))
+        .or_else(|| fields.get("checkpoint").map(|c| ("checkpoint", c)));
+    let Some((name, value)) = named else {
+        return Ok(None);
+    };
+    let version = checkpoint_id_in(value)
+        .and_then(|id| shapes::version_of(&id))
+        .ok_or_else(|| unsupported(name, "must name a checkpoint of this thread"))?;
+    Ok(Some(version))
+}
+
+/// A checkpoint id given as a string, a `Checkpoint` object or a config
+/// (`{"configurable": {"checkpoint_id": …}}`), as the SDKs send them.
+fn checkpoint_id_in(value: &Value) -> Option<String> {
+    match value {
+        Value::String(id) => Some(id.clone()),
+        Value::Object(map) => map
+            .get("checkpoint_id")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .or_else(|| map.get("configurable").and_then(checkpoint_id_in)),
+        _ => None,
+    }
+}
+
+fn sort(records: &mut [ThreadRecord], by: Option<&str>, descending: bool) -> Result<(), ApiError> {
+    let compare: fn(&ThreadRecord, &ThreadRecord) -> Ordering = match by {
+        None | Some("updated_at") => |a, b| a.updated_at.cmp(&b.updated_at),
+        Some("created_at") => |a, b| a.created_at.cmp(&b.created_at),
+        Some("thread_id") => |a, b| a.thread_id.cmp(&b.thread_id),
+        Some("status") => |a, b| status_name(a.status).cmp(status_name(b.status)),
+        Some(_) => {
+            return Err(unsupported(
+                "sort_by",
+                "must be one of thread_id, status, created_at, updated_at",
+            ));
+        }
+    };
+    records.sort_by(|a, b| {
+        let order = compare(a, b).then_with(|| a.thread_id.cmp(&b.thread_id));
+        if descending { order.reverse() } else { order }
+    });
+    Ok(())
+}
+
+fn status_name(status: ThreadStatus) -> &'static str {
+    match status {
+        ThreadStatus::Idle => "idle",
+        ThreadStatus::Busy => "busy",
+        ThreadStatus::Interrupted => "interrupted",
+        ThreadStatus::Error => "error",
+    }
+}
+
+/// The fields `select` names (`values.title` keeps `values` with only its `title`).
+fn keep_fields(thread: Value, select: &[String]) -> Value {
+    let Value::Object(mut all) = thread else {
+        return thread;
+    };
+    let mut kept = Map::new();
+    for name in select {
+        let (top, inner) = match name.split_once('.') {
+            Some((top, inner)) => (top, Some(inner)),
+            None => (name.as_str(), None),
+        };
+        match inner {
+            None => {
+                if let Some(value) = all.remove(top) {
+                    kept.insert(top.to_string(), value);
+                }
+            }
+            Some(inner) => {
+                let picked = all.get(top).and_then(|v| v.get(inner)).cloned();
+                if let (Some(picked), Value::Object(slot)) = (
+                    picked,
+                    kept.entry(top.to_string()).or_insert_with(|| json!({})),
+                ) {
+                    slot.insert(inner.to_string(), picked);
+                }
+            }
+        }
+    }
+    Value::Object(kept)
+}
+
+/// JSON containment as PostgreSQL's `@>` (what LangGraph's metadata and values filters are):
+/// every key of `needle` is in `haystack` with a contained value; a list contains a list whose
+/// every item some item contains; scalars are equal.
+pub(crate) fn contains(haystack: &Value, needle: &Value) -> bool {
+    match (haystack, needle) {
+        (Value::Object(have), Value::Object(want)) => want
+            .iter()
+            .all(|(key, want)| have.get(key).is_some_and(|have| contains(have, want))),
+        (Value::Array(have), Value::Array(want)) => want
+            .iter()
+            .all(|want| have.iter().any(|have| contains(have, want))),
+        (have, want) => have == want,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containment_follows_jsonb() {
+        let have = json!({"a": 1, "tags": ["x", "y"], "nested": {"b": true, "c": "d"}});
+        for (want, expected) in [
+            (json!({}), true),
+            (json!({"a": 1}), true),
+            (json!({"a": 2}), false),
+            (json!({"tags": ["y"]}), true),
+            (json!({"tags": ["z"]}), false),
+            (json!({"nested": {"b": true}}), true),
+            (json!({"missing": null}), false),
+        ] {
+            assert_eq!(contains(&have, &want), expected, "{want}");
+        }
+    }
+
+    #[test]
+    fn select_keeps_named_fields_and_value_keys() {
+        let thread =
+            json!({"thread_id": "t", "status": "idle", "values": {"title": "T", "messages": []}});
+        let kept = keep_fields(thread, &["thread_id".into(), "values.title".into()]);
+        assert_eq!(kept, json!({"thread_id": "t", "values": {"title": "T"}}));
+    }
+
+    #[test]
+    fn checkpoint_ids_are_read_from_every_form_the_sdks_send() {
+        let id = "00000000-0000-0000-0000-000000000003";
+        for form in [
+            json!(id),
+            json!({"checkpoint_id": id, "thread_id": "t", "checkpoint_ns": ""}),
+            json!({"configurable": {"checkpoint_id": id}}),
+        ] {
+            assert_eq!(checkpoint_id_in(&form).as_deref(), Some(id), "{form}");
+        }
+        assert_eq!(checkpoint_id_in(&json!(3)), None);
+    }
 }

@@ -37,7 +37,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Domains the agents use: memory, usage, skills.
     (
         "domains",
-        &["memory", "usage", "skills", "approvals", "scheduler"],
+        &[
+            "memory",
+            "usage",
+            "skills",
+            "approvals",
+            "scheduler",
+            "api_runs",
+        ],
     ),
     // What an agent is made of.
     ("agent parts", &["tools", "mcp", "middleware"]),
