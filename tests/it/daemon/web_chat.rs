@@ -63,7 +63,8 @@ async fn a_reloaded_page_finds_the_conversation_in_the_state_api() {
     let state = daemon
         .get_json(&format!("/api/threads/{thread}/state"), TOKEN_A)
         .await;
-    assert_eq!(state["status"], "idle");
+    // The run ended on a question: the thread waits for the answer.
+    assert_eq!(state["status"], "interrupted");
     let shown = visible(&state);
     let expected: Vec<(String, String)> = [
         ("human", "hi"),

@@ -1,4 +1,7 @@
 //! The LangGraph Platform API (`/api` and `/api/langgraph`) as the official SDKs and
-//! DeerFlow's web UI use it, against the real daemon binary.
+//! DeerFlow's web UI use it, against the real daemon binary and the scripted fake model:
+//! plain HTTP per route family under both bases, and the SDKs' own scenario.
 
+mod assistants;
 mod sdk;
+mod threads;
