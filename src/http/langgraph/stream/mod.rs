@@ -1,11 +1,25 @@
 //! One run's events as the SSE frames a request asks for (`stream_mode`, `stream_subgraphs`).
-//! (Lane lgstream.)
 //!
 //! The encoder is the one mapping from `RunEvent` to frames: `http::runs` (a run streamed by
 //! the request that started it) and `langgraph::runs` (a run joined later, replayed from its
-//! frame buffer) both write what it produces. A request without `stream_mode` gets Antler's
-//! own set (what the web chat and the console read): `metadata`, `messages` (`[chunk,
-//! metadata]` AI text deltas), `values`, `custom`, `error`, `end`.
+//! frame buffer) both write what it produces.
+//!
+//! A request without `stream_mode` gets Antler's own set (what the web chat and the console
+//! read), unchanged: `metadata`, `messages` (`[chunk, metadata]` AI text deltas), `values`,
+//! `custom` (`{"type", "data"}`), `error` (`{code, message}`), `end` (`{stop_reason}`).
+//!
+//! With `stream_mode`, exactly the requested modes, in the shapes the SDKs parse (`sdk`), framed
+//! by `metadata` first and `end` last (`error` before it when the run fails). Antler's agent is
+//! LangChain's `create_agent` graph as DeerFlow's lead agent runs it: a `model` node and a
+//! `tools` node, one LangGraph step per completed model call or tool batch (each step ends with
+//! the state the harness checkpointed, `RunEvent::Values`). See `sdk` for what each mode emits.
+//! Any other mode is a 422 naming `stream_mode` with the accepted list ([`modes::ACCEPTED`]).
+
+mod modes;
+mod sdk;
+mod shapes;
+#[cfg(test)]
+mod tests;
 
 use std::borrow::Cow;
 
@@ -58,6 +72,9 @@ impl StreamRequest {
                 ));
             }
         };
+        if let Some(modes) = &modes {
+            modes::Modes::parse(modes)?;
+        }
         let subgraphs = stream_subgraphs.and_then(Value::as_bool).unwrap_or(false);
         Ok(Self { modes, subgraphs })
     }
@@ -68,23 +85,38 @@ impl StreamRequest {
 pub(crate) struct Encoder {
     run_id: String,
     thread_id: String,
-    #[allow(dead_code)]
-    request: StreamRequest,
+    /// `None`: Antler's own set, one frame per event, no state kept.
+    sdk: Option<Box<sdk::SdkEncoder>>,
 }
 
 impl Encoder {
+    /// An encoder for one run. A mode `StreamRequest::parse` would refuse is skipped here (the
+    /// request was parsed before the run started).
     pub(crate) fn new(request: StreamRequest, run_id: &str, thread_id: &str) -> Self {
+        let sdk = request.modes.as_deref().map(|names| {
+            Box::new(sdk::SdkEncoder::new(
+                modes::Modes::lenient(names),
+                request.subgraphs,
+                run_id,
+                thread_id,
+            ))
+        });
         Self {
             run_id: run_id.to_string(),
             thread_id: thread_id.to_string(),
-            request,
+            sdk,
         }
     }
 
     /// Appends the frames `event` makes (none, one or several) to `out`.
     pub(crate) fn encode(&mut self, event: &RunEvent, out: &mut Vec<Frame>) {
-        if let Some(frame) = legacy_frame(event, &self.run_id, &self.thread_id) {
-            out.push(frame);
+        match &mut self.sdk {
+            None => {
+                if let Some(frame) = legacy_frame(event, &self.run_id, &self.thread_id) {
+                    out.push(frame);
+                }
+            }
+            Some(sdk) => sdk.encode(event, out),
         }
     }
 }
