@@ -83,12 +83,24 @@ fn text_of(message: &Value) -> String {
     }
 }
 
-/// The fake model's answer to one request, chosen by what the scenario asked: a tool step,
+/// The fake model's answer to one request, chosen by what the scenario asked: a plan and a tool step,
 /// a clarification, a slow answer to cancel, the custom agent's answer, else an echo.
 fn answer(body: &Value) -> Reply {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     if messages.last().is_some_and(|m| m["role"] == "tool") {
-        return Reply::chunks(["Wrote ", "the file."]);
+        let called = messages
+            .iter()
+            .rev()
+            .find_map(|m| m["tool_calls"][0]["function"]["name"].as_str())
+            .unwrap_or_default();
+        return if called == "write_todos" {
+            Reply::tool_call(
+                "write_file",
+                json!({"path": "/mnt/user-data/outputs/sdk.txt", "content": "from the sdk"}),
+            )
+        } else {
+            Reply::chunks(["Wrote ", "the file."])
+        };
     }
     let asked = messages
         .iter()
@@ -104,9 +116,10 @@ fn answer(body: &Value) -> Reply {
     if asked.contains("who are you") && system.contains(SOUL_MARKER) {
         Reply::text("I am the scenario agent.")
     } else if asked.contains("use a tool") {
+        // A plan first (its `todos_updated` is the stream's `custom` event), then the file.
         Reply::tool_call(
-            "write_file",
-            json!({"path": "/mnt/user-data/outputs/sdk.txt", "content": "from the sdk"}),
+            "write_todos",
+            json!({"todos": [{"content": "Write the file", "status": "completed"}]}),
         )
     } else if asked.contains("ask me") {
         Reply::tool_call(

@@ -188,6 +188,7 @@ await step("runs.stream", async () => {
   for await (const part of client.runs.stream(need(threadId, "a thread"), "lead_agent", {
     input: human("please use a tool"),
     streamMode: MODES,
+    context: { is_plan_mode: true },
   })) {
     events.push([part.event, part.data]);
   }
@@ -211,13 +212,17 @@ await step("runs.stream", async () => {
       }
     } else if (name === "updates") {
       check(data && typeof data === "object" && Object.keys(data).length > 0, "updates keyed by node", data);
+    } else if (name === "custom") {
+      check(data && typeof data === "object" && data.type, "a typed custom event", data);
     }
   }
+  const customs = events.filter(([name]) => name === "custom").map(([, data]) => data.type);
+  check(customs.includes("todos_updated"), "the plan as a custom event", customs);
   check(Object.values(pieces).includes("Wrote the file."), "the answer's chunks joined by message id", pieces);
   const finals = events.filter(([name]) => name === "values").map(([, data]) => data);
   const final = finals[finals.length - 1];
   const types = (final.messages ?? []).map((m) => m.type);
-  check(JSON.stringify(types.slice(-3)) === JSON.stringify(["ai", "tool", "ai"]), "tool call, result and answer in the final values", types);
+  check(JSON.stringify(types.slice(-5)) === JSON.stringify(["ai", "tool", "ai", "tool", "ai"]), "both tool steps and the answer in the final values", types);
   check(lastAiText(final) === "Wrote the file.", "the final answer", final);
   return [...new Set(names)].sort();
 });

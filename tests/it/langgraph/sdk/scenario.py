@@ -213,7 +213,11 @@ async def main():
     async def runs_stream():
         events = []
         async for part in client.runs.stream(
-            need(thread_id, "a thread"), "lead_agent", input=human("please use a tool"), stream_mode=MODES
+            need(thread_id, "a thread"),
+            "lead_agent",
+            input=human("please use a tool"),
+            stream_mode=MODES,
+            context={"is_plan_mode": True},
         ):
             events.append((part.event, part.data))
         names = [name for name, _ in events]
@@ -235,11 +239,13 @@ async def main():
             elif name == "updates":
                 check(isinstance(data, dict) and data, "updates keyed by node", data)
             elif name == "custom":
-                check(data is not None, "custom data", data)
+                check(isinstance(data, dict) and data.get("type"), "a typed custom event", data)
+        customs = [data.get("type") for name, data in events if name == "custom"]
+        check("todos_updated" in customs, "the plan as a custom event", customs)
         check("Wrote the file." in pieces.values(), "the answer's chunks joined by message id", pieces)
         final = [data for name, data in events if name == "values"][-1]
         types = [m.get("type") for m in final.get("messages", [])]
-        check(types[-3:] == ["ai", "tool", "ai"], "tool call, tool result and answer in the final values", types)
+        check(types[-5:] == ["ai", "tool", "ai", "tool", "ai"], "both tool steps and the answer in the final values", types)
         check(last_ai_text(final) == "Wrote the file.", "the final answer", final)
         return sorted(set(names))
 
