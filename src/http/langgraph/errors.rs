@@ -18,3 +18,65 @@ pub(crate) fn unsupported(field: &str, why: impl std::fmt::Display) -> ApiError 
         format!("{field}: {why}"),
     )
 }
+
+/// A request body as a JSON object, refusing (422) the first field outside `known` by name.
+///
+/// An empty body reads as `{}` (the SDKs send none for some calls), and a field sent as
+/// `null` counts as absent: the JS SDK serializes unset options that way in some versions, and
+/// refusing them would refuse calls that ask nothing Antler lacks.
+pub(crate) fn body_object(body: &[u8], known: &[&str]) -> Result<Map<String, Value>, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            format!("the request body is not valid JSON ({e}); send a JSON object"),
+        )
+    })?;
+    let Value::Object(mut fields) = value else {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            "the request body must be a JSON object",
+        ));
+    };
+    fields.retain(|_, value| !value.is_null());
+    if let Some(field) = fields.keys().find(|key| !known.contains(&key.as_str())) {
+        return Err(unsupported(
+            field,
+            format!(
+                "Antler does not support this field; known fields: {}",
+                known.join(", ")
+            ),
+        ));
+    }
+    Ok(fields)
+}
+
+/// Reads one field of a body object as `T`, or 422 naming the field and the expected type.
+pub(crate) fn field<T: DeserializeOwned>(
+    fields: &Map<String, Value>,
+    name: &str,
+    expected: &str,
+) -> Result<Option<T>, ApiError> {
+    match fields.get(name) {
+        None => Ok(None),
+        Some(value) => T::deserialize(value)
+            .map(Some)
+            .map_err(|_| unsupported(name, format!("must be {expected}"))),
+    }
+}
+
+/// 404 for a checkpoint Antler cannot give back, saying which one it can.
+pub(crate) fn checkpoint_not_found(checkpoint_id: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "checkpoint_not_found",
+        format!(
+            "no checkpoint {checkpoint_id} on this thread; Antler keeps the thread's latest \
+             checkpoint only: read it with GET /threads/{{thread_id}}/state"
+        ),
+    )
+}
