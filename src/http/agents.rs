@@ -123,6 +123,36 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, Json(agent_json(&owner, &created))))
 }
 
+#[derive(Debug, Deserialize)]
+pub(crate) struct CheckQuery {
+    name: String,
+    user: Option<String>,
+}
+
+/// `GET /api/agents/check?name=`: whether an agent of that name can be created (DeerFlow's
+/// UI asks before it offers a name): the name as it would be stored, and whether it is free.
+pub(crate) async fn check(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Query(query): Query<CheckQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let (owner, _) = authorize(&state, &user, query.user, Access::Read)?;
+    let name = crate::custom_agents::normalize_agent_name(&query.name).map_err(|e| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_agent_name",
+            e.to_string(),
+        )
+    })?;
+    let taken = state
+        .harness
+        .agents()
+        .get(&owner, &name)
+        .map_err(store_error)?
+        .is_some();
+    Ok(Json(json!({"available": !taken, "name": name})))
+}
+
 pub(crate) async fn get(
     State(state): State<Arc<AppState>>,
     user: AuthUser,
@@ -286,8 +316,17 @@ fn author(user: &AuthUser) -> VersionAuthor {
     }
 }
 
+/// Antler's `{user, agent, soul}` with the agent's fields also at the top level, where
+/// DeerFlow's UI reads them (`name`, `description`, `model`, `tool_groups`, `skills`, …).
 fn agent_json(owner: &str, agent: &StoredAgent) -> Value {
-    json!({"user": owner, "agent": agent.config, "soul": agent.soul})
+    let mut body = match serde_json::to_value(&agent.config) {
+        Ok(Value::Object(fields)) => fields,
+        _ => serde_json::Map::new(),
+    };
+    body.insert("user".into(), json!(owner));
+    body.insert("agent".into(), json!(agent.config));
+    body.insert("soul".into(), json!(agent.soul));
+    Value::Object(body)
 }
 
 fn check_model(config: &AppConfig, model: &str) -> Result<(), ApiError> {

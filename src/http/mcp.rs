@@ -1,4 +1,5 @@
-//! `GET/PUT /api/mcp/config` (admins): the `mcpServers` of `extensions_config.json`, and
+//! `GET/PUT/PATCH /api/mcp/config` (admins): the `mcpServers` of `extensions_config.json`
+//! (also as DeerFlow's `mcp_servers`; a PATCH turns one server on or off), and
 //! `GET /api/mcp/servers`: each server's status and tools.
 //!
 //! A PUT is validated in full before anything is written, then written atomically (a temporary
@@ -39,7 +40,60 @@ pub(super) async fn get_config(
 ) -> Result<Json<Value>, ApiError> {
     require_admin(&state, &user)?;
     let path = state.harness.mcp().path();
-    let servers = match tokio::fs::read(&path).await {
+    let servers = read_servers(&path).await?;
+    Ok(Json(config_json(&servers, &path)))
+}
+
+/// Replaces the servers: `{"mcpServers": …}`, or DeerFlow's `{"mcp_servers": …}`.
+pub(super) async fn put_config(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Json(body): Json<Value>,
+) -> Result<Json<Value>, ApiError> {
+    require_admin(&state, &user)?;
+    let Some(servers) = body
+        .get("mcpServers")
+        .or_else(|| body.get("mcp_servers"))
+        .cloned()
+    else {
+        return Err(ApiError::bad_request(
+            "send {\"mcpServers\": {<name>: {...}}}; the body has no mcpServers",
+        ));
+    };
+    replace_servers(&state, &user, servers).await
+}
+
+/// `PATCH /api/mcp/config` with `{"server_name", "enabled"}` (DeerFlow's UI's switch): turns
+/// one server on or off, the rest of the file kept as it is.
+pub(super) async fn patch_config(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Json(body): Json<Value>,
+) -> Result<Json<Value>, ApiError> {
+    require_admin(&state, &user)?;
+    let (Some(name), Some(enabled)) = (
+        body.get("server_name").and_then(Value::as_str),
+        body.get("enabled").and_then(Value::as_bool),
+    ) else {
+        return Err(ApiError::bad_request(
+            "send {\"server_name\": <name>, \"enabled\": true|false}",
+        ));
+    };
+    let mut servers = read_servers(&state.harness.mcp().path()).await?;
+    let Some(server) = servers.get_mut(name).and_then(Value::as_object_mut) else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "mcp_server_not_found",
+            format!("no MCP server {name}; GET /api/mcp/config lists the configured ones"),
+        ));
+    };
+    server.insert("enabled".into(), Value::Bool(enabled));
+    replace_servers(&state, &user, servers).await
+}
+
+/// The `mcpServers` of the file at `path` (`{}` when there is none).
+async fn read_servers(path: &std::path::Path) -> Result<Value, ApiError> {
+    Ok(match tokio::fs::read(path).await {
         Ok(bytes) if !bytes.iter().all(u8::is_ascii_whitespace) => {
             let root: Value = serde_json::from_slice(&bytes).map_err(|e| {
                 ApiError::internal(format!(
@@ -52,23 +106,20 @@ pub(super) async fn get_config(
         Ok(_) => json!({}),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => json!({}),
         Err(error) => return Err(ApiError::internal(error)),
-    };
-    Ok(Json(
-        json!({"mcpServers": servers, "path": path.display().to_string()}),
-    ))
+    })
 }
 
-pub(super) async fn put_config(
-    State(state): State<Arc<AppState>>,
-    user: AuthUser,
-    Json(body): Json<Value>,
+/// Antler's `mcpServers` and DeerFlow's `mcp_servers` (the same servers), and the file.
+fn config_json(servers: &Value, path: &std::path::Path) -> Value {
+    json!({"mcpServers": servers, "mcp_servers": servers, "path": path.display().to_string()})
+}
+
+/// Validates `servers` in full, then writes them (see the module doc).
+async fn replace_servers(
+    state: &AppState,
+    user: &AuthUser,
+    servers: Value,
 ) -> Result<Json<Value>, ApiError> {
-    require_admin(&state, &user)?;
-    let Some(servers) = body.get("mcpServers").cloned() else {
-        return Err(ApiError::bad_request(
-            "send {\"mcpServers\": {<name>: {...}}}; the body has no mcpServers",
-        ));
-    };
     let candidate =
         serde_json::to_vec(&json!({"mcpServers": servers.clone()})).map_err(ApiError::internal)?;
     ExtensionsConfig::parse(&candidate, "the new config", &ProcessEnv).map_err(|e| {
@@ -101,9 +152,7 @@ pub(super) async fn put_config(
         );
     }
     tracing::info!(caller = %user.0, path = %path.display(), "MCP configuration replaced over HTTP");
-    Ok(Json(
-        json!({"mcpServers": servers, "path": path.display().to_string()}),
-    ))
+    Ok(Json(config_json(&servers, &path)))
 }
 
 pub(super) async fn servers(

@@ -13,7 +13,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::http::{ApiError, AppState, AuthUser};
 use crate::memory::document::{Fact, FactCategory, MemoryDocument, normalize};
@@ -122,7 +122,29 @@ pub(crate) async fn clear(
     let scope = scope(&user, &query)?;
     let source = api_source("DELETE /api/memory");
     let deleted = repo(&state)?.clear(&scope, &source).map_err(memory_error)?;
-    Ok(Json(json!({"deleted_facts": deleted})))
+    let mut body = with_document(&state, &scope, json!({}))?;
+    body["deleted_facts"] = json!(deleted);
+    Ok(Json(body))
+}
+
+/// `fields` (Antler's answer: a fact, a count) with the whole memory document beside them,
+/// which DeerFlow's UI reads back after every change (`version`, `lastUpdated`, `user`,
+/// `history`, `facts`: no name a fact or a count uses).
+fn with_document(state: &AppState, scope: &MemoryScope, fields: Value) -> Result<Value, ApiError> {
+    let Value::Object(document) =
+        serde_json::to_value(repo(state)?.load(scope).map_err(memory_error)?)
+            .map_err(ApiError::internal)?
+    else {
+        return Ok(fields);
+    };
+    let mut body = match fields {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    };
+    for (key, value) in document {
+        body.entry(key).or_insert(value);
+    }
+    Ok(Value::Object(body))
 }
 
 pub(crate) async fn add_fact(
@@ -130,7 +152,7 @@ pub(crate) async fn add_fact(
     user: AuthUser,
     Query(query): Query<AgentQuery>,
     Json(body): Json<NewFactBody>,
-) -> Result<(StatusCode, Json<Fact>), ApiError> {
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     check_fact(&body.content, body.confidence)?;
     let scope = scope(&user, &query)?;
     let fact = Fact::new(&body.content, body.category, body.confidence, "api");
@@ -154,7 +176,8 @@ pub(crate) async fn add_fact(
             "a fact with this content already exists; change it with PATCH /api/memory/facts/{id}",
         ));
     }
-    Ok((StatusCode::CREATED, Json(fact)))
+    let body = with_document(&state, &scope, json!(fact))?;
+    Ok((StatusCode::CREATED, Json(body)))
 }
 
 pub(crate) async fn patch_fact(
@@ -163,7 +186,7 @@ pub(crate) async fn patch_fact(
     Path(id): Path<String>,
     Query(query): Query<AgentQuery>,
     Json(body): Json<PatchFactBody>,
-) -> Result<Json<Fact>, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     check_fact(
         body.content.as_deref().unwrap_or("unchanged"),
         body.confidence.unwrap_or(1.0),
@@ -189,7 +212,7 @@ pub(crate) async fn patch_fact(
             Ok(fact.clone())
         })
         .map_err(memory_error)?;
-    Ok(Json(fact))
+    Ok(Json(with_document(&state, &scope, json!(fact))?))
 }
 
 /// Confirms a fact learned while the conversation held untrusted content (`source:

@@ -135,6 +135,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/api/schedules/{id}/run", post(schedules::run_now))
         .route("/api/agents", get(agents::list).post(agents::create))
+        .route("/api/agents/check", get(agents::check))
         .route(
             "/api/agents/{name}",
             get(agents::get).put(agents::update).delete(agents::delete),
@@ -146,7 +147,12 @@ pub fn router(state: Arc<AppState>) -> Router {
             put(skills::update).delete(skills::delete),
         )
         .route("/api/agents/{name}/revert", post(agents::revert))
-        .route("/api/mcp/config", get(mcp::get_config).put(mcp::put_config))
+        .route(
+            "/api/mcp/config",
+            get(mcp::get_config)
+                .put(mcp::put_config)
+                .patch(mcp::patch_config),
+        )
         .route("/api/mcp/servers", get(mcp::servers))
         .route("/api/memory", get(memory::get).delete(memory::clear))
         .route("/api/memory/facts", post(memory::add_fact))
@@ -165,6 +171,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             get(approvals::for_thread),
         )
         .route("/api/threads/{thread_id}/uploads/list", get(uploads::list))
+        .route(
+            "/api/threads/{thread_id}/uploads/limits",
+            get(uploads::limits),
+        )
         .route(
             "/api/threads/{thread_id}/uploads/{filename}",
             delete(uploads::remove),

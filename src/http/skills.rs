@@ -53,6 +53,7 @@ pub(crate) async fn list(
         Ok::<_, SkillError>((catalog.list(&user.0)?, dirs))
     })
     .await?;
+    let skills: Vec<Value> = skills.iter().map(skill_json).collect();
     let mut body = json!({ "skills": skills });
     // Host paths only to the operator on the local socket (`antler skills list` prints them).
     if operator {
@@ -72,7 +73,18 @@ pub(crate) async fn update(
     let admin = user.is_operator() || is_admin(&state.config.current(), &user.0);
     let skill =
         blocking(move || catalog(&state).set_enabled(&user.0, &name, body.enabled, admin)).await?;
-    Ok(Json(json!(skill)))
+    Ok(Json(skill_json(&skill)))
+}
+
+/// A skill with the fields DeerFlow's UI reads beside Antler's: `category` (`public` or
+/// `custom`, its source), `editable` (a custom skill is its owner's), `license` (not read
+/// from SKILL.md: empty).
+fn skill_json(skill: &crate::skills::Skill) -> Value {
+    let mut body = json!(skill);
+    body["category"] = json!(skill.source);
+    body["editable"] = json!(skill.source == crate::skills::SkillSource::Custom);
+    body["license"] = json!("");
+    body
 }
 
 pub(crate) async fn delete(

@@ -129,6 +129,25 @@ pub(crate) async fn upload(
         "success": true,
         "files": stored,
         "message": message,
+        // DeerFlow's field: an upload here stores every file or none (a limit refuses all).
+        "skipped_files": [],
+    })))
+}
+
+/// `GET /api/threads/{id}/uploads/limits`: the limits an upload to the thread obeys (DeerFlow's
+/// UI checks files against them before it sends them).
+pub(crate) async fn limits(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    thread_paths(&state, &user, &thread_id)?;
+    let config = state.config.current();
+    let limits = &config.uploads;
+    Ok(Json(json!({
+        "max_files": limits.max_files,
+        "max_file_size": limits.max_file_size,
+        "max_total_size": limits.max_total_size,
     })))
 }
 

@@ -23,6 +23,7 @@ pub(crate) mod run_start;
 pub(crate) mod runs;
 pub(crate) mod shapes;
 pub(crate) mod stream;
+pub(crate) mod thread_runs;
 pub(crate) mod threads;
 
 use std::sync::Arc;
@@ -55,12 +56,9 @@ pub(crate) fn long_routes() -> Router<Arc<AppState>> {
     let routes: [(&str, MethodRouter<Arc<AppState>>); 7] = [
         (
             "/threads/{thread_id}/runs/stream",
-            post(crate::http::runs::stream),
+            post(thread_runs::stream),
         ),
-        (
-            "/threads/{thread_id}/runs/wait",
-            post(crate::http::runs::wait),
-        ),
+        ("/threads/{thread_id}/runs/wait", post(thread_runs::wait)),
         ("/threads/{thread_id}/runs/{run_id}/join", get(runs::join)),
         (
             "/threads/{thread_id}/runs/{run_id}/stream",

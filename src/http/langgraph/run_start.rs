@@ -18,12 +18,12 @@ use tokio::sync::oneshot;
 
 use super::run_live::{ApiRuns, LiveRun, lock};
 use super::stream::{Encoder, Frame, StreamRequest};
+use super::thread_runs::run_error;
 use crate::agent::RunOutcome;
 use crate::agent_api::{RunEvent, StopReason};
 use crate::api_runs::{ApiRun, MultitaskStrategy, RunStatus, rollback};
 use crate::harness::{RunError, RunHandle, RunRequest};
 use crate::http::ApiError;
-use crate::http::runs::run_error;
 use antler_store::ThreadStatus;
 
 /// How often a run waiting for a thread busy with a run started elsewhere looks again.

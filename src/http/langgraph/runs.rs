@@ -1,6 +1,6 @@
 //! Runs as records: background runs, list, get, join, joining a run's stream (from the start
 //! or from `Last-Event-ID`), cancel, stateless runs. (`/runs/stream` and `/runs/wait` on a
-//! thread are `http::runs`; starting and following runs is `run_start`, their frames and
+//! thread are `thread_runs`; starting and following runs is `run_start`, their frames and
 //! readers `run_live`.)
 
 use std::sync::Arc;
@@ -15,8 +15,8 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use super::errors::unsupported;
+use super::thread_runs::{RunBody, api_run_start, run_error, stream_started, wait_started};
 use crate::api_runs::{ApiRun, RunStatus};
-use crate::http::runs::{RunBody, api_run_start, run_error, stream_started, wait_started};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
 

@@ -424,7 +424,8 @@ async fn stateless_runs_use_a_thread_of_their_own() {
 async fn a_custom_agent_is_chosen_by_assistant_id() {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::text("as the helper"));
-    let setup = Setup::new(&fake.base_url(), "");
+    // Custom agents are an admin's to create.
+    let setup = Setup::new(&fake.base_url(), "admins: [alice]\n");
     let daemon = setup.start();
     let created = daemon
         .post("/api/agents", TOKEN_A)
