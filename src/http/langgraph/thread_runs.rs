@@ -449,14 +449,15 @@ pub(crate) fn wait_answer(
         .map(|failure| json!({"code": failure.code, "message": failure.message}));
     // Sized once: axum's `Json` starts at 128 bytes and doubles, copying a long thread's state
     // a dozen times on its way out.
-    let mut body = crate::body_buffers::buffer(outcome.state.json_size_hint());
+    let mut body = crate::body_buffers::buffer(2 * outcome.state.json_size_hint());
     let wait = WaitResponse {
         lead,
         run_id,
         thread_id,
         stop_reason: outcome.stop,
         error,
-        values: outcome.state,
+        values: &outcome.state,
+        state: &outcome.state,
     };
     serde_json::to_writer(&mut body, &wait).map_err(ApiError::internal)?;
     let json = HeaderValue::from_static("application/json");
@@ -466,15 +467,22 @@ pub(crate) fn wait_answer(
 
 /// The body of `/runs/wait`, serialized straight from the state (no intermediate JSON tree:
 /// the state carries the whole history).
+///
+/// The state is there twice: under `values` (Antler's documented answer) and at the top level,
+/// because the SDKs' `runs.wait` hands its caller the body as the thread's values (LangGraph
+/// answers the final values alone), so `result["messages"]` must be the messages. No state key
+/// is one of the answer's own names.
 #[derive(serde::Serialize)]
-pub(crate) struct WaitResponse {
+pub(crate) struct WaitResponse<'a> {
     #[serde(flatten)]
     lead: Map<String, Value>,
     run_id: String,
     thread_id: String,
     stop_reason: crate::agent_api::StopReason,
     error: Option<Value>,
-    values: antler_store::state::ThreadState,
+    values: &'a antler_store::state::ThreadState,
+    #[serde(flatten)]
+    state: &'a antler_store::state::ThreadState,
 }
 
 /// The status of a run that ended in a failure: the model's side as a gateway error by cause,
