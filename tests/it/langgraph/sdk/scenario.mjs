@@ -256,6 +256,21 @@ await step("threads.getState + getHistory", async () => {
   return { next: state.next, history: history.length };
 });
 
+// A follow-up from the latest checkpoint, as `useStream` (DeerFlow's UI) sends it; an
+// earlier one is refused with 422 naming the field.
+await step("runs.wait(checkpoint)", async () => {
+  const state = await client.threads.getState(need(threadId, "a thread"));
+  const values = await client.runs.wait(threadId, "lead_agent", { input: human("from the checkpoint"), checkpoint: state.checkpoint });
+  check(lastAiText(values)?.includes("from the checkpoint"), "the answer", values);
+  try {
+    await client.runs.wait(threadId, "lead_agent", { input: human("too old"), checkpoint: state.checkpoint });
+  } catch (error) {
+    check(error?.status === 422 && String(error?.text).includes("checkpoint"), "422 naming the field", error?.message);
+    return 422;
+  }
+  throw new Error("a run from an earlier checkpoint was accepted");
+});
+
 await step("runs.cancel", async () => {
   const slow = await client.runs.create(need(threadId, "a thread"), "lead_agent", { input: human("be slow") });
   const deadline = Date.now() + 20000;

@@ -282,6 +282,25 @@ async def main():
 
     await step("threads.get_state + get_history", state_and_history)
 
+    # A follow-up from the latest checkpoint, as `useStream` (DeerFlow's UI) sends it; an
+    # earlier one is refused with 422 naming the field.
+    async def from_checkpoint():
+        state = await client.threads.get_state(need(thread_id, "a thread"))
+        values = await client.runs.wait(
+            thread_id, "lead_agent", input=human("from the checkpoint"), checkpoint=state["checkpoint"]
+        )
+        check("from the checkpoint" in (last_ai_text(values) or ""), "the answer", values)
+        try:
+            await client.runs.wait(thread_id, "lead_agent", input=human("too old"), checkpoint=state["checkpoint"])
+        except Exception as error:
+            response = getattr(error, "response", None)
+            check(response is not None and response.status_code == 422, "422 for an earlier checkpoint", server_answer(error))
+            check("checkpoint" in response.text, "the field named", response.text)
+            return 422
+        raise AssertionError("a run from an earlier checkpoint was accepted")
+
+    await step("runs.wait(checkpoint)", from_checkpoint)
+
     # Cancel a slow run.
     async def runs_cancel():
         slow = await client.runs.create(need(thread_id, "a thread"), "lead_agent", input=human("be slow"))
