@@ -133,7 +133,12 @@ pub(crate) async fn install(
         read_thread_file(&resolved.host_path, &body.path).await?
     };
     let skill = blocking(move || catalog(&state).install(&user.0, &archive)).await?;
-    Ok((StatusCode::CREATED, Json(json!(skill))))
+    // DeerFlow's UI reads `success`, `skill_name` and `message` beside the skill.
+    let mut body = skill_json(&skill);
+    body["success"] = json!(true);
+    body["skill_name"] = json!(skill.name);
+    body["message"] = json!(format!("installed the skill {}", skill.name));
+    Ok((StatusCode::CREATED, Json(body)))
 }
 
 async fn read_upload(mut multipart: Multipart) -> Result<Vec<u8>, ApiError> {

@@ -93,7 +93,7 @@ pub(crate) async fn create(
             let (_, values) = shapes::latest(&state, id)?;
             return Ok((
                 StatusCode::OK,
-                Json(shapes::thread(&existing, Some(&values))),
+                Json(shapes::thread(&state, &existing, Some(&values))),
             ));
         }
     }
@@ -103,7 +103,11 @@ pub(crate) async fn create(
         .map_err(ApiError::internal)?;
     Ok((
         StatusCode::OK,
-        Json(shapes::thread(&record, Some(&ThreadState::default()))),
+        Json(shapes::thread(
+            &state,
+            &record,
+            Some(&ThreadState::default()),
+        )),
     ))
 }
 
@@ -126,7 +130,7 @@ pub(crate) async fn get(
 ) -> Result<Json<Value>, ApiError> {
     let record = owned_thread(&state, &user, &thread_id)?;
     let (_, values) = shapes::latest(&state, &thread_id)?;
-    Ok(Json(shapes::thread(&record, Some(&values))))
+    Ok(Json(shapes::thread(&state, &record, Some(&values))))
 }
 
 /// The thread's latest state as the SDK's `ThreadState` (today's `thread_id`, `status` and
@@ -138,7 +142,7 @@ pub(crate) async fn state(
 ) -> Result<Json<Value>, ApiError> {
     let record = owned_thread(&state, &user, &thread_id)?;
     let (head, values) = shapes::latest(&state, &thread_id)?;
-    Ok(Json(shapes::state(&record, head.as_ref(), &values)))
+    Ok(Json(shapes::state(&state, &record, head.as_ref(), &values)))
 }
 
 pub(crate) async fn delete(

@@ -157,7 +157,22 @@ pub(crate) async fn list(
     Path(thread_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let paths = thread_paths(&state, &user, &thread_id)?;
-    let files = uploads::list_uploads(&paths.uploads())?;
+    let files: Vec<Value> = uploads::list_uploads(&paths.uploads())?
+        .into_iter()
+        .map(|info| {
+            // DeerFlow's UI links each file by `artifact_url` and shows its `extension`.
+            let mut entry = json!(info);
+            entry["virtual_path"] = json!(info.path);
+            entry["artifact_url"] = json!(artifact_url(&thread_id, &info.path));
+            entry["extension"] = json!(
+                std::path::Path::new(&info.filename)
+                    .extension()
+                    .map(|ext| format!(".{}", ext.to_string_lossy()))
+                    .unwrap_or_default()
+            );
+            entry
+        })
+        .collect();
     Ok(Json(json!({"files": files, "count": files.len()})))
 }
 

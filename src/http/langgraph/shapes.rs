@@ -17,6 +17,7 @@ use antler_store::messages::Message;
 use antler_store::state::ThreadState;
 use antler_store::threads::ThreadStatus;
 
+use crate::agent_api::approval::ApprovalStatus;
 use crate::http::{ApiError, AppState};
 use crate::middleware::clarification::ASK_CLARIFICATION;
 
@@ -67,13 +68,13 @@ pub(crate) fn checkpoint(thread_id: &str, version: u64) -> Value {
 
 /// A thread as the SDK's `Thread`: the record's own fields (Antler's documented shape) plus
 /// `values` (the state, `{}` when not read) and `interrupts` (by task, as the SDK keys them).
-pub(crate) fn thread(record: &ThreadRecord, values: Option<&ThreadState>) -> Value {
+pub(crate) fn thread(app: &AppState, record: &ThreadRecord, values: Option<&ThreadState>) -> Value {
     let mut out = match serde_json::to_value(record) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
     let interrupts = values
-        .map(|state| interrupts(record, state))
+        .map(|state| interrupts(app, record, state))
         .unwrap_or_default();
     let by_task: Map<String, Value> = if interrupts.is_empty() {
         Map::new()
@@ -93,10 +94,15 @@ pub(crate) fn thread(record: &ThreadRecord, values: Option<&ThreadState>) -> Val
 
 /// A thread's latest state as the SDK's `ThreadState`, plus today's `thread_id` and `status`.
 /// `head` is `None` for a thread that has no checkpoint yet.
-pub(crate) fn state(record: &ThreadRecord, head: Option<&Head>, values: &ThreadState) -> Value {
+pub(crate) fn state(
+    app: &AppState,
+    record: &ThreadRecord,
+    head: Option<&Head>,
+    values: &ThreadState,
+) -> Value {
     let thread_id = record.thread_id.as_str();
     let version = head.map_or(0, |head| head.version);
-    let interrupts = interrupts(record, values);
+    let interrupts = interrupts(app, record, values);
     let tasks: Vec<Value> = if interrupts.is_empty() {
         Vec::new()
     } else {
@@ -148,23 +154,46 @@ pub(crate) fn checkpoint_metadata(record: &ThreadRecord, head: Option<&Head>) ->
     Value::Object(metadata)
 }
 
-/// The question a thread waits on: a run that ended on `ask_clarification` leaves the
-/// thread `interrupted` with the question as its last message; the next message answers it.
-fn interrupts(record: &ThreadRecord, state: &ThreadState) -> Vec<Value> {
+/// What a thread waits on, as the SDK's `Interrupt`s: the question of a run that ended on
+/// `ask_clarification` (its last message; the next message answers it), and the tool calls
+/// parked for a person's approval (decided through `/threads/{id}/approvals/{id}`). Only an
+/// `interrupted` thread waits on anything.
+fn interrupts(app: &AppState, record: &ThreadRecord, state: &ThreadState) -> Vec<Value> {
     if record.status != ThreadStatus::Interrupted {
         return Vec::new();
     }
-    let Some(Message::Tool(tool)) = state.messages.last() else {
-        return Vec::new();
-    };
-    if tool.name != ASK_CLARIFICATION {
-        return Vec::new();
+    let mut waiting = Vec::new();
+    if let Some(Message::Tool(tool)) = state.messages.last()
+        && tool.name == ASK_CLARIFICATION
+    {
+        let value = tool
+            .artifact
+            .clone()
+            .unwrap_or_else(|| json!(tool.content.as_ref() as &str));
+        waiting.push(json!({"id": tool.tool_call_id, "value": value}));
     }
-    let value = tool
-        .artifact
-        .clone()
-        .unwrap_or_else(|| json!(tool.content.as_ref() as &str));
-    vec![json!({"id": tool.tool_call_id, "value": value})]
+    match app.harness.approvals().list_thread(&record.thread_id) {
+        Ok(requests) => waiting.extend(
+            requests
+                .iter()
+                .filter(|request| request.status == ApprovalStatus::Pending)
+                .map(|request| {
+                    // What the owner's approval list shows, never the parked run's options.
+                    json!({"id": request.id, "value": {
+                        "type": "approval_request",
+                        "approval_id": request.id,
+                        "tool": request.tool,
+                        "tool_call_id": request.tool_call_id,
+                        "summary": request.summary,
+                        "expires_at": request.expires_at,
+                    }})
+                }),
+        ),
+        Err(error) => {
+            tracing::warn!(%error, thread_id = %record.thread_id, "Could not list the thread's approvals");
+        }
+    }
+    waiting
 }
 
 #[cfg(test)]

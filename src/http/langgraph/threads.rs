@@ -115,7 +115,7 @@ pub(crate) async fn search(
             skipped += 1;
             continue;
         }
-        let thread = shapes::thread(&record, values.as_deref());
+        let thread = shapes::thread(&state, &record, values.as_deref());
         page.push(match &select {
             Some(select) => keep_fields(thread, select),
             None => thread,
@@ -145,7 +145,7 @@ pub(crate) async fn patch(
         })
         .map_err(ApiError::internal)?;
     let (_, values) = shapes::latest(&state, &thread_id)?;
-    Ok(Json(shapes::thread(&record, Some(&values))))
+    Ok(Json(shapes::thread(&state, &record, Some(&values))))
 }
 
 /// `POST /threads/{id}/state`: changes state values outside a run (today `title`, what
@@ -265,7 +265,7 @@ pub(crate) async fn history(
             contains(&shapes::checkpoint_metadata(&record, Some(&head)), wanted)
         });
     if wanted && limit > 0 {
-        out.push(shapes::state(&record, Some(&head), &values));
+        out.push(shapes::state(&state, &record, Some(&head), &values));
     }
     Ok(Json(out))
 }
@@ -280,7 +280,7 @@ fn checkpoint_state(
     let (head, values) = shapes::latest(state, thread_id)?;
     match (&head, shapes::version_of(checkpoint_id)) {
         (Some(head), Some(version)) if head.version == version => {
-            Ok(Json(shapes::state(&record, Some(head), &values)))
+            Ok(Json(shapes::state(state, &record, Some(head), &values)))
         }
         _ => Err(checkpoint_not_found(checkpoint_id)),
     }

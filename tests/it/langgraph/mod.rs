@@ -3,6 +3,7 @@
 //! plain HTTP per route family under both bases, and the SDKs' own scenario.
 
 mod assistants;
+mod deerflow_rest;
 mod runs;
 mod runs_multitask;
 mod sdk;

@@ -476,3 +476,44 @@ async fn a_clarification_leaves_the_thread_interrupted_until_the_next_run() {
     let (_, record) = get(&daemon, &format!("/api/threads/{thread}"), TOKEN_A).await;
     assert_eq!(record["interrupts"], json!({}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_waiting_for_approval_is_the_interrupted_threads_interrupt() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::tool_call("bash", json!({"command": "echo hi"})));
+    let daemon = Setup::new(
+        &fake.base_url(),
+        &format!("{CONFIG}approvals:\n  tools: [bash]\n"),
+    )
+    .start();
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let events = daemon.stream_run(TOKEN_A, &thread, "say hi").await;
+    let (_, end) = events.last().expect("events");
+    assert_eq!(end["stop_reason"], "awaiting_approval", "{events:?}");
+
+    let (_, state) = get(
+        &daemon,
+        &format!("/api/langgraph/threads/{thread}/state"),
+        TOKEN_A,
+    )
+    .await;
+    assert_eq!(state["status"], "interrupted", "{state}");
+    let interrupts = state["interrupts"].as_array().expect("interrupts");
+    assert_eq!(interrupts.len(), 1, "{state}");
+    let request = &interrupts[0]["value"];
+    assert_eq!(request["type"], "approval_request", "{state}");
+    assert_eq!(request["tool"], "bash", "{state}");
+    assert_eq!(interrupts[0]["id"], request["approval_id"]);
+    let (_, approvals) = get(
+        &daemon,
+        &format!("/api/threads/{thread}/approvals"),
+        TOKEN_A,
+    )
+    .await;
+    assert_eq!(
+        approvals["approvals"][0]["id"], request["approval_id"],
+        "{approvals}"
+    );
+    let (_, record) = get(&daemon, &format!("/api/threads/{thread}"), TOKEN_A).await;
+    assert_eq!(record["interrupts"]["lead_agent"][0], interrupts[0]);
+}
