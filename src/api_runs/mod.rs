@@ -178,6 +178,26 @@ impl RunRecords {
         Ok(())
     }
 
+    /// Removes every record of a thread (the thread is being removed).
+    pub fn forget_thread(&self, thread_id: &str) -> Result<(), RunRecordError> {
+        let prefix = format!("{thread_id}/");
+        let mut ops = Vec::new();
+        for (key, _) in self.store.scan_prefix(API_RUNS_TREE, prefix.as_bytes())? {
+            ops.push(BatchOp::Delete {
+                tree: API_RUNS_LIVE_TREE,
+                key: key.clone(),
+            });
+            ops.push(BatchOp::Delete {
+                tree: API_RUNS_TREE,
+                key,
+            });
+        }
+        if !ops.is_empty() {
+            self.store.apply_batch(ops)?;
+        }
+        Ok(())
+    }
+
     /// A thread's runs, oldest first.
     pub fn list(&self, thread_id: &str) -> Result<Vec<ApiRun>, RunRecordError> {
         let prefix = format!("{thread_id}/");
@@ -292,5 +312,8 @@ mod tests {
         );
         // A second sweep finds nothing left of t1.
         assert!(records.sweep(|thread| thread == "t2").unwrap().is_empty());
+        records.forget_thread("t1").unwrap();
+        assert!(records.list("t1").unwrap().is_empty());
+        assert_eq!(records.list("t2").unwrap().len(), 1);
     }
 }

@@ -28,8 +28,10 @@ use antler_store::log::Head;
 
 /// How long an ended run's frames stay for a late joiner.
 pub(crate) const RETAIN_ENDED: Duration = Duration::from_secs(120);
-/// Ended runs kept at most (the oldest go first past it): bounds the memory of many short runs.
-pub(crate) const MAX_RETAINED: usize = 256;
+/// Ended runs kept at most (the oldest go first past it): with the per-run bound of
+/// `run_buffer`, what ended runs can hold is bounded (most runs' frames weigh kilobytes; a
+/// long thread's `values` frames make the large ones).
+pub(crate) const MAX_RETAINED: usize = 64;
 
 /// The API's runs: the records in the store and the live ones in memory.
 pub struct ApiRuns {

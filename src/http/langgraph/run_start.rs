@@ -304,7 +304,7 @@ impl ApiRuns {
         {
             tracing::warn!(%error, thread_id = %run.thread_id, "Could not remove a stateless run's files");
         }
-        if let Err(error) = self.records.delete(record) {
+        if let Err(error) = self.records.forget_thread(&record.thread_id) {
             tracing::warn!(%error, run_id = %run.run_id, "Could not remove a stateless run's record");
         }
     }

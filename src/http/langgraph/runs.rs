@@ -154,7 +154,8 @@ pub(crate) async fn join_stream(
     let mut cancel_on_disconnect = false;
     for (key, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
         match key.as_ref() {
-            "stream_mode" => modes.push(value.into_owned()),
+            // An SDK leaving `stream_mode` unset sends it empty: every mode.
+            "stream_mode" if !value.is_empty() => modes.push(value.into_owned()),
             "cancel_on_disconnect" => cancel_on_disconnect = flag("cancel_on_disconnect", &value)?,
             _ => {}
         }

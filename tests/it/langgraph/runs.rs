@@ -257,10 +257,13 @@ async fn a_second_client_joins_a_stream_and_a_dropped_client_resumes_without_gap
         .to_string();
     assert_eq!(location, format!("/threads/{thread}/runs/{run_id}"));
 
-    // A second client joins from the start while the run is held.
+    // A second client joins from the start while the run is held, with the query the Python
+    // SDK sends when no mode is named.
     let joined = daemon
         .get(
-            &format!("/api/threads/{thread}/runs/{run_id}/stream"),
+            &format!(
+                "/api/threads/{thread}/runs/{run_id}/stream?cancel_on_disconnect=false&stream_mode="
+            ),
             TOKEN_A,
         )
         .send()
@@ -455,4 +458,30 @@ async fn a_custom_agent_is_chosen_by_assistant_id() {
     let (status, body) =
         create_run(&daemon, &thread, "hi", json!({"assistant_id": "nobody"})).await;
     assert_eq!(status, 404, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_going_away_cancels_its_run_with_on_disconnect_cancel() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::chunks(["never ", "ends"]).hold_after(1, &Gate::new()));
+    let setup = Setup::new(&fake.base_url(), "");
+    let daemon = setup.start();
+    let thread = daemon.create_thread(TOKEN_A).await;
+    let response = daemon
+        .post(&format!("/api/threads/{thread}/runs/stream"), TOKEN_A)
+        .json(&json!({"input": input("hold on"), "on_disconnect": "cancel"}))
+        .send()
+        .await
+        .unwrap();
+    let mut stream = sse(response);
+    let first = next_events(&mut stream, 1).await.remove(0);
+    let run_id = serde_json::from_str::<Value>(&first.2).unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    drop(stream);
+    // The model never answers: only the cancel can end the run.
+    join(&daemon, &thread, &run_id).await;
+    let (_, run) = get_run(&daemon, &thread, &run_id).await;
+    assert_eq!(run["status"], "interrupted", "{run}");
 }
