@@ -7,4 +7,5 @@ mod deerflow_rest;
 mod runs;
 mod runs_multitask;
 mod sdk;
+mod stream;
 mod threads;

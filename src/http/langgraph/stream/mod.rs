@@ -87,6 +87,8 @@ pub(crate) struct Encoder {
     thread_id: String,
     /// `None`: Antler's own set, one frame per event, no state kept.
     sdk: Option<Box<sdk::SdkEncoder>>,
+    /// Antler's set: the `{"run_id", "thread_id"}` beside every delta, written once.
+    delta_metadata: String,
 }
 
 impl Encoder {
@@ -101,10 +103,12 @@ impl Encoder {
                 thread_id,
             ))
         });
+        let delta_metadata = json!({"run_id": run_id, "thread_id": thread_id}).to_string();
         Self {
             run_id: run_id.to_string(),
             thread_id: thread_id.to_string(),
             sdk,
+            delta_metadata,
         }
     }
 
@@ -112,12 +116,44 @@ impl Encoder {
     pub(crate) fn encode(&mut self, event: &RunEvent, out: &mut Vec<Frame>) {
         match &mut self.sdk {
             None => {
-                if let Some(frame) = legacy_frame(event, &self.run_id, &self.thread_id) {
-                    out.push(frame);
-                }
+                let frame = match event {
+                    RunEvent::TextDelta { message_id, delta } => {
+                        Some(legacy_delta(message_id, delta, None, &self.delta_metadata))
+                    }
+                    RunEvent::ReasoningDelta { message_id, delta } => Some(legacy_delta(
+                        message_id,
+                        "",
+                        Some(delta),
+                        &self.delta_metadata,
+                    )),
+                    _ => legacy_frame(event, &self.run_id, &self.thread_id),
+                };
+                out.extend(frame);
             }
             Some(sdk) => sdk.encode(event, out),
         }
+    }
+}
+
+/// Antler's `messages` frame of a delta, written straight into its string (deltas are most of
+/// a stream's frames): byte for byte what `legacy_frame` would build through `json!`.
+fn legacy_delta(id: &str, text: &str, reasoning: Option<&str>, metadata: &str) -> Frame {
+    let mut data = String::with_capacity(80 + id.len() + text.len() + metadata.len());
+    data.push_str(r#"[{"type":"AIMessageChunk","id":"#);
+    shapes::push_json_str(&mut data, id);
+    data.push_str(r#","content":"#);
+    shapes::push_json_str(&mut data, text);
+    if let Some(reasoning) = reasoning {
+        data.push_str(r#","additional_kwargs":{"reasoning_content":"#);
+        shapes::push_json_str(&mut data, reasoning);
+        data.push('}');
+    }
+    data.push_str("},");
+    data.push_str(metadata);
+    data.push(']');
+    Frame {
+        event: Cow::Borrowed("messages"),
+        data,
     }
 }
 

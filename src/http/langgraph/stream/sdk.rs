@@ -58,6 +58,17 @@ impl Node {
     }
 }
 
+/// What ended with a `Values` event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepKind {
+    /// A node's step (`model` or `tools`): its task ends.
+    Node,
+    /// The input written before the first model call.
+    Input,
+    /// State hooks changed with no node running (after the final answer).
+    Hooks,
+}
+
 /// The encoder of a request that named its modes; keeps what the modes need across events.
 pub(super) struct SdkEncoder {
     modes: Modes,
@@ -82,6 +93,8 @@ pub(super) struct SdkEncoder {
     parent_checkpoint: Option<String>,
     /// The current step's AI message asked for tools (the next node is `tools`).
     asked_tools: bool,
+    /// A step ended already (the first `Values` before any node is the run's input).
+    values_seen: bool,
 }
 
 impl SdkEncoder {
@@ -101,6 +114,7 @@ impl SdkEncoder {
             previous: None,
             parent_checkpoint: None,
             asked_tools: false,
+            values_seen: false,
         }
     }
 
@@ -355,11 +369,20 @@ impl SdkEncoder {
     /// A step ended with `state` checkpointed: its task's result, the update, the values, the
     /// checkpoint; then the next step begins.
     fn step_end(&mut self, state: &ThreadState, out: &mut Vec<Frame>) {
+        // No node ran since the last step: the input written before the first model call
+        // (LangGraph's `input` checkpoint), or what hooks changed after the last one.
+        let kind = match (self.open, self.values_seen) {
+            (true, _) => StepKind::Node,
+            (false, false) => StepKind::Input,
+            (false, true) => StepKind::Hooks,
+        };
+        self.values_seen = true;
         if !self.modes.any(Modes::STEP_STATE) {
-            self.next_step();
+            if kind != StepKind::Input {
+                self.next_step();
+            }
             return;
         }
-        self.begin(self.node, out);
         let node = self.node.as_str();
         let values = serde_json::to_value(state).unwrap_or(Value::Null);
         let mut writes = Map::new();
@@ -370,7 +393,7 @@ impl SdkEncoder {
             }
             self.changed_keys(&values, &mut writes);
         }
-        if self.modes.any(Modes::TASKS | Modes::DEBUG) {
+        if kind == StepKind::Node && self.modes.any(Modes::TASKS | Modes::DEBUG) {
             let id = shapes::task_id(&self.run_id, self.step);
             let result = shapes::task_result(&id, node, &writes);
             if self.modes.any(Modes::DEBUG) {
@@ -381,22 +404,24 @@ impl SdkEncoder {
                 out.push(frame("tasks", result.to_string()));
             }
         }
-        if self.modes.any(Modes::UPDATES) && !writes.is_empty() {
+        if kind != StepKind::Input && self.modes.any(Modes::UPDATES) && !writes.is_empty() {
             out.push(frame("updates", json!({ node: writes }).to_string()));
         }
         if self.modes.any(Modes::VALUES) {
             out.push(frame("values", values.to_string()));
         }
         if self.modes.any(Modes::CHECKPOINTS | Modes::DEBUG) {
-            let id = shapes::checkpoint_id(&self.run_id, self.step);
+            let (step, next) = match kind {
+                StepKind::Input => (0, vec!["model"]),
+                _ => (self.step, self.next_nodes()),
+            };
+            let id = shapes::checkpoint_id(&self.run_id, step);
             let config = shapes::checkpoint_config(&self.thread_id, &id);
             let parent = self
                 .parent_checkpoint
                 .as_deref()
                 .map(|parent| shapes::checkpoint_config(&self.thread_id, parent));
-            let next = self.next_nodes();
-            let checkpoint =
-                shapes::checkpoint(config, parent, self.step, &self.run_id, values, &next);
+            let checkpoint = shapes::checkpoint(config, parent, step, &self.run_id, values, &next);
             if self.modes.any(Modes::DEBUG) {
                 let debug = shapes::debug(self.step, "checkpoint", checkpoint.clone());
                 out.push(frame("debug", debug.to_string()));
@@ -405,6 +430,11 @@ impl SdkEncoder {
                 out.push(frame("checkpoints", checkpoint.to_string()));
             }
             self.parent_checkpoint = Some(id);
+        }
+        if kind == StepKind::Input {
+            // The input is not a step of the loop: the first model call stays step 1.
+            self.added.clear();
+            return;
         }
         self.next_step();
     }

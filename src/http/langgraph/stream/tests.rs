@@ -423,3 +423,77 @@ fn json_strings_are_escaped_as_serde_json_escapes_them() {
         assert_eq!(out, serde_json::to_string(text).unwrap());
     }
 }
+
+#[test]
+fn the_input_and_hook_writes_are_checkpoints_but_not_node_tasks() {
+    let input = ThreadState {
+        messages: vec![Message::human("hi")].into(),
+        ..Default::default()
+    };
+    let mut answered = input.clone();
+    answered.messages.push(Message::ai("Hello"));
+    let mut titled = answered.clone();
+    titled.title = Some("Greeting".into());
+    let events = [
+        RunEvent::Values {
+            state: Arc::new(input),
+        },
+        RunEvent::TextDelta {
+            message_id: "ai-1".into(),
+            delta: "Hello".into(),
+        },
+        RunEvent::Values {
+            state: Arc::new(answered),
+        },
+        RunEvent::Values {
+            state: Arc::new(titled),
+        },
+    ];
+    let modes: &[&str] = &["messages-tuple", "updates", "tasks", "checkpoints"];
+    let frames = encode(Some(modes), false, &events);
+    assert_eq!(of(&frames, "messages")[0][1]["langgraph_step"], 1);
+    assert_eq!(
+        of(&frames, "tasks").len(),
+        2,
+        "one task, the model's: {frames:?}"
+    );
+    let steps: Vec<&Value> = of(&frames, "checkpoints")
+        .iter()
+        .map(|checkpoint| &checkpoint["metadata"]["step"])
+        .collect();
+    assert_eq!(steps, [&json!(0), &json!(1), &json!(2)]);
+    let updates = of(&frames, "updates");
+    assert_eq!(updates.len(), 1, "{updates:?}");
+    assert_eq!(updates[0]["model"]["title"], "Greeting");
+}
+
+#[test]
+fn antlers_delta_frames_are_byte_for_byte_what_json_builds() {
+    let events = [
+        RunEvent::TextDelta {
+            message_id: "ai-\"1".into(),
+            delta: "line\n\u{1} \"q\" ✓".into(),
+        },
+        RunEvent::ReasoningDelta {
+            message_id: "ai-1".into(),
+            delta: "think\t".into(),
+        },
+    ];
+    let mut encoder = Encoder::new(StreamRequest::default(), "run-\"1", "thread-1");
+    let mut frames = Vec::new();
+    for event in &events {
+        encoder.encode(event, &mut frames);
+    }
+    let expected = [
+        json!([{"type": "AIMessageChunk", "id": "ai-\"1", "content": "line\n\u{1} \"q\" ✓"},
+            {"run_id": "run-\"1", "thread_id": "thread-1"}]),
+        json!([{"type": "AIMessageChunk", "id": "ai-1", "content": "",
+             "additional_kwargs": {"reasoning_content": "think\t"}},
+            {"run_id": "run-\"1", "thread_id": "thread-1"}]),
+    ];
+    for (frame, expected) in frames.iter().zip(expected) {
+        assert_eq!(frame.event, "messages");
+        assert_eq!(frame.data, expected.to_string());
+    }
+    assert_eq!(frames.len(), 2);
+}
