@@ -170,6 +170,10 @@ pub fn router(state: Arc<AppState>) -> Router {
             "/api/threads/{thread_id}/approvals",
             get(approvals::for_thread),
         )
+        .route(
+            "/api/threads/{thread_id}/messages/page",
+            get(langgraph::messages_page::page),
+        )
         .route("/api/threads/{thread_id}/uploads/list", get(uploads::list))
         .route(
             "/api/threads/{thread_id}/uploads/limits",

@@ -9,6 +9,7 @@
 //!
 //! - `assistants`: `lead_agent` and the caller's custom agents as assistants.
 //! - `threads`: search, metadata patch, state read and update, history.
+//! - `messages_page`: DeerFlow's reload of a conversation, a page of messages at a time.
 //! - `shapes`: a thread and its state as the SDK's `Thread`, `ThreadState`, `Checkpoint`.
 //! - `runs`: run records, background runs, join, stream join with `Last-Event-ID`, cancel,
 //!   stateless runs, `multitask_strategy`.
@@ -17,6 +18,7 @@
 
 pub(crate) mod assistants;
 pub(crate) mod errors;
+pub(crate) mod messages_page;
 pub(crate) mod run_buffer;
 pub(crate) mod run_live;
 pub(crate) mod run_start;
@@ -90,18 +92,18 @@ pub(crate) fn short_routes() -> Router<Arc<AppState>> {
         ),
         (
             "/threads",
-            post(crate::http::threads::create).get(crate::http::threads::list),
+            post(threads::create).get(crate::http::threads::list),
         ),
         ("/threads/search", post(threads::search)),
         (
             "/threads/{thread_id}",
-            get(crate::http::threads::get)
+            get(threads::get)
                 .patch(threads::patch)
                 .delete(crate::http::threads::delete),
         ),
         (
             "/threads/{thread_id}/state",
-            get(crate::http::threads::state).post(threads::update_state),
+            get(threads::state).post(threads::update_state),
         ),
         (
             "/threads/{thread_id}/state/checkpoint",

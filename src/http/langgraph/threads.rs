@@ -1,5 +1,5 @@
-//! Threads as the SDK sees them: search, metadata patch, state update, state at a checkpoint,
-//! history. (Create, get, list, delete and the state read are `http::threads`.)
+//! Threads as the SDK sees them: create (`if_exists`), get, search, metadata patch, state
+//! read and update, state at a checkpoint, history. (List and delete are `http::threads`.)
 //!
 //! History lists what the checkpoint log can give back: the latest checkpoint, with its full
 //! values (see `shapes` for why older versions cannot be folded again).
@@ -10,15 +10,18 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
+use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
 use antler_store::ThreadRecord;
+use antler_store::state::ThreadState;
 use antler_store::threads::ThreadStatus;
 
 use super::errors::{body_object, checkpoint_not_found, field, unsupported};
 use super::shapes;
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
+use crate::paths::validate_id;
 
 /// Largest page a search answers (DeerFlow asks for 50 at a time).
 const MAX_LIMIT: usize = 1000;
@@ -35,6 +38,110 @@ const SEARCH_FIELDS: [&str; 10] = [
     "select",
     "extract",
 ];
+
+/// Fields a create body may carry: Antler's (`thread_id`, `metadata`) and the SDK's
+/// (`if_exists`, `supersteps` when empty); anything else is a 422 naming it.
+const CREATE_FIELDS: [&str; 4] = ["thread_id", "metadata", "if_exists", "supersteps"];
+
+/// Creates a thread, or answers the caller's existing thread of that id (`if_exists`:
+/// `do_nothing`, Antler's behaviour by default; `raise` refuses with 409 as LangGraph does).
+pub(crate) async fn create(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let fields = body_object(&body, &CREATE_FIELDS)?;
+    let thread_id: Option<String> = field(&fields, "thread_id", "a string")?;
+    let metadata: Map<String, Value> = field(&fields, "metadata", "an object")?.unwrap_or_default();
+    let raise =
+        match field::<String>(&fields, "if_exists", "\"raise\" or \"do_nothing\"")?.as_deref() {
+            None | Some("do_nothing") => false,
+            Some("raise") => true,
+            Some(other) => {
+                return Err(unsupported(
+                    "if_exists",
+                    format!("{other:?} is not supported; use \"raise\" or \"do_nothing\""),
+                ));
+            }
+        };
+    if fields
+        .get("supersteps")
+        .is_some_and(|steps| steps.as_array().is_none_or(|steps| !steps.is_empty()))
+    {
+        return Err(unsupported(
+            "supersteps",
+            "Antler does not replay state updates at creation; create the thread, then POST \
+             its state or start a run",
+        ));
+    }
+    if let Some(id) = &thread_id {
+        validate_id("thread", id)?;
+        if let Some(existing) = state
+            .harness
+            .threads()
+            .get(id)
+            .map_err(ApiError::internal)?
+        {
+            if existing.user_id != user.0 {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "thread_id_taken",
+                    "that thread_id cannot be used; omit thread_id to get a fresh one",
+                ));
+            }
+            if raise {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "thread_exists",
+                    format!(
+                        "thread {id} already exists; omit if_exists (or send \"do_nothing\") \
+                         to get it back, or choose another thread_id"
+                    ),
+                ));
+            }
+            let (_, values) = shapes::latest(&state, id)?;
+            return Ok((
+                StatusCode::OK,
+                Json(shapes::thread(&state, &existing, Some(&values))),
+            ));
+        }
+    }
+    let record = state
+        .harness
+        .create_thread(&user.0, thread_id, metadata)
+        .map_err(ApiError::internal)?;
+    Ok((
+        StatusCode::OK,
+        Json(shapes::thread(
+            &state,
+            &record,
+            Some(&ThreadState::default()),
+        )),
+    ))
+}
+
+/// The thread as the SDK's `Thread` (with its `values`), beside the record's own fields.
+pub(crate) async fn get(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = owned_thread(&state, &user, &thread_id)?;
+    let (_, values) = shapes::latest(&state, &thread_id)?;
+    Ok(Json(shapes::thread(&state, &record, Some(&values))))
+}
+
+/// The thread's latest state as the SDK's `ThreadState` (today's `thread_id`, `status` and
+/// `values` among its fields).
+pub(crate) async fn state(
+    State(state): State<Arc<AppState>>,
+    user: AuthUser,
+    Path(thread_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let record = owned_thread(&state, &user, &thread_id)?;
+    let (head, values) = shapes::latest(&state, &thread_id)?;
+    Ok(Json(shapes::state(&state, &record, head.as_ref(), &values)))
+}
 
 /// `POST /threads/search`: the caller's threads, filtered (`metadata` and `values` by JSON
 /// containment, as LangGraph's JSONB filters, `ids`, `status`), sorted and paged.
@@ -194,7 +301,7 @@ pub(crate) async fn update_state(
                 values.title.clone_from(title);
             }
         })
-        .map_err(crate::http::runs::run_error)?;
+        .map_err(|e| update_error(&thread_id, e))?;
     if let Some(title) = title {
         state
             .harness
@@ -268,6 +375,24 @@ pub(crate) async fn history(
         out.push(shapes::state(&state, &record, Some(&head), &values));
     }
     Ok(Json(out))
+}
+
+/// A refused state update: 409 while a run holds the thread, 404 for a thread that is not
+/// the caller's.
+fn update_error(thread_id: &str, error: crate::harness::RunError) -> ApiError {
+    use crate::harness::RunError;
+    match error {
+        RunError::Busy { .. } => ApiError::new(
+            StatusCode::CONFLICT,
+            "thread_busy",
+            format!(
+                "thread {thread_id} is running; wait for the run to end or cancel it with \
+                 POST /threads/{thread_id}/runs/{{run_id}}/cancel, then update its state"
+            ),
+        ),
+        RunError::NotFound { .. } => ApiError::thread_not_found(thread_id),
+        other => ApiError::internal(other),
+    }
 }
 
 fn checkpoint_state(

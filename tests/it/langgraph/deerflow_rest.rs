@@ -217,3 +217,50 @@ async fn deerflow_reads_its_fields_from_antlers_rest_routes() {
     assert_eq!(cleared["facts"], json!([]));
     assert_eq!(cleared["history"]["recentMonths"]["summary"], "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deerflow_reloads_a_conversation_a_page_at_a_time() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(antler_test_support::Reply::text("One."))
+        .push(antler_test_support::Reply::text("Two."));
+    let daemon = Setup::new(&fake.base_url(), "title:\n  enabled: false\n").start();
+    let thread = daemon.create_thread(TOKEN_A).await;
+    for text in ["first", "second"] {
+        let answered = daemon.run_wait(TOKEN_A, &thread, text).await;
+        assert_eq!(answered.status(), 200);
+    }
+    let path = format!("/api/threads/{thread}/messages/page");
+    let all = daemon.get_json(&path, TOKEN_A).await;
+    assert_eq!(all["has_more"], false, "{all}");
+    assert_eq!(all["next_before_seq"], Value::Null, "{all}");
+    let rows = all["data"].as_array().expect("rows");
+    let texts: Vec<&str> = rows
+        .iter()
+        .map(|row| row["content"]["content"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(texts, ["first", "One.", "second", "Two."], "{all}");
+    let seqs: Vec<u64> = rows
+        .iter()
+        .map(|row| row["seq"].as_u64().unwrap())
+        .collect();
+    assert!(seqs.windows(2).all(|pair| pair[0] < pair[1]), "{seqs:?}");
+    assert_eq!(rows[0]["metadata"]["caller"], "lead_agent");
+
+    // Newest page first; the cursor leads to the older rows.
+    let newest = daemon.get_json(&format!("{path}?limit=3"), TOKEN_A).await;
+    assert_eq!(newest["has_more"], true, "{newest}");
+    assert_eq!(newest["data"].as_array().map(Vec::len), Some(3));
+    let before = newest["next_before_seq"].as_u64().expect("a cursor");
+    assert_eq!(before, seqs[1]);
+    let older = daemon
+        .get_json(&format!("{path}?limit=3&before_seq={before}"), TOKEN_A)
+        .await;
+    assert_eq!(older["has_more"], false, "{older}");
+    assert_eq!(older["data"][0]["content"]["content"], "first");
+    assert_eq!(older["data"].as_array().map(Vec::len), Some(1));
+
+    let (status, refused) = send(daemon.get(&format!("{path}?limit=0"), TOKEN_A)).await;
+    assert_eq!(status, 422, "{refused}");
+    let (status, _) = send(daemon.get(&path, crate::daemon::TOKEN_B)).await;
+    assert_eq!(status, 404);
+}
