@@ -249,6 +249,13 @@ impl ApiRuns {
                     .as_ref()
                     .map_or(RunStatus::Error, |o| status_of(o.stop));
                 self.end(&run, status);
+                // A client joining its stream still learns how it ended.
+                if let Ok(outcome) = &outcome {
+                    run.frames.push(Frame {
+                        event: "end".into(),
+                        data: json!({"stop_reason": outcome.stop}).to_string(),
+                    });
+                }
                 self.finish(&run, outcome.ok());
             }
         }
