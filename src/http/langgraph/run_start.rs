@@ -105,6 +105,7 @@ impl ApiRuns {
         self.records
             .put(&run.record())
             .map_err(ApiError::internal)?;
+        self.harness.threads().flush_soon();
         self.insert(run.clone());
         let waiter = self
             .clone()
@@ -136,7 +137,10 @@ impl ApiRuns {
         let mut record = lock(&run.record);
         record.status = RunStatus::Running;
         record.updated_at = Utc::now();
-        self.records.put(&record).map_err(ApiError::internal)
+        self.records.put(&record).map_err(ApiError::internal)?;
+        // Durable within milliseconds (group commit), as the thread's busy status is.
+        self.harness.threads().flush_soon();
+        Ok(())
     }
 
     /// A queued run: waits its turn in the thread's FIFO, then for the thread to free, then
@@ -276,6 +280,7 @@ impl ApiRuns {
         if let Err(error) = written {
             tracing::warn!(%error, run_id = %run.run_id, "Could not record the end of a run");
         }
+        self.harness.threads().flush_soon();
         if run.temporary {
             self.remove_thread(run, &record);
         }

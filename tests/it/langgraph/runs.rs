@@ -43,6 +43,18 @@ pub(super) async fn create_run(
     (status, response.json().await.unwrap())
 }
 
+/// Waits until the model has been asked `count` times: a run held by its reply is in flight
+/// (and the next scripted reply goes to the next request).
+pub(super) async fn model_asked(fake: &FakeOpenAi, count: usize) {
+    tokio::time::timeout(DEADLINE, async {
+        while fake.requests().len() < count {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the model was asked in time");
+}
+
 /// `GET …/join`: the thread's values once the run has ended.
 pub(super) async fn join(daemon: &Daemon, thread: &str, run_id: &str) -> Value {
     tokio::time::timeout(
@@ -188,7 +200,12 @@ async fn a_background_run_is_joined_listed_and_keeps_its_final_status_across_a_r
         .await;
     assert_eq!(successes.as_array().unwrap().len(), 1);
 
-    daemon.signal("KILL");
+    // A stop cancels it past the grace period (the model never answers); the restarted daemon
+    // reads its final status. (The start-up sweep for a stop that could not write it, a
+    // SIGKILL, is `api_runs`' unit test: what a SIGKILL loses depends on the group commit.)
+    let mut daemon = daemon;
+    daemon.signal("TERM");
+    assert_eq!(daemon.wait_exit(DEADLINE), Some(0), "a clean exit");
     drop(stream);
     drop(daemon);
     let daemon = setup.start();
@@ -313,6 +330,7 @@ async fn cancel_with_wait_interrupts_a_run_or_rolls_it_back() {
 
     let (_, held) = create_run(&daemon, &thread, "first question", json!({})).await;
     let held_id = held["run_id"].as_str().unwrap();
+    model_asked(&fake, 1).await;
     let cancelled = daemon
         .post(
             &format!("/api/threads/{thread}/runs/{held_id}/cancel?wait=1&action=interrupt"),
@@ -344,6 +362,7 @@ async fn cancel_with_wait_interrupts_a_run_or_rolls_it_back() {
 
     let (_, undone) = create_run(&daemon, &thread, "third question", json!({})).await;
     let undone_id = undone["run_id"].as_str().unwrap();
+    model_asked(&fake, 3).await;
     let rolled = daemon
         .post(
             &format!("/api/threads/{thread}/runs/{undone_id}/cancel?wait=true&action=rollback"),

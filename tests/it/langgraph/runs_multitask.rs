@@ -5,7 +5,7 @@
 use antler_test_support::{FakeOpenAi, Gate, Reply};
 use serde_json::{Value, json};
 
-use super::runs::{create_run, get_run, join, texts, thread_values};
+use super::runs::{create_run, get_run, join, model_asked, texts, thread_values};
 use crate::daemon::{Daemon, Setup, TOKEN_A};
 
 /// A daemon whose first model reply holds after one chunk until `gate` opens, then `replies`.
@@ -21,6 +21,7 @@ async fn busy_daemon(gate: &Gate, replies: &[&str]) -> (FakeOpenAi, Setup, Daemo
     let (status, run) = create_run(&daemon, &thread, "first", json!({})).await;
     assert_eq!(status, 200, "{run}");
     let run_id = run["run_id"].as_str().unwrap().to_string();
+    model_asked(&fake, 1).await;
     (fake, setup, daemon, thread, run_id)
 }
 
