@@ -15,7 +15,9 @@ use serde_json::{Map, Value, json};
 use tracing::Instrument;
 
 use super::errors::unsupported;
-use super::thread_runs::{RunBody, api_run_start, run_error, stream_started, wait_started};
+use super::thread_runs::{
+    RunBody, api_run_start, check_exists, run_error, stream_started, wait_started,
+};
 use crate::api_runs::{ApiRun, RunStatus};
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
@@ -29,9 +31,7 @@ pub(crate) async fn create(
 ) -> Result<Response, ApiError> {
     crate::paths::validate_id("thread", &thread_id)?;
     let (start, mode) = api_run_start(&user, &thread_id, body, true)?;
-    if mode.reject_missing {
-        owned_thread(&state, &user, &thread_id)?;
-    }
+    check_exists(&state, &user, &thread_id, &mode)?;
     let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs", &thread_id);
     let started = Box::pin(state.api_runs.start(start, false))
         .instrument(span)

@@ -21,6 +21,7 @@ use crate::harness::{RunError, RunRequest, Speaker};
 use crate::http::langgraph::assistants::{LEAD_AGENT, agent_of};
 use crate::http::langgraph::errors::unsupported;
 use crate::http::langgraph::run_start::RunStart;
+use crate::http::langgraph::shapes;
 use crate::http::langgraph::stream::StreamRequest;
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
@@ -93,16 +94,6 @@ impl RefusedFields {
                 "follow the run with GET …/runs/{run_id}/join instead",
             ),
             (
-                "checkpoint",
-                &self.checkpoint,
-                "runs always continue from the thread's latest state",
-            ),
-            (
-                "checkpoint_id",
-                &self.checkpoint_id,
-                "runs always continue from the thread's latest state",
-            ),
-            (
                 "feedback_keys",
                 &self.feedback_keys,
                 "LangSmith feedback is not available",
@@ -114,6 +105,30 @@ impl RefusedFields {
             }
         }
         Ok(())
+    }
+
+    /// The checkpoint version a run asks to continue from (`checkpoint.checkpoint_id` or
+    /// `checkpoint_id`), if any. The SDKs' `useStream` (DeerFlow's UI) sends the thread's
+    /// latest with every follow-up message; `check_exists` accepts only that one, since a run
+    /// always continues from the latest state.
+    fn checkpoint(&self) -> Result<Option<u64>, ApiError> {
+        let (field, id) = match (&self.checkpoint, &self.checkpoint_id) {
+            (_, Some(Value::String(id))) => ("checkpoint_id", Some(id.as_str())),
+            (Some(Value::Object(checkpoint)), _) => (
+                "checkpoint",
+                checkpoint.get("checkpoint_id").and_then(Value::as_str),
+            ),
+            (None | Some(Value::Null), None | Some(Value::Null)) => return Ok(None),
+            (Some(_), _) => return Err(unsupported("checkpoint", "must be an object")),
+            (_, Some(_)) => return Err(unsupported("checkpoint_id", "must be a string")),
+        };
+        let Some(id) = id else { return Ok(None) };
+        shapes::version_of(id).map(Some).ok_or_else(|| {
+            unsupported(
+                field,
+                format!("{id:?} is not one of this thread's checkpoints (see GET …/state)"),
+            )
+        })
     }
 }
 
@@ -258,6 +273,8 @@ pub(crate) struct RunMode {
     pub(crate) keep_thread: bool,
     /// A missing thread is refused (`if_not_exists: reject`).
     pub(crate) reject_missing: bool,
+    /// The checkpoint version the run must start from (the thread's latest, or 422).
+    pub(crate) from_checkpoint: Option<u64>,
 }
 
 /// Reads a run body into what starting it takes; `stream`: its frames are kept for readers.
@@ -293,6 +310,7 @@ pub(crate) fn api_run_start(
             body.if_not_exists.as_deref(),
             &["create", "reject"],
         )? == "reject",
+        from_checkpoint: body.refused.checkpoint()?,
     };
     let stream_request = if stream {
         Some(StreamRequest::parse(
@@ -343,14 +361,27 @@ fn one_of<'a>(
 }
 
 /// 404 for a missing thread when the body says `if_not_exists: reject`.
-fn check_exists(
+pub(crate) fn check_exists(
     state: &AppState,
     user: &AuthUser,
     thread_id: &str,
     mode: &RunMode,
 ) -> Result<(), ApiError> {
-    if mode.reject_missing {
+    if mode.reject_missing && mode.from_checkpoint.is_none() {
         owned_thread(state, user, thread_id)?;
+    }
+    if let Some(version) = mode.from_checkpoint {
+        let latest = owned_thread(state, user, thread_id)?.last_checkpoint;
+        if version != latest {
+            return Err(unsupported(
+                "checkpoint",
+                format!(
+                    "names an earlier checkpoint than the thread's latest ({}); runs continue \
+                     from the latest state, so send that one or none",
+                    shapes::checkpoint_id(latest).unwrap_or_else(|| "none yet".into())
+                ),
+            ));
+        }
     }
     Ok(())
 }
@@ -449,14 +480,15 @@ pub(crate) fn wait_answer(
         .map(|failure| json!({"code": failure.code, "message": failure.message}));
     // Sized once: axum's `Json` starts at 128 bytes and doubles, copying a long thread's state
     // a dozen times on its way out.
-    let mut body = crate::body_buffers::buffer(outcome.state.json_size_hint());
+    let mut body = crate::body_buffers::buffer(2 * outcome.state.json_size_hint());
     let wait = WaitResponse {
         lead,
         run_id,
         thread_id,
         stop_reason: outcome.stop,
         error,
-        values: outcome.state,
+        values: &outcome.state,
+        state: &outcome.state,
     };
     serde_json::to_writer(&mut body, &wait).map_err(ApiError::internal)?;
     let json = HeaderValue::from_static("application/json");
@@ -466,15 +498,22 @@ pub(crate) fn wait_answer(
 
 /// The body of `/runs/wait`, serialized straight from the state (no intermediate JSON tree:
 /// the state carries the whole history).
+///
+/// The state is there twice: under `values` (Antler's documented answer) and at the top level,
+/// because the SDKs' `runs.wait` hands its caller the body as the thread's values (LangGraph
+/// answers the final values alone), so `result["messages"]` must be the messages. No state key
+/// is one of the answer's own names.
 #[derive(serde::Serialize)]
-pub(crate) struct WaitResponse {
+pub(crate) struct WaitResponse<'a> {
     #[serde(flatten)]
     lead: Map<String, Value>,
     run_id: String,
     thread_id: String,
     stop_reason: crate::agent_api::StopReason,
     error: Option<Value>,
-    values: antler_store::state::ThreadState,
+    values: &'a antler_store::state::ThreadState,
+    #[serde(flatten)]
+    state: &'a antler_store::state::ThreadState,
 }
 
 /// The status of a run that ended in a failure: the model's side as a gateway error by cause,
