@@ -17,7 +17,7 @@ use crate::http::ApiError;
 use crate::http::langgraph::stream::{Encoder, Frame, StreamRequest};
 
 pub(crate) use crate::http::langgraph::thread_runs::run_error;
-use crate::http::langgraph::thread_runs::wait_answer;
+use crate::http::langgraph::thread_runs::{WaitShape, wait_answer};
 
 /// The SSE form of a frame.
 pub(crate) fn sse_of(frame: Frame) -> Event {
@@ -85,5 +85,5 @@ pub(crate) async fn wait_run(
         run_id, outcome, ..
     } = handle;
     let outcome = outcome.await.map_err(ApiError::internal)?;
-    wait_answer(outcome, run_id, thread_id, lead)
+    wait_answer(outcome, run_id, thread_id, lead, WaitShape::Antler)
 }

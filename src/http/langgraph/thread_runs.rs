@@ -275,6 +275,10 @@ pub(crate) struct RunMode {
     pub(crate) reject_missing: bool,
     /// The checkpoint version the run must start from (the thread's latest, or 422).
     pub(crate) from_checkpoint: Option<u64>,
+    /// `/runs/wait` answers the final values at the top level, as LangGraph does (the SDKs'
+    /// `runs.wait` hands the body to its caller as the values): the request named an
+    /// `assistant_id`, which the SDKs always send and Antler's own clients never did.
+    pub(crate) values_at_top: bool,
 }
 
 /// Reads a run body into what starting it takes; `stream`: its frames are kept for readers.
@@ -311,6 +315,7 @@ pub(crate) fn api_run_start(
             &["create", "reject"],
         )? == "reject",
         from_checkpoint: body.refused.checkpoint()?,
+        values_at_top: body.assistant_id.is_some(),
     };
     let stream_request = if stream {
         Some(StreamRequest::parse(
@@ -451,11 +456,17 @@ pub(crate) async fn wait_started(
             ),
         ));
     };
+    let shape = if mode.values_at_top {
+        WaitShape::ValuesAtTop
+    } else {
+        WaitShape::Antler
+    };
     let mut response = wait_answer(
         outcome,
         run.run_id.clone(),
         run.thread_id.clone(),
         Map::new(),
+        shape,
     )?;
     response
         .headers_mut()
@@ -464,12 +475,23 @@ pub(crate) async fn wait_started(
     Ok(response)
 }
 
+/// Where a `/runs/wait` answer puts the final state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaitShape {
+    /// Under `values`: Antler's documented answer.
+    Antler,
+    /// Its fields at the top level beside `run_id`, `thread_id`, `stop_reason` and `error`
+    /// (no state key is one of those), as the SDKs read LangGraph's answer.
+    ValuesAtTop,
+}
+
 /// The `/runs/wait` answer of a run's outcome, with `lead`'s fields first.
 pub(crate) fn wait_answer(
     outcome: crate::agent::RunOutcome,
     run_id: String,
     thread_id: String,
     lead: Map<String, Value>,
+    shape: WaitShape,
 ) -> Result<Response, ApiError> {
     let status = outcome
         .error
@@ -480,15 +502,15 @@ pub(crate) fn wait_answer(
         .map(|failure| json!({"code": failure.code, "message": failure.message}));
     // Sized once: axum's `Json` starts at 128 bytes and doubles, copying a long thread's state
     // a dozen times on its way out.
-    let mut body = crate::body_buffers::buffer(2 * outcome.state.json_size_hint());
+    let mut body = crate::body_buffers::buffer(outcome.state.json_size_hint());
     let wait = WaitResponse {
         lead,
         run_id,
         thread_id,
         stop_reason: outcome.stop,
         error,
-        values: &outcome.state,
-        state: &outcome.state,
+        values: (shape == WaitShape::Antler).then_some(&outcome.state),
+        state: (shape == WaitShape::ValuesAtTop).then_some(&outcome.state),
     };
     serde_json::to_writer(&mut body, &wait).map_err(ApiError::internal)?;
     let json = HeaderValue::from_static("application/json");
@@ -497,12 +519,8 @@ pub(crate) fn wait_answer(
 }
 
 /// The body of `/runs/wait`, serialized straight from the state (no intermediate JSON tree:
-/// the state carries the whole history).
-///
-/// The state is there twice: under `values` (Antler's documented answer) and at the top level,
-/// because the SDKs' `runs.wait` hands its caller the body as the thread's values (LangGraph
-/// answers the final values alone), so `result["messages"]` must be the messages. No state key
-/// is one of the answer's own names.
+/// the state carries the whole history), which is under `values` or at the top level (see
+/// [`WaitShape`]), never both: a long thread's answer is not sent twice.
 #[derive(serde::Serialize)]
 pub(crate) struct WaitResponse<'a> {
     #[serde(flatten)]
@@ -511,9 +529,10 @@ pub(crate) struct WaitResponse<'a> {
     thread_id: String,
     stop_reason: crate::agent_api::StopReason,
     error: Option<Value>,
-    values: &'a antler_store::state::ThreadState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    values: Option<&'a antler_store::state::ThreadState>,
     #[serde(flatten)]
-    state: &'a antler_store::state::ThreadState,
+    state: Option<&'a antler_store::state::ThreadState>,
 }
 
 /// The status of a run that ended in a failure: the model's side as a gateway error by cause,
