@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::custom_agents::AgentConfig;
 use crate::http::{ApiError, AppState, AuthUser};
 
-use super::errors::{body_object, field, unsupported};
+use super::errors::{Paging, body_object, field, unsupported};
 use super::threads::contains;
 
 /// The default agent's assistant id (DeerFlow's graph name).
@@ -56,16 +56,13 @@ pub(crate) async fn search(
     let graph_id: Option<String> = field(&fields, "graph_id", "a string")?;
     let metadata: Option<Value> = field(&fields, "metadata", "an object")?;
     let name = field::<String>(&fields, "name", "a string")?.map(|name| name.to_lowercase());
-    let limit = field::<usize>(&fields, "limit", "a non-negative integer")?.unwrap_or(10);
-    let offset = field::<usize>(&fields, "offset", "a non-negative integer")?.unwrap_or(0);
     let sort_by = field::<String>(&fields, "sort_by", "a string")?;
-    let descending = match field::<String>(&fields, "sort_order", "\"asc\" or \"desc\"")?.as_deref()
-    {
-        None | Some("asc") => false,
-        Some("desc") => true,
-        Some(_) => return Err(unsupported("sort_order", "must be \"asc\" or \"desc\"")),
-    };
-    let select: Option<Vec<String>> = field(&fields, "select", "a list of field names")?;
+    let Paging {
+        limit,
+        offset,
+        descending,
+        select,
+    } = Paging::read(&fields, false, usize::MAX)?;
     let key = match sort_by.as_deref() {
         None => None,
         Some(key @ ("assistant_id" | "graph_id" | "name" | "created_at" | "updated_at")) => {

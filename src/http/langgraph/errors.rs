@@ -69,6 +69,43 @@ pub(crate) fn field<T: DeserializeOwned>(
     }
 }
 
+/// The paging fields every search body shares: `limit`, `offset`, `sort_order`, `select`.
+pub(crate) struct Paging {
+    pub limit: usize,
+    pub offset: usize,
+    pub descending: bool,
+    pub select: Option<Vec<String>>,
+}
+
+impl Paging {
+    /// Reads them (422 naming a wrong one); `newest_first`: the order without `sort_order`,
+    /// `max_limit`: the largest page served.
+    pub(crate) fn read(
+        fields: &Map<String, Value>,
+        newest_first: bool,
+        max_limit: usize,
+    ) -> Result<Self, ApiError> {
+        let limit = field::<usize>(fields, "limit", "a non-negative integer")?
+            .unwrap_or(10)
+            .min(max_limit);
+        let offset = field::<usize>(fields, "offset", "a non-negative integer")?.unwrap_or(0);
+        let descending =
+            match field::<String>(fields, "sort_order", "\"asc\" or \"desc\"")?.as_deref() {
+                None => newest_first,
+                Some("asc") => false,
+                Some("desc") => true,
+                Some(_) => return Err(unsupported("sort_order", "must be \"asc\" or \"desc\"")),
+            };
+        let select = field(fields, "select", "a list of field names")?;
+        Ok(Self {
+            limit,
+            offset,
+            descending,
+            select,
+        })
+    }
+}
+
 /// 404 for a checkpoint Antler cannot give back, saying which one it can.
 pub(crate) fn checkpoint_not_found(checkpoint_id: &str) -> ApiError {
     ApiError::new(

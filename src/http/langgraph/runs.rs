@@ -16,7 +16,7 @@ use tracing::Instrument;
 
 use super::errors::unsupported;
 use super::thread_runs::{
-    RunBody, api_run_start, check_exists, run_error, stream_started, wait_started,
+    RunBody, api_run_start, run_error, stream_started, thread_run_start, wait_started,
 };
 use crate::api_runs::{ApiRun, RunStatus};
 use crate::http::threads::owned_thread;
@@ -29,9 +29,7 @@ pub(crate) async fn create(
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
 ) -> Result<Response, ApiError> {
-    crate::paths::validate_id("thread", &thread_id)?;
-    let (start, mode) = api_run_start(&user, &thread_id, body, true)?;
-    check_exists(&state, &user, &thread_id, &mode)?;
+    let (start, _mode) = thread_run_start(&state, &user, &thread_id, body, true)?;
     let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs", &thread_id);
     let started = Box::pin(state.api_runs.start(start, false))
         .instrument(span)

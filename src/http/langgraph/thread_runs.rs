@@ -365,8 +365,23 @@ fn one_of<'a>(
     }
 }
 
+/// A run body for the thread `thread_id` read into its start, the thread checked as the body
+/// asks (`if_not_exists`, `checkpoint`); `stream`: its frames are kept for readers.
+pub(crate) fn thread_run_start(
+    state: &AppState,
+    user: &AuthUser,
+    thread_id: &str,
+    body: RunBody,
+    stream: bool,
+) -> Result<(RunStart, RunMode), ApiError> {
+    crate::paths::validate_id("thread", thread_id)?;
+    let (start, mode) = api_run_start(user, thread_id, body, stream)?;
+    check_exists(state, user, thread_id, &mode)?;
+    Ok((start, mode))
+}
+
 /// 404 for a missing thread when the body says `if_not_exists: reject`.
-pub(crate) fn check_exists(
+fn check_exists(
     state: &AppState,
     user: &AuthUser,
     thread_id: &str,
@@ -397,9 +412,7 @@ pub(crate) async fn stream(
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
 ) -> Result<Response, ApiError> {
-    crate::paths::validate_id("thread", &thread_id)?;
-    let (start, mode) = api_run_start(&user, &thread_id, body, true)?;
-    check_exists(&state, &user, &thread_id, &mode)?;
+    let (start, mode) = thread_run_start(&state, &user, &thread_id, body, true)?;
     let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs/stream", &thread_id);
     stream_started(&state, start, &mode).instrument(span).await
 }
@@ -422,9 +435,7 @@ pub(crate) async fn wait(
     Path(thread_id): Path<String>,
     Json(body): Json<RunBody>,
 ) -> Result<Response, ApiError> {
-    crate::paths::validate_id("thread", &thread_id)?;
-    let (start, mode) = api_run_start(&user, &thread_id, body, false)?;
-    check_exists(&state, &user, &thread_id, &mode)?;
+    let (start, mode) = thread_run_start(&state, &user, &thread_id, body, false)?;
     let span = crate::telemetry::spans::api_run("/api/threads/{thread_id}/runs/wait", &thread_id);
     wait_started(&state, start, &mode).instrument(span).await
 }

@@ -17,7 +17,7 @@ use antler_store::ThreadRecord;
 use antler_store::state::ThreadState;
 use antler_store::threads::ThreadStatus;
 
-use super::errors::{body_object, checkpoint_not_found, field, unsupported};
+use super::errors::{Paging, body_object, checkpoint_not_found, field, unsupported};
 use super::shapes;
 use crate::http::threads::owned_thread;
 use crate::http::{ApiError, AppState, AuthUser};
@@ -165,18 +165,13 @@ pub(crate) async fn search(
         "status",
         "one of \"idle\", \"busy\", \"interrupted\", \"error\"",
     )?;
-    let limit = field::<usize>(&fields, "limit", "a non-negative integer")?
-        .unwrap_or(10)
-        .min(MAX_LIMIT);
-    let offset = field::<usize>(&fields, "offset", "a non-negative integer")?.unwrap_or(0);
     let sort_by = field::<String>(&fields, "sort_by", "a string")?;
-    let descending = match field::<String>(&fields, "sort_order", "\"asc\" or \"desc\"")?.as_deref()
-    {
-        None | Some("desc") => true,
-        Some("asc") => false,
-        Some(_) => return Err(unsupported("sort_order", "must be \"asc\" or \"desc\"")),
-    };
-    let select: Option<Vec<String>> = field(&fields, "select", "a list of field names")?;
+    let Paging {
+        limit,
+        offset,
+        descending,
+        select,
+    } = Paging::read(&fields, true, MAX_LIMIT)?;
 
     let mut records: Vec<ThreadRecord> = state
         .harness
