@@ -48,8 +48,7 @@ pub async fn run(command: Command, flag: Option<&Path>, cwd: PathBuf) -> anyhow:
         }
         Command::Mcp { command } => {
             let file = target.loaded.origin.file();
-            crate::cli::mcp::run(config, file, daemon, command, &mut stdout).await?;
-            Ok(ExitCode::SUCCESS)
+            Ok(crate::cli::mcp::run(config, file, daemon, command, &mut stdout).await?)
         }
         Command::Users { command } => crate::cli::users::execute(&target, command).await,
         Command::Schedules { command } => crate::cli::schedules::execute(&target, command).await,

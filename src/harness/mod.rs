@@ -243,6 +243,7 @@ impl Harness {
                 accepting: AtomicBool::new(true),
                 mcp: McpManager::new(
                     extensions_path(&ProcessEnv, None, &snapshot.data_dir()),
+                    &snapshot.data_dir(),
                     Arc::new(ProcessEnv),
                 ),
                 converter: Converter::for_config(&snapshot.conversion),

@@ -102,6 +102,19 @@ impl TransportKind {
 pub enum GrantType {
     ClientCredentials,
     RefreshToken,
+    /// A person authorizes once in a browser (`antler mcp login NAME`); the tokens are kept in
+    /// the data dir and refreshed from then on.
+    AuthorizationCode,
+}
+
+/// How the client proves who it is to the token endpoint (RFC 7591 names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenAuthMethod {
+    ClientSecretBasic,
+    ClientSecretPost,
+    PrivateKeyJwt,
+    None,
 }
 
 /// One server as written in the file (strings not yet resolved).
@@ -140,7 +153,8 @@ struct RawServer {
 struct RawOAuth {
     #[serde(default = "yes")]
     enabled: bool,
-    token_url: String,
+    #[serde(default)]
+    token_url: Option<String>,
     grant_type: GrantType,
     #[serde(default)]
     client_id: Option<String>,
@@ -154,6 +168,16 @@ struct RawOAuth {
     audience: Option<String>,
     #[serde(default = "default_skew")]
     refresh_skew_seconds: u64,
+    #[serde(default)]
+    token_endpoint_auth_method: Option<TokenAuthMethod>,
+    #[serde(default)]
+    private_key: Option<String>,
+    #[serde(default)]
+    signing_algorithm: Option<String>,
+    #[serde(default)]
+    client_metadata_url: Option<String>,
+    #[serde(default)]
+    redirect_port: Option<u16>,
 }
 
 fn yes() -> bool {
@@ -193,7 +217,7 @@ pub enum Transport {
         kind: TransportKind,
         url: String,
         headers: BTreeMap<String, Secret>,
-        oauth: Option<OAuthConfig>,
+        oauth: Option<Box<OAuthConfig>>,
     },
 }
 
@@ -208,7 +232,9 @@ impl Transport {
 
 #[derive(Clone, Debug)]
 pub struct OAuthConfig {
-    pub token_url: String,
+    /// `None`: discovered from the server (protected-resource and authorization-server
+    /// metadata) on its first 401.
+    pub token_url: Option<String>,
     pub grant_type: GrantType,
     pub client_id: Option<String>,
     pub client_secret: Option<Secret>,
@@ -216,6 +242,38 @@ pub struct OAuthConfig {
     pub scope: Option<String>,
     pub audience: Option<String>,
     pub refresh_skew: Duration,
+    /// `None`: the first the authorization server supports that the settings allow.
+    pub token_endpoint_auth_method: Option<TokenAuthMethod>,
+    /// PEM (PKCS#8) for `private_key_jwt`.
+    pub private_key: Option<Secret>,
+    /// JWS algorithm of `private_key` (`ES256`, `RS256`, …); `None`: from the key.
+    pub signing_algorithm: Option<String>,
+    /// A Client ID Metadata Document URL used as `client_id` where the server supports it.
+    pub client_metadata_url: Option<String>,
+    /// The loopback port of the authorization-code redirect (`None`: any free port).
+    pub redirect_port: Option<u16>,
+}
+
+impl OAuthConfig {
+    /// The settings of a server that asks for OAuth when none are configured (`antler mcp
+    /// probe` and `login`): authorization code with dynamic registration, all discovered.
+    pub fn discovered_authorization_code() -> Self {
+        Self {
+            token_url: None,
+            grant_type: GrantType::AuthorizationCode,
+            client_id: None,
+            client_secret: None,
+            refresh_token: None,
+            scope: None,
+            audience: None,
+            refresh_skew: Duration::from_secs(default_skew()),
+            token_endpoint_auth_method: None,
+            private_key: None,
+            signing_algorithm: None,
+            client_metadata_url: None,
+            redirect_port: None,
+        }
+    }
 }
 
 /// The parsed file: servers in name order.
@@ -461,7 +519,7 @@ fn remote_transport(
         .oauth
         .as_ref()
         .filter(|o| o.enabled)
-        .map(|o| parse_oauth(key, o, resolve, problems));
+        .map(|o| Box::new(parse_oauth(key, o, resolve, problems)));
     Transport::Remote {
         kind,
         url,
@@ -476,8 +534,14 @@ fn parse_oauth(
     resolve: &dyn Fn(&str) -> String,
     problems: &mut Vec<String>,
 ) -> OAuthConfig {
-    let token_url = resolve(&raw.token_url);
-    if !url::Url::parse(&token_url).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+    let token_url = raw
+        .token_url
+        .as_deref()
+        .map(resolve)
+        .filter(|v| !v.trim().is_empty());
+    if let Some(token_url) = &token_url
+        && !url::Url::parse(token_url).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+    {
         problems.push(format!("{key}.oauth.token_url: must be an http(s) URL"));
     }
     let optional = |value: &Option<String>| {
@@ -507,6 +571,11 @@ fn parse_oauth(
         scope: optional(&raw.scope),
         audience: optional(&raw.audience),
         refresh_skew: Duration::from_secs(raw.refresh_skew_seconds),
+        token_endpoint_auth_method: raw.token_endpoint_auth_method,
+        private_key: optional(&raw.private_key).map(Secret::new),
+        signing_algorithm: optional(&raw.signing_algorithm),
+        client_metadata_url: optional(&raw.client_metadata_url),
+        redirect_port: raw.redirect_port,
     }
 }
 

@@ -18,6 +18,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::mcp::config::{ServerConfig, Transport};
+use crate::mcp::handler::{ElicitationPolicy, McpClient};
 use crate::mcp::http::{RemoteAuth, StreamableClient, with_causes};
 use crate::mcp::oauth::TokenSource;
 use crate::mcp::sse::SseTransport;
@@ -25,7 +26,13 @@ use crate::mcp::sse::SseTransport;
 /// How long starting a server and the MCP handshake may take.
 pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub(crate) type Session = RunningService<RoleClient, ()>;
+pub(crate) type Session = RunningService<RoleClient, McpClient>;
+
+/// What differs between the daemon's sessions and a person's (`antler mcp probe`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ConnectOptions {
+    pub elicitation: ElicitationPolicy,
+}
 
 /// A live session and what must live as long as it (the stderr reader of a stdio server).
 pub(crate) struct Connection {
@@ -71,8 +78,9 @@ pub(crate) async fn connect(
     server: &ServerConfig,
     http: &reqwest::Client,
     oauth: Option<Arc<TokenSource>>,
+    options: &ConnectOptions,
 ) -> Result<Connection, ConnectError> {
-    match tokio::time::timeout(START_TIMEOUT, open(server, http, oauth)).await {
+    match tokio::time::timeout(START_TIMEOUT, open(server, http, oauth, options)).await {
         Ok(result) => result,
         Err(_) => Err(ConnectError::Timeout(START_TIMEOUT)),
     }
@@ -82,8 +90,12 @@ async fn open(
     server: &ServerConfig,
     http: &reqwest::Client,
     oauth: Option<Arc<TokenSource>>,
+    options: &ConnectOptions,
 ) -> Result<Connection, ConnectError> {
     let handshake = handshake_error;
+    let client = McpClient {
+        elicitation: options.elicitation,
+    };
     match &server.transport {
         Transport::Stdio { command, args, env } => {
             let mut cmd = tokio::process::Command::new(command);
@@ -112,7 +124,7 @@ async fn open(
                     }
                 }))
             });
-            let session = ().serve(child).await.map_err(handshake)?;
+            let session = client.serve(child).await.map_err(handshake)?;
             Ok(Connection {
                 session,
                 _stderr: stderr,
@@ -135,18 +147,18 @@ async fn open(
                     let transport = SseTransport::connect(http.clone(), auth, url)
                         .await
                         .map_err(|e| ConnectError::Transport(with_causes(&e)))?;
-                    ().serve(transport).await.map_err(handshake)?
+                    client.serve(transport).await.map_err(handshake)?
                 }
                 _ => {
-                    let client = StreamableClient {
+                    let http_client = StreamableClient {
                         http: http.clone(),
                         auth,
                     };
                     let transport = StreamableHttpClientTransport::with_client(
-                        client,
+                        http_client,
                         StreamableHttpClientTransportConfig::with_uri(url.as_str()),
                     );
-                    ().serve(transport).await.map_err(handshake)?
+                    client.serve(transport).await.map_err(handshake)?
                 }
             };
             Ok(Connection {

@@ -66,12 +66,12 @@ impl RemoteAuth {
                 request = request.header(name, value);
             }
         }
-        if let Some(oauth) = &self.oauth {
-            let header = oauth.authorization().await?;
-            if let Ok(mut value) = HeaderValue::from_str(header.expose()) {
-                value.set_sensitive(true);
-                request = request.header(AUTHORIZATION, value);
-            }
+        if let Some(oauth) = &self.oauth
+            && let Some(header) = oauth.authorization().await?
+            && let Ok(mut value) = HeaderValue::from_str(header.expose())
+        {
+            value.set_sensitive(true);
+            request = request.header(AUTHORIZATION, value);
         }
         Ok(request)
     }
@@ -80,6 +80,19 @@ impl RemoteAuth {
     pub(crate) async fn unauthorized(&self) {
         if let Some(oauth) = &self.oauth {
             oauth.invalidate().await;
+        }
+    }
+
+    /// The server answered 401 or 403 with `www_authenticate`: `Ok(true)` when the token
+    /// source obtained what it asked for and the request should be sent again.
+    pub(crate) async fn challenge(
+        &self,
+        status: StatusCode,
+        www_authenticate: Option<&str>,
+    ) -> Result<bool, OAuthError> {
+        match &self.oauth {
+            Some(oauth) => oauth.challenge(status.as_u16(), www_authenticate).await,
+            None => Ok(false),
         }
     }
 }
@@ -94,37 +107,52 @@ pub(crate) struct StreamableClient {
 type HttpResult<T> = Result<T, StreamableHttpError<RemoteError>>;
 
 impl StreamableClient {
+    /// Sends the request `build` makes, answering the server's 401/403 challenges: the token
+    /// source may obtain a (wider) token, then the request is built and sent again; a
+    /// challenge it cannot answer is the caller's `AuthRequired` (401) or the response (403).
     async fn request(
         &self,
-        builder: reqwest::RequestBuilder,
+        build: impl Fn() -> reqwest::RequestBuilder,
         session_id: Option<&str>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<reqwest::Response> {
-        let mut builder = self
-            .auth
-            .decorate(builder)
-            .await
-            .map_err(|e| StreamableHttpError::Client(RemoteError::OAuth(e)))?;
-        if let Some(session_id) = session_id {
-            builder = builder.header(SESSION_HEADER, session_id);
-        }
-        for (name, value) in custom_headers {
-            builder = builder.header(name, value);
-        }
-        let response = builder.send().await.map_err(client_error)?;
-        if response.status() == StatusCode::UNAUTHORIZED {
-            self.auth.unauthorized().await;
+        loop {
+            let mut builder = self
+                .auth
+                .decorate(build())
+                .await
+                .map_err(|e| StreamableHttpError::Client(RemoteError::OAuth(e)))?;
+            if let Some(session_id) = session_id {
+                builder = builder.header(SESSION_HEADER, session_id);
+            }
+            for (name, value) in &custom_headers {
+                builder = builder.header(name, value);
+            }
+            let response = builder.send().await.map_err(client_error)?;
+            let status = response.status();
+            if !matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+                return Ok(response);
+            }
             let header = response
                 .headers()
                 .get(reqwest::header::WWW_AUTHENTICATE)
                 .and_then(|v| v.to_str().ok())
-                .unwrap_or("Bearer")
-                .to_string();
+                .map(str::to_string);
+            if self
+                .auth
+                .challenge(status, header.as_deref())
+                .await
+                .map_err(|e| StreamableHttpError::Client(RemoteError::OAuth(e)))?
+            {
+                continue;
+            }
+            if status == StatusCode::FORBIDDEN {
+                return Ok(response);
+            }
             return Err(StreamableHttpError::AuthRequired(AuthRequiredError::new(
-                header,
+                header.unwrap_or_else(|| "Bearer".to_string()),
             )));
         }
-        Ok(response)
     }
 }
 
@@ -193,13 +221,14 @@ impl StreamableHttpClient for StreamableClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<StreamableHttpPostResponse> {
         let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
-        let builder = self
-            .http
-            .post(uri.as_ref())
-            .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
-            .json(&message);
+        let build = || {
+            self.http
+                .post(uri.as_ref())
+                .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"))
+                .json(&message)
+        };
         let response = self
-            .request(builder, session_id.as_deref(), custom_headers)
+            .request(build, session_id.as_deref(), custom_headers)
             .await?;
         let status = response.status();
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
@@ -251,9 +280,9 @@ impl StreamableHttpClient for StreamableClient {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<()> {
-        let builder = self.http.delete(uri.as_ref());
+        let build = || self.http.delete(uri.as_ref());
         let response = self
-            .request(builder, Some(&session_id), custom_headers)
+            .request(build, Some(&session_id), custom_headers)
             .await?;
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Ok(());
@@ -270,15 +299,18 @@ impl StreamableHttpClient for StreamableClient {
         _auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> HttpResult<BoxStream<'static, Result<Sse, sse_stream::Error>>> {
-        let mut builder = self
-            .http
-            .get(uri.as_ref())
-            .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"));
-        if let Some(last_event_id) = last_event_id {
-            builder = builder.header(LAST_EVENT_HEADER, last_event_id);
-        }
+        let build = || {
+            let builder = self
+                .http
+                .get(uri.as_ref())
+                .header(ACCEPT, format!("{EVENT_STREAM}, {JSON}"));
+            match &last_event_id {
+                Some(id) => builder.header(LAST_EVENT_HEADER, id),
+                None => builder,
+            }
+        };
         let response = self
-            .request(builder, session_id.as_deref(), custom_headers)
+            .request(build, session_id.as_deref(), custom_headers)
             .await?;
         if response.status() == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);

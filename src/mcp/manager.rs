@@ -43,16 +43,27 @@ struct Inner {
     path: RwLock<PathBuf>,
     env: Arc<dyn EnvSource + Send + Sync>,
     http: reqwest::Client,
+    /// Where authorization-code tokens are kept (`<data dir>/mcp-oauth`).
+    token_dir: PathBuf,
     loaded: tokio::sync::Mutex<Option<Loaded>>,
 }
 
+/// The token directory inside a data dir.
+pub const TOKEN_DIR_NAME: &str = "mcp-oauth";
+
 impl McpManager {
-    pub fn new(path: PathBuf, env: Arc<dyn EnvSource + Send + Sync>) -> Self {
+    /// `data_dir` holds the servers' authorization-code tokens (in [`TOKEN_DIR_NAME`]).
+    pub fn new(
+        path: PathBuf,
+        data_dir: &std::path::Path,
+        env: Arc<dyn EnvSource + Send + Sync>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 path: RwLock::new(path),
                 env,
                 http: reqwest::Client::new(),
+                token_dir: data_dir.join(TOKEN_DIR_NAME),
                 loaded: tokio::sync::Mutex::new(None),
             }),
         }
@@ -144,7 +155,13 @@ impl McpManager {
                 config
                     .servers
                     .into_iter()
-                    .map(|server| Arc::new(ServerSlot::new(server, self.inner.http.clone())))
+                    .map(|server| {
+                        Arc::new(ServerSlot::new(
+                            server,
+                            self.inner.http.clone(),
+                            Some(self.inner.token_dir.clone()),
+                        ))
+                    })
                     .collect(),
                 None,
             ),

@@ -5,13 +5,15 @@
 //! optionally deferred behind `tool_search` (`deferred`).
 
 pub mod config;
-mod connect;
+pub(crate) mod connect;
 pub mod deferred;
+pub mod handler;
 mod http;
 pub mod manager;
-mod oauth;
+pub(crate) mod oauth;
+pub(crate) mod probe;
 mod result;
-mod server;
+pub(crate) mod server;
 mod sse;
 pub mod tool;
 
@@ -19,7 +21,8 @@ pub use config::{
     EXTENSIONS_ENV, EXTENSIONS_FILE_NAME, ExtensionsConfig, extensions_path, extensions_write_path,
 };
 pub use deferred::{DeferredCatalog, DeferredToolsMiddleware, TOOL_SEARCH, ToolSearchTool};
-pub use manager::{McpManager, McpToolSet};
+pub use handler::ElicitationPolicy;
+pub use manager::{McpManager, McpToolSet, TOKEN_DIR_NAME};
 pub use server::{ServerReport, ServerStatus};
 pub use tool::{MCP_GROUP, McpTool};
 

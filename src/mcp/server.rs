@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use crate::mcp::config::{ServerConfig, Transport};
-use crate::mcp::connect::{ConnectError, Connection, connect};
-use crate::mcp::oauth::TokenSource;
+use crate::mcp::connect::{ConnectError, ConnectOptions, Connection, connect};
+use crate::mcp::oauth::{TokenContext, TokenSource};
 
 /// How one server stands, for `antler mcp list` and `GET /api/mcp/servers`.
 #[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq, Eq)]
@@ -45,11 +45,27 @@ pub(crate) struct ServerSlot {
 }
 
 impl ServerSlot {
-    pub(crate) fn new(config: ServerConfig, http: reqwest::Client) -> Self {
+    /// `token_dir`: where authorization-code tokens are kept (`None`: in memory only).
+    pub(crate) fn new(
+        config: ServerConfig,
+        http: reqwest::Client,
+        token_dir: Option<std::path::PathBuf>,
+    ) -> Self {
         let oauth = match &config.transport {
             Transport::Remote {
-                oauth: Some(oauth), ..
-            } => Some(Arc::new(TokenSource::new(oauth.clone(), http.clone()))),
+                oauth: Some(oauth),
+                url,
+                ..
+            } => Some(Arc::new(TokenSource::new(
+                oauth.as_ref().clone(),
+                http.clone(),
+                TokenContext {
+                    server_name: config.name.clone(),
+                    server_url: url.clone(),
+                    token_dir,
+                    interactive: false,
+                },
+            ))),
             _ => None,
         };
         let status = if config.enabled {
@@ -84,7 +100,14 @@ impl ServerSlot {
         if connection.take().is_some() {
             tracing::warn!(server = %self.config.name, "The MCP server's session ended; reconnecting");
         }
-        match connect(&self.config, &self.http, self.oauth.clone()).await {
+        match connect(
+            &self.config,
+            &self.http,
+            self.oauth.clone(),
+            &ConnectOptions::default(),
+        )
+        .await
+        {
             Ok(open) => {
                 let peer = open.session.peer().clone();
                 *connection = Some(open);

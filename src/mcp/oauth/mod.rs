@@ -1,9 +1,21 @@
-//! OAuth tokens for remote MCP servers (`client_credentials` and `refresh_token` grants):
-//! fetched on first use, cached, refreshed `refresh_skew` before they expire.
+//! OAuth tokens for remote MCP servers (`client_credentials`, `refresh_token` and
+//! `authorization_code` grants): fetched on first use, cached, refreshed `refresh_skew` before
+//! they expire; endpoints discovered from the server when not configured (`discovery`), the
+//! server's `WWW-Authenticate` challenges answered (`challenge`), the token endpoint spoken to
+//! with each client authentication method (`token`), a person's authorization obtained in a
+//! browser through a loopback redirect (`login`) and its tokens kept in the data dir
+//! (`token_store`).
 //!
 //! One refresh is in flight per server: callers wait on one async lock and the second finds
 //! the token the first fetched. A rotated refresh token replaces the configured one in memory.
 
+pub(crate) mod challenge;
+pub(crate) mod discovery;
+pub(crate) mod login;
+pub(crate) mod token;
+pub(crate) mod token_store;
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -31,6 +43,27 @@ pub(crate) enum OAuthError {
     },
     #[error("the token endpoint {url} answered without an access_token")]
     NoToken { url: String },
+    /// What the server or its authorization server asks for cannot be done here; the text
+    /// says what to do instead.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// Where a token source stands among its peers: which server, whether a person is at hand to
+/// authorize in a browser, and where authorization-code tokens are kept.
+#[derive(Clone, Debug, Default)]
+#[allow(dead_code)] // contract: the oauth lanes read these
+pub(crate) struct TokenContext {
+    /// The server's name in `extensions_config.json` (names the token file and the
+    /// `antler mcp login NAME` a message tells the operator to run).
+    pub server_name: String,
+    /// The server's MCP endpoint (the resource the token is for, RFC 8707).
+    pub server_url: String,
+    /// Where `authorization_code` tokens are read and written (`None`: kept in memory only).
+    pub token_dir: Option<PathBuf>,
+    /// A person runs this (`antler mcp probe`/`login`): a missing or too narrow authorization
+    /// may be obtained in a browser. The daemon never does; it says to run `antler mcp login`.
+    pub interactive: bool,
 }
 
 #[derive(Deserialize)]
@@ -59,15 +92,18 @@ struct State {
 pub(crate) struct TokenSource {
     config: OAuthConfig,
     http: reqwest::Client,
+    #[allow(dead_code)] // contract: used by discovery, login and step-up
+    context: TokenContext,
     state: Mutex<State>,
 }
 
 impl TokenSource {
-    pub(crate) fn new(config: OAuthConfig, http: reqwest::Client) -> Self {
+    pub(crate) fn new(config: OAuthConfig, http: reqwest::Client, context: TokenContext) -> Self {
         let refresh_token = config.refresh_token.clone();
         Self {
             config,
             http,
+            context,
             state: Mutex::new(State {
                 cached: None,
                 refresh_token,
@@ -75,8 +111,30 @@ impl TokenSource {
         }
     }
 
-    /// The `Authorization` header value (`Bearer …`), fetching or refreshing when due.
-    pub(crate) async fn authorization(&self) -> Result<Secret, OAuthError> {
+    /// The server answered `status` (401 or 403) with `www_authenticate`: obtain what it asks
+    /// for (discover the authorization server, fetch a token, widen the scope, or, when
+    /// interactive, authorize in a browser). `Ok(true)`: retry the request with the new
+    /// `authorization()`; `Ok(false)`: nothing more can be done, fail the request as it is.
+    pub(crate) async fn challenge(
+        &self,
+        status: u16,
+        www_authenticate: Option<&str>,
+    ) -> Result<bool, OAuthError> {
+        let _ = www_authenticate;
+        if status == 401 {
+            self.invalidate().await;
+        }
+        Ok(false)
+    }
+
+    /// The `Authorization` header value (`Bearer …`), fetching or refreshing when due; `None`
+    /// when there is nothing to send yet (an authorization-code server not authorized, or
+    /// endpoints not discovered before the server's first challenge).
+    pub(crate) async fn authorization(&self) -> Result<Option<Secret>, OAuthError> {
+        self.authorization_header().await.map(Some)
+    }
+
+    async fn authorization_header(&self) -> Result<Secret, OAuthError> {
         // The lock is held across the fetch on purpose: it is the single flight.
         let mut state = self.state.lock().await;
         if let Some(cached) = &state.cached
@@ -111,7 +169,7 @@ impl TokenSource {
             refresh_at: Instant::now() + refresh_in,
         });
         tracing::debug!(
-            token_url = %self.config.token_url,
+            token_url = ?self.config.token_url,
             expires_in = lifetime.as_secs(),
             "Fetched an OAuth token for an MCP server"
         );
@@ -124,11 +182,15 @@ impl TokenSource {
     }
 
     async fn fetch(&self, refresh_token: Option<&Secret>) -> Result<TokenResponse, OAuthError> {
-        let url = &self.config.token_url;
+        let Some(url) = &self.config.token_url else {
+            return Err(OAuthError::Unsupported(
+                "no oauth.token_url is set and discovery is not built yet".into(),
+            ));
+        };
         let mut form: Vec<(&str, &str)> = Vec::new();
         match self.config.grant_type {
             GrantType::ClientCredentials => form.push(("grant_type", "client_credentials")),
-            GrantType::RefreshToken => {
+            GrantType::RefreshToken | GrantType::AuthorizationCode => {
                 form.push(("grant_type", "refresh_token"));
                 if let Some(token) = refresh_token {
                     form.push(("refresh_token", token.expose()));

@@ -1,6 +1,10 @@
-//! `antler mcp list`: the MCP servers of `extensions_config.json`, their status and tools, from
+//! `antler mcp list|call|probe|login`: the MCP servers of `extensions_config.json`, their status and tools, from
 //! the running daemon (`GET /api/mcp/servers` over its socket, as the operator) or, with no
 //! daemon, by connecting to them here and closing them again.
+
+pub mod call;
+pub mod login;
+pub mod probe;
 
 use std::io::Write;
 use std::path::Path;
@@ -17,6 +21,13 @@ use crate::mcp::{McpManager, ServerReport, ServerStatus, extensions_path};
 pub enum McpCommand {
     /// List the configured servers with their status and tools (connects to each).
     List,
+    /// Call one tool of a configured server and print its result as JSON (exit code 1 when
+    /// the tool reports an error).
+    Call(crate::cli::mcp::call::CallArgs),
+    /// Connect to a server by URL: initialize, list its tools, optionally call one.
+    Probe(crate::cli::mcp::probe::ProbeArgs),
+    /// Authorize Antler with a configured server in a browser (OAuth authorization code).
+    Login(crate::cli::mcp::login::LoginArgs),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -38,8 +49,28 @@ pub async fn run(
     daemon: Option<&DaemonClient>,
     command: McpCommand,
     out: &mut dyn Write,
+) -> Result<std::process::ExitCode, McpCliError> {
+    match command {
+        McpCommand::List => {
+            list(config, config_file, daemon, out).await?;
+            Ok(std::process::ExitCode::SUCCESS)
+        }
+        McpCommand::Call(args) => crate::cli::mcp::call::run(config, config_file, args, out).await,
+        McpCommand::Probe(args) => {
+            crate::cli::mcp::probe::run(config, config_file, args, out).await
+        }
+        McpCommand::Login(args) => {
+            crate::cli::mcp::login::run(config, config_file, args, out).await
+        }
+    }
+}
+
+async fn list(
+    config: &AppConfig,
+    config_file: Option<&Path>,
+    daemon: Option<&DaemonClient>,
+    out: &mut dyn Write,
 ) -> Result<(), McpCliError> {
-    let McpCommand::List = command;
     let (path, servers) = match daemon {
         Some(client) => {
             let body = client.send(Method::GET, "/api/mcp/servers", None).await?;
@@ -49,7 +80,7 @@ pub async fn run(
         }
         None => {
             let path = extensions_path(&ProcessEnv, config_file, &config.data_dir());
-            let manager = McpManager::new(path.clone(), Arc::new(ProcessEnv));
+            let manager = McpManager::new(path.clone(), &config.data_dir(), Arc::new(ProcessEnv));
             manager.tools().await;
             let reports = manager.servers().await.map_err(McpCliError::Config);
             manager.shutdown().await;
