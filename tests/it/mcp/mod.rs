@@ -7,6 +7,7 @@
 
 mod deferred;
 mod oauth;
+mod oauth_discovery;
 mod remote;
 mod stdio;
 mod taint;

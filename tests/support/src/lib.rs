@@ -81,7 +81,7 @@ pub use feishu::{
     UserMessage, bad_padding_body, encrypt_feishu_event, p2p_chat, sign_feishu_event,
     url_verification,
 };
-pub use oauth::{AuthProxy, FakeTokenEndpoint};
+pub use oauth::{AuthProxy, FakeTokenEndpoint, SeenTokenRequest};
 pub use openai::FakeOpenAi;
 pub use otel_collector::{CollectedExport, CollectedSpan, FakeCollector};
 pub use reply::{Gate, Reply};
