@@ -6,10 +6,13 @@
 //! skip loudly; `.ci/run` sets `ANTLER_REQUIRE_MCP=1`, which makes that a failure instead.
 
 mod deferred;
+mod elicitation;
 mod oauth;
 mod remote;
+mod sse_retry;
 mod stdio;
 mod taint;
+mod versions;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
