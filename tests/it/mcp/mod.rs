@@ -7,10 +7,13 @@
 
 mod conformance;
 mod deferred;
+mod elicitation;
 mod oauth;
 mod remote;
+mod sse_retry;
 mod stdio;
 mod taint;
+mod versions;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -50,6 +50,7 @@ mod docker;
 pub mod documents;
 mod example_daemon;
 mod feishu;
+mod mcp_server;
 mod oauth;
 mod openai;
 mod otel_collector;
@@ -80,6 +81,9 @@ pub use feishu::{
     FeishuCall, FeishuEventSender, FeishuFailure, FeishuMessage, FeishuSigning, UploadedFile,
     UserMessage, bad_padding_body, encrypt_feishu_event, p2p_chat, sign_feishu_event,
     url_verification,
+};
+pub use mcp_server::{
+    FAKE_MCP_PRIMING_EVENT, FAKE_MCP_SESSION, FakeMcpServer, McpRequest, ToolCallReply,
 };
 pub use oauth::{AuthProxy, FakeTokenEndpoint};
 pub use openai::FakeOpenAi;
