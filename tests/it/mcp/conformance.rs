@@ -102,64 +102,125 @@ fn every_client_scenario_passes_or_is_in_the_baseline() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let summary = std::fs::read_to_string(&stdout).unwrap_or_default();
-    if status.is_some_and(|s| s.success()) {
+    let checks_dir = results.path().join("checks");
+    let mut scenarios = Vec::new();
+    scenario_results(&checks_dir, &checks_dir, &mut scenarios);
+    scenarios.sort_by(|a, b| a.name.cmp(&b.name));
+    // The suite counts a scenario with no checks at all as passed: the client never reached
+    // its server (e.g. `initialize` when the client fails before sending anything).
+    let silent: Vec<&str> = scenarios
+        .iter()
+        .filter(|s| s.judged == 0)
+        .map(|s| s.name.as_str())
+        .collect();
+    if status.is_some_and(|s| s.success()) && silent.is_empty() {
         eprintln!("{summary}");
         return;
     }
-    let mut failed = Vec::new();
-    failed_checks(&results.path().join("checks"), &results.path().join("checks"), &mut failed);
-    failed.sort();
+    let baseline = std::fs::read_to_string(here.join("baseline.yml")).unwrap_or_default();
+    let mut report = String::new();
+    for scenario in &scenarios {
+        let listed = baseline
+            .lines()
+            .any(|l| l.trim().strip_prefix("- ").map(str::trim) == Some(&scenario.name));
+        if scenario.failed.is_empty() && scenario.judged > 0 {
+            continue;
+        }
+        let verdict = match (listed, scenario.judged) {
+            (_, 0) => "recorded no check: the client never reached the server",
+            (true, _) => "failed, as the baseline expects",
+            (false, _) => "FAILED (not in the baseline)",
+        };
+        report.push_str(&format!("\n{} {verdict}\n", scenario.name));
+        for check in &scenario.failed {
+            report.push_str(&format!("    {check}\n"));
+        }
+        if !listed || scenario.judged == 0 {
+            for line in scenario
+                .client_stderr
+                .lines()
+                .rev()
+                .take(12)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                report.push_str(&format!("    | {line}\n"));
+            }
+        }
+    }
     let verdict = match status {
         None => format!("the suite did not finish within {DEADLINE:?}"),
-        Some(status) => format!("the suite failed ({status})"),
+        Some(status) if !status.success() => format!(
+            "the suite failed ({status}): a scenario not in tests/it/mcp/conformance/baseline.yml \
+             failed, or one listed there now passes (remove it)"
+        ),
+        Some(_) => format!("scenarios recorded no check at all: {}", silent.join(", ")),
     };
     panic!(
-        "{verdict}: a scenario not in tests/it/mcp/conformance/baseline.yml failed, or one \
-         listed there now passes (remove it).\n\nFailed checks by scenario:\n{}\n\nThe suite's \
-         summary:\n{summary}\n\nIts log (each client's stderr):\n{}",
-        failed.join("\n"),
-        std::fs::read_to_string(&stderr).unwrap_or_default()
+        "{verdict}\n\nThe suite's summary:\n{summary}\nBy scenario (failed checks, then the client's stderr):\n{report}"
     );
 }
 
-/// `scenario: [STATUS] check: message` for each failed or warned check of the saved results
-/// (`<scenario>-<timestamp>/checks.json`; `auth/…` scenarios are one directory deeper).
-fn failed_checks(root: &Path, dir: &Path, found: &mut Vec<String>) {
+/// One scenario's saved results.
+struct ScenarioResult {
+    name: String,
+    /// Checks that passed or failed (not the INFO ones).
+    judged: usize,
+    /// `[STATUS] check: message` of each failed or warned check.
+    failed: Vec<String>,
+    client_stderr: String,
+}
+
+/// The saved results (`<scenario>-<timestamp>/checks.json` and `stderr.txt`; `auth/…`
+/// scenarios are one directory deeper).
+fn scenario_results(root: &Path, dir: &Path, found: &mut Vec<ScenarioResult>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            failed_checks(root, &path, found);
+            scenario_results(root, &path, found);
             continue;
         }
         if path.file_name().is_none_or(|n| n != "checks.json") {
             continue;
         }
-        let relative = path.parent().unwrap().strip_prefix(root).unwrap();
-        let relative = relative.to_string_lossy();
+        let folder = path.parent().unwrap();
+        let relative = folder.strip_prefix(root).unwrap().to_string_lossy();
         // The directory is `<scenario>-<ISO timestamp with - for : and .>`.
-        let scenario = relative
+        let name = relative
             .char_indices()
             .filter(|(_, c)| *c == '-')
             .map(|(i, _)| i)
             .find(|&i| relative[i + 1..].len() == 24 && relative[i + 1..].ends_with('Z'))
-            .map_or(&*relative, |i| &relative[..i]);
+            .map_or(&*relative, |i| &relative[..i])
+            .to_string();
         let checks: Vec<Value> =
             serde_json::from_slice(&std::fs::read(&path).unwrap_or_default()).unwrap_or_default();
+        let mut result = ScenarioResult {
+            name,
+            judged: 0,
+            failed: Vec::new(),
+            client_stderr: std::fs::read_to_string(folder.join("stderr.txt")).unwrap_or_default(),
+        };
         for check in checks {
             let status = check["status"].as_str().unwrap_or("");
+            if matches!(status, "SUCCESS" | "FAILURE" | "WARNING") {
+                result.judged += 1;
+            }
             if matches!(status, "FAILURE" | "WARNING") {
                 let message = check["errorMessage"]
                     .as_str()
                     .or(check["description"].as_str())
                     .unwrap_or("");
-                found.push(format!(
-                    "  {scenario}: [{status}] {}: {message}",
+                result.failed.push(format!(
+                    "[{status}] {}: {message}",
                     check["name"].as_str().unwrap_or("?")
                 ));
             }
         }
+        found.push(result);
     }
 }
