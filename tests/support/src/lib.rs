@@ -44,6 +44,7 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 mod anthropic;
+mod auth_server;
 pub mod bench;
 mod discord;
 mod docker;
@@ -68,6 +69,7 @@ mod transcription;
 mod webhook_sign;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
+pub use auth_server::{AuthRequest, AuthServerOptions, FakeAuthServer};
 pub use discord::{
     BotMessage, DiscordCall, DiscordFailure, DiscordRoute, FAKE_DISCORD_BOT_ID,
     FAKE_DISCORD_BOT_NAME, FAKE_DISCORD_GUILD, FAKE_DISCORD_TOKEN, FakeDiscord, GatewaySession,
