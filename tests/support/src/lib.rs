@@ -44,12 +44,14 @@ use axum::http::HeaderMap;
 use serde_json::Value;
 
 mod anthropic;
+mod auth_server;
 pub mod bench;
 mod discord;
 mod docker;
 pub mod documents;
 mod example_daemon;
 mod feishu;
+mod mcp_server;
 mod oauth;
 mod openai;
 mod otel_collector;
@@ -67,6 +69,7 @@ mod transcription;
 mod webhook_sign;
 
 pub use anthropic::{FAKE_SIGNATURE, FakeAnthropic};
+pub use auth_server::{AuthRequest, AuthServerOptions, FakeAuthServer};
 pub use discord::{
     BotMessage, DiscordCall, DiscordFailure, DiscordRoute, FAKE_DISCORD_BOT_ID,
     FAKE_DISCORD_BOT_NAME, FAKE_DISCORD_GUILD, FAKE_DISCORD_TOKEN, FakeDiscord, GatewaySession,
@@ -80,6 +83,9 @@ pub use feishu::{
     FeishuCall, FeishuEventSender, FeishuFailure, FeishuMessage, FeishuSigning, UploadedFile,
     UserMessage, bad_padding_body, encrypt_feishu_event, p2p_chat, sign_feishu_event,
     url_verification,
+};
+pub use mcp_server::{
+    FAKE_MCP_PRIMING_EVENT, FAKE_MCP_SESSION, FakeMcpServer, McpRequest, ToolCallReply,
 };
 pub use oauth::{AuthProxy, FakeTokenEndpoint, SeenTokenRequest};
 pub use openai::FakeOpenAi;
