@@ -99,6 +99,38 @@ fn each_invalid_entry_is_named_by_its_key() {
             "mcpServers.a.oauth.grant_type",
         ),
         (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "client_credentials", "client_id": "c", "token_endpoint_auth_method": "private_key_jwt"}}}),
+            "mcpServers.a.oauth.private_key: private_key_jwt needs a private_key",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "authorization_code", "private_key": "k", "token_endpoint_auth_method": "private_key_jwt"}}}),
+            "mcpServers.a.oauth.client_id: private_key_jwt needs the client_id",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "client_credentials", "client_id": "c", "token_endpoint_auth_method": "client_secret_basic"}}}),
+            "mcpServers.a.oauth.client_secret: client_secret_basic needs a client_secret",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "client_credentials", "client_id": "c", "client_secret": "$UNSET", "token_endpoint_auth_method": "client_secret_post"}}}),
+            "mcpServers.a.oauth.client_secret: client_secret_post needs a client_secret",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "client_credentials", "client_id": "c", "private_key": "MIIE..."}}}),
+            "mcpServers.a.oauth.private_key: must be a PEM key",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "client_credentials", "client_id": "c", "private_key": "-----BEGIN PRIVATE KEY-----", "signing_algorithm": "HS256"}}}),
+            "mcpServers.a.oauth.signing_algorithm: \"HS256\" is not one of",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "authorization_code", "client_metadata_url": "file:///x"}}}),
+            "mcpServers.a.oauth.client_metadata_url",
+        ),
+        (
+            json!({"a": {"url": "http://x", "oauth": {"grant_type": "client_credentials", "client_id": "c", "token_endpoint_auth_method": "mtls"}}}),
+            "mcpServers.a.oauth.token_endpoint_auth_method",
+        ),
+        (
             json!({"A": {"command": "x"}, "a": {"command": "y"}}),
             "differ only in case",
         ),
@@ -184,4 +216,66 @@ fn the_path_follows_the_env_then_the_data_dir_then_an_older_file_beside_config_y
     assert_eq!(extensions_write_path(&none, &data), in_data);
     std::fs::write(&in_data, "{}").unwrap();
     assert_eq!(extensions_path(&none, Some(&config_yaml), &data), in_data);
+}
+
+#[test]
+fn oauth_endpoints_are_optional_and_every_key_is_resolved() {
+    let env = MapEnv::new()
+        .with(
+            "KEY",
+            "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----",
+        )
+        .with("SECRET", "s3cret");
+    let config = parse(
+        json!({"mcpServers": {
+            "code": {"url": "http://127.0.0.1:1/mcp", "oauth": {"grant_type": "authorization_code"}},
+            "pre": {"url": "http://127.0.0.1:1/mcp", "oauth": {
+                "grant_type": "authorization_code", "client_id": "pre", "client_secret": "$SECRET",
+                "client_metadata_url": "https://antler.example/client.json", "redirect_port": 8765}},
+            "jwt": {"url": "http://127.0.0.1:1/mcp", "oauth": {
+                "grant_type": "client_credentials", "client_id": "svc", "private_key": "$KEY",
+                "signing_algorithm": "ES256", "token_endpoint_auth_method": "private_key_jwt"}}}}),
+        &env,
+    )
+    .unwrap();
+    let oauth = |name: &str| match &config
+        .servers
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap()
+        .transport
+    {
+        Transport::Remote {
+            oauth: Some(oauth), ..
+        } => oauth.as_ref().clone(),
+        other => panic!("{other:?}"),
+    };
+    let code = oauth("code");
+    assert_eq!(code.grant_type, GrantType::AuthorizationCode);
+    assert_eq!(code.token_url, None);
+    assert_eq!(code.client_id, None);
+    let pre = oauth("pre");
+    assert_eq!(pre.client_id.as_deref(), Some("pre"));
+    assert_eq!(
+        pre.client_secret.as_ref().map(|s| s.expose()),
+        Some("s3cret")
+    );
+    assert_eq!(
+        pre.client_metadata_url.as_deref(),
+        Some("https://antler.example/client.json")
+    );
+    assert_eq!(pre.redirect_port, Some(8765));
+    let jwt = oauth("jwt");
+    assert_eq!(
+        jwt.token_endpoint_auth_method,
+        Some(TokenAuthMethod::PrivateKeyJwt)
+    );
+    assert!(
+        jwt.private_key
+            .as_ref()
+            .unwrap()
+            .expose()
+            .contains("BEGIN PRIVATE KEY")
+    );
+    assert_eq!(jwt.signing_algorithm.as_deref(), Some("ES256"));
 }

@@ -7,10 +7,18 @@
 //! (`token_store`).
 //!
 //! One refresh is in flight per server: callers wait on one async lock and the second finds
-//! the token the first fetched. A rotated refresh token replaces the configured one in memory.
+//! the token the first fetched. A rotated refresh token replaces the configured one in memory
+//! (and, for `authorization_code`, on disk).
+//!
+//! Without `token_url` nothing is sent until the server's first 401: its challenge says where
+//! the protected-resource metadata is, and from there the authorization server (`discovery`).
+//! A 403 `insufficient_scope` asks again for the scopes held plus the challenge's (step-up),
+//! at most [`attempts::MAX_AUTHORIZATIONS`] times for one scope set.
 
+mod attempts;
 pub(crate) mod challenge;
 pub(crate) mod discovery;
+mod grant;
 pub(crate) mod login;
 mod loopback;
 mod pkce;
@@ -19,16 +27,18 @@ pub(crate) mod token;
 pub(crate) mod token_store;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
 use tokio::sync::Mutex;
 
 use crate::config::Secret;
 use crate::mcp::config::{GrantType, OAuthConfig};
+use crate::mcp::oauth::attempts::Attempts;
+use crate::mcp::oauth::challenge::Challenge;
+use crate::mcp::oauth::discovery::Discovered;
+use crate::mcp::oauth::token_store::StoredTokens;
 
-/// A token endpoint that answers slower than this is treated as down.
-const TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Used when the endpoint gives no `expires_in`.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
 
@@ -44,8 +54,43 @@ pub(crate) enum OAuthError {
         status: u16,
         body: String,
     },
+    /// An RFC 6749 §5.2 error answer; `hint` says which setting to check.
+    #[error(
+        "the token endpoint {url} refused the request (HTTP {status}): {error}{}; {hint}",
+        description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+    )]
+    TokenRefused {
+        url: String,
+        status: u16,
+        error: String,
+        description: Option<String>,
+        hint: String,
+    },
     #[error("the token endpoint {url} answered without an access_token")]
     NoToken { url: String },
+    /// Metadata discovery could not find the authorization server.
+    #[error("OAuth discovery for {url} failed: {detail}")]
+    Discovery { url: String, detail: String },
+    /// RFC 9728 §3.3: the metadata is for another resource; authorizing would hand a token
+    /// for it to this server.
+    #[error(
+        "the server {server_url} publishes protected-resource metadata for {resource}, another resource; refusing to authorize (check the server's url, or ask its operator to fix its metadata)"
+    )]
+    ResourceMismatch {
+        server_url: String,
+        resource: String,
+    },
+    /// An authorization-code server without (enough) saved authorization, and nobody at hand
+    /// to authorize in a browser.
+    #[error(
+        "the MCP server {server} needs {}; run `antler mcp login {server}{}` and try again",
+        scope.as_deref().map(|s| format!("the scope \"{s}\", beyond its saved authorization")).unwrap_or_else(|| "authorization".to_string()),
+        scope.as_deref().map(|s| format!(" --scope \"{s}\"")).unwrap_or_default()
+    )]
+    LoginRequired {
+        server: String,
+        scope: Option<String>,
+    },
     /// What the server or its authorization server asks for cannot be done here; the text
     /// says what to do instead.
     #[error("{0}")]
@@ -61,7 +106,6 @@ pub(crate) enum OAuthError {
 /// Where a token source stands among its peers: which server, whether a person is at hand to
 /// authorize in a browser, and where authorization-code tokens are kept.
 #[derive(Clone, Debug, Default)]
-#[allow(dead_code)] // contract: the oauth lanes read these
 pub(crate) struct TokenContext {
     /// The server's name in `extensions_config.json` (names the token file and the
     /// `antler mcp login NAME` a message tells the operator to run).
@@ -75,33 +119,31 @@ pub(crate) struct TokenContext {
     pub interactive: bool,
 }
 
-#[derive(Deserialize)]
-struct TokenResponse {
-    access_token: String,
-    #[serde(default)]
-    token_type: Option<String>,
-    #[serde(default)]
-    expires_in: Option<f64>,
-    #[serde(default)]
-    refresh_token: Option<String>,
-}
-
 struct Cached {
     header: Secret,
     refresh_at: Instant,
 }
 
+/// What one server's token source knows; behind the single-flight lock.
+#[derive(Default)]
 struct State {
     cached: Option<Cached>,
     /// The refresh token in force (rotated by the endpoint when it returns a new one).
     refresh_token: Option<Secret>,
+    /// The authorization server, once a challenge led to it.
+    discovered: Option<Arc<Discovered>>,
+    /// The scope of the token in force (as granted, else as asked for).
+    scope: Option<String>,
+    /// `authorization_code`: the saved tokens (`None` until loaded or authorized).
+    stored: Option<StoredTokens>,
+    stored_loaded: bool,
+    attempts: Attempts,
 }
 
 /// The token source of one server.
 pub(crate) struct TokenSource {
     config: OAuthConfig,
     http: reqwest::Client,
-    #[allow(dead_code)] // contract: used by discovery, login and step-up
     context: TokenContext,
     state: Mutex<State>,
 }
@@ -114,8 +156,8 @@ impl TokenSource {
             http,
             context,
             state: Mutex::new(State {
-                cached: None,
                 refresh_token,
+                ..State::default()
             }),
         }
     }
@@ -129,60 +171,76 @@ impl TokenSource {
         status: u16,
         www_authenticate: Option<&str>,
     ) -> Result<bool, OAuthError> {
-        let _ = www_authenticate;
-        if status == 401 {
-            self.invalidate().await;
+        let challenge = www_authenticate.map(Challenge::parse).unwrap_or_default();
+        let step_up = match status {
+            401 => false,
+            403 if challenge.is_insufficient_scope() => true,
+            _ => return Ok(false),
+        };
+        // The lock is held across discovery and the token request: the single flight.
+        let mut state = self.state.lock().await;
+        state.cached = None;
+        if !step_up && self.needs_discovery(&state) {
+            let discovered =
+                discovery::discover(&self.http, &self.context.server_url, &challenge).await?;
+            state.discovered = Some(Arc::new(discovered));
         }
-        Ok(false)
+        let scope = if step_up {
+            union_scope(state.scope.as_deref(), &challenge.scopes())
+        } else {
+            self.initial_scope(&state, &challenge)
+        };
+        let wanted = scope
+            .as_deref()
+            .map(challenge::split_scope)
+            .unwrap_or_default();
+        if !state.attempts.allow(&wanted, Instant::now()) {
+            tracing::warn!(
+                server = %self.context.server_name,
+                status,
+                scope = scope.as_deref().unwrap_or(""),
+                "The MCP server keeps refusing the authorization it asked for; giving up on this request"
+            );
+            return Ok(false);
+        }
+        match self.config.grant_type {
+            GrantType::ClientCredentials | GrantType::RefreshToken => {
+                self.fetch_into(&mut state, scope).await?;
+            }
+            GrantType::AuthorizationCode => {
+                self.authorize_code(&mut state, &challenge, step_up, scope)
+                    .await?;
+            }
+        }
+        Ok(true)
     }
 
     /// The `Authorization` header value (`Bearer …`), fetching or refreshing when due; `None`
     /// when there is nothing to send yet (an authorization-code server not authorized, or
     /// endpoints not discovered before the server's first challenge).
     pub(crate) async fn authorization(&self) -> Result<Option<Secret>, OAuthError> {
-        self.authorization_header().await.map(Some)
-    }
-
-    async fn authorization_header(&self) -> Result<Secret, OAuthError> {
         // The lock is held across the fetch on purpose: it is the single flight.
         let mut state = self.state.lock().await;
         if let Some(cached) = &state.cached
             && Instant::now() < cached.refresh_at
         {
-            return Ok(cached.header.clone());
+            return Ok(Some(cached.header.clone()));
         }
-        let response = self.fetch(state.refresh_token.as_ref()).await?;
-        let lifetime = response
-            .expires_in
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(|s| Duration::from_secs_f64(s.min(365.0 * 86_400.0)))
-            .unwrap_or(DEFAULT_LIFETIME);
-        let refresh_in = lifetime.saturating_sub(self.config.refresh_skew);
-        let token_type = response
-            .token_type
-            .filter(|t| !t.trim().is_empty())
-            .map(|t| {
-                if t.eq_ignore_ascii_case("bearer") {
-                    "Bearer".to_string()
-                } else {
-                    t
+        match self.config.grant_type {
+            GrantType::ClientCredentials | GrantType::RefreshToken => {
+                if self.needs_discovery(&state) {
+                    return Ok(None);
                 }
-            })
-            .unwrap_or_else(|| "Bearer".to_string());
-        let header = Secret::new(format!("{token_type} {}", response.access_token));
-        if let Some(rotated) = response.refresh_token.filter(|t| !t.is_empty()) {
-            state.refresh_token = Some(Secret::new(rotated));
+                let scope = state.scope.clone().or_else(|| self.config.scope.clone());
+                self.fetch_into(&mut state, scope).await?;
+            }
+            GrantType::AuthorizationCode => {
+                if !self.use_stored(&mut state).await? {
+                    return Ok(None);
+                }
+            }
         }
-        state.cached = Some(Cached {
-            header: header.clone(),
-            refresh_at: Instant::now() + refresh_in,
-        });
-        tracing::debug!(
-            token_url = ?self.config.token_url,
-            expires_in = lifetime.as_secs(),
-            "Fetched an OAuth token for an MCP server"
-        );
-        Ok(header)
+        Ok(state.cached.as_ref().map(|c| c.header.clone()))
     }
 
     /// Forgets the cached token (the server said 401), so the next call fetches a new one.
@@ -190,74 +248,123 @@ impl TokenSource {
         self.state.lock().await.cached = None;
     }
 
-    async fn fetch(&self, refresh_token: Option<&Secret>) -> Result<TokenResponse, OAuthError> {
-        let Some(url) = &self.config.token_url else {
-            return Err(OAuthError::Unsupported(
-                "no oauth.token_url is set and discovery is not built yet".into(),
-            ));
-        };
-        let mut form: Vec<(&str, &str)> = Vec::new();
-        match self.config.grant_type {
-            GrantType::ClientCredentials => form.push(("grant_type", "client_credentials")),
-            GrantType::RefreshToken | GrantType::AuthorizationCode => {
-                form.push(("grant_type", "refresh_token"));
-                if let Some(token) = refresh_token {
-                    form.push(("refresh_token", token.expose()));
-                }
+    /// Endpoints come from discovery (no `token_url`) and it has not run yet.
+    fn needs_discovery(&self, state: &State) -> bool {
+        self.config.grant_type != GrantType::AuthorizationCode
+            && self.config.token_url.is_none()
+            && state.discovered.is_none()
+    }
+
+    /// The scope of a first authorization: configured, else the challenge's, else the
+    /// resource's `scopes_supported` (when discovered), else none.
+    fn initial_scope(&self, state: &State, challenge: &Challenge) -> Option<String> {
+        match &state.discovered {
+            Some(discovered) if self.config.token_url.is_none() => {
+                discovery::select_scope(self.config.scope.as_deref(), challenge, discovered)
             }
+            _ => self
+                .config
+                .scope
+                .clone()
+                .or_else(|| challenge.scope.clone()),
         }
-        if let Some(id) = &self.config.client_id {
-            form.push(("client_id", id));
-        }
-        if let Some(secret) = &self.config.client_secret {
-            form.push(("client_secret", secret.expose()));
-        }
-        if let Some(scope) = &self.config.scope {
-            form.push(("scope", scope));
-        }
-        if let Some(audience) = &self.config.audience {
-            form.push(("audience", audience));
-        }
-        let body = form
-            .iter()
-            .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
-            .collect::<Vec<_>>()
-            .join("&");
-        let unreachable = |e: reqwest::Error| OAuthError::Unreachable {
-            url: url.clone(),
-            detail: e.to_string(),
-        };
-        let response = self
-            .http
-            .post(url)
-            .header(
-                reqwest::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            )
-            .header(reqwest::header::ACCEPT, "application/json")
-            .timeout(TOKEN_TIMEOUT)
-            .body(body)
-            .send()
-            .await
-            .map_err(unreachable)?;
-        let status = response.status();
-        if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            return Err(OAuthError::Refused {
-                url: url.clone(),
-                status: status.as_u16(),
-                body: body.chars().take(300).collect(),
-            });
-        }
-        response
-            .json::<TokenResponse>()
-            .await
-            .ok()
-            .filter(|t| !t.access_token.is_empty())
-            .ok_or_else(|| OAuthError::NoToken { url: url.clone() })
+    }
+
+    /// Caches `response` as the token in force.
+    fn cache(
+        &self,
+        state: &mut State,
+        token_type: Option<String>,
+        access_token: &str,
+        lifetime: Duration,
+    ) {
+        let token_type = token_type
+            .filter(|t| !t.trim().is_empty() && !t.eq_ignore_ascii_case("bearer"))
+            .unwrap_or_else(|| "Bearer".to_string());
+        state.cached = Some(Cached {
+            header: Secret::new(format!("{token_type} {access_token}")),
+            refresh_at: Instant::now() + lifetime.saturating_sub(self.config.refresh_skew),
+        });
     }
 }
 
-fn encode(text: &str) -> String {
-    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+/// The token's lifetime from `expires_in` (bounded to a year), else [`DEFAULT_LIFETIME`].
+fn lifetime_of(expires_in: Option<f64>) -> Duration {
+    expires_in
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(365.0 * 86_400.0)))
+        .unwrap_or(DEFAULT_LIFETIME)
+}
+
+/// The scopes held plus those asked for, in order, without repeats; `None` when both are empty.
+fn union_scope(held: Option<&str>, asked: &[String]) -> Option<String> {
+    let mut scopes: Vec<String> = held.map(challenge::split_scope).unwrap_or_default();
+    for scope in asked {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
+        }
+    }
+    (!scopes.is_empty()).then(|| scopes.join(" "))
+}
+
+/// An error's text followed by each cause it does not already quote.
+pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_up_asks_for_the_scopes_held_and_the_challenged_ones() {
+        let asked = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            union_scope(Some("mcp:basic"), &asked(&["mcp:basic", "mcp:write"])).as_deref(),
+            Some("mcp:basic mcp:write")
+        );
+        assert_eq!(union_scope(None, &asked(&["a"])).as_deref(), Some("a"));
+        assert_eq!(union_scope(Some(" "), &[]), None);
+    }
+
+    #[test]
+    fn errors_say_what_to_do() {
+        let login = OAuthError::LoginRequired {
+            server: "docs".into(),
+            scope: None,
+        };
+        assert_eq!(
+            login.to_string(),
+            "the MCP server docs needs authorization; run `antler mcp login docs` and try again"
+        );
+        let step_up = OAuthError::LoginRequired {
+            server: "docs".into(),
+            scope: Some("a b".into()),
+        };
+        assert!(
+            step_up
+                .to_string()
+                .contains("run `antler mcp login docs --scope \"a b\"`"),
+            "{step_up}"
+        );
+        let mismatch = OAuthError::ResourceMismatch {
+            server_url: "http://localhost:1/mcp".into(),
+            resource: "https://evil.example.com/mcp".into(),
+        };
+        let text = mismatch.to_string();
+        assert!(
+            text.contains("http://localhost:1/mcp")
+                && text.contains("https://evil.example.com/mcp"),
+            "{text}"
+        );
+    }
 }
