@@ -6,6 +6,7 @@
 //! skip loudly; `.ci/run` sets `ANTLER_REQUIRE_MCP=1`, which makes that a failure instead.
 
 mod deferred;
+mod login;
 mod oauth;
 mod remote;
 mod stdio;
