@@ -5,6 +5,7 @@
 //! `$ANTLER_MCP_SERVERS_DIR` (default `~/.cache/antler/mcp-servers`). Without node the tests
 //! skip loudly; `.ci/run` sets `ANTLER_REQUIRE_MCP=1`, which makes that a failure instead.
 
+mod cli;
 mod conformance;
 mod deferred;
 mod elicitation;
