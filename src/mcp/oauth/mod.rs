@@ -170,7 +170,10 @@ impl TokenSource {
         };
         // The lock is held across discovery and the token request: the single flight.
         let mut state = self.state.lock().await;
-        state.cached = None;
+        if !step_up {
+            // Refused: whatever happens next, it is not to be sent again.
+            state.cached = None;
+        }
         if !step_up && self.needs_discovery(&state) {
             let discovered =
                 discovery::discover(&self.http, &self.context.server_url, &challenge).await?;
@@ -194,6 +197,9 @@ impl TokenSource {
             );
             return Ok(false);
         }
+        // A step-up replaces the token in force even if the new one cannot be had: the
+        // server said what it lacks.
+        state.cached = None;
         match self.config.grant_type {
             GrantType::ClientCredentials | GrantType::RefreshToken => {
                 self.fetch_into(&mut state, scope).await?;

@@ -10,6 +10,7 @@ mod conformance;
 mod deferred;
 mod elicitation;
 mod oauth;
+mod oauth_discovery;
 mod remote;
 mod sse_retry;
 mod stdio;

@@ -87,7 +87,7 @@ pub use feishu::{
 pub use mcp_server::{
     FAKE_MCP_PRIMING_EVENT, FAKE_MCP_SESSION, FakeMcpServer, McpRequest, ToolCallReply,
 };
-pub use oauth::{AuthProxy, FakeTokenEndpoint};
+pub use oauth::{AuthProxy, FakeTokenEndpoint, SeenTokenRequest};
 pub use openai::FakeOpenAi;
 pub use otel_collector::{CollectedExport, CollectedSpan, FakeCollector};
 pub use reply::{Gate, Reply};
