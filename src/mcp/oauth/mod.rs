@@ -20,6 +20,9 @@ pub(crate) mod challenge;
 pub(crate) mod discovery;
 mod grant;
 pub(crate) mod login;
+mod loopback;
+mod pkce;
+mod registration;
 pub(crate) mod token;
 pub(crate) mod token_store;
 
@@ -92,6 +95,12 @@ pub(crate) enum OAuthError {
     /// says what to do instead.
     #[error("{0}")]
     Unsupported(String),
+    /// The authorization in a browser failed (denied, timed out, no way to register).
+    #[error(transparent)]
+    Login(#[from] crate::mcp::oauth::login::LoginError),
+    /// Authorization-code tokens could not be read or kept.
+    #[error(transparent)]
+    Store(#[from] crate::mcp::oauth::token_store::TokenStoreError),
 }
 
 /// Where a token source stands among its peers: which server, whether a person is at hand to
