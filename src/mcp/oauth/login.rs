@@ -150,6 +150,7 @@ pub(crate) async fn authorize(
         scope: None,
         resource: Some(discovered.resource.clone()),
         audience: request.config.audience.clone(),
+        issuer: Some(discovered.issuer()),
     };
     let response = token::request_token(http, &token_request).await?;
     tracing::info!(
