@@ -129,17 +129,37 @@ async fn probe_tells_the_handshake_and_calls_the_tool() {
     let result: Value = serde_json::from_str(&ran.stdout).expect("stdout is the result's JSON");
     assert!(result.to_string().contains("42"), "{result}");
 
-    // A tool the server does not have: nothing called, exit 2, the reason on stderr.
+    // A tool the server does not have: server-everything answers with an error result, which
+    // is printed and gives exit code 1.
     let missing = antler(
         home.path(),
         json!({}),
         &["mcp", "probe", &url, "--tool", "nope"],
     )
     .await;
-    assert_eq!(missing.code, Some(2), "{}", missing.stderr);
+    assert_eq!(missing.code, Some(1), "{}", missing.stderr);
     assert!(
-        missing.stderr.contains("calling `nope`"),
+        missing
+            .stderr
+            .contains("`nope` is not among the tools listed")
+            && missing.stderr.contains("the tool reported an error"),
         "{}",
         missing.stderr
+    );
+    let result: Value = serde_json::from_str(&missing.stdout).expect("stdout is the result's JSON");
+    assert_eq!(result["isError"], true, "{result}");
+
+    // Nothing listening: nothing called, exit 2, the reason on stderr.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let gone = format!("http://127.0.0.1:{closed}/mcp");
+    let refused = antler(home.path(), json!({}), &["mcp", "probe", &gone]).await;
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("could not open a session with") && refused.stdout.is_empty(),
+        "{}",
+        refused.stderr
     );
 }
