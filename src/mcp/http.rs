@@ -76,13 +76,6 @@ impl RemoteAuth {
         Ok(request)
     }
 
-    /// A 401 means the token went stale early (revoked, clock skew): forget it.
-    pub(crate) async fn unauthorized(&self) {
-        if let Some(oauth) = &self.oauth {
-            oauth.invalidate().await;
-        }
-    }
-
     /// The server answered 401 or 403 with `www_authenticate`: `Ok(true)` when the token
     /// source obtained what it asked for and the request should be sent again.
     pub(crate) async fn challenge(

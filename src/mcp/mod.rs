@@ -5,8 +5,9 @@
 //! optionally deferred behind `tool_search` (`deferred`).
 
 pub mod config;
-pub(crate) mod connect;
+pub mod connect;
 pub mod deferred;
+mod elicitation;
 pub mod handler;
 mod http;
 pub mod manager;

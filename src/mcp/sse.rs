@@ -26,6 +26,9 @@ use crate::mcp::oauth::OAuthError;
 const QUEUE: usize = 64;
 /// A POST of one message taking longer than this fails that message.
 const POST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Challenges answered for one request before its 401/403 stands (a 401 for a token, then a
+/// 403 for a wider scope).
+const MAX_CHALLENGES: usize = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SseError {
@@ -55,14 +58,9 @@ impl SseTransport {
         url: &str,
     ) -> Result<Self, SseError> {
         let base = url::Url::parse(url).map_err(|e| SseError::Protocol(e.to_string().into()))?;
-        let request = auth
-            .decorate(http.get(url).header(ACCEPT, "text/event-stream"))
-            .await?;
-        let response = request.send().await?;
+        let build = || http.get(url).header(ACCEPT, "text/event-stream");
+        let response = send_challenged(&auth, build).await?;
         if !response.status().is_success() {
-            if response.status() == reqwest::StatusCode::UNAUTHORIZED {
-                auth.unauthorized().await;
-            }
             return Err(SseError::Status {
                 what: "the event-stream GET",
                 status: response.status().as_u16(),
@@ -132,6 +130,35 @@ impl SseTransport {
     }
 }
 
+/// Sends the request `build` makes; a 401/403 is put to the token source, and the request is
+/// sent again (freshly decorated) when it obtained what the server asked for.
+async fn send_challenged(
+    auth: &RemoteAuth,
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, SseError> {
+    let mut challenges = 0;
+    loop {
+        let response = auth.decorate(build()).await?.send().await?;
+        let status = response.status();
+        if !matches!(
+            status,
+            reqwest::StatusCode::UNAUTHORIZED | reqwest::StatusCode::FORBIDDEN
+        ) || challenges == MAX_CHALLENGES
+        {
+            return Ok(response);
+        }
+        let www_authenticate = response
+            .headers()
+            .get(reqwest::header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if !auth.challenge(status, www_authenticate.as_deref()).await? {
+            return Ok(response);
+        }
+        challenges += 1;
+    }
+}
+
 impl Transport<RoleClient> for SseTransport {
     type Error = SseError;
 
@@ -143,14 +170,12 @@ impl Transport<RoleClient> for SseTransport {
         let auth = self.auth.clone();
         let endpoint = self.endpoint.clone();
         async move {
-            let request = auth
-                .decorate(http.post(endpoint.as_ref()).json(&item))
-                .await?
-                .timeout(POST_TIMEOUT);
-            let response = request.send().await?;
-            if response.status() == reqwest::StatusCode::UNAUTHORIZED {
-                auth.unauthorized().await;
-            }
+            let build = || {
+                http.post(endpoint.as_ref())
+                    .json(&item)
+                    .timeout(POST_TIMEOUT)
+            };
+            let response = send_challenged(&auth, build).await?;
             if !response.status().is_success() {
                 return Err(SseError::Status {
                     what: "a message POST",

@@ -1,6 +1,7 @@
-//! `antler mcp list|call|probe|login`: the MCP servers of `extensions_config.json`, their status and tools, from
-//! the running daemon (`GET /api/mcp/servers` over its socket, as the operator) or, with no
-//! daemon, by connecting to them here and closing them again.
+//! `antler mcp list|call|probe|login`: the MCP servers of `extensions_config.json`, their
+//! status and tools, from the running daemon (`GET /api/mcp/servers` over its socket, as the
+//! operator) or, with no daemon, by connecting to them here and closing them again; one tool
+//! called here (`call`, `probe`), and a person's authorization obtained (`login`).
 
 pub mod call;
 pub mod login;
@@ -15,7 +16,14 @@ use reqwest::Method;
 
 use crate::cli::daemon_client::{DaemonClient, DaemonClientError};
 use crate::config::{AppConfig, ProcessEnv};
+use crate::mcp::config::{ExtensionsConfig, ServerConfig};
 use crate::mcp::{McpManager, ServerReport, ServerStatus, extensions_path};
+
+/// The exit code of `call` and `probe` when the tool reported an error (`isError`).
+pub const EXIT_TOOL_ERROR: u8 = 1;
+/// The exit code of `call` and `probe` when nothing was called: bad arguments, an unknown
+/// server, a server that could not be reached or refused the call.
+pub const EXIT_NOT_CALLED: u8 = 2;
 
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {
@@ -140,4 +148,53 @@ fn write_listing(out: &mut dyn Write, path: &str, servers: &[Listed]) -> std::io
         }
     }
     Ok(())
+}
+
+/// The server `name` of `extensions_config.json` (the file `antler mcp list` reads); an unknown
+/// name is refused with the names that are configured.
+pub(crate) fn configured_server(
+    config: &AppConfig,
+    config_file: Option<&Path>,
+    name: &str,
+) -> Result<ServerConfig, String> {
+    let path = extensions_path(&ProcessEnv, config_file, &config.data_dir());
+    let (extensions, _) =
+        ExtensionsConfig::load(&path, &ProcessEnv).map_err(|error| error.to_string())?;
+    let names: Vec<&str> = extensions.servers.iter().map(|s| s.name.as_str()).collect();
+    if let Some(server) = extensions.servers.iter().find(|s| s.name == name) {
+        return Ok(server.clone());
+    }
+    if names.is_empty() {
+        return Err(format!(
+            "no MCP server named `{name}`: {} configures none; add one (see \
+             extensions_config.example.json)",
+            path.display()
+        ));
+    }
+    Err(format!(
+        "no MCP server named `{name}` in {}; the configured ones are: {}",
+        path.display(),
+        names.join(", ")
+    ))
+}
+
+/// Prints a tool's result as JSON; the exit code says whether the tool reported an error.
+pub(crate) fn print_result(
+    out: &mut dyn Write,
+    result: &rmcp::model::CallToolResult,
+) -> Result<std::process::ExitCode, McpCliError> {
+    let text = serde_json::to_string_pretty(result)
+        .map_err(|e| McpCliError::Config(format!("the result is not printable as JSON: {e}")))?;
+    writeln!(out, "{text}")?;
+    Ok(if result.is_error == Some(true) {
+        std::process::ExitCode::from(EXIT_TOOL_ERROR)
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
+}
+
+/// Says on stderr why nothing was called and gives the matching exit code.
+pub(crate) fn not_called(message: &str) -> std::process::ExitCode {
+    eprintln!("error: {message}");
+    std::process::ExitCode::from(EXIT_NOT_CALLED)
 }

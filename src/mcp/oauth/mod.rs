@@ -179,7 +179,10 @@ impl TokenSource {
         };
         // The lock is held across discovery and the token request: the single flight.
         let mut state = self.state.lock().await;
-        state.cached = None;
+        if !step_up {
+            // Refused: whatever happens next, it is not to be sent again.
+            state.cached = None;
+        }
         if !step_up && self.needs_discovery(&state) {
             let discovered =
                 discovery::discover(&self.http, &self.context.server_url, &challenge).await?;
@@ -203,6 +206,9 @@ impl TokenSource {
             );
             return Ok(false);
         }
+        // A step-up replaces the token in force even if the new one cannot be had: the
+        // server said what it lacks.
+        state.cached = None;
         match self.config.grant_type {
             GrantType::ClientCredentials | GrantType::RefreshToken => {
                 self.fetch_into(&mut state, scope).await?;
@@ -241,11 +247,6 @@ impl TokenSource {
             }
         }
         Ok(state.cached.as_ref().map(|c| c.header.clone()))
-    }
-
-    /// Forgets the cached token (the server said 401), so the next call fetches a new one.
-    pub(crate) async fn invalidate(&self) {
-        self.state.lock().await.cached = None;
     }
 
     /// Endpoints come from discovery (no `token_url`) and it has not run yet.

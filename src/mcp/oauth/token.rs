@@ -39,7 +39,6 @@ pub(crate) struct ClientCredentials {
 pub(crate) enum Grant {
     ClientCredentials,
     RefreshToken(Secret),
-    #[allow(dead_code)] // constructed by the browser authorization (`login`)
     AuthorizationCode {
         code: Secret,
         code_verifier: Secret,

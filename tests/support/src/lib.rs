@@ -51,6 +51,7 @@ mod docker;
 pub mod documents;
 mod example_daemon;
 mod feishu;
+mod mcp_server;
 mod oauth;
 mod openai;
 mod otel_collector;
@@ -83,7 +84,10 @@ pub use feishu::{
     UserMessage, bad_padding_body, encrypt_feishu_event, p2p_chat, sign_feishu_event,
     url_verification,
 };
-pub use oauth::{AuthProxy, FakeTokenEndpoint};
+pub use mcp_server::{
+    FAKE_MCP_PRIMING_EVENT, FAKE_MCP_SESSION, FakeMcpServer, McpRequest, ToolCallReply,
+};
+pub use oauth::{AuthProxy, FakeTokenEndpoint, SeenTokenRequest};
 pub use openai::FakeOpenAi;
 pub use otel_collector::{CollectedExport, CollectedSpan, FakeCollector};
 pub use reply::{Gate, Reply};
