@@ -10,7 +10,18 @@
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use serde_json::{Map, Value};
 
-use crate::mcp::handler::ElicitationPolicy;
+/// How a server's `elicitation/create` is answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ElicitationPolicy {
+    /// The capability is not declared (the daemon: no person to ask mid-turn).
+    #[default]
+    Unsupported,
+    /// Declared, and every request declined.
+    Decline,
+    /// Declared, and a request accepted with the form's defaults when every required field
+    /// has one (declined otherwise).
+    AcceptDefaults,
+}
 
 /// Why a form cannot be filled from its defaults.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

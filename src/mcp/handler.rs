@@ -9,6 +9,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleClient};
 
 use crate::mcp::elicitation;
+pub use crate::mcp::elicitation::ElicitationPolicy;
 
 /// The protocol version Antler offers in `initialize`.
 ///
@@ -21,19 +22,6 @@ pub const OFFERED_VERSION: ProtocolVersion = ProtocolVersion::LATEST_WITH_INITIA
 /// 2026-07-28; rmcp adapts the session to each).
 pub fn supported_versions() -> &'static [ProtocolVersion] {
     ProtocolVersion::KNOWN_VERSIONS
-}
-
-/// How a server's `elicitation/create` is answered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ElicitationPolicy {
-    /// The capability is not declared (the daemon: no person to ask mid-turn).
-    #[default]
-    Unsupported,
-    /// Declared, and every request declined.
-    Decline,
-    /// Declared, and a request accepted with the form's defaults when every required field
-    /// has one (declined otherwise).
-    AcceptDefaults,
 }
 
 /// Antler's `ClientHandler`.

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use crate::mcp::config::{OAuthConfig, ServerConfig, Transport};
 use crate::mcp::connect::{ConnectError, ConnectOptions, Connection, START_TIMEOUT, connect};
 use crate::mcp::handler::ElicitationPolicy;
+use crate::mcp::http::with_causes;
 use crate::mcp::oauth::{TokenContext, TokenSource};
 
 /// How a probe session differs from the daemon's.
@@ -127,7 +128,7 @@ impl ProbeSession {
         };
         match listed {
             Err(_) => Err(list_error(format!("no answer within {START_TIMEOUT:?}"))),
-            Ok(Err(error)) => Err(list_error(error.to_string())),
+            Ok(Err(error)) => Err(list_error(service_error_words(&error))),
             Ok(Ok(tools)) => Ok(tools),
         }
     }
@@ -152,7 +153,7 @@ impl ProbeSession {
             Ok(Err(error)) => Err(ProbeError::Call {
                 server: describe(&self.server),
                 tool: tool.to_string(),
-                detail: error.to_string(),
+                detail: service_error_words(&error),
             }),
             Ok(Ok(result)) => Ok(result),
         }
@@ -161,6 +162,20 @@ impl ProbeSession {
     /// Ends the session (a stdio server is stopped, an HTTP session deleted).
     pub(crate) async fn close(self) {
         let _ = self.connection.session.cancel().await;
+    }
+}
+
+/// rmcp's transport errors name the transport's Rust type; what went wrong is in the error
+/// it wraps (the token source's refusal, the HTTP status), said here with its causes.
+fn service_error_words(error: &rmcp::ServiceError) -> String {
+    match error {
+        rmcp::ServiceError::TransportSend(inner) => {
+            let text = with_causes(inner.error.as_ref());
+            text.strip_prefix("Client error: ")
+                .unwrap_or(&text)
+                .to_string()
+        }
+        other => other.to_string(),
     }
 }
 

@@ -232,8 +232,20 @@ fn handshake_words(handshake: &Handshake) -> String {
         "Handshake done: protocol version {}, server {server}, capabilities: {capabilities}",
         handshake.protocol_version
     );
+    // Instructions are for the model and may run to pages; their first line says what they are.
     if let Some(instructions) = &handshake.instructions {
-        text.push_str(&format!("\nInstructions from the server: {instructions}"));
+        let lines = instructions
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .count();
+        let first = instructions
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        let first: String = first.chars().take(120).collect();
+        text.push_str(&format!(
+            "\nThe server gives instructions ({lines} lines), starting: {first}"
+        ));
     }
     text
 }

@@ -5,9 +5,11 @@
 //! `$ANTLER_MCP_SERVERS_DIR` (default `~/.cache/antler/mcp-servers`). Without node the tests
 //! skip loudly; `.ci/run` sets `ANTLER_REQUIRE_MCP=1`, which makes that a failure instead.
 
+mod cli;
 mod conformance;
 mod deferred;
 mod elicitation;
+mod login;
 mod oauth;
 mod oauth_discovery;
 mod remote;

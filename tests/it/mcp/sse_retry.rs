@@ -12,7 +12,9 @@ use super::versions::{call_echo, open};
 
 #[tokio::test]
 async fn a_stream_that_ends_early_is_resumed_after_retry_with_last_event_id() {
-    let retry = Duration::from_millis(400);
+    // Longer than the first step of the reconnect backoff (1 s): a client that ignored the
+    // stream's `retry:` and used its own backoff would reconnect too early.
+    let retry = Duration::from_millis(1500);
     let server = FakeMcpServer::start(
         "2025-11-25",
         ToolCallReply::ResumeAfterClose {

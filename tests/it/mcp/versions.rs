@@ -97,3 +97,48 @@ async fn a_version_the_client_does_not_support_is_refused_naming_both() {
     assert!(server.request("tools/list").is_none());
     assert!(server.request("tools/call").is_none());
 }
+
+/// A stdio MCP server in a few lines of sh: answers `initialize` with `$VERSION`, `tools/call`
+/// with "stdio ok", any other request with an empty result.
+const SH_SERVER: &str = r#"
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/^{[^{]*"id":\([0-9][0-9]*\).*/\1/p')
+  [ -z "$id" ] && continue
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"%s","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"1"}}}\n' "$id" "$VERSION" ;;
+    *'"method":"tools/call"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"stdio ok"}]}}\n' "$id" ;;
+    *) printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id" ;;
+  esac
+done
+"#;
+
+async fn open_stdio(version: &str) -> Result<Connection, ConnectError> {
+    let file = json!({"mcpServers": {"sh": {
+        "command": "sh",
+        "args": ["-c", SH_SERVER],
+        "env": {"VERSION": version}
+    }}});
+    let config = ExtensionsConfig::parse(file.to_string().as_bytes(), "test", &MapEnv::new())
+        .expect("the server entry parses");
+    let options = ConnectOptions::default();
+    connect_plain(&config.servers[0], &reqwest::Client::new(), &options).await
+}
+
+#[tokio::test]
+async fn over_stdio_an_older_version_is_used_and_an_unknown_one_refused() {
+    let connection = open_stdio("2024-11-05")
+        .await
+        .expect("a 2024-11-05 server is accepted");
+    assert_eq!(connection.protocol_version(), ProtocolVersion::V_2024_11_05);
+    assert_eq!(call_echo(&connection, json!({})).await, "stdio ok");
+
+    match open_stdio("1999-12-31").await {
+        Err(ConnectError::UnsupportedVersion { answered, .. }) => {
+            assert_eq!(answered.as_str(), "1999-12-31")
+        }
+        Err(other) => panic!("expected UnsupportedVersion, got {other}"),
+        Ok(_) => panic!("a 1999-12-31 server must be refused"),
+    }
+}
