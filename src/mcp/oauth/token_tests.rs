@@ -35,6 +35,15 @@ fn fields(form: &Form) -> Vec<(&str, &str)> {
     form.iter().map(|(k, v)| (*k, v.expose())).collect()
 }
 
+/// Configured method, has a key, has a secret, what the server lists → the method used.
+type Case<'a> = (
+    Option<TokenAuthMethod>,
+    bool,
+    bool,
+    Option<&'a [String]>,
+    TokenAuthMethod,
+);
+
 #[test]
 fn the_method_follows_the_settings_then_what_the_server_lists() {
     let list = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
@@ -42,13 +51,7 @@ fn the_method_follows_the_settings_then_what_the_server_lists() {
     let post_only = list(&["client_secret_post"]);
     let none_only = list(&["none"]);
     use TokenAuthMethod as M;
-    let table: [(
-        Option<TokenAuthMethod>,
-        bool,
-        bool,
-        Option<&[String]>,
-        TokenAuthMethod,
-    ); 9] = [
+    let table: [Case; 9] = [
         (
             Some(M::ClientSecretPost),
             true,
