@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::mcp::config::{ServerConfig, Transport};
+use crate::mcp::config::{OAuthConfig, ServerConfig, Transport};
 use crate::mcp::connect::{ConnectError, ConnectOptions, Connection, connect};
 use crate::mcp::oauth::{TokenContext, TokenSource};
 
@@ -52,20 +52,24 @@ impl ServerSlot {
         token_dir: Option<std::path::PathBuf>,
     ) -> Self {
         let oauth = match &config.transport {
-            Transport::Remote {
-                oauth: Some(oauth),
-                url,
-                ..
-            } => Some(Arc::new(TokenSource::new(
-                oauth.as_ref().clone(),
-                http.clone(),
-                TokenContext {
-                    server_name: config.name.clone(),
-                    server_url: url.clone(),
-                    token_dir,
-                    interactive: false,
-                },
-            ))),
+            // A remote server without an `oauth` block may still have been authorized with
+            // `antler mcp login` (its tokens are in `token_dir`); if not, its 401 says to run
+            // that instead of a bare "authorization required".
+            Transport::Remote { oauth, url, .. } if oauth.is_some() || token_dir.is_some() => {
+                Some(Arc::new(TokenSource::new(
+                    oauth
+                        .as_deref()
+                        .cloned()
+                        .unwrap_or_else(OAuthConfig::discovered_authorization_code),
+                    http.clone(),
+                    TokenContext {
+                        server_name: config.name.clone(),
+                        server_url: url.clone(),
+                        token_dir,
+                        interactive: false,
+                    },
+                )))
+            }
             _ => None,
         };
         let status = if config.enabled {

@@ -131,6 +131,8 @@ impl TokenSource {
         step_up: bool,
         scope: Option<String>,
     ) -> Result<(), OAuthError> {
+        // Read the file again: a person may have run `antler mcp login` since it was read.
+        state.stored_loaded = false;
         self.load_stored(state)?;
         if !step_up && self.refresh_stored(state).await? {
             return Ok(());

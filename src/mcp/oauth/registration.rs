@@ -10,7 +10,7 @@ use crate::config::Secret;
 use crate::mcp::config::{OAuthConfig, TokenAuthMethod};
 use crate::mcp::oauth::discovery::AuthServerMetadata;
 use crate::mcp::oauth::login::LoginError;
-use crate::mcp::oauth::token::ClientCredentials;
+use crate::mcp::oauth::token::{self, ClientCredentials};
 
 /// A registration endpoint that answers slower than this is treated as down.
 const REGISTRATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -26,13 +26,12 @@ pub(crate) async fn choose_client(
 ) -> Result<ClientCredentials, LoginError> {
     let supported = metadata.token_endpoint_auth_methods_supported.as_deref();
     if let Some(client_id) = &config.client_id {
-        let method = config.token_endpoint_auth_method.unwrap_or_else(|| {
-            configured_method(
-                supported,
-                config.client_secret.is_some(),
-                config.private_key.is_some(),
-            )
-        });
+        let method = token::choose_method(
+            config.token_endpoint_auth_method,
+            config.private_key.is_some(),
+            config.client_secret.is_some(),
+            supported,
+        );
         return Ok(ClientCredentials {
             client_id: client_id.clone(),
             client_secret: config.client_secret.clone(),
@@ -64,37 +63,6 @@ pub(crate) async fn choose_client(
             metadata_hint: metadata.client_id_metadata_document_supported == Some(true),
         }),
     }
-}
-
-/// The method of a configured client: a key where the server takes `private_key_jwt`, else its
-/// secret in the header (the default of RFC 8414 when the server lists none) or the body,
-/// whichever the server supports; a client without either is public (`none`).
-pub(crate) fn configured_method(
-    supported: Option<&[String]>,
-    has_secret: bool,
-    has_key: bool,
-) -> TokenAuthMethod {
-    let offers = |name: &str| supported.is_none_or(|list| list.iter().any(|m| m == name));
-    let listed = |name: &str| supported.is_some_and(|list| list.iter().any(|m| m == name));
-    if has_key && listed("private_key_jwt") {
-        return TokenAuthMethod::PrivateKeyJwt;
-    }
-    if has_secret {
-        if offers("client_secret_basic") {
-            return TokenAuthMethod::ClientSecretBasic;
-        }
-        if listed("client_secret_post") {
-            return TokenAuthMethod::ClientSecretPost;
-        }
-        if listed("none") {
-            return TokenAuthMethod::None;
-        }
-        return TokenAuthMethod::ClientSecretBasic;
-    }
-    if has_key {
-        return TokenAuthMethod::PrivateKeyJwt;
-    }
-    TokenAuthMethod::None
 }
 
 /// The method asked for at registration: a public client (`none`) unless the server supports
@@ -197,43 +165,6 @@ mod tests {
 
     fn list(methods: &[&str]) -> Vec<String> {
         methods.iter().map(|m| m.to_string()).collect()
-    }
-
-    #[test]
-    fn a_configured_secret_goes_where_the_server_takes_it() {
-        use TokenAuthMethod as M;
-        let cases: &[(Option<&[&str]>, bool, bool, M)] = &[
-            (None, true, false, M::ClientSecretBasic),
-            (
-                Some(&["client_secret_post"]),
-                true,
-                false,
-                M::ClientSecretPost,
-            ),
-            (
-                Some(&["client_secret_basic", "client_secret_post"]),
-                true,
-                false,
-                M::ClientSecretBasic,
-            ),
-            (Some(&["none"]), true, false, M::None),
-            (
-                Some(&["private_key_jwt", "client_secret_basic"]),
-                true,
-                true,
-                M::PrivateKeyJwt,
-            ),
-            (Some(&["none"]), false, false, M::None),
-            (None, false, false, M::None),
-        ];
-        for (supported, secret, key, expected) in cases {
-            let supported = supported.map(list);
-            assert_eq!(
-                configured_method(supported.as_deref(), *secret, *key),
-                *expected,
-                "{supported:?} secret={secret} key={key}"
-            );
-        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod cli;
 mod conformance;
 mod deferred;
 mod elicitation;
+mod login;
 mod oauth;
 mod oauth_discovery;
 mod remote;
