@@ -9,6 +9,7 @@ mod cli;
 mod conformance;
 mod deferred;
 mod elicitation;
+mod legacy_sse_auth;
 mod login;
 mod oauth;
 mod oauth_discovery;
