@@ -39,11 +39,10 @@ use tokio_util::task::TaskTracker;
 
 use crate::agent_api::{BackgroundTasks, EventSink, RunContext, RunEvents, RunUsers};
 use crate::cluster::Cluster;
-use crate::config::ProcessEnv;
 use crate::config::{AppConfig, ConfigHandle};
 use crate::custom_agents::AgentStore;
 use crate::lead_agent::{LeadAgentCache, LeadAgentDeps, make_lead_agent};
-use crate::mcp::{McpManager, McpToolSet, extensions_path};
+use crate::mcp::{McpManager, McpToolSet};
 use crate::memory::MemoryService;
 use crate::model::ModelRegistry;
 use crate::sandbox::{SandboxError, SandboxInfo, SandboxProvider};
@@ -241,11 +240,7 @@ impl Harness {
                 tracker: TaskTracker::new(),
                 background: BackgroundTasks::new(),
                 accepting: AtomicBool::new(true),
-                mcp: McpManager::new(
-                    extensions_path(&ProcessEnv, None, &snapshot.data_dir()),
-                    &snapshot.data_dir(),
-                    Arc::new(ProcessEnv),
-                ),
+                mcp: McpManager::in_data_dir(&snapshot.data_dir()),
                 converter: Converter::for_config(&snapshot.conversion),
             }),
         })

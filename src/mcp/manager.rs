@@ -69,6 +69,14 @@ impl McpManager {
         }
     }
 
+    /// The daemon's servers: `extensions_config.json` where the process environment and
+    /// `data_dir` put it, tokens in `data_dir`.
+    pub fn in_data_dir(data_dir: &std::path::Path) -> Self {
+        let env = crate::config::ProcessEnv;
+        let path = crate::mcp::extensions_path(&env, None, data_dir);
+        Self::new(path, data_dir, Arc::new(env))
+    }
+
     /// Where `extensions_config.json` is read from.
     pub fn path(&self) -> PathBuf {
         self.inner
