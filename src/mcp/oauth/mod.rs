@@ -249,11 +249,6 @@ impl TokenSource {
         Ok(state.cached.as_ref().map(|c| c.header.clone()))
     }
 
-    /// Forgets the cached token (the server said 401), so the next call fetches a new one.
-    pub(crate) async fn invalidate(&self) {
-        self.state.lock().await.cached = None;
-    }
-
     /// Endpoints come from discovery (no `token_url`) and it has not run yet.
     fn needs_discovery(&self, state: &State) -> bool {
         self.config.grant_type != GrantType::AuthorizationCode
