@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Secret;
-use crate::mcp::oauth::login::LoginError;
+use crate::mcp::oauth::login_error::LoginError;
 
 /// How long the page of a finished callback may take to reach the browser before the
 /// listener is closed anyway.

@@ -20,6 +20,7 @@ pub(crate) mod challenge;
 pub(crate) mod discovery;
 mod grant;
 pub(crate) mod login;
+mod login_error;
 mod loopback;
 mod pkce;
 mod registration;

@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::config::Secret;
 use crate::mcp::config::{OAuthConfig, TokenAuthMethod};
 use crate::mcp::oauth::discovery::AuthServerMetadata;
-use crate::mcp::oauth::login::LoginError;
+use crate::mcp::oauth::login_error::LoginError;
 use crate::mcp::oauth::token::{self, ClientCredentials};
 
 /// A registration endpoint that answers slower than this is treated as down.
