@@ -133,14 +133,9 @@ fn every_client_scenario_passes_or_is_in_the_baseline() {
             started.elapsed() < DEADLINE,
             "the conformance run took over {DEADLINE:?}; it stopped before {scenario}"
         );
-        let (status, stdout) = run_scenario(
-            &node,
-            &index,
-            &client,
-            scenario,
-            &baseline_file,
-            &checks_dir,
-        );
+        let run = |dir: &Path| run_scenario(&node, &index, &client, scenario, &baseline_file, dir);
+        let (status, stdout) =
+            run_allowing_late_reconnects(scenario, results.path(), &checks_dir, run);
         if !status.is_some_and(|s| s.success()) {
             let verdict = match (status, listed.contains(&scenario.as_str())) {
                 (None, _) => "did not finish within its deadline".to_string(),
@@ -192,6 +187,57 @@ fn every_client_scenario_passes_or_is_in_the_baseline() {
          those scenarios:\n{summaries}",
         problems.join("\n  ")
     );
+}
+
+/// How often `sse-retry` runs when its only failure is a reconnection measured late.
+const LATE_RECONNECT_ATTEMPTS: usize = 3;
+
+/// `run` for most scenarios; for `sse-retry`, again (up to [`LATE_RECONNECT_ATTEMPTS`]) while its
+/// only failed check is a reconnection measured *late*: the client waits the stream's `retry`
+/// (too early stays a failure at once), but a machine busy with the rest of the test suite can
+/// delay the spawn-to-GET path past the suite's 200 ms tolerance. The attempt that counts
+/// leaves its checks in `checks_dir`.
+fn run_allowing_late_reconnects(
+    scenario: &str,
+    scratch: &Path,
+    checks_dir: &Path,
+    run: impl Fn(&Path) -> (Option<std::process::ExitStatus>, String),
+) -> (Option<std::process::ExitStatus>, String) {
+    if scenario != "sse-retry" {
+        return run(checks_dir);
+    }
+    let mut attempt = 1;
+    loop {
+        let dir = scratch.join(format!("sse-retry-attempt-{attempt}"));
+        let (status, stdout) = run(&dir);
+        let passed = status.is_some_and(|s| s.success());
+        if passed || attempt == LATE_RECONNECT_ATTEMPTS || !only_late_reconnects(&dir) {
+            std::fs::create_dir_all(checks_dir).unwrap();
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                std::fs::rename(entry.path(), checks_dir.join(entry.file_name())).unwrap();
+            }
+            return (status, stdout);
+        }
+        eprintln!("sse-retry: the reconnection was measured late on attempt {attempt}; again");
+        attempt += 1;
+    }
+}
+
+/// Whether every failed or warned check under `dir` is `sse-retry`'s timing check, late.
+fn only_late_reconnects(dir: &Path) -> bool {
+    let checks: Vec<Value> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "checks.json")
+        .filter_map(|e| std::fs::read(e.path()).ok())
+        .filter_map(|bytes| serde_json::from_slice::<Vec<Value>>(&bytes).ok())
+        .flatten()
+        .filter(|c| matches!(c["status"].as_str(), Some("FAILURE" | "WARNING")))
+        .collect();
+    !checks.is_empty()
+        && checks.iter().all(|c| {
+            c["id"] == "client-sse-retry-timing" && c["details"]["tooEarly"] == Value::Bool(false)
+        })
 }
 
 /// Runs one scenario against the client with the baseline; the suite's exit status (`None`
@@ -302,4 +348,29 @@ fn scenario_results(root: &Path, dir: &Path, found: &mut Vec<ScenarioResult>) {
         }
         found.push(result);
     }
+}
+
+#[test]
+fn only_a_late_reconnection_earns_sse_retry_another_attempt() {
+    let write = |checks: Value| {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("sse-retry-2026-12-06");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("checks.json"), checks.to_string()).unwrap();
+        dir
+    };
+    let timing = |status: &str, too_early: bool| {
+        serde_json::json!({"id": "client-sse-retry-timing", "status": status,
+            "details": {"tooEarly": too_early}})
+    };
+    let ok = serde_json::json!({"id": "client-sse-graceful-reconnect", "status": "SUCCESS"});
+    let late = write(serde_json::json!([ok, timing("WARNING", false)]));
+    assert!(only_late_reconnects(late.path()));
+    let early = write(serde_json::json!([ok, timing("FAILURE", true)]));
+    assert!(!only_late_reconnects(early.path()));
+    let other = serde_json::json!({"id": "client-sse-graceful-reconnect", "status": "FAILURE"});
+    let broken = write(serde_json::json!([other, timing("WARNING", false)]));
+    assert!(!only_late_reconnects(broken.path()));
+    let none = tempfile::tempdir().unwrap();
+    assert!(!only_late_reconnects(none.path()));
 }
