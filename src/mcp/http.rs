@@ -149,20 +149,9 @@ impl StreamableClient {
     }
 }
 
-/// An error's text followed by each cause it does not already quote (`error sending request
-/// for url (…): client error (Connect): tcp connect error: Connection refused`).
-pub(crate) fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text = format!("{text}: {cause_text}");
-        }
-        source = cause.source();
-    }
-    text
-}
+/// The transports' error texts use the token source's (`error sending request for url (…):
+/// client error (Connect): tcp connect error: Connection refused`).
+pub(crate) use crate::mcp::oauth::with_causes;
 
 /// `HTTP 404 Not Found: {body}`, in one line: an HTML error page is named, not quoted.
 fn refusal(status: StatusCode, kind: Option<&str>, body: &str) -> String {

@@ -16,7 +16,8 @@ use crate::mcp::oauth::discovery::{self, Discovered};
 pub(crate) use crate::mcp::oauth::login_error::LoginError;
 use crate::mcp::oauth::loopback::Loopback;
 use crate::mcp::oauth::pkce::{Pkce, random_token};
-use crate::mcp::oauth::registration::{choose_client, method_name};
+use crate::mcp::oauth::registration::choose_client;
+use crate::mcp::oauth::token::method_name;
 use crate::mcp::oauth::token::{self, Grant, TokenRequest};
 use crate::mcp::oauth::token_store::{StoredTokens, unix_now};
 

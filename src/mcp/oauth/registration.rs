@@ -149,16 +149,6 @@ async fn register(
     })
 }
 
-/// The RFC 7591 name of `method` (as kept in the token file).
-pub(crate) fn method_name(method: TokenAuthMethod) -> &'static str {
-    match method {
-        TokenAuthMethod::ClientSecretBasic => "client_secret_basic",
-        TokenAuthMethod::ClientSecretPost => "client_secret_post",
-        TokenAuthMethod::PrivateKeyJwt => "private_key_jwt",
-        TokenAuthMethod::None => "none",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -361,6 +361,7 @@ fn refusal(url: &str, status: u16, body: &str, request: &TokenRequest) -> OAuthE
     }
 }
 
+/// The RFC 7591 name of `method` (in messages and the token file).
 pub(crate) fn method_name(method: TokenAuthMethod) -> &'static str {
     match method {
         TokenAuthMethod::ClientSecretBasic => "client_secret_basic",
